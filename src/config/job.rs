@@ -1,0 +1,100 @@
+//! A job after merging and validation: every default applied, every value
+//! checked, ready for the scheduler.
+
+use super::error::Location;
+use super::model::{
+    ClusterPolicy, Command, ConcurrencyPolicy, ConcurrencyScope, JobSpec, OnMissed, Priority,
+    Report, Retry, Statsd,
+};
+use std::path::PathBuf;
+
+/// Which outcomes count as a failure, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailurePolicy {
+    /// Captured stdout fails the run.
+    pub produces_stdout: bool,
+    /// Captured stderr fails the run.
+    pub produces_stderr: bool,
+    /// A non-zero exit code fails the run.
+    pub nonzero_return: bool,
+    /// Every run fails.
+    pub always: bool,
+}
+
+/// The account a job switches to (only when the daemon runs as root).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    /// Login name (for supplementary groups), when a user was given.
+    pub user_name: Option<String>,
+    /// uid to switch to, when a user was given.
+    pub uid: Option<u32>,
+    /// gid to switch to.
+    pub gid: u32,
+}
+
+/// One fully resolved job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobConfig {
+    /// Unique name.
+    pub name: String,
+    /// What to run.
+    pub command: Command,
+    /// Schedule text (object form already assembled), `@macro` or `@reboot`.
+    pub schedule: String,
+    /// Shell for a string command.
+    pub shell: String,
+    /// Disabled jobs never run.
+    pub enabled: bool,
+    /// Capture stdout instead of passing it through.
+    pub capture_stdout: bool,
+    /// Capture stderr instead of passing it through.
+    pub capture_stderr: bool,
+    /// Captured lines kept per stream.
+    pub save_limit: usize,
+    /// Longest line buffered, bytes.
+    pub max_line_length: usize,
+    /// Prefix of echoed output lines.
+    pub stream_prefix: String,
+    /// Schedule in UTC (false: local time) unless `timezone` is set.
+    pub utc: bool,
+    /// IANA zone of the schedule.
+    pub timezone: Option<String>,
+    /// Overlap policy.
+    pub concurrency_policy: ConcurrencyPolicy,
+    /// Overlap scope.
+    pub concurrency_scope: ConcurrencyScope,
+    /// Placement under leader election.
+    pub cluster_policy: ClusterPolicy,
+    /// Seconds before a run is cancelled with -100.
+    pub execution_timeout: Option<f64>,
+    /// Seconds between SIGTERM and SIGKILL.
+    pub kill_timeout: f64,
+    /// Failure classification.
+    pub fails_when: FailurePolicy,
+    /// Retry ladder.
+    pub retry: Retry,
+    /// Reporters on every failure.
+    pub on_failure: Report,
+    /// Reporters once retries are exhausted.
+    pub on_permanent_failure: Report,
+    /// Reporters on success.
+    pub on_success: Report,
+    /// Catch-up policy (inert without durable state).
+    pub on_missed: OnMissed,
+    /// Skip a fire when the previous run failed.
+    pub only_if_last_succeeded: bool,
+    /// Environment for the job: env_file first, then `environment` entries.
+    pub environment: Vec<(String, String)>,
+    /// Start directory (absolute), when set.
+    pub working_directory: Option<PathBuf>,
+    /// Account switch, when `user`/`group` are set.
+    pub run_as: Option<RunAs>,
+    /// Process priority.
+    pub priority: Priority,
+    /// statsd sink.
+    pub statsd: Option<Statsd>,
+    /// The merged spec this job was resolved from (job-set id, API).
+    pub spec: JobSpec,
+    /// Where the job is written.
+    pub origin: Location,
+}

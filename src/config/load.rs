@@ -1,0 +1,533 @@
+//! Assembles one config from a file, a directory, or named in-memory
+//! sources: parsing, `${VAR}` expansion, includes, defaults layering, job
+//! resolution and the whole-config rules.
+
+use super::crontab;
+use super::defaults::builtin_job_defaults;
+use super::error::{ConfigError, Location};
+use super::interpolate;
+use super::job::JobConfig;
+use super::locate::LineIndex;
+use super::merge::Merge;
+use super::model::{
+    ClusterConfig, Command, ConfigDocument, DagConfig, EnvVar, Environment, JobSpec,
+    LoggingConfig, McpConfig, NotifyConfig, PushConfig, Schedule, StateConfig, WebConfig,
+};
+use super::sections_check;
+use super::validate::{self, Context};
+use crate::platform;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// What kind of text a source holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceKind {
+    /// A YAML config document.
+    Yaml,
+    /// A classic crontab.
+    Crontab,
+}
+
+impl SourceKind {
+    /// Classifies a file by name: `*.yaml`/`*.yml` (any case), crontabs
+    /// (`*.crontab`, `*.cron`, `crontab`), or `None` for anything else.
+    pub fn of_path(path: &Path) -> Option<SourceKind> {
+        let name = path.file_name()?.to_string_lossy().to_lowercase();
+        if name == "crontab" || name.ends_with(".crontab") || name.ends_with(".cron") {
+            Some(SourceKind::Crontab)
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            Some(SourceKind::Yaml)
+        } else {
+            None
+        }
+    }
+}
+
+/// One named piece of config text: a file, a ConfigMap key, a CRD spec.
+#[derive(Debug, Clone)]
+pub struct Source {
+    /// Name used in errors and job origins (a path, or e.g. `configmap/x:key`).
+    pub name: String,
+    /// The text.
+    pub text: String,
+    /// YAML or crontab.
+    pub kind: SourceKind,
+    /// Directory `include:` entries resolve against; `None` refuses includes
+    /// (in-memory sources have no directory).
+    pub include_dir: Option<PathBuf>,
+}
+
+/// A section and the source it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Located<T> {
+    /// The section.
+    pub value: T,
+    /// Where it was written.
+    pub source: String,
+}
+
+/// The whole-config sections (everything but jobs), at most one of each.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sections {
+    /// HTTP control API.
+    pub web: Option<Located<WebConfig>>,
+    /// Logging (dictConfig shape).
+    pub logging: Option<Located<LoggingConfig>>,
+    /// Durable state.
+    pub state: Option<Located<StateConfig>>,
+    /// Clustering.
+    pub cluster: Option<Located<ClusterConfig>>,
+    /// MCP server.
+    pub mcp: Option<Located<McpConfig>>,
+    /// Event notifications.
+    pub notify: Option<Located<NotifyConfig>>,
+    /// Push relay.
+    pub push: Option<Located<PushConfig>>,
+    /// DAGs, from every source.
+    pub dags: Vec<Located<DagConfig>>,
+}
+
+/// A loaded, validated config.
+#[derive(Debug, Clone, Default)]
+pub struct LoadedConfig {
+    /// Every job, in load order.
+    pub jobs: Vec<JobConfig>,
+    /// Everything else.
+    pub sections: Sections,
+    /// Problems worth a log line that did not stop the load.
+    pub warnings: Vec<String>,
+    /// Every file read (for change detection on reload).
+    pub files: Vec<PathBuf>,
+}
+
+/// How a section clash is worded: within one include tree, or across the
+/// files of a directory.
+#[derive(Clone, Copy)]
+enum Clash {
+    Include,
+    Directory,
+}
+
+impl Sections {
+    fn adopt(&mut self, other: Sections, clash: Clash) -> Result<(), ConfigError> {
+        fn take<T>(
+            mine: &mut Option<Located<T>>,
+            theirs: Option<Located<T>>,
+            key: &str,
+            clash: Clash,
+        ) -> Result<(), ConfigError> {
+            match (mine.as_ref(), theirs) {
+                (Some(first), Some(second)) => {
+                    let message = match clash {
+                        Clash::Include => format!(
+                            "'{key}' is configured both here and in included file {}; a config \
+                             has at most one '{key}' section",
+                            first.source
+                        ),
+                        Clash::Directory => format!(
+                            "'{key}' is configured in more than one file (first in {}, again \
+                             here); a config has at most one '{key}' section",
+                            first.source
+                        ),
+                    };
+                    Err(ConfigError::config(Location::source(second.source), message))
+                }
+                (None, Some(theirs)) => {
+                    *mine = Some(theirs);
+                    Ok(())
+                }
+                _ => Ok(()),
+            }
+        }
+        take(&mut self.web, other.web, "web", clash)?;
+        take(&mut self.logging, other.logging, "logging", clash)?;
+        take(&mut self.state, other.state, "state", clash)?;
+        take(&mut self.cluster, other.cluster, "cluster", clash)?;
+        take(&mut self.mcp, other.mcp, "mcp", clash)?;
+        take(&mut self.notify, other.notify, "notify", clash)?;
+        take(&mut self.push, other.push, "push", clash)?;
+        self.dags.extend(other.dags);
+        Ok(())
+    }
+}
+
+/// The result of one source (and its includes).
+struct Parsed {
+    jobs: Vec<JobConfig>,
+    /// This source's defaults over its includes' defaults (no built-ins):
+    /// what an including file layers under its own inline jobs.
+    defaults: JobSpec,
+    sections: Sections,
+}
+
+/// Shared state of one load.
+struct Loader {
+    builtins: JobSpec,
+    cwd: PathBuf,
+    is_root: bool,
+    env: Box<dyn Fn(&str) -> Option<String>>,
+    warnings: Vec<String>,
+    files: Vec<PathBuf>,
+}
+
+/// Loads `path`: a YAML file, a crontab, or a directory of them.
+pub fn load_path(path: &Path) -> Result<LoadedConfig, ConfigError> {
+    let mut loader = Loader::new();
+    let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
+    let (jobs, sections) = if meta.is_dir() {
+        loader.load_directory(path)?
+    } else {
+        let parsed = loader.load_file(path, &mut Vec::new())?;
+        (parsed.jobs, parsed.sections)
+    };
+    loader.finish(jobs, sections)
+}
+
+/// Loads named in-memory sources as if they were the files of a directory,
+/// in the order given.
+pub fn load_sources(sources: &[Source]) -> Result<LoadedConfig, ConfigError> {
+    let mut loader = Loader::new();
+    let mut jobs = Vec::new();
+    let mut sections = Sections::default();
+    let mut errors = Vec::new();
+    for source in sources {
+        match loader.parse_source(source, &mut Vec::new()) {
+            Ok(parsed) => {
+                jobs.extend(parsed.jobs);
+                sections.adopt(parsed.sections, Clash::Directory)?;
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(one_or_many(errors));
+    }
+    loader.finish(jobs, sections)
+}
+
+fn one_or_many(mut errors: Vec<ConfigError>) -> ConfigError {
+    if errors.len() == 1 {
+        errors.remove(0)
+    } else {
+        ConfigError::Many(errors)
+    }
+}
+
+fn io_error(path: &Path, err: &std::io::Error) -> ConfigError {
+    ConfigError::Io {
+        path: path.display().to_string(),
+        reason: err.to_string(),
+    }
+}
+
+impl Loader {
+    fn new() -> Self {
+        Loader {
+            builtins: builtin_job_defaults(),
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            is_root: platform::is_root(),
+            env: Box::new(|name| std::env::var(name).ok()),
+            warnings: Vec::new(),
+            files: Vec::new(),
+        }
+    }
+
+    fn load_directory(&mut self, dir: &Path) -> Result<(Vec<JobConfig>, Sections), ConfigError> {
+        let entries = std::fs::read_dir(dir).map_err(|e| io_error(dir, &e))?;
+        let mut paths: Vec<PathBuf> = entries
+            .filter_map(|entry| entry.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+                let hidden = name.is_some_and(|n| n.starts_with('_') || n.starts_with('.'));
+                !hidden && SourceKind::of_path(p).is_some()
+            })
+            .collect();
+        paths.sort();
+        let mut jobs = Vec::new();
+        let mut sections = Sections::default();
+        let mut errors = Vec::new();
+        for path in paths {
+            match self.load_file(&path, &mut Vec::new()) {
+                Ok(parsed) => {
+                    jobs.extend(parsed.jobs);
+                    sections.adopt(parsed.sections, Clash::Directory)?;
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(one_or_many(errors));
+        }
+        Ok((jobs, sections))
+    }
+
+    /// Reads and parses one file; `stack` holds the files being included
+    /// above it, for cycle detection.
+    fn load_file(&mut self, path: &Path, stack: &mut Vec<PathBuf>) -> Result<Parsed, ConfigError> {
+        let bytes = std::fs::read(path).map_err(|e| io_error(path, &e))?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            ConfigError::config(
+                Location::source(path.display().to_string()),
+                format!("not valid UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+            )
+        })?;
+        self.files.push(path.to_path_buf());
+        let source = Source {
+            name: path.display().to_string(),
+            text,
+            kind: SourceKind::of_path(path).unwrap_or(SourceKind::Yaml),
+            include_dir: Some(path.parent().unwrap_or(Path::new(".")).to_path_buf()),
+        };
+        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        stack.push(canonical);
+        let result = self.parse_source(&source, stack);
+        stack.pop();
+        result
+    }
+
+    fn parse_source(
+        &mut self,
+        source: &Source,
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<Parsed, ConfigError> {
+        match source.kind {
+            SourceKind::Crontab => self.parse_crontab(source),
+            SourceKind::Yaml => self.parse_yaml(source, stack),
+        }
+    }
+
+    fn parse_crontab(&mut self, source: &Source) -> Result<Parsed, ConfigError> {
+        let label = Path::new(&source.name)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| source.name.clone());
+        let entries = crontab::parse_crontab(&label, &source.text).map_err(|e| {
+            ConfigError::config(Location::source(source.name.clone()), e.to_string())
+        })?;
+        let mut jobs = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let line = entry.line;
+            let name = entry.name.clone();
+            let mut spec = crontab_job_spec(entry);
+            spec.merge_from(&self.builtins);
+            let origin = Location::line(source.name.clone(), Some(line));
+            jobs.push(self.resolve(spec, origin, &name, None)?);
+        }
+        Ok(Parsed {
+            jobs,
+            defaults: JobSpec::default(),
+            sections: Sections::default(),
+        })
+    }
+
+    fn parse_yaml(
+        &mut self,
+        source: &Source,
+        stack: &mut Vec<PathBuf>,
+    ) -> Result<Parsed, ConfigError> {
+        let doc = self.parse_document(source)?;
+        let lines = LineIndex::new(&source.text);
+        let name = source.name.clone();
+
+        if let Some(defaults) = &doc.defaults {
+            for (key, set) in [
+                ("name", defaults.name.is_some()),
+                ("command", defaults.command.is_some()),
+                ("schedule", defaults.schedule.is_some()),
+            ] {
+                if set {
+                    return Err(ConfigError::Job {
+                        location: Location::line(name.clone(), lines.key_line_anywhere(key)),
+                        job: "defaults".into(),
+                        key: key.into(),
+                        message: format!("'{key}' belongs on a job, not in defaults"),
+                    });
+                }
+            }
+        }
+
+        let mut sections = Sections {
+            web: doc.web.map(|value| Located { value, source: name.clone() }),
+            logging: doc.logging.map(|value| Located { value, source: name.clone() }),
+            state: doc.state.map(|value| Located { value, source: name.clone() }),
+            cluster: doc.cluster.map(|value| Located { value, source: name.clone() }),
+            mcp: doc.mcp.map(|value| Located { value, source: name.clone() }),
+            notify: doc.notify.map(|value| Located { value, source: name.clone() }),
+            push: doc.push.map(|value| Located { value, source: name.clone() }),
+            dags: doc
+                .dags
+                .unwrap_or_default()
+                .into_iter()
+                .map(|value| Located { value, source: name.clone() })
+                .collect(),
+        };
+        if let Some(web) = &sections.web {
+            sections_check::check_web(&web.value)
+                .map_err(|m| ConfigError::config(Location::source(name.clone()), format!("web: {m}")))?;
+        }
+
+        let mut jobs = Vec::new();
+        let mut included_defaults = JobSpec::default();
+        for include in doc.include.unwrap_or_default() {
+            let Some(dir) = &source.include_dir else {
+                return Err(ConfigError::config(
+                    Location::source(name.clone()),
+                    format!("include '{include}': this source has no directory to include from"),
+                ));
+            };
+            let path = dir.join(&include);
+            let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if stack.contains(&canonical) {
+                return Err(ConfigError::config(
+                    Location::source(name.clone()),
+                    format!("include cycle: {} includes itself", path.display()),
+                ));
+            }
+            let parsed = self.load_file(&path, stack)?;
+            jobs.extend(parsed.jobs);
+            sections.adopt(parsed.sections, Clash::Include)?;
+            let mut layered = parsed.defaults;
+            layered.merge_from(&included_defaults);
+            included_defaults = layered;
+        }
+
+        let mut file_defaults = doc.defaults.unwrap_or_default();
+        file_defaults.merge_from(&included_defaults);
+        let mut base = file_defaults.clone();
+        base.merge_from(&self.builtins);
+
+        for (index, job) in doc.jobs.unwrap_or_default().into_iter().enumerate() {
+            let job_name = job.name.clone().unwrap_or_else(|| format!("jobs[{index}]"));
+            let line = job.name.as_deref().and_then(|n| lines.job_line(n));
+            let mut spec = job;
+            spec.merge_from(&base);
+            let origin = Location::line(name.clone(), line);
+            jobs.push(self.resolve(spec, origin, &job_name, Some(&lines))?);
+        }
+        Ok(Parsed {
+            jobs,
+            defaults: file_defaults,
+            sections,
+        })
+    }
+
+    /// Parses the text against the schema, then expands `${VAR}` references.
+    fn parse_document(&self, source: &Source) -> Result<ConfigDocument, ConfigError> {
+        if is_blank_yaml(&source.text) {
+            return Ok(ConfigDocument::default());
+        }
+        let doc: ConfigDocument = serde_yaml::from_str(&source.text)
+            .map_err(|e| ConfigError::from_yaml(&source.name, &e))?;
+        if !source.text.contains('$') {
+            return Ok(doc);
+        }
+        let mut value: serde_yaml::Value = serde_yaml::from_str(&source.text)
+            .map_err(|e| ConfigError::from_yaml(&source.name, &e))?;
+        interpolate::expand_document(&mut value, &*self.env).map_err(|missing| {
+            let place = if missing.path.is_empty() {
+                "the config".to_owned()
+            } else {
+                missing.path.clone()
+            };
+            ConfigError::config(
+                Location::source(source.name.clone()),
+                format!(
+                    "{place} uses ${{{var}}}, but {var} is not set in cronstable's environment; \
+                     set it, or write ${{{var}:-fallback}} to give a fallback",
+                    var = missing.variable
+                ),
+            )
+        })?;
+        serde_yaml::from_value(value).map_err(|e| ConfigError::from_yaml(&source.name, &e))
+    }
+
+    fn resolve(
+        &mut self,
+        spec: JobSpec,
+        origin: Location,
+        job_name: &str,
+        lines: Option<&LineIndex>,
+    ) -> Result<JobConfig, ConfigError> {
+        let ctx = Context {
+            is_root: self.is_root,
+            cwd: &self.cwd,
+        };
+        let job_line = origin.line;
+        validate::resolve_job(spec, origin.clone(), &ctx, &mut self.warnings).map_err(|err| {
+            let first_key = err.key.split('.').next().unwrap_or("");
+            let key_line = match (lines, job_line) {
+                (Some(lines), Some(line)) if !first_key.is_empty() => {
+                    lines.key_line(line, first_key).or(Some(line))
+                }
+                _ => job_line,
+            };
+            ConfigError::Job {
+                location: Location::line(origin.source, key_line),
+                job: job_name.to_owned(),
+                key: err.key,
+                message: err.message,
+            }
+        })
+    }
+
+    fn finish(mut self, jobs: Vec<JobConfig>, sections: Sections) -> Result<LoadedConfig, ConfigError> {
+        check_duplicate_names(&jobs)?;
+        sections_check::check_cross_sections(&jobs, &sections, &mut self.warnings)?;
+        Ok(LoadedConfig {
+            jobs,
+            sections,
+            warnings: self.warnings,
+            files: self.files,
+        })
+    }
+}
+
+/// True when the text holds no YAML content at all (empty, or only
+/// comments and document markers).
+fn is_blank_yaml(text: &str) -> bool {
+    text.lines().all(|line| {
+        let t = line.trim();
+        t.is_empty() || t.starts_with('#') || t == "---" || t == "..."
+    })
+}
+
+fn check_duplicate_names(jobs: &[JobConfig]) -> Result<(), ConfigError> {
+    let mut seen: HashMap<&str, &JobConfig> = HashMap::with_capacity(jobs.len());
+    for job in jobs {
+        if let Some(first) = seen.insert(job.name.as_str(), job) {
+            return Err(ConfigError::Job {
+                location: job.origin.clone(),
+                job: job.name.clone(),
+                key: "name".into(),
+                message: format!(
+                    "a job named '{}' is already defined at {}; job names must be unique \
+                     across the whole config",
+                    job.name, first.origin
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Lowers a crontab entry to a job spec (the built-in defaults are layered
+/// under it by the caller).
+fn crontab_job_spec(entry: crontab::CrontabJob) -> JobSpec {
+    JobSpec {
+        name: Some(entry.name),
+        command: Some(Command::Shell(entry.command)),
+        schedule: Some(Schedule::Text(entry.schedule)),
+        shell: entry.shell,
+        timezone: entry.timezone,
+        environment: (!entry.environment.is_empty()).then(|| {
+            Environment(
+                entry
+                    .environment
+                    .into_iter()
+                    .map(|(key, value)| EnvVar { key, value })
+                    .collect(),
+            )
+        }),
+        ..JobSpec::default()
+    }
+}

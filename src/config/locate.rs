@@ -1,0 +1,113 @@
+//! Finds the line a job or one of its keys is written on, so that errors
+//! found after parsing (ranges, cross-field rules, duplicates) can still name
+//! a line. serde_yaml keeps no positions in parsed values; a light scan of
+//! the text is enough for block-style YAML, and flow-style jobs simply get
+//! no line.
+
+/// Line numbers of the jobs of one YAML text, by name.
+#[derive(Debug, Default)]
+pub struct LineIndex<'a> {
+    lines: Vec<&'a str>,
+}
+
+impl<'a> LineIndex<'a> {
+    /// Indexes `text`.
+    pub fn new(text: &'a str) -> Self {
+        LineIndex {
+            lines: text.lines().collect(),
+        }
+    }
+
+    /// The 1-based line of `name: <job>` (or `- name: <job>`).
+    pub fn job_line(&self, job: &str) -> Option<usize> {
+        self.lines
+            .iter()
+            .position(|line| key_value(line).is_some_and(|(k, v)| k == "name" && v == job))
+            .map(|i| i + 1)
+    }
+
+    /// The 1-based line of the first `key:` after the job's own line, within
+    /// the same list item (stops at the next item of the job list).
+    pub fn key_line(&self, job_line: usize, key: &str) -> Option<usize> {
+        let start = job_line.checked_sub(1)?;
+        let item_indent = self.item_indent(start)?;
+        for (offset, line) in self.lines.iter().enumerate().skip(start) {
+            if offset > start {
+                let indent = line.len() - line.trim_start().len();
+                let trimmed = line.trim_start();
+                if !trimmed.is_empty()
+                    && !trimmed.starts_with('#')
+                    && (indent < item_indent || (indent == item_indent && trimmed.starts_with('-')))
+                {
+                    return None;
+                }
+            }
+            if key_value(line).is_some_and(|(k, _)| k == key) {
+                return Some(offset + 1);
+            }
+        }
+        None
+    }
+
+    /// The 1-based line of the first `key:` anywhere in the text.
+    pub fn key_line_anywhere(&self, key: &str) -> Option<usize> {
+        self.lines
+            .iter()
+            .position(|line| key_value(line).is_some_and(|(k, _)| k == key))
+            .map(|i| i + 1)
+    }
+
+    /// Indentation of the list item that contains line `index`.
+    fn item_indent(&self, index: usize) -> Option<usize> {
+        (0..=index).rev().find_map(|i| {
+            let line = self.lines[i];
+            let trimmed = line.trim_start();
+            trimmed
+                .starts_with('-')
+                .then(|| line.len() - trimmed.len())
+        })
+    }
+}
+
+/// Splits `  - key: value` into (`key`, unquoted `value`).
+fn key_value(line: &str) -> Option<(&str, &str)> {
+    let mut t = line.trim_start();
+    if let Some(rest) = t.strip_prefix('-') {
+        t = rest.trim_start();
+    }
+    let (key, value) = t.split_once(':')?;
+    let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
+    let mut value = value.trim();
+    if let Some((before, _comment)) = value.split_once(" #") {
+        value = before.trim_end();
+    }
+    let value = value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+        .unwrap_or(value);
+    Some((key, value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "defaults:\n  shell: /bin/bash\njobs:\n  - name: a\n    command: x\n    killTimeout: -1\n  - name: \"b\"\n    command: y\n    schedule: '* * * * *'\n";
+
+    #[test]
+    fn finds_jobs_by_name() {
+        let idx = LineIndex::new(TEXT);
+        assert_eq!(idx.job_line("a"), Some(4));
+        assert_eq!(idx.job_line("b"), Some(7));
+        assert_eq!(idx.job_line("zzz"), None);
+    }
+
+    #[test]
+    fn finds_keys_within_the_job_only() {
+        let idx = LineIndex::new(TEXT);
+        assert_eq!(idx.key_line(4, "killTimeout"), Some(6));
+        assert_eq!(idx.key_line(4, "schedule"), None);
+        assert_eq!(idx.key_line(7, "schedule"), Some(9));
+    }
+}

@@ -1,0 +1,194 @@
+//! Rules for the whole-config sections, and the rules that span sections
+//! and jobs (a job that needs `state`, a feature not supported yet).
+
+use super::error::{ConfigError, Location};
+use super::job::JobConfig;
+use super::load::Sections;
+use super::model::{ConcurrencyScope, WebConfig};
+
+/// Checks the `web` section on its own.
+pub fn check_web(web: &WebConfig) -> Result<(), String> {
+    if web.listen.is_empty() {
+        return Err("listen needs at least one address".into());
+    }
+    for url in &web.listen {
+        let known = ["http://", "https://", "unix://"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme));
+        if !known {
+            return Err(format!(
+                "listen address '{url}' must start with http://, https:// or unix://"
+            ));
+        }
+    }
+    let has_https = web.listen.iter().any(|u| u.starts_with("https://"));
+    let tls = web.tls.clone().unwrap_or_default();
+    match (&tls.cert, &tls.key) {
+        (Some(_), None) | (None, Some(_)) => {
+            return Err("tls.cert and tls.key must be set together".into())
+        }
+        (Some(_), Some(_)) if !has_https => {
+            return Err("tls is configured but no listen address is https://".into())
+        }
+        (None, None) if has_https => {
+            return Err("an https:// listen address needs tls.cert and tls.key".into())
+        }
+        _ => {}
+    }
+    if tls.client_ca.is_some() && tls.cert.is_none() {
+        return Err("tls.clientCa needs tls.cert and tls.key".into());
+    }
+    let has_token = web.auth_token.as_ref().is_some_and(|t| t.is_configured())
+        || web.auth_tokens.as_ref().is_some_and(|t| !t.is_empty());
+    if web.anonymous_scopes.as_ref().is_some_and(|s| !s.is_empty()) && !has_token {
+        return Err(
+            "anonymousScopes needs authToken or authTokens (without a token every caller \
+             already has every scope)"
+                .into(),
+        );
+    }
+    if let Some(tokens) = &web.auth_tokens {
+        for token in tokens {
+            if token.label.as_deref() == Some("anonymous") {
+                return Err("authTokens: the label 'anonymous' is reserved".into());
+            }
+        }
+    }
+    if let Some(buckets) = web.metrics.as_ref().and_then(|m| m.duration_buckets.as_ref()) {
+        let valid = buckets.iter().all(|b| b.is_finite() && *b > 0.0)
+            && buckets.windows(2).all(|w| w[0] < w[1]);
+        if !valid {
+            return Err(
+                "metrics.durationBuckets must be finite, positive and strictly increasing".into(),
+            );
+        }
+    }
+    if let Some(history) = &web.node_history {
+        if history.interval.is_some_and(|i| !(i >= 1.0)) {
+            return Err("nodeHistory.interval must be >= 1.0".into());
+        }
+        if history.points.is_some_and(|p| !(10..=50_000).contains(&p)) {
+            return Err("nodeHistory.points must be between 10 and 50000".into());
+        }
+    }
+    if let Some(mode) = &web.socket_mode {
+        if u32::from_str_radix(mode.trim_start_matches("0o"), 8).is_err() {
+            return Err(format!("socketMode '{mode}' is not an octal mode"));
+        }
+    }
+    Ok(())
+}
+
+fn not_supported(source: &str, what: &str) -> ConfigError {
+    ConfigError::config(
+        Location::source(source),
+        format!("{what} is not supported yet by this version of cronstable; remove it to run this config"),
+    )
+}
+
+/// Rules across sections and jobs, checked once on the assembled config.
+pub fn check_cross_sections(
+    jobs: &[JobConfig],
+    sections: &Sections,
+    warnings: &mut Vec<String>,
+) -> Result<(), ConfigError> {
+    let offenders = |pred: &dyn Fn(&JobConfig) -> bool| -> Vec<String> {
+        let mut names: Vec<String> = jobs
+            .iter()
+            .filter(|j| pred(j))
+            .map(|j| j.name.clone())
+            .collect();
+        names.sort();
+        names
+    };
+    if sections.state.is_none() {
+        let cluster_jobs = offenders(&|j| j.concurrency_scope == ConcurrencyScope::Cluster);
+        if let Some(first) = jobs
+            .iter()
+            .find(|j| j.concurrency_scope == ConcurrencyScope::Cluster)
+        {
+            return Err(ConfigError::config(
+                first.origin.clone(),
+                format!(
+                    "concurrencyScope: cluster needs a 'state' section (the shared store is \
+                     what coordinates the nodes); offending job(s): {}",
+                    cluster_jobs.join(", ")
+                ),
+            ));
+        }
+        let secret_jobs = offenders(&|j| j.spec.secrets.as_ref().is_some_and(|s| !s.0.is_empty()));
+        if let Some(first) = jobs
+            .iter()
+            .find(|j| j.spec.secrets.as_ref().is_some_and(|s| !s.0.is_empty()))
+        {
+            return Err(ConfigError::config(
+                first.origin.clone(),
+                format!(
+                    "job secrets are staged through the state endpoint and need a 'state' \
+                     section; offending job(s): {}",
+                    secret_jobs.join(", ")
+                ),
+            ));
+        }
+    }
+    if let Some(state) = &sections.state {
+        return Err(not_supported(&state.source, "the 'state' section (durable state)"));
+    }
+    if let Some(cluster) = &sections.cluster {
+        return Err(not_supported(
+            &cluster.source,
+            "the 'cluster' section (clustering and leader election)",
+        ));
+    }
+    if let Some(dag) = sections.dags.first() {
+        return Err(not_supported(&dag.source, "the 'dags' section (orchestration DAGs)"));
+    }
+    if let Some(mcp) = &sections.mcp {
+        let m = &mcp.value;
+        if m.max_rows.is_some_and(|v| v < 1) {
+            return Err(ConfigError::config(
+                Location::source(&mcp.source),
+                "mcp.maxRows must be >= 1",
+            ));
+        }
+        if m.max_body_bytes.is_some_and(|v| v < 1) {
+            return Err(ConfigError::config(
+                Location::source(&mcp.source),
+                "mcp.maxBodyBytes must be >= 1",
+            ));
+        }
+        if m.enabled == Some(true) {
+            return Err(not_supported(&mcp.source, "mcp.enabled (the MCP server)"));
+        }
+    }
+    if let Some(notify) = &sections.notify {
+        return Err(not_supported(&notify.source, "the 'notify' section (event notifications)"));
+    }
+    if let Some(push) = &sections.push {
+        return Err(not_supported(&push.source, "the 'push' section (push notifications)"));
+    }
+    let push_jobs = offenders(&|j| {
+        [&j.on_success, &j.on_failure, &j.on_permanent_failure]
+            .iter()
+            .any(|r| r.push.as_ref().is_some_and(|p| p.enabled == Some(true)))
+    });
+    if let Some(first) = jobs.iter().find(|j| push_jobs.contains(&j.name)) {
+        return Err(ConfigError::config(
+            first.origin.clone(),
+            format!(
+                "report.push.enabled is set (job(s) {}) but there is no 'push' section; push \
+                 notifications are not supported yet by this version of cronstable",
+                push_jobs.join(", ")
+            ),
+        ));
+    }
+    if let Some(web) = &sections.web {
+        if web.value.bonjour.as_ref().is_some_and(|b| b.enabled.unwrap_or(true)) {
+            return Err(not_supported(&web.source, "web.bonjour (LAN discovery)"));
+        }
+    }
+    if let Some(logging) = &sections.logging {
+        warnings.extend(crate::logging::unhonored_logging_keys(&logging.value));
+    }
+    Ok(())
+}

@@ -1,0 +1,476 @@
+//! Per-job rules checked after merging: required keys, numeric ranges,
+//! cross-field rules, time zones, accounts, env files. Produces the resolved
+//! [`JobConfig`] or the first broken rule with the key it concerns.
+
+use super::defaults;
+use super::error::Location;
+use super::job::{FailurePolicy, JobConfig, RunAs};
+use super::model::{ConcurrencyPolicy, ConcurrencyScope, JobSpec, Nullable, Report};
+use crate::platform;
+use std::path::{Path, PathBuf};
+
+/// A broken rule: the key path it concerns (empty for whole-job rules) and
+/// what is wrong.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RuleError {
+    /// Key path, e.g. `onFailure.retry.initialDelay`.
+    pub key: String,
+    /// What is wrong, in words.
+    pub message: String,
+}
+
+fn rule(key: &str, message: impl Into<String>) -> RuleError {
+    RuleError {
+        key: key.to_owned(),
+        message: message.into(),
+    }
+}
+
+/// Facts about the environment the rules depend on.
+pub struct Context<'a> {
+    /// The daemon runs as root (needed for `user`/`group`).
+    pub is_root: bool,
+    /// Looks up an environment variable (for nothing yet; kept for sources).
+    pub cwd: &'a Path,
+}
+
+/// Things worth a warning that do not stop the load.
+pub type Warnings = Vec<String>;
+
+/// Checks one merged job and resolves it.
+pub fn resolve_job(
+    spec: JobSpec,
+    origin: Location,
+    ctx: &Context,
+    warnings: &mut Warnings,
+) -> Result<JobConfig, RuleError> {
+    let name = spec
+        .name
+        .clone()
+        .ok_or_else(|| rule("name", "missing required key 'name'"))?;
+    let command = spec
+        .command
+        .clone()
+        .ok_or_else(|| rule("command", "missing required key 'command'"))?;
+    let schedule = spec
+        .schedule
+        .as_ref()
+        .ok_or_else(|| rule("schedule", "missing required key 'schedule'"))?;
+    if let super::model::Schedule::Fields(fields) = schedule {
+        check_schedule_fields(fields)?;
+    }
+    let schedule = schedule.expression();
+    if schedule.trim().is_empty() {
+        return Err(rule("schedule", "schedule is empty"));
+    }
+
+    let timezone = match spec.timezone.as_deref() {
+        Some(tz) => {
+            tz.parse::<chrono_tz::Tz>()
+                .map_err(|_| rule("timezone", format!("unknown timezone '{tz}'")))?;
+            Some(tz.to_owned())
+        }
+        None => None,
+    };
+
+    let environment = assemble_environment(&spec, ctx)?;
+    let working_directory = resolve_working_directory(&spec.working_directory, ctx);
+    let run_as = resolve_account(&name, &spec, ctx)?;
+
+    check_ranges(&spec)?;
+    check_unsupported(&spec)?;
+    collect_warnings(&name, &spec, ctx, warnings);
+
+    let fails = spec.fails_when.clone().unwrap_or_default();
+    let on_failure = spec.on_failure.clone().unwrap_or_default();
+    let report_of = |hook: &Option<super::model::ReportHook>| {
+        hook.as_ref()
+            .and_then(|h| h.report.clone())
+            .unwrap_or_default()
+    };
+    Ok(JobConfig {
+        name,
+        command,
+        schedule,
+        shell: spec
+            .shell
+            .clone()
+            .unwrap_or_else(|| platform::DEFAULT_SHELL.into()),
+        enabled: spec.enabled.unwrap_or(true),
+        capture_stdout: spec.capture_stdout.unwrap_or(false),
+        capture_stderr: spec.capture_stderr.unwrap_or(true),
+        save_limit: usize::try_from(spec.save_limit.unwrap_or(defaults::SAVE_LIMIT)).unwrap_or(0),
+        max_line_length: usize::try_from(
+            spec.max_line_length.unwrap_or(defaults::MAX_LINE_LENGTH),
+        )
+        .unwrap_or(1),
+        stream_prefix: spec
+            .stream_prefix
+            .clone()
+            .unwrap_or_else(|| defaults::STREAM_PREFIX.into()),
+        utc: spec.utc.unwrap_or(true),
+        timezone,
+        concurrency_policy: spec.concurrency_policy.unwrap_or(ConcurrencyPolicy::Allow),
+        concurrency_scope: spec.concurrency_scope.unwrap_or(ConcurrencyScope::Node),
+        cluster_policy: spec
+            .cluster_policy
+            .unwrap_or(super::model::ClusterPolicy::Leader),
+        execution_timeout: spec.execution_timeout,
+        kill_timeout: spec.kill_timeout.unwrap_or(defaults::KILL_TIMEOUT),
+        fails_when: FailurePolicy {
+            produces_stdout: fails.produces_stdout.unwrap_or(false),
+            produces_stderr: fails.produces_stderr.unwrap_or(true),
+            nonzero_return: fails.nonzero_return.unwrap_or(true),
+            always: fails.always.unwrap_or(false),
+        },
+        retry: on_failure.retry.clone().unwrap_or(super::model::Retry {
+            maximum_retries: 0,
+            initial_delay: 1.0,
+            maximum_delay: 300.0,
+            backoff_multiplier: 2.0,
+        }),
+        on_failure: on_failure.report.clone().unwrap_or_default(),
+        on_permanent_failure: report_of(&spec.on_permanent_failure),
+        on_success: report_of(&spec.on_success),
+        on_missed: spec.on_missed.unwrap_or(super::model::OnMissed::Skip),
+        only_if_last_succeeded: spec.only_if_last_succeeded.unwrap_or(false),
+        environment,
+        working_directory,
+        run_as,
+        priority: spec.priority.unwrap_or(super::model::Priority::Normal),
+        statsd: spec.statsd.clone(),
+        spec,
+        origin,
+    })
+}
+
+fn check_schedule_fields(fields: &super::model::ScheduleFields) -> Result<(), RuleError> {
+    let named = [
+        ("second", &fields.second),
+        ("minute", &fields.minute),
+        ("hour", &fields.hour),
+        ("dayOfMonth", &fields.day_of_month),
+        ("month", &fields.month),
+        ("year", &fields.year),
+        ("dayOfWeek", &fields.day_of_week),
+    ];
+    for (key, value) in named {
+        if let Some(v) = value {
+            if v.split_whitespace().count() != 1 || v.trim() != v {
+                return Err(rule(
+                    &format!("schedule.{key}"),
+                    format!(
+                        "must be one cron field without spaces, got {v:?} (an empty value or an \
+                         inner space would shift every later field; leave the key out to get `*`)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// "x >= bound" written so that NaN fails it too.
+fn at_least(x: f64, bound: f64) -> bool {
+    x >= bound
+}
+
+fn check_ranges(spec: &JobSpec) -> Result<(), RuleError> {
+    if spec.save_limit.is_some_and(|v| v < 0) {
+        return Err(rule("saveLimit", "must be >= 0"));
+    }
+    if spec.max_line_length.is_some_and(|v| v <= 0) {
+        return Err(rule("maxLineLength", "must be > 0"));
+    }
+    if spec.kill_timeout.is_some_and(|v| !at_least(v, 0.0)) {
+        return Err(rule("killTimeout", "must be >= 0"));
+    }
+    if let Some(m) = &spec.monitor_resources {
+        if m.interval.is_some_and(|v| !at_least(v, 0.1)) {
+            return Err(rule("monitorResources.interval", "must be >= 0.1 (seconds)"));
+        }
+        if m.history.is_some_and(|v| !(0..=2000).contains(&v)) {
+            return Err(rule(
+                "monitorResources.history",
+                "must be between 0 and 2000 (points)",
+            ));
+        }
+    }
+    if spec.concurrency_scope == Some(ConcurrencyScope::Cluster)
+        && spec.concurrency_policy.unwrap_or(ConcurrencyPolicy::Allow) == ConcurrencyPolicy::Allow
+    {
+        return Err(rule(
+            "concurrencyScope",
+            "concurrencyScope: cluster has no effect with concurrencyPolicy: Allow; set Forbid \
+             or Replace, or drop concurrencyScope",
+        ));
+    }
+    if spec.catchup_jitter_seconds.is_some_and(|v| v < 0) {
+        return Err(rule("catchupJitterSeconds", "must be >= 0"));
+    }
+    if spec.starting_deadline_seconds.is_some_and(|v| v <= 0) {
+        return Err(rule("startingDeadlineSeconds", "must be > 0 when set"));
+    }
+    if spec.execution_timeout.is_some_and(|v| !(v > 0.0)) {
+        return Err(rule("executionTimeout", "must be > 0 when set"));
+    }
+    if let Some(sla) = &spec.sla {
+        for (key, value) in [
+            (
+                "sla.maxTimeSinceSuccessSeconds",
+                sla.max_time_since_success_seconds,
+            ),
+            ("sla.lateAfterSeconds", sla.late_after_seconds),
+            ("sla.maxRuntimeSeconds", sla.max_runtime_seconds),
+        ] {
+            if value.is_some_and(|v| v <= 0) {
+                return Err(rule(key, "must be > 0 when set"));
+            }
+        }
+    }
+    let has_sla = spec.sla.as_ref().is_some_and(|s| s.any_set());
+    let late_report = spec.on_late.as_ref().and_then(|h| h.report.as_ref());
+    if !has_sla && late_report.is_some_and(names_a_destination) {
+        return Err(rule(
+            "onLate",
+            "onLate requires sla: set at least one sla threshold, or remove the onLate reporters",
+        ));
+    }
+    if let Some(retry) = spec.on_failure.as_ref().and_then(|h| h.retry.as_ref()) {
+        if retry.maximum_retries < -1 {
+            return Err(rule("onFailure.retry.maximumRetries", "must be >= -1"));
+        }
+        if !at_least(retry.initial_delay, 0.0) {
+            return Err(rule("onFailure.retry.initialDelay", "must be >= 0"));
+        }
+        if !(retry.maximum_delay > 0.0) {
+            return Err(rule("onFailure.retry.maximumDelay", "must be > 0"));
+        }
+        if !(retry.backoff_multiplier > 0.0) {
+            return Err(rule("onFailure.retry.backoffMultiplier", "must be > 0"));
+        }
+    }
+    if let Some(secrets) = &spec.secrets {
+        for secret in &secrets.0 {
+            let label = secret.name.as_deref().unwrap_or("");
+            if secret.name.as_deref().is_none_or(str::is_empty) {
+                return Err(rule("secrets", "every secret needs a name"));
+            }
+            let has_source = [&secret.value, &secret.from_file, &secret.from_env_var]
+                .iter()
+                .any(|s| s.as_deref().is_some_and(|v| !v.is_empty()));
+            if !has_source {
+                return Err(rule(
+                    "secrets",
+                    format!("secret '{label}' needs a value, fromFile or fromEnvVar source"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// True when a report block would deliver somewhere.
+pub fn names_a_destination(report: &Report) -> bool {
+    let sentry = report
+        .sentry
+        .as_ref()
+        .and_then(|s| s.dsn.as_ref())
+        .is_some_and(|d| d.is_configured());
+    let mail = report
+        .mail
+        .as_ref()
+        .is_some_and(|m| m.to.is_some() || m.from.is_some());
+    let shell = report.shell.as_ref().is_some_and(|s| s.command.is_some());
+    let webhook = report
+        .webhook
+        .as_ref()
+        .and_then(|w| w.url.as_ref())
+        .is_some_and(|u| u.is_configured());
+    let push = report
+        .push
+        .as_ref()
+        .is_some_and(|p| p.enabled == Some(true));
+    let eventlog = report
+        .eventlog
+        .as_ref()
+        .is_some_and(|e| e.enabled == Some(true));
+    sentry || mail || shell || webhook || push || eventlog
+}
+
+/// Features the schema accepts but this version cannot honor yet: a job that
+/// turns one on is refused rather than silently run without it.
+fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
+    let not_yet = |key: &str, what: &str| {
+        rule(
+            key,
+            format!("{what} is not supported yet by this version of cronstable"),
+        )
+    };
+    if spec.sla.as_ref().is_some_and(|s| s.any_set()) {
+        return Err(not_yet("sla", "SLA monitoring (sla/onLate)"));
+    }
+    if spec
+        .monitor_resources
+        .as_ref()
+        .is_some_and(|m| m.enabled.unwrap_or(true))
+    {
+        return Err(not_yet("monitorResources", "resource monitoring"));
+    }
+    Ok(())
+}
+
+fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Warnings) {
+    if let Some(priority) = spec.priority {
+        if priority.nice().is_some_and(|n| n < 0) && !ctx.is_root {
+            warnings.push(format!(
+                "job '{name}': priority {priority:?} raises the nice level, which needs \
+                 CAP_SYS_NICE or RLIMIT_NICE headroom; if the kernel refuses, the job runs at \
+                 the inherited priority"
+            ));
+        }
+    }
+    if spec.archive_output == Some(true) {
+        warnings.push(format!(
+            "job '{name}': archiveOutput has no effect without a state section"
+        ));
+    }
+    let hooks = [
+        spec.on_success.as_ref().and_then(|h| h.report.as_ref()),
+        spec.on_failure.as_ref().and_then(|h| h.report.as_ref()),
+        spec.on_permanent_failure
+            .as_ref()
+            .and_then(|h| h.report.as_ref()),
+    ];
+    if hooks.iter().flatten().any(|r| {
+        r.eventlog
+            .as_ref()
+            .is_some_and(|e| e.enabled == Some(true))
+    }) {
+        warnings.push(format!(
+            "job '{name}': report.eventlog is enabled but there is no Windows Event Log on this \
+             platform; those reports are dropped"
+        ));
+    }
+}
+
+/// The job environment: env_file entries first (in file order), then the
+/// config's `environment` entries, which win on a shared name.
+fn assemble_environment(spec: &JobSpec, ctx: &Context) -> Result<Vec<(String, String)>, RuleError> {
+    let mut env: Vec<(String, String)> = Vec::new();
+    if let Some(path) = &spec.env_file {
+        let full = ctx.cwd.join(path);
+        let text = std::fs::read_to_string(&full)
+            .map_err(|e| rule("env_file", format!("cannot read env_file '{path}': {e}")))?;
+        for (key, value) in parse_env_file(&text)
+            .map_err(|line| rule("env_file", format!("line without '=' in env_file '{path}': {line:?}")))?
+        {
+            upsert(&mut env, key, value);
+        }
+    }
+    if let Some(list) = &spec.environment {
+        for var in &list.0 {
+            upsert(&mut env, var.key.clone(), var.value.clone());
+        }
+    }
+    Ok(env)
+}
+
+fn upsert(env: &mut Vec<(String, String)>, key: String, value: String) {
+    match env.iter_mut().find(|(k, _)| *k == key) {
+        Some(slot) => slot.1 = value,
+        None => env.push((key, value)),
+    }
+}
+
+/// Parses `KEY=VALUE` lines; blank lines and `#` comments are skipped.
+/// Returns the offending line when one has no `=`.
+pub fn parse_env_file(text: &str) -> Result<Vec<(String, String)>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut out = Vec::new();
+    for raw in text.lines() {
+        let line = raw.trim_matches(' ').trim_end_matches('\r');
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (key, value) = line.split_once('=').ok_or_else(|| line.to_owned())?;
+        out.push((key.trim_matches(' ').to_owned(), value.trim_matches(' ').to_owned()));
+    }
+    Ok(out)
+}
+
+fn resolve_working_directory(value: &Nullable<String>, ctx: &Context) -> Option<PathBuf> {
+    let dir = value.value().filter(|d| !d.is_empty())?;
+    let expanded = match dir.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => platform::home_dir()
+            .map(|home| home.join(rest.trim_start_matches('/')))
+            .unwrap_or_else(|| PathBuf::from(dir)),
+        _ => PathBuf::from(dir),
+    };
+    Some(ctx.cwd.join(expanded))
+}
+
+fn resolve_account(name: &str, spec: &JobSpec, ctx: &Context) -> Result<Option<RunAs>, RuleError> {
+    if spec.user.is_none() && spec.group.is_none() {
+        return Ok(None);
+    }
+    let mut run_as = RunAs {
+        user_name: None,
+        uid: None,
+        gid: 0,
+    };
+    let mut gid = None;
+    if let Some(user) = &spec.user {
+        match platform::lookup_user(user).map_err(|e| rule("user", e))? {
+            Some(account) => {
+                run_as.user_name = Some(account.name);
+                run_as.uid = Some(account.uid);
+                gid = Some(account.gid);
+            }
+            None => match user.parse::<u32>() {
+                // An unknown numeric uid is allowed: containers often run
+                // with uids that have no passwd entry.
+                Ok(uid) => run_as.uid = Some(uid),
+                Err(_) => return Err(rule("user", format!("user not found: '{user}'"))),
+            },
+        }
+    }
+    if let Some(group) = &spec.group {
+        match platform::lookup_group(group).map_err(|e| rule("group", e))? {
+            Some(g) => gid = Some(g),
+            None => match group.parse::<u32>() {
+                Ok(g) => gid = Some(g),
+                Err(_) => return Err(rule("group", format!("group not found: '{group}'"))),
+            },
+        }
+    }
+    if !ctx.is_root {
+        return Err(rule(
+            if spec.user.is_some() { "user" } else { "group" },
+            format!(
+                "job '{name}' switches user or group, which needs cronstable to run as root"
+            ),
+        ));
+    }
+    run_as.gid = gid.unwrap_or(0);
+    Ok(Some(run_as))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn env_file_lines() {
+        let parsed = parse_env_file("\u{feff}# c\n\nA=1\n B = two words \nC=x=y\r\n").unwrap();
+        assert_eq!(
+            parsed,
+            vec![
+                ("A".into(), "1".into()),
+                ("B".into(), "two words".into()),
+                ("C".into(), "x=y".into())
+            ]
+        );
+        assert_eq!(parse_env_file("A=1\nnoeq\n").unwrap_err(), "noeq");
+    }
+}

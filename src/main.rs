@@ -1,0 +1,105 @@
+//! The `cronstable` command line: parse arguments, set up logging, hand off.
+
+use clap::Parser;
+use cronstable::config::{self, ConfigError};
+use cronstable::logging::{self, LogFormat};
+use cronstable::{fingerprint, platform};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// A fast cron daemon, drop-in compatible with the Python cronstable.
+#[derive(Parser, Debug)]
+#[command(name = "cronstable", disable_version_flag = true)]
+struct Cli {
+    /// Configuration file, or a directory of *.yaml/*.yml files and crontabs.
+    #[arg(short = 'c', long = "config", value_name = "FILE-OR-DIR", default_value = platform::DEFAULT_CONFIG_PATH)]
+    config: PathBuf,
+
+    /// Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case).
+    #[arg(short = 'l', long = "log-level", value_name = "LEVEL", default_value = "INFO")]
+    log_level: String,
+
+    /// Log line format.
+    #[arg(long = "log-format", value_enum, default_value = "text")]
+    log_format: FormatArg,
+
+    /// Load and validate the configuration, then exit (0 valid, 1 invalid).
+    #[arg(short = 'v', long = "validate-config")]
+    validate_config: bool,
+
+    /// Print the job-set id of the configuration and exit.
+    #[arg(long = "job-set-id")]
+    job_set_id: bool,
+
+    /// Print the version and exit.
+    #[arg(long = "version")]
+    version: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum FormatArg {
+    Text,
+    Json,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Some(level) = logging::parse_level(&cli.log_level) else {
+        eprintln!(
+            "cronstable: error: invalid --log-level '{}' (use DEBUG, INFO, WARNING, ERROR or CRITICAL)",
+            cli.log_level
+        );
+        return ExitCode::from(2);
+    };
+    if cli.version {
+        println!("{}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let format = match cli.log_format {
+        FormatArg::Text => LogFormat::Text,
+        FormatArg::Json => LogFormat::Json,
+    };
+    logging::init(level, format);
+
+    if cli.config.as_os_str() == platform::DEFAULT_CONFIG_PATH && !cli.config.exists() {
+        eprintln!(
+            "cronstable error: no configuration at the default location ({}); point -c/--config \
+             at a config file or directory",
+            platform::DEFAULT_CONFIG_PATH
+        );
+        return ExitCode::from(1);
+    }
+
+    let loaded = match config::load_path(&cli.config) {
+        Ok(loaded) => loaded,
+        Err(err) => return config_error(&err),
+    };
+    for warning in &loaded.warnings {
+        tracing::warn!(target: "cronstable::config", "{warning}");
+    }
+
+    if cli.job_set_id {
+        println!("{}", fingerprint::job_set_id(&loaded.jobs));
+        return ExitCode::SUCCESS;
+    }
+    if cli.validate_config {
+        tracing::info!(target: "cronstable", "Configuration is valid.");
+        return ExitCode::SUCCESS;
+    }
+    tracing::info!(
+        target: "cronstable",
+        jobs = loaded.jobs.len(),
+        "configuration loaded from {}",
+        cli.config.display()
+    );
+    tracing::error!(
+        target: "cronstable",
+        "the scheduler is not part of this build yet; only --validate-config and --job-set-id work"
+    );
+    ExitCode::from(1)
+}
+
+fn config_error(err: &ConfigError) -> ExitCode {
+    tracing::error!(target: "cronstable", "Configuration error: {err}");
+    ExitCode::from(1)
+}
