@@ -62,3 +62,7 @@ pub fn lookup_group(name_or_id: &str) -> Result<Option<u32>, String> {
 pub fn home_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").map(std::path::PathBuf::from)
 }
+
+/// True when built for Windows (data-level switches that are not worth a
+/// `cfg` of their own, such as the crontab lowering's Windows checks).
+pub const IS_WINDOWS: bool = cfg!(windows);

@@ -86,6 +86,9 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// A classic crontab line is malformed (the message names file and line).
+    #[error(transparent)]
+    Crontab(#[from] crate::config::crontab::CrontabError),
     /// Several files failed; each error is listed.
     #[error("{}", join_errors(.0))]
     Many(Vec<ConfigError>),

@@ -33,7 +33,7 @@ impl SourceKind {
     /// (`*.crontab`, `*.cron`, `crontab`), or `None` for anything else.
     pub fn of_path(path: &Path) -> Option<SourceKind> {
         let name = path.file_name()?.to_string_lossy().to_lowercase();
-        if name == "crontab" || name.ends_with(".crontab") || name.ends_with(".cron") {
+        if crontab::is_crontab_path(&path.to_string_lossy()) {
             Some(SourceKind::Crontab)
         } else if name.ends_with(".yaml") || name.ends_with(".yml") {
             Some(SourceKind::Yaml)
@@ -272,10 +272,19 @@ impl Loader {
             )
         })?;
         self.files.push(path.to_path_buf());
+        // A file named neither *.yaml nor like a crontab is sniffed, as the
+        // original does for `-c some-file`.
+        let kind = SourceKind::of_path(path).unwrap_or_else(|| {
+            if crontab::looks_like_crontab(&text, &crontab_options()) {
+                SourceKind::Crontab
+            } else {
+                SourceKind::Yaml
+            }
+        });
         let source = Source {
             name: path.display().to_string(),
             text,
-            kind: SourceKind::of_path(path).unwrap_or(SourceKind::Yaml),
+            kind,
             include_dir: Some(path.parent().unwrap_or(Path::new(".")).to_path_buf()),
         };
         let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -297,15 +306,11 @@ impl Loader {
     }
 
     fn parse_crontab(&mut self, source: &Source) -> Result<Parsed, ConfigError> {
-        let label = Path::new(&source.name)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| source.name.clone());
-        let entries = crontab::parse_crontab(&label, &source.text).map_err(|e| {
-            ConfigError::config(Location::source(source.name.clone()), e.to_string())
-        })?;
-        let mut jobs = Vec::with_capacity(entries.len());
-        for entry in entries {
+        let parsed = crontab::parse_crontab_with(&source.name, &source.text, &crontab_options())?;
+        self.warnings
+            .extend(parsed.warnings.iter().map(ToString::to_string));
+        let mut jobs = Vec::with_capacity(parsed.jobs.len());
+        for entry in parsed.jobs {
             let line = entry.line;
             let name = entry.name.clone();
             let mut spec = crontab_job_spec(entry);
@@ -479,6 +484,19 @@ impl Loader {
             warnings: self.warnings,
             files: self.files,
         })
+    }
+}
+
+/// Crontab lowering options: zone names are checked against the same zone
+/// database jobs use.
+fn crontab_options() -> crontab::CrontabOptions<'static> {
+    crontab::CrontabOptions {
+        check_timezone: Some(&|zone: &str| {
+            zone.parse::<chrono_tz::Tz>()
+                .map(|_| ())
+                .map_err(|_| "not a known IANA time zone".to_owned())
+        }),
+        ..crontab::CrontabOptions::default()
     }
 }
 
