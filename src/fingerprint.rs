@@ -1,10 +1,329 @@
-//! The job-set id: a digest of the effective job definitions that replicas
-//! compare to detect config drift.
+//! The job-set id: a digest of the effective job definitions, identical to
+//! the Python original's `v1:` id for the same config, so replicas of either
+//! implementation can compare their job sets.
+//!
+//! Scheme `v1`: every job becomes a canonical JSON object (see
+//! [`job_object`]), serialized by [`canon`] and hashed with SHA-256; the
+//! lowercase hex digests are sorted and joined under a `v1` line, and that
+//! text is hashed again.
 
+pub mod canon;
+
+use crate::config::model::{Command, ConcurrencyScope, JobSpec, Priority, Report, Schedule};
 use crate::config::JobConfig;
+use canon::Canon;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+
+/// The default report block the original fingerprints for each hook. It is
+/// kept byte-exact (templates included) because the id hashes it; it is
+/// data for compatibility, parsed once per id computation.
+const LEGACY_REPORT_DEFAULTS: &str = include_str!("fingerprint/legacy_report_defaults.json");
 
 /// The `v1:` job-set id of a set of jobs.
 pub fn job_set_id(jobs: &[JobConfig]) -> String {
-    let _ = jobs;
-    String::new()
+    let defaults = legacy_report_defaults();
+    let mut digests: Vec<String> = jobs.iter().map(|j| job_digest(j, &defaults)).collect();
+    digests.sort_unstable();
+    let mut input = String::from("v1\n");
+    input.push_str(&digests.join("\n"));
+    format!("v1:{}", hex_sha256(input.as_bytes()))
+}
+
+/// The hex SHA-256 of one job's canonical bytes.
+pub fn job_digest(job: &JobConfig, report_defaults: &Canon) -> String {
+    hex_sha256(job_canonical_bytes(job, report_defaults).as_bytes())
+}
+
+/// The exact text one job contributes to the id (useful to see why two
+/// jobs differ).
+pub fn job_canonical_bytes(job: &JobConfig, report_defaults: &Canon) -> String {
+    let mut bytes = String::with_capacity(6 * 1024);
+    job_object(job, report_defaults).write(&mut bytes);
+    bytes
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(64);
+    for byte in digest {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// The built-in report block as a canonical value.
+pub fn legacy_report_defaults() -> Canon {
+    serde_json::from_str::<serde_json::Value>(LEGACY_REPORT_DEFAULTS)
+        .map(|v| Canon::from_json(&v))
+        .unwrap_or(Canon::Null)
+}
+
+/// The canonical object of one job: every fingerprinted key with its
+/// effective value (defaults applied), keys that post-date the scheme only
+/// when they differ from their default.
+pub fn job_object(job: &JobConfig, report_defaults: &Canon) -> Canon {
+    let spec = &job.spec;
+    let mut o: BTreeMap<String, Canon> = BTreeMap::new();
+    let mut put = |key: &str, value: Canon| {
+        o.insert(key.to_owned(), value);
+    };
+    put("captureStderr", Canon::Bool(job.capture_stderr));
+    put("captureStdout", Canon::Bool(job.capture_stdout));
+    put("clusterPolicy", Canon::str(enum_text(&job.cluster_policy)));
+    put("command", command_object(&job.command));
+    put(
+        "concurrencyPolicy",
+        Canon::str(enum_text(&job.concurrency_policy)),
+    );
+    if job.concurrency_scope != ConcurrencyScope::Node {
+        put(
+            "concurrencyScope",
+            Canon::str(enum_text(&job.concurrency_scope)),
+        );
+    }
+    put("enabled", Canon::Bool(job.enabled));
+    let mut names: Vec<&str> = job.environment.iter().map(|(k, _)| k.as_str()).collect();
+    names.sort_unstable();
+    names.dedup();
+    put(
+        "environment",
+        Canon::List(names.into_iter().map(Canon::str).collect()),
+    );
+    put(
+        "executionTimeout",
+        Canon::opt(job.execution_timeout, Canon::float),
+    );
+    put("failsWhen", {
+        let f = job.fails_when;
+        Canon::Object(BTreeMap::from([
+            ("always".to_owned(), Canon::Bool(f.always)),
+            ("nonzeroReturn".to_owned(), Canon::Bool(f.nonzero_return)),
+            ("producesStderr".to_owned(), Canon::Bool(f.produces_stderr)),
+            ("producesStdout".to_owned(), Canon::Bool(f.produces_stdout)),
+        ]))
+    });
+    put("group", account_value(spec.group.as_deref()));
+    put("killTimeout", Canon::float(job.kill_timeout));
+    put("maxLineLength", Canon::int(job.max_line_length as i64));
+    put("name", Canon::str(job.name.clone()));
+    let mut on_failure = hook_object(Some(&job.on_failure), report_defaults);
+    if let Canon::Object(map) = &mut on_failure {
+        let r = &job.retry;
+        map.insert(
+            "retry".into(),
+            Canon::Object(BTreeMap::from([
+                (
+                    "backoffMultiplier".to_owned(),
+                    Canon::float(r.backoff_multiplier),
+                ),
+                ("initialDelay".to_owned(), Canon::float(r.initial_delay)),
+                ("maximumDelay".to_owned(), Canon::float(r.maximum_delay)),
+                ("maximumRetries".to_owned(), Canon::int(r.maximum_retries)),
+            ])),
+        );
+    }
+    put("onFailure", on_failure);
+    put(
+        "onPermanentFailure",
+        hook_object(Some(&job.on_permanent_failure), report_defaults),
+    );
+    put(
+        "onSuccess",
+        hook_object(Some(&job.on_success), report_defaults),
+    );
+    put(
+        "onlyIfLastSucceeded",
+        Canon::Bool(job.only_if_last_succeeded),
+    );
+    if job.priority != Priority::Normal {
+        put("priority", Canon::str(enum_text(&job.priority)));
+    }
+    put("saveLimit", Canon::int(job.save_limit as i64));
+    put("schedule", Canon::str(schedule_text(spec)));
+    put("shell", Canon::str(job.shell.clone()));
+    put(
+        "statsd",
+        Canon::opt(job.statsd.as_ref(), |s| {
+            Canon::Object(BTreeMap::from([
+                ("host".to_owned(), Canon::str(s.host.clone())),
+                ("port".to_owned(), Canon::int(s.port)),
+                ("prefix".to_owned(), Canon::str(s.prefix.clone())),
+            ]))
+        }),
+    );
+    put("streamPrefix", Canon::str(job.stream_prefix.clone()));
+    let frame = match (&job.timezone, job.utc) {
+        (Some(tz), _) => Canon::str(tz.clone()),
+        (None, true) => Canon::str("UTC"),
+        (None, false) => Canon::Null,
+    };
+    put("timezone", frame);
+    put("user", account_value(spec.user.as_deref()));
+    Canon::Object(o)
+}
+
+/// The serde name of an enum value (`Allow`, `below-normal`, ...).
+fn enum_text<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => String::new(),
+    }
+}
+
+fn command_object(command: &Command) -> Canon {
+    match command {
+        Command::Shell(s) => Canon::Object(BTreeMap::from([(
+            "shell_command".to_owned(),
+            Canon::str(s.clone()),
+        )])),
+        Command::Argv(args) => Canon::Object(BTreeMap::from([(
+            "argv".to_owned(),
+            Canon::List(args.iter().cloned().map(Canon::Str).collect()),
+        )])),
+    }
+}
+
+/// The schedule as written: a string with whitespace runs collapsed, or the
+/// object form assembled into crontab text.
+fn schedule_text(spec: &JobSpec) -> String {
+    match &spec.schedule {
+        Some(Schedule::Text(text)) => text.split_whitespace().collect::<Vec<_>>().join(" "),
+        Some(Schedule::Fields(fields)) => fields.to_expression(),
+        None => String::new(),
+    }
+}
+
+/// `user`/`group` as the original types them: an integer when the text is
+/// integer-shaped (quoted or not), otherwise the name.
+fn account_value(value: Option<&str>) -> Canon {
+    match value {
+        None => Canon::Null,
+        Some(text) => {
+            let digits = text.trim().replace('_', "");
+            let body = digits.strip_prefix(['+', '-']).unwrap_or(&digits);
+            if !body.is_empty() && body.chars().all(|c| c.is_ascii_digit()) {
+                let negative = digits.starts_with('-');
+                let trimmed = body.trim_start_matches('0');
+                let magnitude = if trimmed.is_empty() { "0" } else { trimmed };
+                let sign = if negative && magnitude != "0" {
+                    "-"
+                } else {
+                    ""
+                };
+                Canon::Number(format!("{sign}{magnitude}"))
+            } else {
+                Canon::str(text)
+            }
+        }
+    }
+}
+
+/// A hook's `{"report": ...}` block: the built-in block with the job's
+/// settings merged over it, secrets redacted, and the reporters that
+/// post-date the scheme kept only when they differ from their defaults.
+fn hook_object(report: Option<&Report>, defaults: &Canon) -> Canon {
+    let mut merged = defaults.clone();
+    let mut extra_blocks: Vec<(&str, Canon)> = Vec::new();
+    if let Some(report) = report {
+        let written = serde_json::to_value(report)
+            .map(|v| Canon::from_json(&v))
+            .unwrap_or(Canon::Null);
+        if let Canon::Object(mut blocks) = written {
+            for (key, default) in [("push", push_default()), ("eventlog", eventlog_default())] {
+                if let Some(block) = blocks.remove(key) {
+                    let mut full = default.clone();
+                    full.merge(block);
+                    if full != default {
+                        extra_blocks.push((key, full));
+                    }
+                }
+            }
+            merged.merge(Canon::Object(blocks));
+        }
+    }
+    redact(&mut merged);
+    if let Some(shell) = merged.get_mut("shell") {
+        if let Canon::Object(map) = shell {
+            if map.get("timeout") == Some(&Canon::Number("60".into())) {
+                map.remove("timeout");
+            }
+        }
+    }
+    if let Canon::Object(map) = &mut merged {
+        for (key, block) in extra_blocks {
+            map.insert(key.to_owned(), block);
+        }
+    }
+    Canon::Object(BTreeMap::from([("report".to_owned(), merged)]))
+}
+
+fn push_default() -> Canon {
+    Canon::Object(BTreeMap::from([
+        ("enabled".to_owned(), Canon::Bool(false)),
+        ("includeLogTail".to_owned(), Canon::Bool(true)),
+        ("priority".to_owned(), Canon::str("time-sensitive")),
+    ]))
+}
+
+fn eventlog_default() -> Canon {
+    Canon::Object(BTreeMap::from([
+        ("enabled".to_owned(), Canon::Bool(false)),
+        ("includeOutput".to_owned(), Canon::Bool(false)),
+        ("source".to_owned(), Canon::str("cronstable")),
+    ]))
+}
+
+/// Replaces inline secrets (and every webhook header value) with a marker,
+/// so the id never carries a secret.
+fn redact(report: &mut Canon) {
+    const MARK: &str = "<redacted>";
+    for (block, field) in [("sentry", "dsn"), ("mail", "password"), ("webhook", "url")] {
+        if let Some(value) = report
+            .get_mut(block)
+            .and_then(|b| b.get_mut(field))
+            .and_then(|s| s.get_mut("value"))
+        {
+            if *value != Canon::Null {
+                *value = Canon::str(MARK);
+            }
+        }
+    }
+    if let Some(Canon::Object(headers)) =
+        report.get_mut("webhook").and_then(|w| w.get_mut("headers"))
+    {
+        for value in headers.values_mut() {
+            *value = Canon::str(MARK);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_set_hashes_the_bare_scheme_line() {
+        assert_eq!(
+            job_set_id(&[]),
+            "v1:2d27fbdf4e8ca207afbfa388ca9172fbcc6c70e534af2476b3b704f87debadcf"
+        );
+    }
+
+    #[test]
+    fn account_values_are_integers_when_integer_shaped() {
+        assert_eq!(account_value(Some("65534")), Canon::Number("65534".into()));
+        assert_eq!(account_value(Some("0100")), Canon::Number("100".into()));
+        assert_eq!(account_value(Some("+5")), Canon::Number("5".into()));
+        assert_eq!(account_value(Some("root")), Canon::str("root"));
+        assert_eq!(account_value(None), Canon::Null);
+    }
+
+    #[test]
+    fn legacy_defaults_parse() {
+        let defaults = legacy_report_defaults();
+        let mut out = String::new();
+        defaults.write(&mut out);
+        assert_eq!(out, LEGACY_REPORT_DEFAULTS);
+    }
 }

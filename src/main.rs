@@ -16,7 +16,12 @@ struct Cli {
     config: PathBuf,
 
     /// Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case).
-    #[arg(short = 'l', long = "log-level", value_name = "LEVEL", default_value = "INFO")]
+    #[arg(
+        short = 'l',
+        long = "log-level",
+        value_name = "LEVEL",
+        default_value = "INFO"
+    )]
     log_level: String,
 
     /// Log line format.

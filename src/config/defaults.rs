@@ -1,8 +1,8 @@
 //! The built-in per-job defaults, the bottom layer under every job.
 
 use super::model::{
-    ClusterPolicy, ConcurrencyPolicy, ConcurrencyScope, FailsWhen, FailureHook, JobSpec,
-    OnMissed, Priority, Retry,
+    ClusterPolicy, ConcurrencyPolicy, ConcurrencyScope, FailsWhen, FailureHook, JobSpec, OnMissed,
+    Priority, Retry,
 };
 use crate::platform;
 

@@ -18,10 +18,7 @@ pub struct MissingVariable {
 
 /// Expands one string. Malformed references (`$`, `$VAR`, `${bad-name}`,
 /// an unclosed `${`) are kept as written.
-pub fn expand_str(
-    text: &str,
-    lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<String, String> {
+pub fn expand_str(text: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Result<String, String> {
     if !text.contains('$') {
         return Ok(text.to_owned());
     }
@@ -179,7 +176,10 @@ mod tests {
     fn dollar_dollar_is_literal_and_malformed_is_kept() {
         assert_eq!(expand_str("cost $$5", &env).unwrap(), "cost $5");
         assert_eq!(expand_str("$${HOST}", &env).unwrap(), "${HOST}");
-        assert_eq!(expand_str("$HOST $ ${1X} ${open", &env).unwrap(), "$HOST $ ${1X} ${open");
+        assert_eq!(
+            expand_str("$HOST $ ${1X} ${open", &env).unwrap(),
+            "$HOST $ ${1X} ${open"
+        );
     }
 
     #[test]

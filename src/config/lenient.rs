@@ -106,6 +106,7 @@ impl<'de> Visitor<'de> for IntVisitor {
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<i64, E> {
         v.trim()
+            .replace('_', "")
             .parse()
             .map_err(|_| E::invalid_value(Unexpected::Str(v), &self))
     }
@@ -128,8 +129,13 @@ impl<'de> Visitor<'de> for FloatVisitor {
         Ok(v as f64)
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
-        v.trim()
-            .parse()
+        let text = v.trim().replace('_', "");
+        let text = text
+            .strip_prefix('.')
+            .filter(|t| t.eq_ignore_ascii_case("inf") || t.eq_ignore_ascii_case("nan"))
+            .map(str::to_owned)
+            .unwrap_or(text);
+        text.parse()
             .map_err(|_| E::invalid_value(Unexpected::Str(v), &self))
     }
 }

@@ -10,8 +10,8 @@ use super::job::JobConfig;
 use super::locate::LineIndex;
 use super::merge::Merge;
 use super::model::{
-    ClusterConfig, Command, ConfigDocument, DagConfig, EnvVar, Environment, JobSpec,
-    LoggingConfig, McpConfig, NotifyConfig, PushConfig, Schedule, StateConfig, WebConfig,
+    ClusterConfig, Command, ConfigDocument, DagConfig, EnvVar, Environment, JobSpec, LoggingConfig,
+    McpConfig, NotifyConfig, PushConfig, Schedule, StateConfig, WebConfig,
 };
 use super::sections_check;
 use super::validate::{self, Context};
@@ -130,7 +130,10 @@ impl Sections {
                             first.source
                         ),
                     };
-                    Err(ConfigError::config(Location::source(second.source), message))
+                    Err(ConfigError::config(
+                        Location::source(second.source),
+                        message,
+                    ))
                 }
                 (None, Some(theirs)) => {
                     *mine = Some(theirs);
@@ -268,7 +271,10 @@ impl Loader {
         let text = String::from_utf8(bytes).map_err(|e| {
             ConfigError::config(
                 Location::source(path.display().to_string()),
-                format!("not valid UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+                format!(
+                    "not valid UTF-8 text (byte {})",
+                    e.utf8_error().valid_up_to()
+                ),
             )
         })?;
         self.files.push(path.to_path_buf());
@@ -352,23 +358,48 @@ impl Loader {
         }
 
         let mut sections = Sections {
-            web: doc.web.map(|value| Located { value, source: name.clone() }),
-            logging: doc.logging.map(|value| Located { value, source: name.clone() }),
-            state: doc.state.map(|value| Located { value, source: name.clone() }),
-            cluster: doc.cluster.map(|value| Located { value, source: name.clone() }),
-            mcp: doc.mcp.map(|value| Located { value, source: name.clone() }),
-            notify: doc.notify.map(|value| Located { value, source: name.clone() }),
-            push: doc.push.map(|value| Located { value, source: name.clone() }),
+            web: doc.web.map(|value| Located {
+                value,
+                source: name.clone(),
+            }),
+            logging: doc.logging.map(|value| Located {
+                value,
+                source: name.clone(),
+            }),
+            state: doc.state.map(|value| Located {
+                value,
+                source: name.clone(),
+            }),
+            cluster: doc.cluster.map(|value| Located {
+                value,
+                source: name.clone(),
+            }),
+            mcp: doc.mcp.map(|value| Located {
+                value,
+                source: name.clone(),
+            }),
+            notify: doc.notify.map(|value| Located {
+                value,
+                source: name.clone(),
+            }),
+            push: doc.push.map(|value| Located {
+                value,
+                source: name.clone(),
+            }),
             dags: doc
                 .dags
                 .unwrap_or_default()
                 .into_iter()
-                .map(|value| Located { value, source: name.clone() })
+                .map(|value| Located {
+                    value,
+                    source: name.clone(),
+                })
                 .collect(),
         };
         if let Some(web) = &sections.web {
-            sections_check::check_web(&web.value)
-                .map_err(|m| ConfigError::config(Location::source(name.clone()), format!("web: {m}")))?;
+            sections_check::check_web(&web.value).map_err(|m| {
+                ConfigError::config(Location::source(name.clone()), format!("web: {m}"))
+            })?;
         }
 
         let mut jobs = Vec::new();
@@ -401,9 +432,15 @@ impl Loader {
         let mut base = file_defaults.clone();
         base.merge_from(&self.builtins);
 
+        let mut seen_names: HashMap<String, usize> = HashMap::new();
         for (index, job) in doc.jobs.unwrap_or_default().into_iter().enumerate() {
             let job_name = job.name.clone().unwrap_or_else(|| format!("jobs[{index}]"));
-            let line = job.name.as_deref().and_then(|n| lines.job_line(n));
+            let occurrence = seen_names.entry(job_name.clone()).or_insert(0);
+            let line = job
+                .name
+                .as_deref()
+                .and_then(|n| lines.job_line_nth(n, *occurrence));
+            *occurrence += 1;
             let mut spec = job;
             spec.merge_from(&base);
             let origin = Location::line(name.clone(), line);
@@ -475,7 +512,11 @@ impl Loader {
         })
     }
 
-    fn finish(mut self, jobs: Vec<JobConfig>, sections: Sections) -> Result<LoadedConfig, ConfigError> {
+    fn finish(
+        mut self,
+        jobs: Vec<JobConfig>,
+        sections: Sections,
+    ) -> Result<LoadedConfig, ConfigError> {
         check_duplicate_names(&jobs)?;
         sections_check::check_cross_sections(&jobs, &sections, &mut self.warnings)?;
         Ok(LoadedConfig {

@@ -20,10 +20,18 @@ impl<'a> LineIndex<'a> {
 
     /// The 1-based line of `name: <job>` (or `- name: <job>`).
     pub fn job_line(&self, job: &str) -> Option<usize> {
+        self.job_line_nth(job, 0)
+    }
+
+    /// The 1-based line of the `nth` (0-based) `name: <job>` in the text,
+    /// for a name written more than once.
+    pub fn job_line_nth(&self, job: &str, nth: usize) -> Option<usize> {
         self.lines
             .iter()
-            .position(|line| key_value(line).is_some_and(|(k, v)| k == "name" && v == job))
-            .map(|i| i + 1)
+            .enumerate()
+            .filter(|(_, line)| key_value(line).is_some_and(|(k, v)| k == "name" && v == job))
+            .nth(nth)
+            .map(|(i, _)| i + 1)
     }
 
     /// The 1-based line of the first `key:` after the job's own line, within
@@ -62,9 +70,7 @@ impl<'a> LineIndex<'a> {
         (0..=index).rev().find_map(|i| {
             let line = self.lines[i];
             let trimmed = line.trim_start();
-            trimmed
-                .starts_with('-')
-                .then(|| line.len() - trimmed.len())
+            trimmed.starts_with('-').then(|| line.len() - trimmed.len())
         })
     }
 }
@@ -101,6 +107,8 @@ mod tests {
         assert_eq!(idx.job_line("a"), Some(4));
         assert_eq!(idx.job_line("b"), Some(7));
         assert_eq!(idx.job_line("zzz"), None);
+        let twice = LineIndex::new("jobs:\n- name: t\n- name: t\n");
+        assert_eq!(twice.job_line_nth("t", 1), Some(3));
     }
 
     #[test]

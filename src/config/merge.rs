@@ -109,7 +109,7 @@ mod tests {
                     a: Some(1),
                     b: Some("d".into())
                 }),
-                    list: Some(vec!["d1".into(), "d2".into(), "job".into()]),
+                list: Some(vec!["d1".into(), "d2".into(), "job".into()]),
             }
         );
     }

@@ -54,7 +54,11 @@ pub fn check_web(web: &WebConfig) -> Result<(), String> {
             }
         }
     }
-    if let Some(buckets) = web.metrics.as_ref().and_then(|m| m.duration_buckets.as_ref()) {
+    if let Some(buckets) = web
+        .metrics
+        .as_ref()
+        .and_then(|m| m.duration_buckets.as_ref())
+    {
         let valid = buckets.iter().all(|b| b.is_finite() && *b > 0.0)
             && buckets.windows(2).all(|w| w[0] < w[1]);
         if !valid {
@@ -132,7 +136,10 @@ pub fn check_cross_sections(
         }
     }
     if let Some(state) = &sections.state {
-        return Err(not_supported(&state.source, "the 'state' section (durable state)"));
+        return Err(not_supported(
+            &state.source,
+            "the 'state' section (durable state)",
+        ));
     }
     if let Some(cluster) = &sections.cluster {
         return Err(not_supported(
@@ -141,7 +148,10 @@ pub fn check_cross_sections(
         ));
     }
     if let Some(dag) = sections.dags.first() {
-        return Err(not_supported(&dag.source, "the 'dags' section (orchestration DAGs)"));
+        return Err(not_supported(
+            &dag.source,
+            "the 'dags' section (orchestration DAGs)",
+        ));
     }
     if let Some(mcp) = &sections.mcp {
         let m = &mcp.value;
@@ -162,10 +172,16 @@ pub fn check_cross_sections(
         }
     }
     if let Some(notify) = &sections.notify {
-        return Err(not_supported(&notify.source, "the 'notify' section (event notifications)"));
+        return Err(not_supported(
+            &notify.source,
+            "the 'notify' section (event notifications)",
+        ));
     }
     if let Some(push) = &sections.push {
-        return Err(not_supported(&push.source, "the 'push' section (push notifications)"));
+        return Err(not_supported(
+            &push.source,
+            "the 'push' section (push notifications)",
+        ));
     }
     let push_jobs = offenders(&|j| {
         [&j.on_success, &j.on_failure, &j.on_permanent_failure]
@@ -183,7 +199,12 @@ pub fn check_cross_sections(
         ));
     }
     if let Some(web) = &sections.web {
-        if web.value.bonjour.as_ref().is_some_and(|b| b.enabled.unwrap_or(true)) {
+        if web
+            .value
+            .bonjour
+            .as_ref()
+            .is_some_and(|b| b.enabled.unwrap_or(true))
+        {
             return Err(not_supported(&web.source, "web.bonjour (LAN discovery)"));
         }
     }

@@ -100,10 +100,8 @@ pub fn resolve_job(
         capture_stdout: spec.capture_stdout.unwrap_or(false),
         capture_stderr: spec.capture_stderr.unwrap_or(true),
         save_limit: usize::try_from(spec.save_limit.unwrap_or(defaults::SAVE_LIMIT)).unwrap_or(0),
-        max_line_length: usize::try_from(
-            spec.max_line_length.unwrap_or(defaults::MAX_LINE_LENGTH),
-        )
-        .unwrap_or(1),
+        max_line_length: usize::try_from(spec.max_line_length.unwrap_or(defaults::MAX_LINE_LENGTH))
+            .unwrap_or(1),
         stream_prefix: spec
             .stream_prefix
             .clone()
@@ -187,7 +185,10 @@ fn check_ranges(spec: &JobSpec) -> Result<(), RuleError> {
     }
     if let Some(m) = &spec.monitor_resources {
         if m.interval.is_some_and(|v| !at_least(v, 0.1)) {
-            return Err(rule("monitorResources.interval", "must be >= 0.1 (seconds)"));
+            return Err(rule(
+                "monitorResources.interval",
+                "must be >= 0.1 (seconds)",
+            ));
         }
         if m.history.is_some_and(|v| !(0..=2000).contains(&v)) {
             return Err(rule(
@@ -342,11 +343,11 @@ fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Wa
             .as_ref()
             .and_then(|h| h.report.as_ref()),
     ];
-    if hooks.iter().flatten().any(|r| {
-        r.eventlog
-            .as_ref()
-            .is_some_and(|e| e.enabled == Some(true))
-    }) {
+    if hooks
+        .iter()
+        .flatten()
+        .any(|r| r.eventlog.as_ref().is_some_and(|e| e.enabled == Some(true)))
+    {
         warnings.push(format!(
             "job '{name}': report.eventlog is enabled but there is no Windows Event Log on this \
              platform; those reports are dropped"
@@ -362,9 +363,12 @@ fn assemble_environment(spec: &JobSpec, ctx: &Context) -> Result<Vec<(String, St
         let full = ctx.cwd.join(path);
         let text = std::fs::read_to_string(&full)
             .map_err(|e| rule("env_file", format!("cannot read env_file '{path}': {e}")))?;
-        for (key, value) in parse_env_file(&text)
-            .map_err(|line| rule("env_file", format!("line without '=' in env_file '{path}': {line:?}")))?
-        {
+        for (key, value) in parse_env_file(&text).map_err(|line| {
+            rule(
+                "env_file",
+                format!("line without '=' in env_file '{path}': {line:?}"),
+            )
+        })? {
             upsert(&mut env, key, value);
         }
     }
@@ -394,7 +398,10 @@ pub fn parse_env_file(text: &str) -> Result<Vec<(String, String)>, String> {
             continue;
         }
         let (key, value) = line.split_once('=').ok_or_else(|| line.to_owned())?;
-        out.push((key.trim_matches(' ').to_owned(), value.trim_matches(' ').to_owned()));
+        out.push((
+            key.trim_matches(' ').to_owned(),
+            value.trim_matches(' ').to_owned(),
+        ));
     }
     Ok(out)
 }
@@ -447,9 +454,7 @@ fn resolve_account(name: &str, spec: &JobSpec, ctx: &Context) -> Result<Option<R
     if !ctx.is_root {
         return Err(rule(
             if spec.user.is_some() { "user" } else { "group" },
-            format!(
-                "job '{name}' switches user or group, which needs cronstable to run as root"
-            ),
+            format!("job '{name}' switches user or group, which needs cronstable to run as root"),
         ));
     }
     run_as.gid = gid.unwrap_or(0);

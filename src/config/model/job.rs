@@ -322,11 +322,7 @@ pub struct JobSpec {
     #[serde(default)]
     pub environment: Option<Environment>,
     /// A `KEY=VALUE` file read at load.
-    #[serde(
-        default,
-        rename = "env_file",
-        deserialize_with = "lenient::opt_string"
-    )]
+    #[serde(default, rename = "env_file", deserialize_with = "lenient::opt_string")]
     pub env_file: Option<String>,
     /// Directory the job starts in; `null` undoes a default.
     #[serde(default, skip_serializing_if = "is_unset")]

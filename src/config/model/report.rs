@@ -51,38 +51,71 @@ pub struct MailReport {
     #[serde(deserialize_with = "lenient::opt_string")]
     pub to: Option<String>,
     /// SMTP server host.
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub smtp_host: Option<String>,
     /// SMTP server port (default 25).
-    #[serde(default, deserialize_with = "lenient::opt_int")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_int"
+    )]
     pub smtp_port: Option<i64>,
     /// Subject template (Jinja2 syntax).
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub subject: Option<String>,
     /// Body template (Jinja2 syntax).
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub body: Option<String>,
     /// SMTP login user name.
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub username: Option<String>,
     /// SMTP login password source.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub password: Option<SecretSource>,
     /// Implicit TLS.
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_bool"
+    )]
     pub tls: Option<bool>,
     /// STARTTLS upgrade.
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_bool"
+    )]
     pub starttls: Option<bool>,
     /// Verify the server certificate (default true).
     #[serde(
         default,
         rename = "validate_certs",
+        skip_serializing_if = "Option::is_none",
         deserialize_with = "lenient::opt_bool"
     )]
     pub validate_certs: Option<bool>,
     /// Send the body as HTML.
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_bool"
+    )]
     pub html: Option<bool>,
 }
 merge_fields!(MailReport {
@@ -100,25 +133,11 @@ merge_fields!(MailReport {
     html
 });
 
-/// A scalar in sentry's `extra` map.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(untagged)]
-pub enum ExtraValue {
-    /// A boolean.
-    Bool(bool),
-    /// An integer.
-    Int(i64),
-    /// Text.
-    Text(String),
-}
-
 /// Sentry's grouping fingerprint: the one list that replaces, not
 /// concatenates, when layers merge.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct Fingerprint(
-    #[serde(deserialize_with = "fingerprint_items")] pub Vec<String>,
-);
+pub struct Fingerprint(#[serde(deserialize_with = "fingerprint_items")] pub Vec<String>);
 merge_as_leaf!(Fingerprint);
 
 fn fingerprint_items<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
@@ -130,25 +149,46 @@ fn fingerprint_items<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Strin
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SentryReport {
     /// DSN source; unset disables the reporter.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dsn: Option<SecretSource>,
     /// Grouping fingerprint, one template per entry; replaces on merge.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fingerprint: Option<Fingerprint>,
     /// Event level (default `error`).
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub level: Option<String>,
-    /// Extra structured context.
-    #[serde(default)]
-    pub extra: Option<BTreeMap<String, ExtraValue>>,
+    /// Extra structured context (values are kept as text, as the original
+    /// reads them).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string_map"
+    )]
+    pub extra: Option<BTreeMap<String, String>>,
     /// Message template.
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub body: Option<String>,
     /// Sentry environment name.
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub environment: Option<String>,
     /// Longest string sent before truncation (default 8192).
-    #[serde(default, deserialize_with = "lenient::opt_int")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_int"
+    )]
     pub max_string_length: Option<i64>,
 }
 merge_fields!(SentryReport {
@@ -166,13 +206,21 @@ merge_fields!(SentryReport {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ShellReport {
     /// Shell for a string command (default `/bin/sh`).
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub shell: Option<String>,
     /// The command (the key is required; `null` disables the reporter).
     #[serde(deserialize_with = "super::values::required_nullable")]
     pub command: Option<Command>,
     /// Hard bound on the reporter command, seconds (default 60).
-    #[serde(default, deserialize_with = "lenient::opt_float")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_float"
+    )]
     pub timeout: Option<f64>,
 }
 merge_fields!(ShellReport {
@@ -186,22 +234,42 @@ merge_fields!(ShellReport {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WebhookReport {
     /// URL source (a secret); unset disables the reporter.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<SecretSource>,
     /// HTTP method (default POST).
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub method: Option<String>,
     /// Content-Type header (default application/json).
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub content_type: Option<String>,
     /// Extra request headers, sent verbatim.
-    #[serde(default, deserialize_with = "lenient::opt_string_map")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string_map"
+    )]
     pub headers: Option<BTreeMap<String, String>>,
     /// Body template (default: Slack-compatible `{"text": ...}`).
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub body: Option<String>,
     /// Total request timeout, seconds (default 10).
-    #[serde(default, deserialize_with = "lenient::opt_float")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_float"
+    )]
     pub timeout: Option<f64>,
 }
 merge_fields!(WebhookReport {
@@ -230,13 +298,21 @@ merge_as_leaf!(PushPriority);
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PushReport {
     /// Opt this hook into push.
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_bool"
+    )]
     pub enabled: Option<bool>,
     /// Interruption level.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<PushPriority>,
     /// Include the tail of the captured output.
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_bool"
+    )]
     pub include_log_tail: Option<bool>,
 }
 merge_fields!(PushReport {
@@ -250,13 +326,25 @@ merge_fields!(PushReport {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct EventlogReport {
     /// Write Event Log records for this hook.
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_bool"
+    )]
     pub enabled: Option<bool>,
     /// Event source name.
-    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_string"
+    )]
     pub source: Option<String>,
     /// Carry a bounded output tail.
-    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::opt_bool"
+    )]
     pub include_output: Option<bool>,
 }
 merge_fields!(EventlogReport {
@@ -290,7 +378,7 @@ merge_as_leaf!(Retry);
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReportHook {
     /// Reporters to deliver to.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Report>,
 }
 merge_fields!(ReportHook { report });
@@ -300,10 +388,10 @@ merge_fields!(ReportHook { report });
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FailureHook {
     /// Reporters to deliver to on every failed attempt.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report: Option<Report>,
     /// Retry ladder.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Retry>,
 }
 merge_fields!(FailureHook { report, retry });

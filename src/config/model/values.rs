@@ -53,7 +53,17 @@ impl<'de> Deserialize<'de> for Command {
     }
 }
 
-merge_as_leaf!(Command);
+/// Two argv lists concatenate (lower layer first), as every list other than
+/// `environment`, `secrets` and `fingerprint` does; anything else replaces.
+impl Merge for Command {
+    fn merge_from(&mut self, lower: &Self) {
+        if let (Command::Argv(upper), Command::Argv(lower)) = (&mut *self, lower) {
+            let mut merged = lower.clone();
+            merged.append(upper);
+            *upper = merged;
+        }
+    }
+}
 
 /// The object form of a schedule; each field is one cron field's text.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

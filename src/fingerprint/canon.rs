@@ -1,0 +1,236 @@
+//! A minimal JSON value and the exact byte form the job-set id hashes:
+//! keys sorted at every level, compact separators, ASCII-only strings with
+//! `\uXXXX` escapes, and numbers written the way Python writes them.
+
+use std::collections::BTreeMap;
+
+/// A JSON value whose numbers are kept as their final text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Canon {
+    /// `null`.
+    Null,
+    /// `true` / `false`.
+    Bool(bool),
+    /// A number, already formatted.
+    Number(String),
+    /// A string.
+    Str(String),
+    /// An array.
+    List(Vec<Canon>),
+    /// An object; `BTreeMap` keeps keys in code point order.
+    Object(BTreeMap<String, Canon>),
+}
+
+impl Canon {
+    /// An integer.
+    pub fn int(v: i64) -> Canon {
+        Canon::Number(v.to_string())
+    }
+
+    /// A float, with whole values written as integers.
+    pub fn float(v: f64) -> Canon {
+        Canon::Number(python_number(v))
+    }
+
+    /// A string.
+    pub fn str(v: impl Into<String>) -> Canon {
+        Canon::Str(v.into())
+    }
+
+    /// `Some` as the value, `None` as null.
+    pub fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> Canon) -> Canon {
+        v.map(f).unwrap_or(Canon::Null)
+    }
+
+    /// Converts a serde_json value (as produced by serializing config types).
+    pub fn from_json(value: &serde_json::Value) -> Canon {
+        match value {
+            serde_json::Value::Null => Canon::Null,
+            serde_json::Value::Bool(b) => Canon::Bool(*b),
+            serde_json::Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+                (Some(i), _) => Canon::int(i),
+                (None, Some(f)) => Canon::float(f),
+                (None, None) => Canon::Number(n.to_string()),
+            },
+            serde_json::Value::String(s) => Canon::Str(s.clone()),
+            serde_json::Value::Array(items) => {
+                Canon::List(items.iter().map(Canon::from_json).collect())
+            }
+            serde_json::Value::Object(map) => Canon::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Canon::from_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Deep-merges `upper` over `self`: objects merge key by key, anything
+    /// else is replaced.
+    pub fn merge(&mut self, upper: Canon) {
+        match (self, upper) {
+            (Canon::Object(lower), Canon::Object(upper)) => {
+                for (key, value) in upper {
+                    match lower.get_mut(&key) {
+                        Some(existing) => existing.merge(value),
+                        None => {
+                            lower.insert(key, value);
+                        }
+                    }
+                }
+            }
+            (slot, upper) => *slot = upper,
+        }
+    }
+
+    /// The member `key` of an object.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Canon> {
+        match self {
+            Canon::Object(map) => map.get_mut(key),
+            _ => None,
+        }
+    }
+
+    /// Appends the canonical bytes of this value to `out`.
+    pub fn write(&self, out: &mut String) {
+        match self {
+            Canon::Null => out.push_str("null"),
+            Canon::Bool(true) => out.push_str("true"),
+            Canon::Bool(false) => out.push_str("false"),
+            Canon::Number(text) => out.push_str(text),
+            Canon::Str(s) => write_string(s, out),
+            Canon::List(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    item.write(out);
+                }
+                out.push(']');
+            }
+            Canon::Object(map) => {
+                out.push('{');
+                for (i, (key, value)) in map.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    write_string(key, out);
+                    out.push(':');
+                    value.write(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+/// Writes a JSON string with every character outside printable ASCII
+/// escaped as `\uXXXX` (lowercase hex, UTF-16 surrogate pairs above
+/// U+FFFF), which is what an ASCII-only JSON encoder produces.
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
+/// Formats a float as the original's JSON encoder sees it: whole values as
+/// exact integers (after an int conversion), others as the shortest
+/// round-trip text, in exponent form below 1e-4 (`1.5e-05`).
+pub fn python_number(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if v.fract() == 0.0 {
+        // `{:.0}` prints the exact decimal value of the double, as an
+        // arbitrary-precision int conversion does; `-0` becomes `0`.
+        let text = format!("{v:.0}");
+        return if text == "-0" { "0".into() } else { text };
+    }
+    let magnitude = v.abs();
+    if (1e-4..1e16).contains(&magnitude) {
+        return format!("{v}");
+    }
+    let text = format!("{v:e}");
+    match text.split_once('e') {
+        Some((mantissa, exponent)) => {
+            let (sign, digits) = match exponent.strip_prefix('-') {
+                Some(d) => ('-', d),
+                None => ('+', exponent),
+            };
+            format!("{mantissa}e{sign}{digits:0>2}")
+        }
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_match_the_python_encoder() {
+        assert_eq!(python_number(30.0), "30");
+        assert_eq!(python_number(-0.0), "0");
+        assert_eq!(python_number(1e20), "100000000000000000000");
+        assert_eq!(python_number(1e23), "99999999999999991611392");
+        assert_eq!(python_number(2.5), "2.5");
+        assert_eq!(python_number(0.0001), "0.0001");
+        assert_eq!(python_number(1.5e-5), "1.5e-05");
+        assert_eq!(python_number(1e-5), "1e-05");
+        assert_eq!(python_number(10.0 / 3.0), "3.3333333333333335");
+        assert_eq!(python_number(f64::INFINITY), "Infinity");
+        assert_eq!(python_number(f64::NEG_INFINITY), "-Infinity");
+        assert_eq!(python_number(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn strings_are_ascii_with_lowercase_escapes() {
+        let mut out = String::new();
+        write_string("a\"b\\c\n\u{7f}é🚀/<&>", &mut out);
+        assert_eq!(out, "\"a\\\"b\\\\c\\n\\u007f\\u00e9\\ud83d\\ude80/<&>\"");
+    }
+
+    #[test]
+    fn objects_sort_keys_and_use_compact_separators() {
+        let mut map = BTreeMap::new();
+        map.insert("b".to_owned(), Canon::int(1));
+        map.insert(
+            "B".to_owned(),
+            Canon::List(vec![Canon::Null, Canon::Bool(true)]),
+        );
+        map.insert("_".to_owned(), Canon::str("x"));
+        let mut out = String::new();
+        Canon::Object(map).write(&mut out);
+        assert_eq!(out, "{\"B\":[null,true],\"_\":\"x\",\"b\":1}");
+    }
+
+    #[test]
+    fn merge_is_deep_for_objects_and_replaces_the_rest() {
+        let mut lower = Canon::from_json(&serde_json::json!({"a": {"x": 1, "y": [1]}, "b": 2}));
+        let upper = Canon::from_json(&serde_json::json!({"a": {"y": [2]}, "c": null}));
+        lower.merge(upper);
+        let mut out = String::new();
+        lower.write(&mut out);
+        assert_eq!(out, "{\"a\":{\"x\":1,\"y\":[2]},\"b\":2,\"c\":null}");
+    }
+}
