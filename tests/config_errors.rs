@@ -1,0 +1,430 @@
+//! Bad configs through the built binary: each must exit 1 with a message that
+//! names the file, the line where one exists, the job and the key. These
+//! pin the wording users see.
+
+mod common;
+
+use common::{cronstable, cronstable_env, write_tree};
+
+/// Validates `files` (the first one is passed to `-c`) and returns stderr,
+/// asserting exit code 1.
+fn rejected(files: &[(&str, &str)]) -> String {
+    rejected_at(files[0].0, files)
+}
+
+/// Like [`rejected`], passing `config` to `-c` (a file or a directory).
+fn rejected_at(config: &str, files: &[(&str, &str)]) -> String {
+    let dir = write_tree(files);
+    let run = cronstable(&["-c", config, "-v"], dir.path());
+    assert_eq!(
+        run.code,
+        Some(1),
+        "expected rejection, stderr: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("Configuration error: "),
+        "stderr: {}",
+        run.stderr
+    );
+    run.stderr
+}
+
+fn assert_contains(haystack: &str, needles: &[&str]) {
+    for needle in needles {
+        assert!(
+            haystack.contains(needle),
+            "missing {needle:?} in:\n{haystack}"
+        );
+    }
+}
+
+const JOB: &str = "jobs:\n  - name: j\n    command: echo hi\n    schedule: \"* * * * *\"\n";
+
+fn job_with(extra: &str) -> String {
+    format!("{JOB}{extra}")
+}
+
+#[test]
+fn unknown_key_names_file_line_column_and_suggests() {
+    let err = rejected(&[("c.yaml", &job_with("    captureStdOut: true\n"))]);
+    assert_contains(
+        &err,
+        &["c.yaml:5:5: jobs[0]: unknown key 'captureStdOut' (did you mean 'captureStdout'?)"],
+    );
+}
+
+#[test]
+fn unknown_top_level_key() {
+    let err = rejected(&[("c.yaml", "jbos:\n  - name: x\n")]);
+    assert_contains(
+        &err,
+        &["c.yaml:1:1", "unknown key 'jbos' (did you mean 'jobs'?)"],
+    );
+}
+
+#[test]
+fn wrong_type_names_the_key_path() {
+    let err = rejected(&[("c.yaml", &job_with("    captureStderr: maybe\n"))]);
+    assert_contains(&err, &["c.yaml:5:", "jobs[0].captureStderr", "maybe"]);
+    let err = rejected(&[("c.yaml", &job_with("    saveLimit: lots\n"))]);
+    assert_contains(&err, &["jobs[0].saveLimit", "lots", "an integer"]);
+}
+
+#[test]
+fn enum_value_lists_the_accepted_ones() {
+    let err = rejected(&[("c.yaml", &job_with("    concurrencyPolicy: allow\n"))]);
+    assert_contains(
+        &err,
+        &["unknown value 'allow' (expected one of: Allow, Forbid, Replace)"],
+    );
+    let err = rejected(&[("c.yaml", &job_with("    priority: realtime\n"))]);
+    assert_contains(&err, &["idle, below-normal, normal, above-normal, high"]);
+}
+
+#[test]
+fn numeric_ranges_name_job_key_and_line() {
+    for (setting, key, rule) in [
+        ("saveLimit: -1", "saveLimit", "must be >= 0"),
+        ("maxLineLength: 0", "maxLineLength", "must be > 0"),
+        ("killTimeout: -0.5", "killTimeout", "must be >= 0"),
+        (
+            "executionTimeout: 0",
+            "executionTimeout",
+            "must be > 0 when set",
+        ),
+        (
+            "catchupJitterSeconds: -3",
+            "catchupJitterSeconds",
+            "must be >= 0",
+        ),
+        (
+            "startingDeadlineSeconds: 0",
+            "startingDeadlineSeconds",
+            "must be > 0 when set",
+        ),
+    ] {
+        let err = rejected(&[("c.yaml", &job_with(&format!("    {setting}\n")))]);
+        assert_contains(&err, &[&format!("c.yaml:5: job 'j': {key}: {rule}")]);
+    }
+}
+
+#[test]
+fn retry_rules() {
+    let retry = |m: &str, i: &str, x: &str, b: &str| {
+        job_with(&format!(
+            "    onFailure:\n      retry:\n        maximumRetries: {m}\n        initialDelay: {i}\n        maximumDelay: {x}\n        backoffMultiplier: {b}\n"
+        ))
+    };
+    for (yaml, key, rule) in [
+        (
+            retry("-2", "1", "10", "2"),
+            "onFailure.retry.maximumRetries",
+            "must be >= -1",
+        ),
+        (
+            retry("1", "-1", "10", "2"),
+            "onFailure.retry.initialDelay",
+            "must be >= 0",
+        ),
+        (
+            retry("1", "1", "0", "2"),
+            "onFailure.retry.maximumDelay",
+            "must be > 0",
+        ),
+        (
+            retry("1", "1", "10", "0"),
+            "onFailure.retry.backoffMultiplier",
+            "must be > 0",
+        ),
+    ] {
+        let err = rejected(&[("c.yaml", &yaml)]);
+        assert_contains(&err, &[&format!("c.yaml:5: job 'j': {key}: {rule}")]);
+    }
+    let err = rejected(&[(
+        "c.yaml",
+        &job_with("    onFailure:\n      retry:\n        maximumRetries: 3\n"),
+    )]);
+    assert_contains(&err, &["jobs[0].onFailure.retry: missing required key"]);
+}
+
+#[test]
+fn retry_forever_is_accepted() {
+    let dir = write_tree(&[(
+        "c.yaml",
+        &job_with("    onFailure:\n      retry:\n        maximumRetries: -1\n        initialDelay: 0\n        maximumDelay: 5\n        backoffMultiplier: 1.5\n"),
+    )]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(run.stderr.contains("Configuration is valid."));
+}
+
+#[test]
+fn missing_required_job_keys() {
+    let err = rejected(&[("c.yaml", "jobs:\n  - name: lone\n    command: x\n")]);
+    assert_contains(
+        &err,
+        &["c.yaml:2: job 'lone': schedule: missing required key 'schedule'"],
+    );
+    let err = rejected(&[("c.yaml", "jobs:\n  - name: lone\n    schedule: '@daily'\n")]);
+    assert_contains(
+        &err,
+        &["job 'lone': command: missing required key 'command'"],
+    );
+}
+
+#[test]
+fn job_only_keys_are_refused_in_defaults() {
+    let err = rejected(&[("c.yaml", &format!("defaults:\n  command: echo\n{JOB}"))]);
+    assert_contains(
+        &err,
+        &["c.yaml:2: job 'defaults': command: 'command' belongs on a job"],
+    );
+}
+
+#[test]
+fn unknown_timezone() {
+    let err = rejected(&[("c.yaml", &job_with("    timezone: Mars/Olympus\n"))]);
+    assert_contains(
+        &err,
+        &["c.yaml:5: job 'j': timezone: unknown timezone 'Mars/Olympus'"],
+    );
+}
+
+#[test]
+fn unknown_user_and_group() {
+    let err = rejected(&[(
+        "c.yaml",
+        &job_with("    user: no-such-user-cronstable-test\n"),
+    )]);
+    assert_contains(
+        &err,
+        &["job 'j': user: user not found: 'no-such-user-cronstable-test'"],
+    );
+    let err = rejected(&[(
+        "c.yaml",
+        &job_with("    group: no-such-group-cronstable-test\n"),
+    )]);
+    assert_contains(
+        &err,
+        &["job 'j': group: group not found: 'no-such-group-cronstable-test'"],
+    );
+}
+
+#[test]
+fn env_file_problems() {
+    let err = rejected(&[("c.yaml", &job_with("    env_file: missing.env\n"))]);
+    assert_contains(
+        &err,
+        &["job 'j': env_file: cannot read env_file 'missing.env'"],
+    );
+    let err = rejected(&[
+        ("c.yaml", &job_with("    env_file: bad.env\n")),
+        ("bad.env", "A=1\nthis line has no equals\n"),
+    ]);
+    assert_contains(
+        &err,
+        &["line without '=' in env_file 'bad.env': \"this line has no equals\""],
+    );
+}
+
+#[test]
+fn cluster_scope_rules() {
+    let err = rejected(&[("c.yaml", &job_with("    concurrencyScope: cluster\n"))]);
+    assert_contains(
+        &err,
+        &["concurrencyScope: cluster has no effect with concurrencyPolicy: Allow"],
+    );
+    let err = rejected(&[(
+        "c.yaml",
+        &job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Forbid\n"),
+    )]);
+    assert_contains(&err, &["needs a 'state' section", "offending job(s): j"]);
+}
+
+#[test]
+fn on_late_needs_sla() {
+    let err = rejected(&[(
+        "c.yaml",
+        &job_with("    onLate:\n      report:\n        shell:\n          command: echo late\n"),
+    )]);
+    assert_contains(&err, &["job 'j': onLate: onLate requires sla"]);
+}
+
+#[test]
+fn report_blocks_require_their_keys() {
+    let err = rejected(&[(
+        "c.yaml",
+        &job_with(
+            "    onSuccess:\n      report:\n        mail:\n          from: a@example.invalid\n",
+        ),
+    )]);
+    assert_contains(
+        &err,
+        &["jobs[0].onSuccess.report.mail: missing required key 'to'"],
+    );
+}
+
+#[test]
+fn object_schedule_field_with_a_space() {
+    let err = rejected(&[(
+        "c.yaml",
+        "jobs:\n  - name: s\n    command: x\n    schedule:\n      minute: '1 2'\n",
+    )]);
+    assert_contains(&err, &["job 's': schedule.minute: must be one cron field"]);
+}
+
+#[test]
+fn duplicate_names_across_files_name_both_places() {
+    let err = rejected_at(
+        "conf",
+        &[
+            (
+                "conf/a.yaml",
+                "jobs:\n  - name: twin\n    command: a\n    schedule: '@daily'\n",
+            ),
+            (
+                "conf/b.yaml",
+                "\njobs:\n  - name: twin\n    command: b\n    schedule: '@daily'\n",
+            ),
+        ],
+    );
+    assert_contains(
+        &err,
+        &["conf/b.yaml:3: job 'twin': name: a job named 'twin' is already defined at conf/a.yaml:2"],
+    );
+}
+
+#[test]
+fn include_cycle_and_missing_include() {
+    let err = rejected(&[
+        ("a.yaml", "include:\n  - b.yaml\n"),
+        ("b.yaml", "include:\n  - a.yaml\n"),
+    ]);
+    assert_contains(&err, &["include cycle", "a.yaml includes itself"]);
+    let err = rejected(&[("a.yaml", "include:\n  - nowhere.yaml\n")]);
+    assert_contains(&err, &["nowhere.yaml: cannot read"]);
+}
+
+#[test]
+fn unset_variable_names_value_path_and_variable() {
+    let dir = write_tree(&[(
+        "c.yaml",
+        "jobs:\n  - name: j\n    command: echo ${NOT_EXPANDED}\n    schedule: '@daily'\n    environment:\n      - key: URL\n        value: http://${CRONSTABLE_TEST_UNSET_HOST}/x\n",
+    )]);
+    let run = cronstable_env(&["-c", "c.yaml", "-v"], dir.path(), &[]);
+    assert_eq!(run.code, Some(1));
+    assert_contains(
+        &run.stderr,
+        &["c.yaml: jobs[0].environment[0].value uses ${CRONSTABLE_TEST_UNSET_HOST}, but CRONSTABLE_TEST_UNSET_HOST is not set"],
+    );
+    let run = cronstable_env(
+        &["-c", "c.yaml", "-v"],
+        dir.path(),
+        &[("CRONSTABLE_TEST_UNSET_HOST", "example.invalid")],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
+#[test]
+fn sections_not_supported_yet_are_refused_by_name() {
+    for (section, yaml) in [
+        ("'state' section", "state:\n  path: /var/lib/cronstable\n"),
+        ("'cluster' section", "cluster:\n  backend: etcd\n"),
+        (
+            "'notify' section",
+            "notify:\n  events:\n    - leader_change\n",
+        ),
+        (
+            "mcp.enabled",
+            "web:\n  listen:\n    - http://127.0.0.1:8080\nmcp:\n  enabled: true\n",
+        ),
+    ] {
+        let err = rejected(&[("c.yaml", yaml)]);
+        assert_contains(&err, &[section, "not supported yet"]);
+    }
+    let err = rejected(&[(
+        "c.yaml",
+        &job_with("    sla:\n      lateAfterSeconds: 60\n"),
+    )]);
+    assert_contains(&err, &["job 'j': sla: SLA monitoring", "not supported yet"]);
+}
+
+#[test]
+fn disabled_mcp_is_accepted() {
+    let dir = write_tree(&[("c.yaml", "mcp:\n  enabled: false\n")]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
+#[test]
+fn web_section_rules() {
+    let err = rejected(&[("c.yaml", "web:\n  listen:\n    - https://0.0.0.0:8443\n")]);
+    assert_contains(
+        &err,
+        &["web: an https:// listen address needs tls.cert and tls.key"],
+    );
+    let err = rejected(&[("c.yaml", "web:\n  listen:\n    - ftp://x\n")]);
+    assert_contains(&err, &["must start with http://, https:// or unix://"]);
+    let err = rejected(&[(
+        "c.yaml",
+        "web:\n  listen:\n    - http://127.0.0.1:1\n  metrics:\n    durationBuckets: [1, 0.5]\n",
+    )]);
+    assert_contains(
+        &err,
+        &["durationBuckets must be finite, positive and strictly increasing"],
+    );
+}
+
+#[test]
+fn two_web_sections_in_one_directory() {
+    let err = rejected_at(
+        "d",
+        &[
+            ("d/a.yaml", "web:\n  listen:\n    - http://127.0.0.1:1\n"),
+            ("d/b.yaml", "web:\n  listen:\n    - http://127.0.0.1:2\n"),
+        ],
+    );
+    assert_contains(
+        &err,
+        &["d/b.yaml: 'web' is configured in more than one file (first in d/a.yaml"],
+    );
+}
+
+#[test]
+fn crontab_errors_name_file_and_line() {
+    let err = rejected(&[("jobs.crontab", "# nightly\n0 3 * * * backup 50%\n")]);
+    assert_contains(&err, &["jobs.crontab:2: unescaped '%' in command"]);
+}
+
+#[test]
+fn not_utf8() {
+    let dir = write_tree(&[]);
+    std::fs::write(dir.path().join("c.yaml"), b"jobs:\n  - name: \xff\xfe\n").unwrap();
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(1));
+    assert_contains(&run.stderr, &["c.yaml: not valid UTF-8 text"]);
+}
+
+#[test]
+fn missing_config_path() {
+    let dir = write_tree(&[]);
+    let run = cronstable(&["-c", "nope.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(1));
+    assert_contains(&run.stderr, &["nope.yaml: cannot read", "No such file"]);
+}
+
+#[test]
+fn errors_in_several_directory_files_are_all_reported() {
+    let err = rejected_at(
+        "d",
+        &[
+            ("d/a.yaml", &job_with("    saveLimit: -1\n")),
+            ("d/b.yaml", "jobs:\n  - name: k\n    bogus: 1\n"),
+        ],
+    );
+    assert_contains(
+        &err,
+        &["d/a.yaml:5: job 'j': saveLimit", "\n---\n", "d/b.yaml:3:5"],
+    );
+}
