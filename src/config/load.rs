@@ -590,3 +590,7 @@ fn crontab_job_spec(entry: crontab::CrontabJob) -> JobSpec {
         ..JobSpec::default()
     }
 }
+
+#[cfg(test)]
+#[path = "load_tests.rs"]
+mod tests;

@@ -215,14 +215,16 @@ pub struct JobSecret {
 pub struct JobSecrets(pub Vec<JobSecret>);
 
 impl crate::config::merge::Merge for JobSecrets {
+    /// Merges by name like `environment`; an upper entry replaces the whole
+    /// lower entry (its source included).
     fn merge_from(&mut self, lower: &Self) {
-        let mut merged: Vec<JobSecret> = lower
-            .0
-            .iter()
-            .filter(|l| !self.0.iter().any(|u| u.name == l.name))
-            .cloned()
-            .collect();
-        merged.append(&mut self.0);
+        let mut merged: Vec<JobSecret> = Vec::with_capacity(lower.0.len() + self.0.len());
+        for secret in lower.0.iter().chain(self.0.iter()) {
+            match merged.iter_mut().find(|m| m.name == secret.name) {
+                Some(slot) => *slot = secret.clone(),
+                None => merged.push(secret.clone()),
+            }
+        }
         self.0 = merged;
     }
 }

@@ -209,14 +209,17 @@ pub struct EnvVar {
 pub struct Environment(pub Vec<EnvVar>);
 
 impl Merge for Environment {
+    /// Lower entries keep their position; an upper entry with the same key
+    /// replaces the value in place, new keys are appended. A key written
+    /// twice in one list collapses to its last value.
     fn merge_from(&mut self, lower: &Self) {
-        let mut merged: Vec<EnvVar> = lower
-            .0
-            .iter()
-            .filter(|l| !self.0.iter().any(|u| u.key == l.key))
-            .cloned()
-            .collect();
-        merged.append(&mut self.0);
+        let mut merged: Vec<EnvVar> = Vec::with_capacity(lower.0.len() + self.0.len());
+        for var in lower.0.iter().chain(self.0.iter()) {
+            match merged.iter_mut().find(|m| m.key == var.key) {
+                Some(slot) => slot.value = var.value.clone(),
+                None => merged.push(var.clone()),
+            }
+        }
         self.0 = merged;
     }
 }

@@ -1,0 +1,310 @@
+//! Loader behavior: layering of defaults and includes, directory mode,
+//! crontab lowering, interpolation and in-memory sources.
+
+use super::*;
+use crate::config::model::{Command, ConcurrencyPolicy};
+use std::io::Write;
+
+fn yaml(name: &str, text: &str) -> Source {
+    Source {
+        name: name.into(),
+        text: text.into(),
+        kind: SourceKind::Yaml,
+        include_dir: None,
+    }
+}
+
+fn write(dir: &Path, name: &str, text: &str) {
+    let path = dir.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let mut file = std::fs::File::create(path).unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+}
+
+fn job<'a>(loaded: &'a LoadedConfig, name: &str) -> &'a JobConfig {
+    loaded
+        .jobs
+        .iter()
+        .find(|j| j.name == name)
+        .unwrap_or_else(|| panic!("no job {name}"))
+}
+
+#[test]
+fn built_in_defaults_fill_every_unset_option() {
+    let loaded = load_sources(&[yaml(
+        "m",
+        "jobs:\n  - name: a\n    command: echo\n    schedule: '@daily'\n",
+    )])
+    .unwrap();
+    let a = job(&loaded, "a");
+    assert_eq!(a.shell, "/bin/sh");
+    assert!(a.enabled && a.capture_stderr && !a.capture_stdout && a.utc);
+    assert_eq!(a.save_limit, 4096);
+    assert_eq!(a.max_line_length, 16 * 1024 * 1024);
+    assert_eq!(a.kill_timeout, 30.0);
+    assert_eq!(a.execution_timeout, None);
+    assert_eq!(a.stream_prefix, "[{job_name} {stream_name}] ");
+    assert_eq!(a.concurrency_policy, ConcurrencyPolicy::Allow);
+    assert_eq!(a.retry.maximum_retries, 0);
+    assert_eq!(a.retry.maximum_delay, 300.0);
+    assert!(a.fails_when.nonzero_return && a.fails_when.produces_stderr);
+    assert!(!a.fails_when.produces_stdout && !a.fails_when.always);
+    assert_eq!(a.origin.source, "m");
+    assert_eq!(a.origin.line, Some(2));
+}
+
+#[test]
+fn job_wins_over_defaults_and_nested_blocks_merge() {
+    let loaded = load_sources(&[yaml(
+        "m",
+        "defaults:\n  shell: /bin/bash\n  killTimeout: 5\n  failsWhen:\n    producesStdout: true\n    always: true\n  environment:\n    - key: FOO\n      value: foo\n    - key: BAR\n      value: bar\n  onSuccess:\n    report:\n      mail:\n        from: a@x.invalid\n        to: b@x.invalid\n      webhook:\n        headers:\n          X-A: '1'\njobs:\n  - name: a\n    command: env\n    schedule: '@daily'\n    shell: /bin/sh\n    failsWhen:\n      producesStdout: false\n    environment:\n      - key: FOO\n        value: xpto\n      - key: ZBR\n        value: blah\n    onSuccess:\n      report:\n        mail:\n          from: c@x.invalid\n          to: b@x.invalid\n          subject: custom\n        webhook:\n          headers:\n            X-B: '2'\n",
+    )])
+    .unwrap();
+    let a = job(&loaded, "a");
+    assert_eq!(a.shell, "/bin/sh");
+    assert_eq!(a.kill_timeout, 5.0);
+    assert!(!a.fails_when.produces_stdout, "job's failsWhen key wins");
+    assert!(a.fails_when.always, "defaults' other failsWhen keys remain");
+    assert_eq!(
+        a.environment,
+        vec![
+            ("FOO".to_owned(), "xpto".to_owned()),
+            ("BAR".to_owned(), "bar".to_owned()),
+            ("ZBR".to_owned(), "blah".to_owned()),
+        ]
+    );
+    let mail = a.on_success.mail.as_ref().unwrap();
+    assert_eq!(mail.from.as_deref(), Some("c@x.invalid"));
+    assert_eq!(mail.subject.as_deref(), Some("custom"));
+    let headers = a
+        .on_success
+        .webhook
+        .as_ref()
+        .unwrap()
+        .headers
+        .as_ref()
+        .unwrap();
+    assert_eq!(headers.len(), 2, "header maps are unioned");
+}
+
+#[test]
+fn lists_concatenate_except_fingerprint() {
+    let loaded = load_sources(&[yaml(
+        "m",
+        "defaults:\n  stateAllowedScopes:\n    - shared\n  onFailure:\n    report:\n      sentry:\n        fingerprint:\n          - a\n          - b\njobs:\n  - name: a\n    command: x\n    schedule: '@daily'\n    stateAllowedScopes:\n      - own\n    onFailure:\n      report:\n        sentry:\n          fingerprint:\n            - mine\n",
+    )])
+    .unwrap();
+    let a = job(&loaded, "a");
+    assert_eq!(
+        a.spec.state_allowed_scopes.as_deref(),
+        Some(&["shared".to_owned(), "own".to_owned()][..])
+    );
+    let fp = &a
+        .on_failure
+        .sentry
+        .as_ref()
+        .unwrap()
+        .fingerprint
+        .as_ref()
+        .unwrap()
+        .0;
+    assert_eq!(fp, &vec!["mine".to_owned()]);
+}
+
+#[test]
+fn null_working_directory_undoes_the_default() {
+    let loaded = load_sources(&[yaml(
+        "m",
+        "defaults:\n  workingDirectory: /srv\njobs:\n  - name: a\n    command: x\n    schedule: '@daily'\n  - name: b\n    command: x\n    schedule: '@daily'\n    workingDirectory:\n",
+    )])
+    .unwrap();
+    assert_eq!(
+        job(&loaded, "a").working_directory.as_deref(),
+        Some(Path::new("/srv"))
+    );
+    assert_eq!(job(&loaded, "b").working_directory, None);
+}
+
+#[test]
+fn lenient_scalars_read_like_the_original() {
+    let loaded = load_sources(&[yaml(
+        "m",
+        "jobs:\n  - name: 123\n    command: [echo, 5]\n    schedule: '@daily'\n    captureStdout: yes\n    saveLimit: '10'\n    killTimeout: 1_0\n    environment:\n      - key: N\n        value: 3\n",
+    )])
+    .unwrap();
+    let a = job(&loaded, "123");
+    assert!(a.capture_stdout);
+    assert_eq!(a.save_limit, 10);
+    assert_eq!(a.kill_timeout, 10.0);
+    assert_eq!(a.command, Command::Argv(vec!["echo".into(), "5".into()]));
+    assert_eq!(a.environment, vec![("N".to_owned(), "3".to_owned())]);
+}
+
+#[test]
+fn object_schedule_assembles_to_crontab_text() {
+    let loaded = load_sources(&[yaml(
+        "m",
+        "jobs:\n  - name: a\n    command: x\n    schedule:\n      minute: 5\n      second: '*/10'\n  - name: b\n    command: x\n    schedule:\n      hour: 3\n      year: 2030\n",
+    )])
+    .unwrap();
+    assert_eq!(job(&loaded, "a").schedule, "*/10 5 * * * * *");
+    assert_eq!(job(&loaded, "b").schedule, "* 3 * * * 2030");
+}
+
+#[test]
+fn in_memory_sources_cannot_include() {
+    let err = load_sources(&[yaml("configmap/x:jobs.yaml", "include:\n  - other.yaml\n")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("configmap/x:jobs.yaml"), "{err}");
+    assert!(err.contains("no directory to include from"), "{err}");
+}
+
+#[test]
+fn in_memory_sources_are_assembled_like_a_directory() {
+    let loaded = load_sources(&[
+        yaml(
+            "a",
+            "jobs:\n  - name: one\n    command: x\n    schedule: '@daily'\n",
+        ),
+        Source {
+            name: "tab".into(),
+            text: "@hourly echo two\n".into(),
+            kind: SourceKind::Crontab,
+            include_dir: None,
+        },
+    ])
+    .unwrap();
+    let names: Vec<&str> = loaded.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, vec!["one", "tab:1"]);
+}
+
+#[test]
+fn directory_defaults_stay_in_their_file_and_hidden_files_are_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.yaml",
+        "defaults:\n  shell: /bin/bash\njobs:\n  - name: a\n    command: x\n    schedule: '@daily'\n",
+    );
+    write(
+        dir.path(),
+        "b.YML",
+        "jobs:\n  - name: b\n    command: x\n    schedule: '@daily'\n",
+    );
+    write(dir.path(), "_frag.yaml", "jobs:\n  - name: hidden\n");
+    write(dir.path(), ".dot.yaml", "not: [valid\n");
+    write(dir.path(), "README.md", "# notes\n");
+    write(
+        dir.path(),
+        "crontab",
+        "SHELL=/bin/zsh\n*/5 * * * * echo c\n",
+    );
+    let loaded = load_path(dir.path()).unwrap();
+    let names: Vec<&str> = loaded.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(names, vec!["a", "b", "crontab:2"]);
+    assert_eq!(job(&loaded, "a").shell, "/bin/bash");
+    assert_eq!(job(&loaded, "b").shell, "/bin/sh");
+    let c = job(&loaded, "crontab:2");
+    assert_eq!(c.shell, "/bin/zsh");
+    assert_eq!(c.schedule, "*/5 * * * *");
+    assert_eq!(c.origin.line, Some(2));
+    assert_eq!(loaded.files.len(), 3);
+}
+
+#[test]
+fn includes_share_defaults_downward_only() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "main.yaml",
+        "include:\n  - inc/_common.yaml\ndefaults:\n  captureStdout: true\njobs:\n  - name: inline\n    command: x\n    schedule: '@daily'\n",
+    );
+    write(
+        dir.path(),
+        "inc/_common.yaml",
+        "defaults:\n  killTimeout: 7\n  captureStdout: false\njobs:\n  - name: included\n    command: y\n    schedule: '@daily'\n",
+    );
+    let loaded = load_path(&dir.path().join("main.yaml")).unwrap();
+    let inline = job(&loaded, "inline");
+    assert_eq!(
+        inline.kill_timeout, 7.0,
+        "included defaults reach inline jobs"
+    );
+    assert!(
+        inline.capture_stdout,
+        "the file's own defaults win over included ones"
+    );
+    let included = job(&loaded, "included");
+    assert!(
+        !included.capture_stdout,
+        "includer defaults never reach included jobs"
+    );
+    assert_eq!(loaded.jobs[0].name, "included", "included jobs come first");
+}
+
+#[test]
+fn a_later_include_without_defaults_keeps_earlier_included_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "main.yaml",
+        "include:\n  - one.yaml\n  - two.yaml\njobs:\n  - name: inline\n    command: x\n    schedule: '@daily'\n",
+    );
+    write(dir.path(), "one.yaml", "defaults:\n  shell: /bin/bash\n");
+    write(dir.path(), "two.yaml", "jobs: []\n");
+    let loaded = load_path(&dir.path().join("main.yaml")).unwrap();
+    assert_eq!(job(&loaded, "inline").shell, "/bin/bash");
+}
+
+#[test]
+fn diamond_includes_are_not_cycles() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.yaml", "include:\n  - b.yaml\n  - c.yaml\n");
+    write(dir.path(), "b.yaml", "include:\n  - d.yaml\n");
+    write(dir.path(), "c.yaml", "include:\n  - d.yaml\n");
+    write(dir.path(), "d.yaml", "defaults:\n  shell: /bin/bash\n");
+    assert!(load_path(&dir.path().join("a.yaml")).is_ok());
+}
+
+#[test]
+fn single_file_with_other_extension_is_sniffed() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "jobs.txt",
+        "MAILTO=\"\"\n0 1 * * * echo sniffed\n",
+    );
+    let loaded = load_path(&dir.path().join("jobs.txt")).unwrap();
+    assert_eq!(loaded.jobs[0].name, "jobs.txt:2");
+}
+
+#[test]
+fn empty_and_comment_only_documents_are_empty_configs() {
+    for text in ["", "\n", "# nothing\n", "---\n"] {
+        let loaded = load_sources(&[yaml("m", text)]).unwrap();
+        assert!(loaded.jobs.is_empty(), "{text:?}");
+    }
+}
+
+#[test]
+fn warnings_name_unhonored_logging_keys() {
+    let loaded = load_sources(&[yaml(
+        "m",
+        "logging:\n  version: 1\n  handlers:\n    console:\n      class: logging.StreamHandler\n  root:\n    level: DEBUG\n",
+    )])
+    .unwrap();
+    assert!(
+        loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("logging.handlers")),
+        "{:?}",
+        loaded.warnings
+    );
+    let logging = &loaded.sections.logging.as_ref().unwrap().value;
+    assert_eq!(
+        crate::logging::root_level(logging),
+        Some(tracing::Level::DEBUG)
+    );
+}
