@@ -243,11 +243,9 @@ fn hook_object(report: Option<&Report>, defaults: &Canon) -> Canon {
         }
     }
     redact(&mut merged);
-    if let Some(shell) = merged.get_mut("shell") {
-        if let Canon::Object(map) = shell {
-            if map.get("timeout") == Some(&Canon::Number("60".into())) {
-                map.remove("timeout");
-            }
+    if let Some(Canon::Object(shell)) = merged.get_mut("shell") {
+        if shell.get("timeout") == Some(&Canon::Number("60".into())) {
+            shell.remove("timeout");
         }
     }
     if let Canon::Object(map) = &mut merged {

@@ -9,9 +9,9 @@ pub struct Location {
     /// File path, or the name of an in-memory source.
     pub source: String,
     /// 1-based line, when known.
-    pub line: Option<usize>,
+    pub line: Option<u32>,
     /// 1-based column, when known.
-    pub column: Option<usize>,
+    pub column: Option<u32>,
 }
 
 impl Location {
@@ -28,7 +28,7 @@ impl Location {
     pub fn line(source: impl Into<String>, line: Option<usize>) -> Self {
         Location {
             source: source.into(),
-            line,
+            line: line.and_then(|l| u32::try_from(l).ok()),
             column: None,
         }
     }
@@ -88,7 +88,7 @@ pub enum ConfigError {
     },
     /// A classic crontab line is malformed (the message names file and line).
     #[error(transparent)]
-    Crontab(#[from] crate::config::crontab::CrontabError),
+    Crontab(Box<crate::config::crontab::CrontabError>),
     /// Several files failed; each error is listed.
     #[error("{}", join_errors(.0))]
     Many(Vec<ConfigError>),
@@ -100,6 +100,12 @@ fn join_errors(errors: &[ConfigError]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join("\n---\n")
+}
+
+impl From<crate::config::crontab::CrontabError> for ConfigError {
+    fn from(err: crate::config::crontab::CrontabError) -> Self {
+        ConfigError::Crontab(Box::new(err))
+    }
 }
 
 impl ConfigError {
@@ -114,7 +120,10 @@ impl ConfigError {
     /// Converts a serde_yaml error into a schema error at `source`.
     pub fn from_yaml(source: &str, err: &serde_yaml::Error) -> Self {
         let (line, column) = match err.location() {
-            Some(l) => (Some(l.line()), Some(l.column())),
+            Some(l) => (
+                u32::try_from(l.line()).ok(),
+                u32::try_from(l.column()).ok(),
+            ),
             None => (None, None),
         };
         let mut message = err.to_string();

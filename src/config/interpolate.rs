@@ -98,13 +98,11 @@ fn walk(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<(), MissingVariable> {
     match value {
-        Value::String(s) => {
-            if s.contains('$') {
-                *s = expand_str(s, lookup).map_err(|variable| MissingVariable {
-                    path: path.clone(),
-                    variable,
-                })?;
-            }
+        Value::String(s) if s.contains('$') => {
+            *s = expand_str(s, lookup).map_err(|variable| MissingVariable {
+                path: path.clone(),
+                variable,
+            })?;
         }
         Value::Sequence(items) => {
             for (i, item) in items.iter_mut().enumerate() {

@@ -163,12 +163,15 @@ struct Parsed {
     sections: Sections,
 }
 
+/// Looks up an environment variable of the daemon.
+type EnvLookup = Box<dyn Fn(&str) -> Option<String>>;
+
 /// Shared state of one load.
 struct Loader {
     builtins: JobSpec,
     cwd: PathBuf,
     is_root: bool,
-    env: Box<dyn Fn(&str) -> Option<String>>,
+    env: EnvLookup,
     warnings: Vec<String>,
     files: Vec<PathBuf>,
 }
@@ -494,7 +497,7 @@ impl Loader {
             is_root: self.is_root,
             cwd: &self.cwd,
         };
-        let job_line = origin.line;
+        let job_line = origin.line.map(|l| l as usize);
         validate::resolve_job(spec, origin.clone(), &ctx, &mut self.warnings).map_err(|err| {
             let first_key = err.key.split('.').next().unwrap_or("");
             let key_line = match (lines, job_line) {

@@ -168,9 +168,14 @@ fn check_schedule_fields(fields: &super::model::ScheduleFields) -> Result<(), Ru
     Ok(())
 }
 
-/// "x >= bound" written so that NaN fails it too.
-fn at_least(x: f64, bound: f64) -> bool {
+/// "x >= bound"; NaN fails it, which is what a range rule wants.
+pub(crate) fn at_least(x: f64, bound: f64) -> bool {
     x >= bound
+}
+
+/// "x > bound"; NaN fails it.
+pub(crate) fn above(x: f64, bound: f64) -> bool {
+    x > bound
 }
 
 fn check_ranges(spec: &JobSpec) -> Result<(), RuleError> {
@@ -212,7 +217,7 @@ fn check_ranges(spec: &JobSpec) -> Result<(), RuleError> {
     if spec.starting_deadline_seconds.is_some_and(|v| v <= 0) {
         return Err(rule("startingDeadlineSeconds", "must be > 0 when set"));
     }
-    if spec.execution_timeout.is_some_and(|v| !(v > 0.0)) {
+    if spec.execution_timeout.is_some_and(|v| !above(v, 0.0)) {
         return Err(rule("executionTimeout", "must be > 0 when set"));
     }
     if let Some(sla) = &spec.sla {
@@ -244,10 +249,10 @@ fn check_ranges(spec: &JobSpec) -> Result<(), RuleError> {
         if !at_least(retry.initial_delay, 0.0) {
             return Err(rule("onFailure.retry.initialDelay", "must be >= 0"));
         }
-        if !(retry.maximum_delay > 0.0) {
+        if !above(retry.maximum_delay, 0.0) {
             return Err(rule("onFailure.retry.maximumDelay", "must be > 0"));
         }
-        if !(retry.backoff_multiplier > 0.0) {
+        if !above(retry.backoff_multiplier, 0.0) {
             return Err(rule("onFailure.retry.backoffMultiplier", "must be > 0"));
         }
     }

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the whole test suite from a clean checkout. Installs what the tests
+# need when it is missing (nothing beyond the Rust toolchain yet: later
+# suites add etcd and an SMTP server here), then runs cargo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "scripts/test.sh: cargo is required (install a Rust toolchain)" >&2
+  exit 1
+fi
+
+# The schedule engine's conformance test replays the original's recorded
+# answers from ../shared; it must be there in CI.
+if [ "${CI:-}" = "true" ] && [ ! -f ../shared/data/cron_golden.json ]; then
+  echo "scripts/test.sh: ../shared/data/cron_golden.json is missing" >&2
+  exit 1
+fi
+
+# One build of the test binaries, then run them (2 cores: keep jobs low).
+cargo test --no-fail-fast -j 2 "$@"
