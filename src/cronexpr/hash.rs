@@ -141,7 +141,8 @@ fn expand_item(
     let value = hash_value(hash_key, label);
     // span and step are small positive numbers here, so the conversions
     // cannot fail; the fallbacks only keep the arithmetic total.
-    let modulo = |m: i64| -> i64 { i64::try_from(value % u64::try_from(m).unwrap_or(1)).unwrap_or(0) };
+    let modulo =
+        |m: i64| -> i64 { i64::try_from(value % u64::try_from(m).unwrap_or(1)).unwrap_or(0) };
     let Some(step_text) = form.step else {
         return Ok((start + modulo(span)).to_string());
     };
@@ -208,8 +209,14 @@ mod tests {
 
     #[test]
     fn forms_expand() {
-        assert_eq!(expand_field("H/15", &MINUTE, Some("x")).unwrap(), "1,16,31,46");
-        assert_eq!(expand_field("5,h", &MINUTE, Some("report-gen")).unwrap(), "5,43");
+        assert_eq!(
+            expand_field("H/15", &MINUTE, Some("x")).unwrap(),
+            "1,16,31,46"
+        );
+        assert_eq!(
+            expand_field("5,h", &MINUTE, Some("report-gen")).unwrap(),
+            "5,43"
+        );
         let ranged = expand_field("H(0-29)", &MINUTE, Some("x")).unwrap();
         let v: i64 = ranged.parse().unwrap();
         assert!((0..=29).contains(&v));

@@ -129,7 +129,9 @@ fn parse_item(item: &str, spec: &Spec) -> Result<(i64, i64, i64), ParseError> {
     let mut step = 1;
     if let Some(step_text) = step_text {
         if step_text.contains('/') {
-            return Err(err(format!("invalid {label} field '{item}': more than one '/'")));
+            return Err(err(format!(
+                "invalid {label} field '{item}': more than one '/'"
+            )));
         }
         step = py_int(step_text).ok_or_else(|| err(format!("invalid {label} step '{item}'")))?;
         if step <= 0 {
@@ -455,7 +457,10 @@ pub(crate) fn parse(text: &str, hash_key: Option<&str>) -> Result<Parsed, ParseE
         match macro_expansion(&lowered[0]) {
             Some(expansion) => {
                 source.clone_from(&lowered[0]);
-                lowered = split_fields(expansion).into_iter().map(str::to_owned).collect();
+                lowered = split_fields(expansion)
+                    .into_iter()
+                    .map(str::to_owned)
+                    .collect();
             }
             None => return Err(unknown_nickname(&lowered[0])),
         }
@@ -508,8 +513,16 @@ fn parse_columns(columns: &[String]) -> Result<Fields, ParseError> {
     };
     // '?' standing alone in a day field is Quartz for "unrestricted"; any
     // other '?' stays an error, so a mis-pasted Quartz layout fails loudly
-    let dom = if rest[2] == "?" { "*" } else { rest[2].as_str() };
-    let dow = if rest[4] == "?" { "*" } else { rest[4].as_str() };
+    let dom = if rest[2] == "?" {
+        "*"
+    } else {
+        rest[2].as_str()
+    };
+    let dow = if rest[4] == "?" {
+        "*"
+    } else {
+        rest[4].as_str()
+    };
     let mut f = Fields {
         seconds: parse_plain(second, &field::SECOND)?,
         minutes: parse_plain(&rest[0], &field::MINUTE)?,
@@ -608,7 +621,10 @@ mod tests {
         let p = parse("*/5 10-12 * * MON", Some("x")).unwrap();
         assert_eq!(p.source, "*/5 10-12 * * MON");
         assert!(p.resolved.is_none());
-        assert_eq!(parse("H * * * * * *", Some("tick")).unwrap().fields.seconds, 1 << 9);
+        assert_eq!(
+            parse("H * * * * * *", Some("tick")).unwrap().fields.seconds,
+            1 << 9
+        );
     }
 
     #[test]
@@ -621,7 +637,9 @@ mod tests {
         assert_eq!(e.field(), Some(Field::Month));
         assert!(e.to_string().contains("escapes [1, 12]"));
         assert!(error("*/x * * * *").to_string().contains("step"));
-        assert!(error("0 0 * * 8").to_string().contains("out of range [0, 7]"));
+        assert!(error("0 0 * * 8")
+            .to_string()
+            .contains("out of range [0, 7]"));
         assert!(error("* * * *").to_string().contains("got 4"));
         assert!(error("").to_string().contains("got 0"));
     }
@@ -636,12 +654,24 @@ mod tests {
     #[test]
     fn quartz_hints() {
         assert!(error("0 */5 * * * ?").to_string().contains("Quartz"));
-        assert!(error("0 15 10 ? * *").to_string().contains("append a trailing"));
-        assert!(error("0 0 1#2 * *").to_string().contains("day-of-week field"));
-        assert!(error("1#2 0 * * *").to_string().contains("day-of-week field"));
-        assert!(error("0 0 * * 15w").to_string().contains("day-of-month field"));
-        assert!(error("0 0 * * lw").to_string().contains("day-of-month field"));
-        assert!(error("0 0 * 15w *").to_string().contains("day-of-month field"));
+        assert!(error("0 15 10 ? * *")
+            .to_string()
+            .contains("append a trailing"));
+        assert!(error("0 0 1#2 * *")
+            .to_string()
+            .contains("day-of-week field"));
+        assert!(error("1#2 0 * * *")
+            .to_string()
+            .contains("day-of-week field"));
+        assert!(error("0 0 * * 15w")
+            .to_string()
+            .contains("day-of-month field"));
+        assert!(error("0 0 * * lw")
+            .to_string()
+            .contains("day-of-month field"));
+        assert!(error("0 0 * 15w *")
+            .to_string()
+            .contains("day-of-month field"));
         assert!(error("0 0 * * 5L").to_string().contains("L<n>"));
         assert!(error("? 0 * * *").to_string().contains("day-of-month"));
         assert!(error("H#3 * * * *").to_string().contains("Quartz"));

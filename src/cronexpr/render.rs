@@ -48,7 +48,11 @@ fn render_dom(f: &Fields) -> String {
     }
     for k in 0..31 {
         if f.dom_last >> k & 1 == 1 {
-            items.push(if k == 0 { "L".to_owned() } else { format!("L-{k}") });
+            items.push(if k == 0 {
+                "L".to_owned()
+            } else {
+                format!("L-{k}")
+            });
         }
     }
     if f.dom_last_weekday {
@@ -134,7 +138,10 @@ mod tests {
         assert_eq!(nf("*/5 * * * *"), nf("0-59/5 * * * *"));
         assert_eq!(nf("@daily"), nf("0 0 * * *"));
         assert_eq!(nf("0 0 * * sat-sun"), "0 0 0 * * 0,6 *");
-        assert_eq!(nf("0 0 1,15W,L,l-3,LW * mon#1,L5,tue"), "0 0 0 1,L,L-3,LW,15W * 2,L5,1#1 *");
+        assert_eq!(
+            nf("0 0 1,15W,L,l-3,LW * mon#1,L5,tue"),
+            "0 0 0 1,L,L-3,LW,15W * 2,L5,1#1 *"
+        );
         assert_eq!(nf("0 0 1 1 * 2027-2029/2"), "0 0 0 1 1 * 2027,2029");
         assert_eq!(nf("0 0 * * l7-3"), "0 0 0 * * L1-0 *");
     }
@@ -142,7 +149,7 @@ mod tests {
     #[test]
     fn normal_form_parses_back_to_an_equal_expression() {
         for text in [
-            "*/7 1-5,9 */3 ? jan-jun mon-fri",
+            "*/7 1-5,9 */3 ? jan-jun mon-fri *",
             "0 0 1,15W,L,l-3,LW * mon#1,L5,tue",
             "1-9/2 0 0 L-30 2 * 2030,2040-2050",
             "0 0 * * l7-3",

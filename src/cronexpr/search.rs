@@ -11,9 +11,7 @@
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, Timelike};
 
 use super::calendar::{day_mask, day_matches, month_len};
-use super::field::{
-    first_bit, last_bit, next_bit, prev_bit, Fields, YEAR_FLOOR, YEAR_HORIZON,
-};
+use super::field::{first_bit, last_bit, next_bit, prev_bit, Fields, YEAR_FLOOR, YEAR_HORIZON};
 
 /// A time of day as (hour, minute, second).
 type Hms = (u32, u32, u32);
@@ -211,20 +209,50 @@ mod tests {
 
     #[test]
     fn next_is_strictly_after_and_whole_second() {
-        assert_eq!(next("* * * * *", "2026-01-07T12:00:00").as_deref(), Some("2026-01-07T12:01:00"));
-        assert_eq!(next("* * * * *", "2026-01-07T11:59:59").as_deref(), Some("2026-01-07T12:00:00"));
-        assert_eq!(next("* * * * * * *", "2026-01-07T12:00:00.5").as_deref(), Some("2026-01-07T12:00:01"));
+        assert_eq!(
+            next("* * * * *", "2026-01-07T12:00:00").as_deref(),
+            Some("2026-01-07T12:01:00")
+        );
+        assert_eq!(
+            next("* * * * *", "2026-01-07T11:59:59").as_deref(),
+            Some("2026-01-07T12:00:00")
+        );
+        assert_eq!(
+            next("* * * * * * *", "2026-01-07T12:00:00.5").as_deref(),
+            Some("2026-01-07T12:00:01")
+        );
     }
 
     #[test]
     fn next_carries_through_time_day_month_year() {
-        assert_eq!(next("0,30 9 * * *", "2026-07-18T09:15:00").as_deref(), Some("2026-07-18T09:30:00"));
-        assert_eq!(next("0 9 * * 1-5", "2026-07-18T10:00:00").as_deref(), Some("2026-07-20T09:00:00"));
-        assert_eq!(next("0 9 * * 1-5", "2026-08-30T10:00:00").as_deref(), Some("2026-08-31T09:00:00"));
-        assert_eq!(next("0 0 29 2 *", "2026-01-01T00:00:00").as_deref(), Some("2028-02-29T00:00:00"));
-        assert_eq!(next("15-45/10 30 12 * * * *", "2026-01-07T12:30:45").as_deref(), Some("2026-01-08T12:30:15"));
-        assert_eq!(next("0 0 15W * fri", "2026-01-01T00:00:00").as_deref(), Some("2026-05-15T00:00:00"));
-        assert_eq!(next("0 0 1 1 * 2027", "2026-06-01T00:00:00").as_deref(), Some("2027-01-01T00:00:00"));
+        assert_eq!(
+            next("0,30 9 * * *", "2026-07-18T09:15:00").as_deref(),
+            Some("2026-07-18T09:30:00")
+        );
+        assert_eq!(
+            next("0 9 * * 1-5", "2026-07-18T10:00:00").as_deref(),
+            Some("2026-07-20T09:00:00")
+        );
+        assert_eq!(
+            next("0 9 * * 1-5", "2026-08-30T10:00:00").as_deref(),
+            Some("2026-08-31T09:00:00")
+        );
+        assert_eq!(
+            next("0 0 29 2 *", "2026-01-01T00:00:00").as_deref(),
+            Some("2028-02-29T00:00:00")
+        );
+        assert_eq!(
+            next("15-45/10 30 12 * * * *", "2026-01-07T12:30:45").as_deref(),
+            Some("2026-01-08T12:30:15")
+        );
+        assert_eq!(
+            next("0 0 15W * fri", "2026-01-01T00:00:00").as_deref(),
+            Some("2026-05-15T00:00:00")
+        );
+        assert_eq!(
+            next("0 0 1 1 * 2027", "2026-06-01T00:00:00").as_deref(),
+            Some("2027-01-01T00:00:00")
+        );
     }
 
     #[test]
@@ -233,22 +261,58 @@ mod tests {
         assert_eq!(next("0 0 30 2 *", "2026-01-01T00:00:00"), None);
         assert_eq!(next("0 0 1 1 * 2020", "2026-01-01T00:00:00"), None);
         assert_eq!(next("0 0 * * l7-3", "2026-01-01T00:00:00"), None);
-        assert_eq!(next("59 59 23 31 12 * 2099", "2099-12-31T23:59:58").as_deref(), Some("2099-12-31T23:59:59"));
+        assert_eq!(
+            next("59 59 23 31 12 * 2099", "2099-12-31T23:59:58").as_deref(),
+            Some("2099-12-31T23:59:59")
+        );
     }
 
     #[test]
     fn prev_mirrors_next() {
-        assert_eq!(prev("30 9 * * *", "2026-07-18T09:30:00").as_deref(), Some("2026-07-17T09:30:00"));
-        assert_eq!(prev("* * * * *", "2026-07-18T12:00:00.5").as_deref(), Some("2026-07-18T12:00:00"));
-        assert_eq!(prev("0 0 1 6 *", "2026-03-01T00:00:00").as_deref(), Some("2025-06-01T00:00:00"));
-        assert_eq!(prev("0 0 * 2 *", "2026-03-15T00:00:00").as_deref(), Some("2026-02-28T00:00:00"));
-        assert_eq!(prev("0 0 15 * *", "2026-03-10T00:00:00").as_deref(), Some("2026-02-15T00:00:00"));
-        assert_eq!(prev("0 0 15 1 *", "2026-01-10T00:00:00").as_deref(), Some("2025-01-15T00:00:00"));
-        assert_eq!(prev("0,30 9 * * *", "2026-07-18T09:45:00").as_deref(), Some("2026-07-18T09:30:00"));
-        assert_eq!(prev("0,30 8,12 * * * *", "2026-07-18T10:05:00").as_deref(), Some("2026-07-18T08:30:00"));
-        assert_eq!(prev("0 9 * * 1-5", "2026-07-19T10:00:00").as_deref(), Some("2026-07-17T09:00:00"));
-        assert_eq!(prev("0 9 * * 1-5", "2026-08-01T08:00:00").as_deref(), Some("2026-07-31T09:00:00"));
-        assert_eq!(prev("0 0 1 1 * 2020", "2026-01-01T00:00:00").as_deref(), Some("2020-01-01T00:00:00"));
+        assert_eq!(
+            prev("30 9 * * *", "2026-07-18T09:30:00").as_deref(),
+            Some("2026-07-17T09:30:00")
+        );
+        assert_eq!(
+            prev("* * * * *", "2026-07-18T12:00:00.5").as_deref(),
+            Some("2026-07-18T12:00:00")
+        );
+        assert_eq!(
+            prev("0 0 1 6 *", "2026-03-01T00:00:00").as_deref(),
+            Some("2025-06-01T00:00:00")
+        );
+        assert_eq!(
+            prev("0 0 * 2 *", "2026-03-15T00:00:00").as_deref(),
+            Some("2026-02-28T00:00:00")
+        );
+        assert_eq!(
+            prev("0 0 15 * *", "2026-03-10T00:00:00").as_deref(),
+            Some("2026-02-15T00:00:00")
+        );
+        assert_eq!(
+            prev("0 0 15 1 *", "2026-01-10T00:00:00").as_deref(),
+            Some("2025-01-15T00:00:00")
+        );
+        assert_eq!(
+            prev("0,30 9 * * *", "2026-07-18T09:45:00").as_deref(),
+            Some("2026-07-18T09:30:00")
+        );
+        assert_eq!(
+            prev("0,30 8,12 * * * *", "2026-07-18T10:05:00").as_deref(),
+            Some("2026-07-18T08:30:00")
+        );
+        assert_eq!(
+            prev("0 9 * * 1-5", "2026-07-19T10:00:00").as_deref(),
+            Some("2026-07-17T09:00:00")
+        );
+        assert_eq!(
+            prev("0 9 * * 1-5", "2026-08-01T08:00:00").as_deref(),
+            Some("2026-07-31T09:00:00")
+        );
+        assert_eq!(
+            prev("0 0 1 1 * 2020", "2026-01-01T00:00:00").as_deref(),
+            Some("2020-01-01T00:00:00")
+        );
         assert_eq!(prev("0 0 1 1 * 2030", "2026-01-01T00:00:00"), None);
         assert_eq!(prev("* * * * *", "1970-01-01T00:00:00"), None);
     }

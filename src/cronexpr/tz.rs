@@ -14,9 +14,7 @@
 //! original's `fold=0` rule; `next` then returns the first matching label,
 //! in label order, whose instant lies strictly after "now".
 
-use chrono::{
-    DateTime, Duration, LocalResult, NaiveDateTime, Offset, TimeZone, Utc,
-};
+use chrono::{DateTime, Duration, LocalResult, NaiveDateTime, Offset, TimeZone, Utc};
 
 /// The clock a schedule is evaluated in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -43,7 +41,11 @@ pub enum Fold {
 }
 
 fn offset_secs<T: TimeZone>(tz: &T, instant: NaiveDateTime) -> i64 {
-    i64::from(tz.offset_from_utc_datetime(&instant).fix().local_minus_utc())
+    i64::from(
+        tz.offset_from_utc_datetime(&instant)
+            .fix()
+            .local_minus_utc(),
+    )
 }
 
 /// The wall-clock label of a UTC instant in `tz`.
@@ -260,8 +262,8 @@ pub(crate) fn transitions<T: TimeZone>(
         if offset_secs(tz, lo) != offset_secs(tz, hi) {
             let (mut a, mut b) = (lo, hi);
             let off_a = offset_secs(tz, a);
-            while (b - a) > Duration::seconds(1) {
-                let mid = a + (b - a) / 2;
+            while (b - a).num_seconds() > 1 {
+                let mid = a + Duration::seconds((b - a).num_seconds() / 2);
                 if offset_secs(tz, mid) == off_a {
                     a = mid;
                 } else {
@@ -287,28 +289,67 @@ mod tests {
     #[test]
     fn gap_labels_read_with_the_old_offset() {
         // 02:30 EST does not exist on 2026-03-08: read as -5h -> 07:30Z
-        assert_eq!(resolve(&New_York, naive("2026-03-08T02:30:00"), Fold::Before), naive("2026-03-08T07:30:00"));
-        assert_eq!(resolve(&New_York, naive("2026-03-08T02:30:00"), Fold::After), naive("2026-03-08T06:30:00"));
+        assert_eq!(
+            resolve(&New_York, naive("2026-03-08T02:30:00"), Fold::Before),
+            naive("2026-03-08T07:30:00")
+        );
+        assert_eq!(
+            resolve(&New_York, naive("2026-03-08T02:30:00"), Fold::After),
+            naive("2026-03-08T06:30:00")
+        );
         // Lord Howe jumps 30 minutes
-        assert_eq!(resolve(&Lord_Howe, naive("2026-10-04T02:15:00"), Fold::Before), naive("2026-10-03T15:45:00"));
+        assert_eq!(
+            resolve(&Lord_Howe, naive("2026-10-04T02:15:00"), Fold::Before),
+            naive("2026-10-03T15:45:00")
+        );
         // Samoa skipped 2011-12-30 entirely (-10h -> +14h)
-        assert_eq!(resolve(&Apia, naive("2011-12-30T12:00:00"), Fold::Before), naive("2011-12-30T22:00:00"));
+        assert_eq!(
+            resolve(&Apia, naive("2011-12-30T12:00:00"), Fold::Before),
+            naive("2011-12-30T22:00:00")
+        );
     }
 
     #[test]
     fn repeated_labels_pick_by_fold() {
-        assert_eq!(resolve(&New_York, naive("2026-11-01T01:30:00"), Fold::Before), naive("2026-11-01T05:30:00"));
-        assert_eq!(resolve(&New_York, naive("2026-11-01T01:30:00"), Fold::After), naive("2026-11-01T06:30:00"));
-        assert_eq!(classify(&Berlin, naive("2026-10-25T02:30:00")), WallKind::Fold);
-        assert_eq!(classify(&Berlin, naive("2026-03-29T02:30:00")), WallKind::Gap);
-        assert_eq!(classify(&Berlin, naive("2026-03-29T03:30:00")), WallKind::Normal);
+        assert_eq!(
+            resolve(&New_York, naive("2026-11-01T01:30:00"), Fold::Before),
+            naive("2026-11-01T05:30:00")
+        );
+        assert_eq!(
+            resolve(&New_York, naive("2026-11-01T01:30:00"), Fold::After),
+            naive("2026-11-01T06:30:00")
+        );
+        assert_eq!(
+            classify(&Berlin, naive("2026-10-25T02:30:00")),
+            WallKind::Fold
+        );
+        assert_eq!(
+            classify(&Berlin, naive("2026-03-29T02:30:00")),
+            WallKind::Gap
+        );
+        assert_eq!(
+            classify(&Berlin, naive("2026-03-29T03:30:00")),
+            WallKind::Normal
+        );
     }
 
     #[test]
     fn transitions_found_to_the_second() {
-        let found = transitions(&New_York, naive("2026-01-01T00:00:00"), naive("2027-01-01T00:00:00"));
-        assert_eq!(found, vec![naive("2026-03-08T07:00:00"), naive("2026-11-01T06:00:00")]);
-        assert!(transitions(&chrono_tz::UTC, naive("2026-01-01T00:00:00"), naive("2027-01-01T00:00:00")).is_empty());
+        let found = transitions(
+            &New_York,
+            naive("2026-01-01T00:00:00"),
+            naive("2027-01-01T00:00:00"),
+        );
+        assert_eq!(
+            found,
+            vec![naive("2026-03-08T07:00:00"), naive("2026-11-01T06:00:00")]
+        );
+        assert!(transitions(
+            &chrono_tz::UTC,
+            naive("2026-01-01T00:00:00"),
+            naive("2027-01-01T00:00:00")
+        )
+        .is_empty());
     }
 
     #[test]
