@@ -23,23 +23,54 @@ const LEGACY_REPORT_DEFAULTS: &str = include_str!("fingerprint/legacy_report_def
 /// The `v1:` job-set id of a set of jobs.
 pub fn job_set_id(jobs: &[JobConfig]) -> String {
     let defaults = legacy_report_defaults();
-    let mut digests: Vec<String> = jobs.iter().map(|j| job_digest(j, &defaults)).collect();
+    // Most jobs configure no reporters; their hook blocks are the built-in
+    // one, serialized once here instead of once per job.
+    let cached = match hook_object(None, &defaults) {
+        Canon::Object(mut hook) => hook.remove("report").map(|r| Canon::Raw(hook_text(&r))),
+        _ => None,
+    };
+    let defaults = ReportDefaults {
+        tree: defaults,
+        unconfigured_report: cached,
+    };
+    let mut digests: Vec<String> = jobs
+        .iter()
+        .map(|j| hex_sha256(job_bytes(j, &defaults).as_bytes()))
+        .collect();
     digests.sort_unstable();
     let mut input = String::from("v1\n");
     input.push_str(&digests.join("\n"));
     format!("v1:{}", hex_sha256(input.as_bytes()))
 }
 
-/// The hex SHA-256 of one job's canonical bytes.
-pub fn job_digest(job: &JobConfig, report_defaults: &Canon) -> String {
-    hex_sha256(job_canonical_bytes(job, report_defaults).as_bytes())
+/// The built-in report block, and optionally its redacted, merged form
+/// serialized once (what a hook with no reporters configured hashes).
+struct ReportDefaults {
+    tree: Canon,
+    unconfigured_report: Option<Canon>,
+}
+
+fn hook_text(hook: &Canon) -> String {
+    let mut out = String::new();
+    hook.write(&mut out);
+    out
 }
 
 /// The exact text one job contributes to the id (useful to see why two
 /// jobs differ).
 pub fn job_canonical_bytes(job: &JobConfig, report_defaults: &Canon) -> String {
+    job_bytes(
+        job,
+        &ReportDefaults {
+            tree: report_defaults.clone(),
+            unconfigured_report: None,
+        },
+    )
+}
+
+fn job_bytes(job: &JobConfig, defaults: &ReportDefaults) -> String {
     let mut bytes = String::with_capacity(6 * 1024);
-    job_object(job, report_defaults).write(&mut bytes);
+    job_object(job, defaults).write(&mut bytes);
     bytes
 }
 
@@ -62,7 +93,7 @@ pub fn legacy_report_defaults() -> Canon {
 /// The canonical object of one job: every fingerprinted key with its
 /// effective value (defaults applied), keys that post-date the scheme only
 /// when they differ from their default.
-pub fn job_object(job: &JobConfig, report_defaults: &Canon) -> Canon {
+fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
     let spec = &job.spec;
     let mut o: BTreeMap<String, Canon> = BTreeMap::new();
     let mut put = |key: &str, value: Canon| {
@@ -107,7 +138,13 @@ pub fn job_object(job: &JobConfig, report_defaults: &Canon) -> Canon {
     put("killTimeout", Canon::float(job.kill_timeout));
     put("maxLineLength", Canon::int(job.max_line_length as i64));
     put("name", Canon::str(job.name.clone()));
-    let mut on_failure = hook_object(Some(&job.on_failure), report_defaults);
+    let hook = |report: &Report| match (&report_defaults.unconfigured_report, report) {
+        (Some(cached), r) if *r == Report::default() => {
+            Canon::Object(BTreeMap::from([("report".to_owned(), cached.clone())]))
+        }
+        _ => hook_object(Some(report), &report_defaults.tree),
+    };
+    let mut on_failure = hook(&job.on_failure);
     if let Canon::Object(map) = &mut on_failure {
         let r = &job.retry;
         map.insert(
@@ -124,14 +161,8 @@ pub fn job_object(job: &JobConfig, report_defaults: &Canon) -> Canon {
         );
     }
     put("onFailure", on_failure);
-    put(
-        "onPermanentFailure",
-        hook_object(Some(&job.on_permanent_failure), report_defaults),
-    );
-    put(
-        "onSuccess",
-        hook_object(Some(&job.on_success), report_defaults),
-    );
+    put("onPermanentFailure", hook(&job.on_permanent_failure));
+    put("onSuccess", hook(&job.on_success));
     put(
         "onlyIfLastSucceeded",
         Canon::Bool(job.only_if_last_succeeded),

@@ -120,10 +120,7 @@ impl ConfigError {
     /// Converts a serde_yaml error into a schema error at `source`.
     pub fn from_yaml(source: &str, err: &serde_yaml::Error) -> Self {
         let (line, column) = match err.location() {
-            Some(l) => (
-                u32::try_from(l.line()).ok(),
-                u32::try_from(l.column()).ok(),
-            ),
+            Some(l) => (u32::try_from(l.line()).ok(), u32::try_from(l.column()).ok()),
             None => (None, None),
         };
         let mut message = err.to_string();

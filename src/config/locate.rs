@@ -4,18 +4,28 @@
 //! the text is enough for block-style YAML, and flow-style jobs simply get
 //! no line.
 
+use std::collections::HashMap;
+
 /// Line numbers of the jobs of one YAML text, by name.
 #[derive(Debug, Default)]
 pub struct LineIndex<'a> {
     lines: Vec<&'a str>,
+    /// 0-based line indexes of every `name: <value>` line, by value, built
+    /// once so that locating 10,000 jobs stays linear.
+    names: HashMap<&'a str, Vec<usize>>,
 }
 
 impl<'a> LineIndex<'a> {
     /// Indexes `text`.
     pub fn new(text: &'a str) -> Self {
-        LineIndex {
-            lines: text.lines().collect(),
+        let lines: Vec<&'a str> = text.lines().collect();
+        let mut names: HashMap<&'a str, Vec<usize>> = HashMap::new();
+        for (i, line) in lines.iter().enumerate() {
+            if let Some(("name", value)) = key_value(line) {
+                names.entry(value).or_default().push(i);
+            }
         }
+        LineIndex { lines, names }
     }
 
     /// The 1-based line of `name: <job>` (or `- name: <job>`).
@@ -26,12 +36,7 @@ impl<'a> LineIndex<'a> {
     /// The 1-based line of the `nth` (0-based) `name: <job>` in the text,
     /// for a name written more than once.
     pub fn job_line_nth(&self, job: &str, nth: usize) -> Option<usize> {
-        self.lines
-            .iter()
-            .enumerate()
-            .filter(|(_, line)| key_value(line).is_some_and(|(k, v)| k == "name" && v == job))
-            .nth(nth)
-            .map(|(i, _)| i + 1)
+        self.names.get(job)?.get(nth).map(|i| i + 1)
     }
 
     /// The 1-based line of the first `key:` after the job's own line, within
@@ -77,6 +82,9 @@ impl<'a> LineIndex<'a> {
 
 /// Splits `  - key: value` into (`key`, unquoted `value`).
 fn key_value(line: &str) -> Option<(&str, &str)> {
+    if !line.contains(':') {
+        return None;
+    }
     let mut t = line.trim_start();
     if let Some(rest) = t.strip_prefix('-') {
         t = rest.trim_start();

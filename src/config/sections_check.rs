@@ -68,7 +68,10 @@ pub fn check_web(web: &WebConfig) -> Result<(), String> {
         }
     }
     if let Some(history) = &web.node_history {
-        if history.interval.is_some_and(|i| !super::validate::at_least(i, 1.0)) {
+        if history
+            .interval
+            .is_some_and(|i| !super::validate::at_least(i, 1.0))
+        {
             return Err("nodeHistory.interval must be >= 1.0".into());
         }
         if history.points.is_some_and(|p| !(10..=50_000).contains(&p)) {

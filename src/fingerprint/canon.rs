@@ -19,6 +19,8 @@ pub enum Canon {
     List(Vec<Canon>),
     /// An object; `BTreeMap` keeps keys in code point order.
     Object(BTreeMap<String, Canon>),
+    /// A value already in canonical form (a cached serialization).
+    Raw(String),
 }
 
 impl Canon {
@@ -96,7 +98,7 @@ impl Canon {
             Canon::Null => out.push_str("null"),
             Canon::Bool(true) => out.push_str("true"),
             Canon::Bool(false) => out.push_str("false"),
-            Canon::Number(text) => out.push_str(text),
+            Canon::Number(text) | Canon::Raw(text) => out.push_str(text),
             Canon::Str(s) => write_string(s, out),
             Canon::List(items) => {
                 out.push('[');
