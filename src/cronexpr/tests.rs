@@ -401,3 +401,30 @@ fn object_form_assembles_like_the_original() {
         .to_string()
         .contains("schedule.dayOfWeek"));
 }
+
+#[test]
+fn half_hour_gap_follows_label_order() {
+    // Lord Howe jumps 02:00 -> 02:30 on 2026-10-04 (15:30Z). The skipped
+    // 02:20 is read with the old offset and fires at 15:50Z (02:50 on the
+    // new clock); the real 02:40 (15:40Z) comes later in label order, and
+    // by then its instant is already past, so that day it does not fire.
+    // This is the original's policy, pinned here so a change is deliberate.
+    let lh = TimeBase::Zone(chrono_tz::Australia::Lord_Howe);
+    let e = expr("20,40 2 * * *");
+    let fires: Vec<_> = e
+        .occurrences(utc(2026, 10, 3, 15, 0, 0), &lh)
+        .take(3)
+        .collect();
+    assert_eq!(
+        fires,
+        vec![
+            utc(2026, 10, 3, 15, 50, 0),
+            utc(2026, 10, 4, 15, 20, 0),
+            utc(2026, 10, 4, 15, 40, 0)
+        ]
+    );
+    assert_eq!(
+        e.prev_before(utc(2026, 10, 3, 15, 50, 1), &lh),
+        Some(fires[0])
+    );
+}
