@@ -61,27 +61,108 @@ pub fn unhonored_logging_keys(config: &LoggingConfig) -> Vec<String> {
             }
         }
     }
-    if config.loggers.is_some() {
-        warnings.push(
-            "logging.loggers: per-logger levels apply to cronstable's own modules only where \
-             the names match (cronstable, cronstable.config, ...)"
-                .into(),
-        );
-    }
     warnings
 }
 
-/// Installs the global subscriber writing to stderr.
-pub fn init(level: tracing::Level, format: LogFormat) {
-    let builder = tracing_subscriber::fmt()
+/// Per-target levels asked for by a `logging:` section: the root level and
+/// each `loggers.<name>.level`, with Python logger names (`cronstable.config`)
+/// mapped to tracing targets (`cronstable::config`).
+pub fn configured_levels(
+    config: &LoggingConfig,
+) -> (Option<tracing::Level>, Vec<(String, tracing::Level)>) {
+    let mut targets = Vec::new();
+    if let Some(loggers) = &config.loggers {
+        for (name, settings) in loggers {
+            let (Some(name), Some(level)) = (
+                name.as_str(),
+                settings
+                    .get("level")
+                    .and_then(|l| l.as_str())
+                    .and_then(parse_level),
+            ) else {
+                continue;
+            };
+            targets.push((name.replace('.', "::"), level));
+        }
+    }
+    (root_level(config), targets)
+}
+
+/// Handle to change the level filter after the config is loaded.
+pub struct LevelControl {
+    handle: tracing_subscriber::reload::Handle<
+        tracing_subscriber::filter::Targets,
+        tracing_subscriber::Registry,
+    >,
+}
+
+impl LevelControl {
+    /// Applies the levels of a `logging:` section over the command-line
+    /// level (the section wins, as it does in the original).
+    pub fn apply(&self, cli_level: tracing::Level, config: Option<&LoggingConfig>) {
+        let filter = build_filter(cli_level, config);
+        // The subscriber lives for the whole process; a failed reload only
+        // means it is already gone, at exit.
+        let _ = self.handle.reload(filter);
+    }
+}
+
+fn build_filter(
+    cli_level: tracing::Level,
+    config: Option<&LoggingConfig>,
+) -> tracing_subscriber::filter::Targets {
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    let (root, targets) = config.map(configured_levels).unwrap_or((None, Vec::new()));
+    let mut filter =
+        Targets::new().with_default(LevelFilter::from_level(root.unwrap_or(cli_level)));
+    for (target, level) in targets {
+        filter = filter.with_target(target, LevelFilter::from_level(level));
+    }
+    filter
+}
+
+/// Installs the global subscriber writing to stderr and returns the handle
+/// that later applies the config's `logging:` levels.
+pub fn init(level: tracing::Level, format: LogFormat) -> LevelControl {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(build_filter(level, None));
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_max_level(level)
         .with_target(true)
         .with_ansi(false);
-    let result = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
+    let registry = tracing_subscriber::registry().with(filter);
     // A second init (tests) keeps the first subscriber; nothing to report.
-    let _ = result;
+    let _ = match format {
+        LogFormat::Text => registry.with(fmt).try_init(),
+        LogFormat::Json => registry.with(fmt.json()).try_init(),
+    };
+    LevelControl { handle }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_names_as_the_original_accepts_them() {
+        assert_eq!(parse_level("warn"), Some(tracing::Level::WARN));
+        assert_eq!(parse_level("Critical"), Some(tracing::Level::ERROR));
+        assert_eq!(parse_level("NOTSET"), Some(tracing::Level::TRACE));
+        assert_eq!(parse_level("10"), None);
+    }
+
+    #[test]
+    fn logger_names_map_to_targets() {
+        let config: LoggingConfig = serde_yaml::from_str(
+            "version: 1\nroot:\n  level: WARNING\nloggers:\n  cronstable.config:\n    level: DEBUG\n",
+        )
+        .unwrap();
+        let (root, targets) = configured_levels(&config);
+        assert_eq!(root, Some(tracing::Level::WARN));
+        assert_eq!(
+            targets,
+            vec![("cronstable::config".to_owned(), tracing::Level::DEBUG)]
+        );
+    }
 }

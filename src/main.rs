@@ -64,7 +64,7 @@ fn main() -> ExitCode {
         FormatArg::Text => LogFormat::Text,
         FormatArg::Json => LogFormat::Json,
     };
-    logging::init(level, format);
+    let levels = logging::init(level, format);
 
     if cli.config.as_os_str() == platform::DEFAULT_CONFIG_PATH && !cli.config.exists() {
         eprintln!(
@@ -79,6 +79,7 @@ fn main() -> ExitCode {
         Ok(loaded) => loaded,
         Err(err) => return config_error(&err),
     };
+    levels.apply(level, loaded.sections.logging.as_ref().map(|l| &l.value));
     for warning in &loaded.warnings {
         tracing::warn!(target: "cronstable::config", "{warning}");
     }
