@@ -83,6 +83,9 @@ fn main() -> ExitCode {
     for warning in &loaded.warnings {
         tracing::warn!(target: "cronstable::config", "{warning}");
     }
+    for note in &loaded.notes {
+        tracing::info!(target: "cronstable::config", "{note}");
+    }
 
     if cli.job_set_id {
         println!("{}", fingerprint::job_set_id(&loaded.jobs));

@@ -41,6 +41,10 @@ pub struct JobConfig {
     pub command: Command,
     /// Schedule text (object form already assembled), `@macro` or `@reboot`.
     pub schedule: String,
+    /// The parsed schedule.
+    pub parsed_schedule: crate::cronexpr::Schedule,
+    /// The clock the schedule is evaluated in (`timezone`, UTC, or local).
+    pub time_base: crate::cronexpr::TimeBase,
     /// Shell for a string command.
     pub shell: String,
     /// Disabled jobs never run.

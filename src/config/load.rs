@@ -94,8 +94,10 @@ pub struct LoadedConfig {
     pub jobs: Vec<JobConfig>,
     /// Everything else.
     pub sections: Sections,
-    /// Problems worth a log line that did not stop the load.
+    /// Problems worth a log line that did not stop the load (WARN).
     pub warnings: Vec<String>,
+    /// Facts worth an INFO line (schedule lint notes).
+    pub notes: Vec<String>,
     /// Every file read (for change detection on reload).
     pub files: Vec<PathBuf>,
 }
@@ -172,7 +174,8 @@ struct Loader {
     cwd: PathBuf,
     is_root: bool,
     env: EnvLookup,
-    warnings: Vec<String>,
+    now: chrono::DateTime<chrono::Utc>,
+    warnings: validate::Warnings,
     files: Vec<PathBuf>,
 }
 
@@ -233,7 +236,8 @@ impl Loader {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             is_root: platform::is_root(),
             env: Box::new(|name| std::env::var(name).ok()),
-            warnings: Vec::new(),
+            now: chrono::Utc::now(),
+            warnings: validate::Warnings::default(),
             files: Vec::new(),
         }
     }
@@ -317,6 +321,7 @@ impl Loader {
     fn parse_crontab(&mut self, source: &Source) -> Result<Parsed, ConfigError> {
         let parsed = crontab::parse_crontab_with(&source.name, &source.text, &crontab_options())?;
         self.warnings
+            .warnings
             .extend(parsed.warnings.iter().map(ToString::to_string));
         let mut jobs = Vec::with_capacity(parsed.jobs.len());
         for entry in parsed.jobs {
@@ -496,6 +501,7 @@ impl Loader {
         let ctx = Context {
             is_root: self.is_root,
             cwd: &self.cwd,
+            now: self.now,
         };
         let job_line = origin.line.map(|l| l as usize);
         validate::resolve_job(spec, origin.clone(), &ctx, &mut self.warnings).map_err(|err| {
@@ -521,11 +527,12 @@ impl Loader {
         sections: Sections,
     ) -> Result<LoadedConfig, ConfigError> {
         check_duplicate_names(&jobs)?;
-        sections_check::check_cross_sections(&jobs, &sections, &mut self.warnings)?;
+        sections_check::check_cross_sections(&jobs, &sections, &mut self.warnings.warnings)?;
         Ok(LoadedConfig {
             jobs,
             sections,
-            warnings: self.warnings,
+            warnings: self.warnings.warnings,
+            notes: self.warnings.notes,
             files: self.files,
         })
     }
@@ -535,6 +542,11 @@ impl Loader {
 /// database jobs use.
 fn crontab_options() -> crontab::CrontabOptions<'static> {
     crontab::CrontabOptions {
+        check_schedule: Some(&|expr: &str, hash_key: &str| {
+            crate::cronexpr::Schedule::parse(expr, hash_key)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        }),
         check_timezone: Some(&|zone: &str| {
             zone.parse::<chrono_tz::Tz>()
                 .map(|_| ())

@@ -6,6 +6,7 @@ use super::defaults;
 use super::error::Location;
 use super::job::{FailurePolicy, JobConfig, RunAs};
 use super::model::{ConcurrencyPolicy, ConcurrencyScope, JobSpec, Nullable, Report};
+use crate::cronexpr::TimeBase;
 use crate::platform;
 use std::path::{Path, PathBuf};
 
@@ -30,12 +31,20 @@ fn rule(key: &str, message: impl Into<String>) -> RuleError {
 pub struct Context<'a> {
     /// The daemon runs as root (needed for `user`/`group`).
     pub is_root: bool,
-    /// Looks up an environment variable (for nothing yet; kept for sources).
+    /// Directory relative paths (`env_file`, `workingDirectory`) resolve in.
     pub cwd: &'a Path,
+    /// "Now", for schedule lint (never-fires is judged from here).
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
-/// Things worth a warning that do not stop the load.
-pub type Warnings = Vec<String>;
+/// Things worth a log line that do not stop the load.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Warnings {
+    /// Probable mistakes, logged at WARN.
+    pub warnings: Vec<String>,
+    /// Worth knowing, logged at INFO (schedule lint notes).
+    pub notes: Vec<String>,
+}
 
 /// Checks one merged job and resolves it.
 pub fn resolve_job(
@@ -64,13 +73,18 @@ pub fn resolve_job(
         return Err(rule("schedule", "schedule is empty"));
     }
 
-    let timezone = match spec.timezone.as_deref() {
+    let parsed_schedule = crate::cronexpr::Schedule::parse(&schedule, &name)
+        .map_err(|e| rule("schedule", format!("invalid schedule '{schedule}': {e}")))?;
+
+    let (timezone, time_base) = match spec.timezone.as_deref() {
         Some(tz) => {
-            tz.parse::<chrono_tz::Tz>()
+            let zone = tz
+                .parse::<chrono_tz::Tz>()
                 .map_err(|_| rule("timezone", format!("unknown timezone '{tz}'")))?;
-            Some(tz.to_owned())
+            (Some(tz.to_owned()), TimeBase::Zone(zone))
         }
-        None => None,
+        None if spec.utc.unwrap_or(true) => (None, TimeBase::Utc),
+        None => (None, TimeBase::Local),
     };
 
     let environment = assemble_environment(&spec, ctx)?;
@@ -80,6 +94,18 @@ pub fn resolve_job(
     check_ranges(&spec)?;
     check_unsupported(&spec)?;
     collect_warnings(&name, &spec, ctx, warnings);
+    if let Some(expr) = parsed_schedule.cron() {
+        for finding in expr.lint(&time_base, ctx.now) {
+            let line = format!(
+                "job '{name}': schedule '{schedule}': [{}] {}",
+                finding.code, finding.message
+            );
+            match finding.level {
+                crate::cronexpr::LintLevel::Warning => warnings.warnings.push(line),
+                crate::cronexpr::LintLevel::Note => warnings.notes.push(line),
+            }
+        }
+    }
 
     let fails = spec.fails_when.clone().unwrap_or_default();
     let on_failure = spec.on_failure.clone().unwrap_or_default();
@@ -92,6 +118,8 @@ pub fn resolve_job(
         name,
         command,
         schedule,
+        parsed_schedule,
+        time_base,
         shell: spec
             .shell
             .clone()
@@ -329,7 +357,7 @@ fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
 fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Warnings) {
     if let Some(priority) = spec.priority {
         if priority.nice().is_some_and(|n| n < 0) && !ctx.is_root {
-            warnings.push(format!(
+            warnings.warnings.push(format!(
                 "job '{name}': priority {priority:?} raises the nice level, which needs \
                  CAP_SYS_NICE or RLIMIT_NICE headroom; if the kernel refuses, the job runs at \
                  the inherited priority"
@@ -337,7 +365,7 @@ fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Wa
         }
     }
     if spec.archive_output == Some(true) {
-        warnings.push(format!(
+        warnings.warnings.push(format!(
             "job '{name}': archiveOutput has no effect without a state section"
         ));
     }
@@ -353,7 +381,7 @@ fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Wa
         .flatten()
         .any(|r| r.eventlog.as_ref().is_some_and(|e| e.enabled == Some(true)))
     {
-        warnings.push(format!(
+        warnings.warnings.push(format!(
             "job '{name}': report.eventlog is enabled but there is no Windows Event Log on this \
              platform; those reports are dropped"
         ));
