@@ -428,3 +428,37 @@ fn errors_in_several_directory_files_are_all_reported() {
         &["d/a.yaml:5: job 'j': saveLimit", "\n---\n", "d/b.yaml:3:5"],
     );
 }
+
+#[test]
+fn invalid_schedules_name_the_field_and_token() {
+    let err = rejected(&[(
+        "c.yaml",
+        "jobs:\n  - name: m\n    command: x\n    schedule: '61 * * * *'\n",
+    )]);
+    assert_contains(
+        &err,
+        &["c.yaml:4: job 'm': schedule: invalid schedule '61 * * * *': minute value 61 out of range"],
+    );
+    let err = rejected(&[(
+        "c.yaml",
+        "jobs:\n  - name: m\n    command: x\n    schedule: '@midnight'\n",
+    )]);
+    assert_contains(
+        &err,
+        &["'@midnight' is accepted only in classic crontab files"],
+    );
+}
+
+#[test]
+fn schedule_lint_warns_without_failing() {
+    let dir = write_tree(&[(
+        "c.yaml",
+        "jobs:\n  - name: never\n    command: x\n    schedule: '0 0 31 2 *'\n",
+    )]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_contains(
+        &run.stderr,
+        &["job 'never': schedule '0 0 31 2 *': [never-fires]"],
+    );
+}
