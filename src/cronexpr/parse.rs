@@ -1,6 +1,8 @@
 //! Text to [`Fields`]: the whole dialect, with errors that say which field,
 //! which item and why, and hints for expressions written for Quartz.
 
+use std::borrow::Cow;
+
 use super::error::{Field, ParseError};
 use super::field::{self, Fields, Spec, YearSet, DOM, DOW};
 use super::hash;
@@ -43,9 +45,36 @@ fn is_separator(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 
+/// The whitespace-separated fields of an expression, in order.
+pub(crate) fn fields_of(text: &str) -> impl Iterator<Item = &str> {
+    // an ASCII text (nearly always) is split byte-wise, which is several
+    // times cheaper than decoding characters
+    let ascii = text.is_ascii();
+    text.split(move |c: char| {
+        if ascii {
+            matches!(c, ' ' | '\t'..='\r' | '\u{1c}'..='\u{1f}')
+        } else {
+            is_separator(c)
+        }
+    })
+    .filter(|s| !s.is_empty())
+}
+
 /// Splits an expression into its whitespace-separated fields.
 pub(crate) fn split_fields(text: &str) -> Vec<&str> {
-    text.split(is_separator).filter(|s| !s.is_empty()).collect()
+    fields_of(text).collect()
+}
+
+/// The comma-separated items of a field.
+fn items(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c == ',')
+}
+
+/// `text` split around the first `sep` (an ASCII byte), cheaper than the
+/// general pattern search for these few-byte strings.
+fn split_at_byte(text: &str, sep: u8) -> Option<(&str, &str)> {
+    let i = text.bytes().position(|b| b == sep)?;
+    Some((&text[..i], &text[i + 1..]))
 }
 
 /// An integer the way Python's `int(text, 10)` reads it (ASCII digits, an
@@ -120,9 +149,12 @@ fn resolve(token: &str, spec: &Spec, item: &str) -> Result<i64, ParseError> {
 /// range is an error, except that a weekday range ending in 0 reads the end
 /// as Sunday-as-7 (`sat-sun`).
 fn parse_item(item: &str, spec: &Spec) -> Result<(i64, i64, i64), ParseError> {
+    if item == "*" {
+        return Ok((spec.lo, spec.step_end, 1));
+    }
     let label = spec.field.label();
     let err = |reason: String| ParseError::at(spec.field, item, reason);
-    let (head, step_text) = match item.split_once('/') {
+    let (head, step_text) = match split_at_byte(item, b'/') {
         Some((head, step)) => (head, Some(step)),
         None => (item, None),
     };
@@ -146,7 +178,7 @@ fn parse_item(item: &str, spec: &Spec) -> Result<(i64, i64, i64), ParseError> {
     }
     let (start, end) = if head == "*" {
         (spec.lo, spec.step_end)
-    } else if let Some((a, b)) = head.split_once('-') {
+    } else if let Some((a, b)) = split_at_byte(head, b'-') {
         let start = resolve(a, spec, item)?;
         let mut end = resolve(b, spec, item)?;
         if end == 0 && spec.field == Field::DayOfWeek {
@@ -194,7 +226,7 @@ fn for_each_value(range: (i64, i64, i64), mut set: impl FnMut(i64)) {
 /// A column with no `L` forms: second, minute, hour, month.
 fn parse_plain(text: &str, spec: &Spec) -> Result<u64, ParseError> {
     let mut bits = 0u64;
-    for item in text.split(',') {
+    for item in items(text) {
         if item.starts_with('l') {
             return Err(ParseError::at(
                 spec.field,
@@ -205,6 +237,11 @@ fn parse_plain(text: &str, spec: &Spec) -> Result<u64, ParseError> {
                 ),
             ));
         }
+        if item == "*" {
+            // the common case, without the general item parse
+            bits |= (u64::MAX >> (63 - spec.step_end)) & (u64::MAX << spec.lo);
+            continue;
+        }
         for_each_value(parse_item(item, spec)?, |v| bits |= 1 << v);
     }
     Ok(bits)
@@ -212,7 +249,7 @@ fn parse_plain(text: &str, spec: &Spec) -> Result<u64, ParseError> {
 
 fn parse_years(text: &str, spec: &Spec) -> Result<YearSet, ParseError> {
     let mut years = YearSet::default();
-    for item in text.split(',') {
+    for item in items(text) {
         if item.starts_with('l') {
             return Err(ParseError::at(
                 spec.field,
@@ -230,7 +267,7 @@ fn parse_years(text: &str, spec: &Spec) -> Result<YearSet, ParseError> {
 /// Day of month: plain values plus `L`, `L-n`, `nW` and `LW`.
 fn parse_dom(text: &str, f: &mut Fields) -> Result<(), ParseError> {
     let at = |item: &str, reason: String| ParseError::at(Field::DayOfMonth, item, reason);
-    for item in text.split(',') {
+    for item in items(text) {
         if item == "l" {
             f.dom_last |= 1;
         } else if item == "lw" {
@@ -294,7 +331,7 @@ fn parse_dom(text: &str, f: &mut Fields) -> Result<(), ParseError> {
 fn parse_dow(text: &str, f: &mut Fields) -> Result<(), ParseError> {
     let at = |item: &str, reason: String| ParseError::at(Field::DayOfWeek, item, reason);
     let mut plain = 0u8;
-    for item in text.split(',') {
+    for item in items(text) {
         if item == "l" {
             return Err(at(
                 item,
@@ -306,7 +343,7 @@ fn parse_dow(text: &str, f: &mut Fields) -> Result<(), ParseError> {
         if let Some(body) = item.strip_prefix('l') {
             // strictly numeric; a reversed range is legal and empty, and an
             // end of 0 stays 0 (both kept from the original)
-            let (a, b) = match body.split_once('-') {
+            let (a, b) = match split_at_byte(body, b'-') {
                 Some((a, b)) => (a, Some(b)),
                 None => (body, None),
             };
@@ -332,7 +369,7 @@ fn parse_dow(text: &str, f: &mut Fields) -> Result<(), ParseError> {
             for v in lo..=hi {
                 f.dow_last |= 1 << (v % 7);
             }
-        } else if let Some((day_text, ordinal_text)) = item.split_once('#') {
+        } else if let Some((day_text, ordinal_text)) = split_at_byte(item, b'#') {
             if ordinal_text.contains('#') {
                 return Err(at(
                     item,
@@ -385,8 +422,8 @@ fn is_trailing_l(item: &str) -> bool {
 /// `#` and `W` belong to this dialect but to one field each; Quartz also
 /// differs by putting seconds first in its 6-field form (here the sixth
 /// field is a year) and by spelling last-weekday `5L`.
-fn quartz_hint(fields: &[String]) -> Option<&'static str> {
-    let question = fields.iter().any(|f| f == "?");
+fn quartz_hint(fields: &[&str]) -> Option<&'static str> {
+    let question = fields.iter().any(|f| *f == "?");
     if question && fields.len() == 6 {
         return Some(
             "this looks like a 6-field Quartz expression (seconds first); here the 6th \
@@ -400,7 +437,7 @@ fn quartz_hint(fields: &[String]) -> Option<&'static str> {
         _ => (None, None),
     };
     for (index, text) in fields.iter().enumerate() {
-        for item in text.split(',') {
+        for item in items(text) {
             if item.contains('#') && Some(index) != dow_index {
                 return Some(
                     "'#' (Quartz-style nth weekday, 5#3 = third Friday) is only valid in \
@@ -446,52 +483,94 @@ fn unknown_nickname(word: &str) -> ParseError {
     ))
 }
 
+/// Lower-cases a field, borrowing when it has no upper-case letter (the
+/// common case, which then costs no allocation).
+fn lower(field: &str) -> Cow<'_, str> {
+    if field
+        .bytes()
+        .any(|b| b.is_ascii_uppercase() || !b.is_ascii())
+    {
+        Cow::Owned(field.to_lowercase())
+    } else {
+        Cow::Borrowed(field)
+    }
+}
+
+/// The most fields any form has; one more is enough to know there are too
+/// many.
+const MAX_FIELDS: usize = 7;
+
 /// Parses one expression. `hash_key` (the job name) resolves `H` items;
 /// without one, `H` is an error.
 pub(crate) fn parse(text: &str, hash_key: Option<&str>) -> Result<Parsed, ParseError> {
-    let written = split_fields(text);
-    let mut source = written.join(" ");
-    let mut lowered: Vec<String> = written.iter().map(|f| f.to_lowercase()).collect();
-    let mut display: Option<Vec<String>> = None;
-    if lowered.len() == 1 && lowered[0].starts_with('@') {
-        match macro_expansion(&lowered[0]) {
-            Some(expansion) => {
-                source.clone_from(&lowered[0]);
-                lowered = split_fields(expansion)
-                    .into_iter()
-                    .map(str::to_owned)
-                    .collect();
-            }
-            None => return Err(unknown_nickname(&lowered[0])),
+    let mut written: [&str; MAX_FIELDS] = [""; MAX_FIELDS];
+    let mut count = 0;
+    for field in fields_of(text) {
+        if count < MAX_FIELDS {
+            written[count] = field;
         }
-    } else if lowered.iter().any(|f| f.contains('h')) {
-        display = Some(written.iter().map(|f| (*f).to_owned()).collect());
+        count += 1;
     }
-    let count = lowered.len();
-    if !(5..=7).contains(&count) {
+    if count == 1 && written[0].starts_with('@') {
+        let name = written[0].to_lowercase();
+        let Some(expansion) = macro_expansion(&name) else {
+            return Err(unknown_nickname(&name));
+        };
+        let mut columns: [Cow<'_, str>; MAX_FIELDS] = Default::default();
+        for (slot, field) in columns.iter_mut().zip(split_fields(expansion)) {
+            *slot = Cow::Borrowed(field);
+        }
+        let fields = parse_columns(&columns[..5]).map_err(|e| {
+            let raw: Vec<&str> = split_fields(expansion);
+            e.with_hint(quartz_hint(&raw))
+        })?;
+        return Ok(Parsed {
+            fields,
+            source: name,
+            resolved: None,
+            seven: false,
+        });
+    }
+    if !(5..=MAX_FIELDS).contains(&count) {
         return Err(ParseError::whole(format!(
             "expected 5 to 7 whitespace-separated cron fields (or a supported @-nickname), \
              got {count}"
         )));
     }
-    // the columns as written (lower-cased), for the dialect hint
-    let raw = lowered.clone();
-    let specs = field::layout(count);
+    let written = &written[..count];
+    let source = written.join(" ");
+    // the columns as written, lower-cased, for the dialect hint; only an
+    // error needs them
+    let hint = || {
+        let raw: Vec<String> = written.iter().map(|f| f.to_lowercase()).collect();
+        let raw: Vec<&str> = raw.iter().map(String::as_str).collect();
+        quartz_hint(&raw)
+    };
+    let mut columns: [Cow<'_, str>; MAX_FIELDS] = Default::default();
     let mut resolved = None;
-    if let Some(display) = display {
+    if written
+        .iter()
+        .any(|f| f.bytes().any(|b| b == b'h' || b == b'H'))
+    {
+        let specs = field::layout(count);
         let mut expanded = Vec::with_capacity(count);
-        for (text, spec) in display.iter().zip(specs) {
-            let out = hash::expand_field(text, spec, hash_key)
-                .map_err(|e| e.with_hint(quartz_hint(&raw)))?;
-            expanded.push(out);
+        for (text, spec) in written.iter().zip(specs) {
+            expanded
+                .push(hash::expand_field(text, spec, hash_key).map_err(|e| e.with_hint(hint()))?);
         }
         let joined = expanded.join(" ");
         if joined != source {
             resolved = Some(joined);
         }
-        lowered = expanded.iter().map(|f| f.to_lowercase()).collect();
+        for (slot, field) in columns.iter_mut().zip(&expanded) {
+            *slot = Cow::Owned(field.to_lowercase());
+        }
+    } else {
+        for (slot, field) in columns.iter_mut().zip(written) {
+            *slot = lower(field);
+        }
     }
-    let fields = parse_columns(&lowered).map_err(|e| e.with_hint(quartz_hint(&raw)))?;
+    let fields = parse_columns(&columns[..count]).map_err(|e| e.with_hint(hint()))?;
     Ok(Parsed {
         fields,
         source,
@@ -501,13 +580,13 @@ pub(crate) fn parse(text: &str, hash_key: Option<&str>) -> Result<Parsed, ParseE
 }
 
 /// The column parse proper, on lower-cased, `H`-free fields.
-fn parse_columns(columns: &[String]) -> Result<Fields, ParseError> {
+fn parse_columns(columns: &[Cow<'_, str>]) -> Result<Fields, ParseError> {
     let (second, rest) = if columns.len() == 7 {
-        (columns[0].as_str(), &columns[1..])
+        (columns[0].as_ref(), &columns[1..])
     } else {
         ("0", columns)
     };
-    let year = match rest.get(5).map(String::as_str) {
+    let year = match rest.get(5).map(AsRef::as_ref) {
         Some("*") | None => None,
         Some(text) => Some(text),
     };
@@ -516,12 +595,12 @@ fn parse_columns(columns: &[String]) -> Result<Fields, ParseError> {
     let dom = if rest[2] == "?" {
         "*"
     } else {
-        rest[2].as_str()
+        rest[2].as_ref()
     };
     let dow = if rest[4] == "?" {
         "*"
     } else {
-        rest[4].as_str()
+        rest[4].as_ref()
     };
     let mut f = Fields {
         seconds: parse_plain(second, &field::SECOND)?,

@@ -428,3 +428,42 @@ fn half_hour_gap_follows_label_order() {
         Some(fires[0])
     );
 }
+
+/// The dialect table in `docs/schedules.md` lists each form with its next
+/// fires; this keeps the page true.
+#[test]
+fn documented_fires_are_what_the_engine_answers() {
+    let page = include_str!("../../docs/schedules.md");
+    let table = page
+        .split("## The dialect at a glance")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("the dialect table section exists");
+    let from = utc(2026, 1, 7, 12, 0, 0);
+    let mut rows = 0;
+    for line in table
+        .lines()
+        .filter(|l| l.starts_with("| ") && l.contains('`'))
+    {
+        let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
+        let [_, example, fires] = cells[..] else {
+            panic!("row without three cells: {line}");
+        };
+        let text = example.trim_matches('`');
+        let e = CronExpr::parse(text, Some("refresh-cache"))
+            .unwrap_or_else(|err| panic!("{text}: {err}"));
+        let got: Vec<String> = e
+            .occurrences(from, &TimeBase::Utc)
+            .take(3)
+            .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+            .collect();
+        let want = if fires == "never" {
+            String::new()
+        } else {
+            fires.to_owned()
+        };
+        assert_eq!(got.join(", "), want, "docs row for {text}");
+        rows += 1;
+    }
+    assert!(rows >= 40, "only {rows} rows checked");
+}

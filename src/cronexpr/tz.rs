@@ -107,8 +107,8 @@ const GAP_PROBE_HOURS: i64 = 26;
 /// start by the jump lets the search produce those labels, and the caller's
 /// strictly-after-now check discards any that already passed.
 fn rewound_seed<T: TimeZone>(tz: &T, now: NaiveDateTime) -> NaiveDateTime {
-    let label = label_of(tz, now);
     let off_now = offset_secs(tz, now);
+    let label = now + Duration::seconds(off_now);
     let off_then = offset_secs(tz, now - Duration::hours(GAP_PROBE_HOURS));
     if off_now <= off_then {
         return label;
