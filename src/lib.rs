@@ -8,5 +8,9 @@
 pub mod config;
 pub mod cronexpr;
 pub mod fingerprint;
+pub mod job;
 pub mod logging;
+pub mod metrics;
 pub mod platform;
+pub mod report;
+pub mod scheduler;

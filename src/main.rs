@@ -3,9 +3,12 @@
 use clap::Parser;
 use cronstable::config::{self, ConfigError};
 use cronstable::logging::{self, LogFormat};
+use cronstable::report::LogReporter;
+use cronstable::scheduler::Scheduler;
 use cronstable::{fingerprint, platform};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 /// A fast cron daemon, drop-in compatible with the Python cronstable.
 #[derive(Parser, Debug)]
@@ -97,15 +100,40 @@ fn main() -> ExitCode {
     }
     tracing::info!(
         target: "cronstable",
-        jobs = loaded.jobs.len(),
-        "configuration loaded from {}",
-        cli.config.display()
+        "configuration loaded from {}: {} job(s), job-set id {}",
+        cli.config.display(),
+        loaded.jobs.len(),
+        fingerprint::job_set_id(&loaded.jobs)
     );
-    tracing::error!(
-        target: "cronstable",
-        "the scheduler is not part of this build yet; only --validate-config and --job-set-id work"
-    );
-    ExitCode::from(1)
+    if loaded.sections.web.is_some() {
+        tracing::warn!(
+            target: "cronstable",
+            "the web section is validated but the HTTP API is not served by this version yet"
+        );
+    }
+    run_daemon(cli.config, loaded)
+}
+
+/// Runs the scheduler on a single-threaded runtime until shutdown.
+fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            tracing::error!(target: "cronstable", "cannot start the runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    let scheduler = Scheduler::new(config, loaded, Arc::new(LogReporter));
+    match runtime.block_on(scheduler.run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(target: "cronstable", "cannot install signal handlers: {err}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn config_error(err: &ConfigError) -> ExitCode {

@@ -66,3 +66,158 @@ pub fn home_dir() -> Option<std::path::PathBuf> {
 /// True when built for Windows (data-level switches that are not worth a
 /// `cfg` of their own, such as the crontab lowering's Windows checks).
 pub const IS_WINDOWS: bool = cfg!(windows);
+
+/// What happened when a signal was sent to a job's process group.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupSignal {
+    /// The signal was delivered to the group.
+    Sent,
+    /// No process is left in the group (or the id now belongs to another
+    /// process, so the group must be empty): nothing to signal.
+    Empty,
+    /// The group could not be signalled (e.g. EPERM); the text says why.
+    Failed(String),
+}
+
+/// The signals the cancel sequence uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopSignal {
+    /// The graceful request (SIGTERM).
+    Terminate,
+    /// The forced stop (SIGKILL).
+    Kill,
+}
+
+#[cfg(unix)]
+fn nix_signal(sig: StopSignal) -> nix::sys::signal::Signal {
+    match sig {
+        StopSignal::Terminate => nix::sys::signal::Signal::SIGTERM,
+        StopSignal::Kill => nix::sys::signal::Signal::SIGKILL,
+    }
+}
+
+/// Signals the process group led by `pid`. Once the leader has been reaped
+/// (`leader_reaped`) its id may have been reused, which POSIX allows only
+/// after the group emptied: if any process now answers to `pid`, the group
+/// is left alone.
+#[cfg(unix)]
+pub fn signal_group(pid: u32, sig: StopSignal, leader_reaped: bool) -> GroupSignal {
+    use nix::errno::Errno;
+    use nix::sys::signal::{kill, killpg};
+    use nix::unistd::Pid;
+    let Ok(raw) = i32::try_from(pid) else {
+        return GroupSignal::Failed(format!("pid {pid} out of range"));
+    };
+    let target = Pid::from_raw(raw);
+    if leader_reaped {
+        match kill(target, None) {
+            Ok(()) | Err(Errno::EPERM) => return GroupSignal::Empty,
+            Err(_) => {}
+        }
+    }
+    match killpg(target, nix_signal(sig)) {
+        Ok(()) => GroupSignal::Sent,
+        Err(Errno::ESRCH) => GroupSignal::Empty,
+        Err(e) => GroupSignal::Failed(e.desc().to_owned()),
+    }
+}
+
+/// Signals one process (the fallback when its group cannot be signalled).
+/// `Ok(false)` means it no longer exists.
+#[cfg(unix)]
+pub fn signal_process(pid: u32, sig: StopSignal) -> Result<bool, String> {
+    use nix::errno::Errno;
+    use nix::sys::signal::kill;
+    use nix::unistd::Pid;
+    let raw = i32::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?;
+    match kill(Pid::from_raw(raw), nix_signal(sig)) {
+        Ok(()) => Ok(true),
+        Err(Errno::ESRCH) => Ok(false),
+        Err(e) => Err(e.desc().to_owned()),
+    }
+}
+
+/// Sets the nice value of every process in the group led by `pgid`.
+#[cfg(unix)]
+pub fn renice_group(pgid: u32, nice: i32) -> Result<(), String> {
+    // SAFETY: setpriority takes plain integers and touches no memory of ours.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PGRP, pgid as libc::id_t, nice) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error().to_string())
+    }
+}
+
+/// The exit code the original reports: the process's own code, or minus
+/// the signal number when a signal ended it.
+#[cfg(unix)]
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| -s))
+        .unwrap_or(-1)
+}
+
+/// Puts a job's process in a new session (so it leads its own process
+/// group, which cancellation signals as a unit) and, when `run_as` is
+/// given, drops privileges in the child in the safe order: supplementary
+/// groups, then gid, then uid.
+#[cfg(unix)]
+pub fn prepare_job_command(
+    cmd: &mut tokio::process::Command,
+    run_as: Option<&crate::config::job::RunAs>,
+) -> Result<(), String> {
+    let user = match run_as.and_then(|r| r.user_name.as_deref()) {
+        Some(name) => Some(std::ffi::CString::new(name).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let ids = run_as.map(|r| (r.uid, r.gid));
+    // SAFETY: the closure runs in the forked child before exec and only
+    // makes raw system calls on values prepared before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setsid() == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some((uid, gid)) = ids {
+                let rc = match &user {
+                    Some(name) => libc::initgroups(name.as_ptr(), gid as _),
+                    None => libc::setgroups(0, std::ptr::null()),
+                };
+                if rc != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if libc::setgid(gid) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(uid) = uid {
+                    if libc::setuid(uid) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
+/// Waits for SIGINT or SIGTERM; returns which one arrived.
+#[cfg(unix)]
+pub async fn shutdown_signal() -> std::io::Result<&'static str> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+    })
+}
+
+/// A stream of SIGHUP deliveries (reload requests).
+#[cfg(unix)]
+pub fn reload_signals() -> std::io::Result<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+}

@@ -1,0 +1,9 @@
+//! One run of a job: spawning in its own process group, output capture,
+//! deadlines, cancellation, and how the outcome is judged.
+
+pub mod capture;
+pub mod outcome;
+pub mod run;
+
+pub use outcome::{RunRecord, StreamOutput, Trigger};
+pub use run::{start, CancelKind, RunHandle, RunRequest};

@@ -1,0 +1,175 @@
+//! How a finished run is judged, and what is remembered about it.
+
+use crate::config::job::FailurePolicy;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// Exit code recorded when a run outlives its `executionTimeout`.
+pub const TIMEOUT_RETCODE: i32 = -100;
+/// Exit code recorded when the command could not be started.
+pub const START_FAILED_RETCODE: i32 = 127;
+
+/// What launched a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    /// A scheduled fire (or `@reboot` at startup).
+    Schedule,
+    /// A retry after a failure.
+    Retry,
+    /// An operator's start through the API.
+    Manual,
+}
+
+/// The captured side of a stream.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StreamOutput {
+    /// Retained text (head, marker, tail).
+    pub text: String,
+    /// Lines dropped by `saveLimit`.
+    pub discarded: u64,
+}
+
+impl StreamOutput {
+    /// True when the job produced output on this stream (retained or not).
+    pub fn produced(&self) -> bool {
+        !self.text.is_empty() || self.discarded > 0
+    }
+}
+
+/// The failure reason, or `None` for a success, checked in the original's
+/// order: always, nonzeroReturn, producesStdout, producesStderr. The
+/// strings are what reports and the API show.
+pub fn fail_reason(
+    policy: &FailurePolicy,
+    retcode: i32,
+    stdout: &StreamOutput,
+    stderr: &StreamOutput,
+) -> Option<String> {
+    if policy.always {
+        return Some("failsWhen=always".into());
+    }
+    if policy.nonzero_return && retcode != 0 {
+        return Some(format!("failsWhen=nonzeroReturn and retcode={retcode}"));
+    }
+    if policy.produces_stdout && stdout.produced() {
+        return Some("failsWhen=producesStdout and stdout is not empty".into());
+    }
+    if policy.produces_stderr && stderr.produced() {
+        return Some("failsWhen=producesStderr and stderr is not empty".into());
+    }
+    None
+}
+
+/// One finished run, as the history and reporters see it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    /// Daemon-unique run number.
+    pub run_id: u64,
+    /// The job's name.
+    pub job: String,
+    /// What launched it.
+    pub trigger: Trigger,
+    /// Retry number (0 for the first attempt).
+    pub attempt: u32,
+    /// When the process was started (or the start was attempted).
+    pub started_at: DateTime<Utc>,
+    /// When the run ended (exit, or the end of the cancel sequence).
+    pub finished_at: DateTime<Utc>,
+    /// The process id, if it started.
+    pub pid: Option<u32>,
+    /// Exit code: the process's code, minus the signal number when a signal
+    /// ended it, -100 after an executionTimeout, 127 when it never started.
+    pub retcode: i32,
+    /// Why it failed, `None` on success.
+    pub fail_reason: Option<String>,
+    /// Captured stdout (empty when not captured).
+    pub stdout: StreamOutput,
+    /// Captured stderr (empty when not captured).
+    pub stderr: StreamOutput,
+    /// The run was cancelled to make way for a newer instance (Replace).
+    pub replaced: bool,
+    /// An operator cancelled it.
+    pub cancelled: bool,
+    /// Its executionTimeout expired.
+    pub timed_out: bool,
+    /// Why the command could not start, when it could not.
+    pub start_error: Option<String>,
+}
+
+impl RunRecord {
+    /// True when the run counts as a failure.
+    pub fn failed(&self) -> bool {
+        self.fail_reason.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEFAULT: FailurePolicy = FailurePolicy {
+        produces_stdout: false,
+        produces_stderr: true,
+        nonzero_return: true,
+        always: false,
+    };
+
+    fn out(text: &str, discarded: u64) -> StreamOutput {
+        StreamOutput {
+            text: text.into(),
+            discarded,
+        }
+    }
+
+    #[test]
+    fn success_needs_zero_exit_and_quiet_stderr() {
+        assert_eq!(fail_reason(&DEFAULT, 0, &out("x\n", 0), &out("", 0)), None);
+    }
+
+    #[test]
+    fn reasons_in_order() {
+        assert_eq!(
+            fail_reason(&DEFAULT, 2, &out("", 0), &out("err\n", 0)).as_deref(),
+            Some("failsWhen=nonzeroReturn and retcode=2")
+        );
+        assert_eq!(
+            fail_reason(&DEFAULT, -100, &out("", 0), &out("", 0)).as_deref(),
+            Some("failsWhen=nonzeroReturn and retcode=-100")
+        );
+        assert_eq!(
+            fail_reason(&DEFAULT, 0, &out("", 0), &out("err\n", 0)).as_deref(),
+            Some("failsWhen=producesStderr and stderr is not empty")
+        );
+        let always = FailurePolicy {
+            always: true,
+            ..DEFAULT
+        };
+        assert_eq!(
+            fail_reason(&always, 0, &out("", 0), &out("", 0)).as_deref(),
+            Some("failsWhen=always")
+        );
+    }
+
+    #[test]
+    fn discarded_lines_count_as_output() {
+        let stdout_fails = FailurePolicy {
+            produces_stdout: true,
+            ..DEFAULT
+        };
+        assert_eq!(
+            fail_reason(&stdout_fails, 0, &out("", 3), &out("", 0)).as_deref(),
+            Some("failsWhen=producesStdout and stdout is not empty")
+        );
+    }
+
+    #[test]
+    fn nonzero_allowed_when_disabled() {
+        let lenient = FailurePolicy {
+            nonzero_return: false,
+            produces_stderr: false,
+            ..DEFAULT
+        };
+        assert_eq!(fail_reason(&lenient, 1, &out("", 0), &out("e", 0)), None);
+    }
+}

@@ -1,0 +1,603 @@
+//! One run of a job: spawn it in its own process group, capture its output,
+//! bound it by `executionTimeout`, cancel it with the SIGTERM, `killTimeout`,
+//! SIGKILL sequence, and produce its [`RunRecord`].
+
+use super::capture::{format_prefix, LineSplitter, Piece, Retention};
+use super::outcome::{
+    fail_reason, RunRecord, StreamOutput, Trigger, START_FAILED_RETCODE, TIMEOUT_RETCODE,
+};
+use crate::config::model::Command;
+use crate::config::JobConfig;
+use crate::metrics::statsd::StatsdTarget;
+use crate::platform::{self, GroupSignal, StopSignal};
+use chrono::Utc;
+use std::io::Write;
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// How long a killed run waits for its output pipes to close. Fixed, and
+/// independent of `killTimeout` (which may legitimately be 0): a descendant
+/// that escaped the process group must not keep the run alive forever.
+pub const EOF_BOUND: Duration = Duration::from_secs(30);
+
+/// Why a run is being cancelled from outside.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CancelKind {
+    /// `concurrencyPolicy: Replace` makes way for a newer instance.
+    Replace,
+    /// An operator asked for it (API), or the daemon is stopping.
+    Operator,
+}
+
+const NO_CANCEL: u8 = 0;
+const CANCEL_REPLACE: u8 = 1;
+const CANCEL_OPERATOR: u8 = 2;
+
+/// Shared between a run and whoever may cancel it.
+#[derive(Debug, Default)]
+struct CancelSignal {
+    kind: AtomicU8,
+    notify: Notify,
+}
+
+impl CancelSignal {
+    fn request(&self, kind: CancelKind) {
+        let code = match kind {
+            CancelKind::Replace => CANCEL_REPLACE,
+            CancelKind::Operator => CANCEL_OPERATOR,
+        };
+        // The first request decides the kind; later ones only re-notify.
+        let _ = self
+            .kind
+            .compare_exchange(NO_CANCEL, code, Ordering::SeqCst, Ordering::SeqCst);
+        self.notify.notify_one();
+    }
+
+    fn requested(&self) -> Option<CancelKind> {
+        match self.kind.load(Ordering::SeqCst) {
+            CANCEL_REPLACE => Some(CancelKind::Replace),
+            CANCEL_OPERATOR => Some(CancelKind::Operator),
+            _ => None,
+        }
+    }
+
+    async fn wait(&self) -> CancelKind {
+        loop {
+            if let Some(kind) = self.requested() {
+                return kind;
+            }
+            self.notify.notified().await;
+        }
+    }
+}
+
+/// The scheduler's handle on a running instance.
+#[derive(Debug, Clone)]
+pub struct RunHandle {
+    /// Daemon-unique run number.
+    pub run_id: u64,
+    /// Process id, when the command started.
+    pub pid: Option<u32>,
+    /// What launched it.
+    pub trigger: Trigger,
+    /// When it started.
+    pub started_at: chrono::DateTime<Utc>,
+    cancel: Arc<CancelSignal>,
+    replaced: Arc<AtomicBool>,
+    ended: watch::Receiver<bool>,
+}
+
+impl RunHandle {
+    /// Marks the run as replaced (not a failure, never reported or retried)
+    /// and cancels it.
+    pub fn replace(&self) {
+        self.replaced.store(true, Ordering::SeqCst);
+        self.cancel.request(CancelKind::Replace);
+    }
+
+    /// Cancels the run (an operator cancel, or shutdown's second signal).
+    pub fn cancel(&self) {
+        self.cancel.request(CancelKind::Operator);
+    }
+
+    /// True once the instance has ended: its process exited and its output
+    /// closed, or the cancel sequence finished. An ended instance no longer
+    /// counts for concurrency even before its record is collected.
+    pub fn has_ended(&self) -> bool {
+        *self.ended.borrow()
+    }
+
+    /// Waits until the instance has ended.
+    pub async fn wait_ended(&self) {
+        let mut ended = self.ended.clone();
+        // An error means the run task is gone, which also means it ended.
+        let _ = ended.wait_for(|done| *done).await;
+    }
+}
+
+/// Everything needed to start one run.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// The job.
+    pub job: Arc<JobConfig>,
+    /// What launched it.
+    pub trigger: Trigger,
+    /// Retry number (0 for a first attempt).
+    pub attempt: u32,
+    /// Daemon-unique run number.
+    pub run_id: u64,
+}
+
+/// Starts a run: spawns the command now and returns the handle plus the
+/// task that resolves to the run's record once it is over.
+pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
+    let cancel = Arc::new(CancelSignal::default());
+    let replaced = Arc::new(AtomicBool::new(false));
+    let (ended_tx, ended_rx) = watch::channel(false);
+    let started_at = Utc::now();
+    let job = Arc::clone(&request.job);
+    let statsd = job.statsd.as_ref().and_then(StatsdTarget::from_config);
+
+    let spawned = spawn_command(&job);
+    let pid = spawned.as_ref().ok().and_then(|c| c.id());
+    let handle = RunHandle {
+        run_id: request.run_id,
+        pid,
+        trigger: request.trigger,
+        started_at,
+        cancel: Arc::clone(&cancel),
+        replaced: Arc::clone(&replaced),
+        ended: ended_rx,
+    };
+    let task = tokio::spawn(async move {
+        let base = RunRecord {
+            run_id: request.run_id,
+            job: job.name.clone(),
+            trigger: request.trigger,
+            attempt: request.attempt,
+            started_at,
+            finished_at: started_at,
+            pid,
+            retcode: 0,
+            fail_reason: None,
+            stdout: StreamOutput::default(),
+            stderr: StreamOutput::default(),
+            replaced: false,
+            cancelled: false,
+            timed_out: false,
+            start_error: None,
+        };
+        let mut record = match spawned {
+            Err(reason) => {
+                tracing::error!(
+                    target: "cronstable::job",
+                    "Job {}: could not start its command: {reason}",
+                    job.name
+                );
+                let _ = ended_tx.send(true);
+                RunRecord {
+                    retcode: START_FAILED_RETCODE,
+                    start_error: Some(reason),
+                    finished_at: Utc::now(),
+                    ..base
+                }
+            }
+            Ok(child) => {
+                if let Some(target) = &statsd {
+                    target.send(&target.start_message());
+                }
+                let mut record = drive(&job, child, &cancel, &ended_tx, base).await;
+                record.replaced = replaced.load(Ordering::SeqCst);
+                record
+            }
+        };
+        let _ = ended_tx.send(true);
+        record.fail_reason = fail_reason(
+            &job.fails_when,
+            record.retcode,
+            &record.stdout,
+            &record.stderr,
+        );
+        if let (Some(target), true) = (&statsd, record.start_error.is_none()) {
+            let ms = (record.finished_at - record.started_at)
+                .num_milliseconds()
+                .max(0) as u128;
+            target.send(&target.stop_message(!record.failed(), ms));
+        }
+        record
+    });
+    (handle, task)
+}
+
+/// Builds and spawns the job's process in its own session.
+fn spawn_command(job: &JobConfig) -> Result<tokio::process::Child, String> {
+    let mut cmd = match &job.command {
+        Command::Shell(text) => {
+            let mut c = tokio::process::Command::new(&job.shell);
+            c.arg("-c").arg(text);
+            c
+        }
+        Command::Argv(argv) => {
+            let Some((program, args)) = argv.split_first() else {
+                return Err("the command list is empty".into());
+            };
+            let mut c = tokio::process::Command::new(program);
+            c.args(args);
+            c
+        }
+    };
+    cmd.envs(job.environment.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = &job.working_directory {
+        if !dir.is_dir() {
+            return Err(format!(
+                "working directory {} does not exist or is not a directory",
+                dir.display()
+            ));
+        }
+        cmd.current_dir(dir);
+    }
+    cmd.stdin(Stdio::null());
+    cmd.stdout(if job.capture_stdout {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    cmd.stderr(if job.capture_stderr {
+        Stdio::piped()
+    } else {
+        Stdio::inherit()
+    });
+    cmd.kill_on_drop(false);
+    platform::prepare_job_command(&mut cmd, job.run_as.as_ref())?;
+    let child = cmd.spawn().map_err(|e| {
+        let what = match &job.command {
+            Command::Shell(_) => job.shell.clone(),
+            Command::Argv(argv) => argv.first().cloned().unwrap_or_default(),
+        };
+        format!("{what}: {e}")
+    })?;
+    if let (Some(nice), Some(pid)) = (job.priority.nice(), child.id()) {
+        if let Err(err) = platform::renice_group(pid, nice) {
+            tracing::debug!(
+                target: "cronstable::job",
+                "Job {}: could not set priority {:?} (nice {nice}): {err}",
+                job.name,
+                job.priority
+            );
+        }
+    }
+    Ok(child)
+}
+
+/// A captured stream being read in the background. The retained lines live
+/// outside the task, so stopping the reader keeps what it read.
+struct Reader {
+    name: &'static str,
+    retention: Arc<Mutex<Retention>>,
+    task: JoinHandle<()>,
+}
+
+impl Reader {
+    fn output(&self) -> StreamOutput {
+        match self.retention.lock() {
+            Ok(r) => StreamOutput {
+                text: r.text(),
+                discarded: r.discarded(),
+            },
+            Err(_) => StreamOutput::default(),
+        }
+    }
+}
+
+fn start_reader<R>(job: &JobConfig, name: &'static str, pipe: R) -> Reader
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    let retention = Arc::new(Mutex::new(Retention::new(job.save_limit)));
+    let prefix = format_prefix(&job.stream_prefix, &job.name, name);
+    let job_name = job.name.clone();
+    let max = job.max_line_length;
+    let shared = Arc::clone(&retention);
+    let task = tokio::spawn(async move {
+        let mut pipe = pipe;
+        let mut splitter = LineSplitter::new(max);
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut pieces = Vec::new();
+        loop {
+            let n = match pipe.read(&mut buf).await {
+                Ok(0) | Err(_) => 0,
+                Ok(n) => n,
+            };
+            if n == 0 {
+                splitter.finish(&mut pieces);
+            } else {
+                splitter.feed(&buf[..n], &mut pieces);
+            }
+            deliver(&job_name, name, &prefix, &shared, &mut pieces);
+            if n == 0 {
+                return;
+            }
+        }
+    });
+    Reader {
+        name,
+        retention,
+        task,
+    }
+}
+
+/// Echoes complete lines to the daemon's own stream and retains them.
+fn deliver(
+    job_name: &str,
+    stream: &str,
+    prefix: &str,
+    retention: &Mutex<Retention>,
+    pieces: &mut Vec<Piece>,
+) {
+    if pieces.is_empty() {
+        return;
+    }
+    let mut echo = String::new();
+    let Ok(mut kept) = retention.lock() else {
+        pieces.clear();
+        return;
+    };
+    for piece in pieces.drain(..) {
+        match piece {
+            Piece::Line(line) => {
+                echo.push_str(prefix);
+                echo.push_str(&line);
+                if !line.ends_with('\n') {
+                    echo.push('\n');
+                }
+                kept.push(line);
+            }
+            Piece::TooLong => {
+                tracing::warn!(target: "cronstable::job", "job {job_name}: ignored a very long line");
+            }
+        }
+    }
+    drop(kept);
+    // Echo failures (a closed daemon stdout) must not stop the capture.
+    let _ = if stream == "stdout" {
+        std::io::stdout().lock().write_all(echo.as_bytes())
+    } else {
+        std::io::stderr().lock().write_all(echo.as_bytes())
+    };
+}
+
+/// How the main wait ended.
+enum Stop {
+    Finished,
+    TimedOut,
+    Cancelled,
+}
+
+/// Runs the started child to its end and builds the record.
+async fn drive(
+    job: &JobConfig,
+    mut child: tokio::process::Child,
+    cancel: &CancelSignal,
+    ended: &watch::Sender<bool>,
+    base: RunRecord,
+) -> RunRecord {
+    let pid = child.id().unwrap_or(0);
+    let mut readers: Vec<Reader> = Vec::new();
+    if let Some(err) = child.stderr.take() {
+        readers.push(start_reader(job, "stderr", err));
+    }
+    if let Some(out) = child.stdout.take() {
+        readers.push(start_reader(job, "stdout", out));
+    }
+    let deadline = job
+        .execution_timeout
+        .map(|secs| Instant::now() + Duration::from_secs_f64(secs));
+    let mut status: Option<ExitStatus> = None;
+
+    let stop = loop {
+        if status.is_some() && readers.iter().all(|r| r.task.is_finished()) {
+            break Stop::Finished;
+        }
+        tokio::select! {
+            exit = child.wait(), if status.is_none() => match exit {
+                Ok(exit) => status = Some(exit),
+                Err(err) => {
+                    // Waiting on our own child cannot normally fail; if it
+                    // does, the run ends as a failure rather than hanging.
+                    tracing::error!(target: "cronstable::job", "Job {}: cannot wait for its process: {err}", job.name);
+                    status = Some(std::os::unix::process::ExitStatusExt::from_raw(1 << 8));
+                }
+            },
+            _ = wait_readers(&mut readers), if status.is_some() => {}
+            _ = sleep_until_opt(deadline) => break Stop::TimedOut,
+            _ = cancel.wait() => break Stop::Cancelled,
+        }
+    };
+
+    let mut record = base;
+    match stop {
+        Stop::Finished => {}
+        Stop::TimedOut => {
+            tracing::warn!(
+                target: "cronstable::job",
+                "Job {} exceeded its executionTimeout of {} seconds, cancelling it...",
+                job.name,
+                seconds(job.execution_timeout.unwrap_or_default())
+            );
+            record.timed_out = true;
+            cancel_sequence(job, &mut child, pid, &mut status).await;
+        }
+        Stop::Cancelled => {
+            record.cancelled = cancel.requested() == Some(CancelKind::Operator);
+            cancel_sequence(job, &mut child, pid, &mut status).await;
+        }
+    }
+    record.finished_at = Utc::now();
+    // The instance has ended: concurrency gates no longer count it, even
+    // while its output is still being drained below.
+    let _ = ended.send(true);
+
+    match stop {
+        Stop::Finished => {}
+        Stop::TimedOut => {
+            for reader in &mut readers {
+                if tokio::time::timeout(EOF_BOUND, &mut reader.task)
+                    .await
+                    .is_err()
+                {
+                    reader.task.abort();
+                    tracing::warn!(
+                        target: "cronstable::job",
+                        "job {}: {} did not reach end-of-file within {:.1} seconds of the job being killed",
+                        job.name,
+                        reader.name,
+                        EOF_BOUND.as_secs_f64()
+                    );
+                }
+            }
+        }
+        Stop::Cancelled => {
+            if tokio::time::timeout(EOF_BOUND, wait_readers(&mut readers))
+                .await
+                .is_err()
+            {
+                for reader in &readers {
+                    reader.task.abort();
+                }
+                tracing::warn!(
+                    target: "cronstable::job",
+                    "job {}: output did not reach end-of-file within {:.1} seconds of the job being killed",
+                    job.name,
+                    EOF_BOUND.as_secs_f64()
+                );
+            }
+        }
+    }
+    for reader in &readers {
+        match reader.name {
+            "stdout" => record.stdout = reader.output(),
+            _ => record.stderr = reader.output(),
+        }
+    }
+    record.retcode = match (&stop, status) {
+        (Stop::TimedOut, _) => TIMEOUT_RETCODE,
+        (_, Some(status)) => platform::exit_code(status),
+        // The process outlived a refused kill: no exit code to report.
+        (_, None) => -1,
+    };
+    record
+}
+
+/// Waits until every reader has reached end-of-file.
+async fn wait_readers(readers: &mut [Reader]) {
+    for reader in readers.iter_mut() {
+        if !reader.task.is_finished() {
+            let _ = (&mut reader.task).await;
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Seconds as the log lines show them: `30`, `0.5`.
+fn seconds(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        format!("{value}")
+    }
+}
+
+/// SIGTERM to the group, up to `killTimeout` for the job's own process to
+/// exit, then SIGKILL to the group unconditionally (descendants may still
+/// hold the output pipes).
+async fn cancel_sequence(
+    job: &JobConfig,
+    child: &mut tokio::process::Child,
+    pid: u32,
+    status: &mut Option<ExitStatus>,
+) {
+    send_stop(job, child, pid, status.is_some(), StopSignal::Terminate);
+    if status.is_none() {
+        let grace = Duration::from_secs_f64(job.kill_timeout.max(0.0));
+        let waited = if grace.is_zero() {
+            // Let the event loop run once so an instant exit is seen.
+            tokio::task::yield_now().await;
+            child.try_wait().ok().flatten()
+        } else {
+            tokio::time::timeout(grace, child.wait())
+                .await
+                .ok()
+                .and_then(Result::ok)
+        };
+        match waited {
+            Some(exit) => *status = Some(exit),
+            None => tracing::warn!(
+                target: "cronstable::job",
+                "Job {} did not gracefully terminate after {} seconds, killing it...",
+                job.name,
+                seconds(job.kill_timeout)
+            ),
+        }
+    }
+    send_stop(job, child, pid, status.is_some(), StopSignal::Kill);
+    if status.is_none() {
+        // SIGKILL cannot be caught; give the kernel a moment to reap. A
+        // process the daemon may not signal keeps running and is left be.
+        if let Ok(Ok(exit)) = tokio::time::timeout(Duration::from_secs(2), child.wait()).await {
+            *status = Some(exit);
+        }
+    }
+}
+
+/// Sends one step of the cancel sequence to the group, falling back to the
+/// job's own process when the group cannot be signalled.
+fn send_stop(
+    job: &JobConfig,
+    child: &mut tokio::process::Child,
+    pid: u32,
+    reaped: bool,
+    sig: StopSignal,
+) {
+    if pid == 0 {
+        return;
+    }
+    let fallback_reason = match platform::signal_group(pid, sig, reaped) {
+        GroupSignal::Sent => return,
+        GroupSignal::Empty if reaped => return,
+        GroupSignal::Empty => None,
+        GroupSignal::Failed(reason) => {
+            tracing::warn!(
+                target: "cronstable::job",
+                "could not signal the process group of pid {pid} ({reason}); falling back to signalling that process alone"
+            );
+            Some(reason)
+        }
+    };
+    if reaped {
+        return;
+    }
+    let result = match sig {
+        StopSignal::Terminate => platform::signal_process(pid, sig),
+        StopSignal::Kill => child.start_kill().map(|_| true).map_err(|e| e.to_string()),
+    };
+    if let Err(err) = result {
+        let _ = fallback_reason;
+        tracing::warn!(
+            target: "cronstable::job",
+            "Job {}: could not signal its process (pid {pid}): {err}",
+            job.name
+        );
+    }
+}

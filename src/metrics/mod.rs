@@ -1,0 +1,3 @@
+//! Metrics: per-job statsd datagrams (Prometheus comes with the HTTP API).
+
+pub mod statsd;

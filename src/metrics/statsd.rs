@@ -1,0 +1,120 @@
+//! Best-effort statsd datagrams for one job: `start` when a run starts;
+//! `stop`, `success` and `duration` when it ends. Sending never fails a run:
+//! errors are logged.
+
+use crate::config::model::Statsd;
+use std::net::UdpSocket;
+
+/// Where one job's metrics go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatsdTarget {
+    host: String,
+    port: u16,
+    prefix: String,
+}
+
+impl StatsdTarget {
+    /// Builds a target from the job's `statsd:` block. Characters that
+    /// would break the line protocol (`:`, `|`, CR, LF) are removed from
+    /// the prefix so it cannot inject samples.
+    pub fn from_config(config: &Statsd) -> Option<Self> {
+        let port = u16::try_from(config.port).ok()?;
+        Some(StatsdTarget {
+            host: config.host.clone(),
+            port,
+            prefix: config
+                .prefix
+                .chars()
+                .filter(|c| !matches!(c, ':' | '|' | '\r' | '\n'))
+                .collect(),
+        })
+    }
+
+    /// The datagram sent when a run starts.
+    pub fn start_message(&self) -> String {
+        format!("{}.start:1|g\n", self.prefix)
+    }
+
+    /// The datagram sent when a run ends. The duration carries the `@0.1`
+    /// sample rate, as the runtime manual specifies.
+    pub fn stop_message(&self, success: bool, duration_ms: u128) -> String {
+        let p = &self.prefix;
+        format!(
+            "{p}.stop:1|g\n{p}.success:{}|g\n{p}.duration:{duration_ms}|ms|@0.1\n",
+            u8::from(success)
+        )
+    }
+
+    /// Sends one datagram; failures are logged at WARN.
+    pub fn send(&self, message: &str) {
+        let result = UdpSocket::bind(("0.0.0.0", 0))
+            .or_else(|_| UdpSocket::bind(("::", 0)))
+            .and_then(|socket| socket.send_to(message.as_bytes(), (self.host.as_str(), self.port)));
+        if let Err(err) = result {
+            tracing::warn!(
+                target: "cronstable::statsd",
+                "statsd: could not send to {}:{}: {err}",
+                self.host,
+                self.port
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(prefix: &str) -> StatsdTarget {
+        StatsdTarget::from_config(&Statsd {
+            prefix: prefix.into(),
+            host: "127.0.0.1".into(),
+            port: 8125,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn wire_format() {
+        let t = target("cron.backup");
+        assert_eq!(t.start_message(), "cron.backup.start:1|g\n");
+        assert_eq!(
+            t.stop_message(false, 1234),
+            "cron.backup.stop:1|g\ncron.backup.success:0|g\ncron.backup.duration:1234|ms|@0.1\n"
+        );
+    }
+
+    #[test]
+    fn prefix_cannot_inject_samples() {
+        assert_eq!(target("a:1|g\nb").start_message(), "a1gb.start:1|g\n");
+    }
+
+    #[test]
+    fn out_of_range_port_disables_the_target() {
+        let cfg = Statsd {
+            prefix: "p".into(),
+            host: "h".into(),
+            port: 70000,
+        };
+        assert!(StatsdTarget::from_config(&cfg).is_none());
+    }
+
+    #[test]
+    fn datagrams_arrive_at_a_real_socket() {
+        let receiver = UdpSocket::bind("127.0.0.1:0").unwrap();
+        receiver
+            .set_read_timeout(Some(std::time::Duration::from_secs(5)))
+            .unwrap();
+        let port = receiver.local_addr().unwrap().port();
+        let t = StatsdTarget::from_config(&Statsd {
+            prefix: "x".into(),
+            host: "127.0.0.1".into(),
+            port: i64::from(port),
+        })
+        .unwrap();
+        t.send(&t.start_message());
+        let mut buf = [0u8; 512];
+        let n = receiver.recv(&mut buf).unwrap();
+        assert_eq!(&buf[..n], b"x.start:1|g\n");
+    }
+}

@@ -1,0 +1,550 @@
+//! The scheduler: one task that owns the job table, the running instances,
+//! the retry ladders and the run history. It wakes at each boundary, hot
+//! reloads the config when it changed (or on SIGHUP), launches due jobs
+//! through one set of gates, collects finished runs, drives retries and
+//! reports, and drains on shutdown.
+
+pub mod history;
+pub mod retry;
+pub mod tick;
+pub mod watch;
+
+use crate::config::model::ConcurrencyPolicy;
+use crate::config::{self, JobConfig};
+use crate::cronexpr::Schedule;
+use crate::job::{self, RunHandle, RunRecord, RunRequest, Trigger};
+use crate::platform;
+use crate::report::{Hook, Reporter};
+use chrono::{DateTime, Utc};
+use history::RunHistory;
+use retry::RetryLadder;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tick::Cadence;
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+use watch::ConfigStamp;
+
+/// Messages the scheduler task receives from the tasks it started.
+#[derive(Debug)]
+enum Event {
+    /// A run is over and recorded.
+    Finished(Box<RunRecord>),
+    /// A retry's delay elapsed.
+    RetryDue { job: String, generation: u64 },
+    /// The instances a Replace cancelled have ended; launch the new one.
+    Replacement {
+        job: String,
+        trigger: Trigger,
+        attempt: u32,
+    },
+}
+
+/// A job's armed retry ladder and its pending timer.
+struct RetryState {
+    ladder: RetryLadder,
+    generation: u64,
+    timer: Option<AbortHandle>,
+}
+
+/// The daemon's scheduling core.
+pub struct Scheduler {
+    config_path: PathBuf,
+    jobs: Vec<Arc<JobConfig>>,
+    by_name: HashMap<String, usize>,
+    stamp: ConfigStamp,
+    running: HashMap<String, Vec<RunHandle>>,
+    retries: HashMap<String, RetryState>,
+    history: RunHistory,
+    reporter: Arc<dyn Reporter>,
+    events_tx: mpsc::UnboundedSender<Event>,
+    events_rx: mpsc::UnboundedReceiver<Event>,
+    next_run_id: u64,
+    next_generation: u64,
+    stopping: bool,
+}
+
+impl Scheduler {
+    /// A scheduler over an already loaded config.
+    pub fn new(
+        config_path: PathBuf,
+        loaded: config::LoadedConfig,
+        reporter: Arc<dyn Reporter>,
+    ) -> Self {
+        let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let stamp = ConfigStamp::take(&config_path, &loaded.files);
+        let mut scheduler = Scheduler {
+            config_path,
+            jobs: Vec::new(),
+            by_name: HashMap::new(),
+            stamp,
+            running: HashMap::new(),
+            retries: HashMap::new(),
+            history: RunHistory::default(),
+            reporter,
+            events_tx,
+            events_rx,
+            next_run_id: 1,
+            next_generation: 1,
+            stopping: false,
+        };
+        scheduler.install_jobs(loaded.jobs);
+        scheduler
+    }
+
+    fn install_jobs(&mut self, jobs: Vec<JobConfig>) {
+        self.jobs = jobs.into_iter().map(Arc::new).collect();
+        self.by_name = self
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.name.clone(), i))
+            .collect();
+        let by_name = &self.by_name;
+        self.history.retain_jobs(|name| by_name.contains_key(name));
+    }
+
+    fn job(&self, name: &str) -> Option<Arc<JobConfig>> {
+        self.by_name.get(name).map(|&i| Arc::clone(&self.jobs[i]))
+    }
+
+    /// Second cadence while any enabled job has a seconds field.
+    fn cadence(&self) -> Cadence {
+        let per_second = self
+            .jobs
+            .iter()
+            .any(|j| j.enabled && j.parsed_schedule.cron().is_some_and(|c| c.has_seconds()));
+        if per_second {
+            Cadence::Second
+        } else {
+            Cadence::Minute
+        }
+    }
+
+    /// Runs until SIGINT/SIGTERM, then drains running jobs. A second signal
+    /// during the drain cancels them.
+    pub async fn run(mut self) -> std::io::Result<()> {
+        let mut hangups = platform::reload_signals()?;
+        let shutdown = platform::shutdown_signal();
+        tokio::pin!(shutdown);
+
+        self.launch_reboot_jobs();
+        let mut boundary = tick::next_boundary(Utc::now(), self.cadence());
+        loop {
+            let sleep = sleep_until_wall(boundary);
+            tokio::select! {
+                _ = sleep => {
+                    self.reload_if_changed(false);
+                    self.launch_due(boundary);
+                    let cadence = self.cadence();
+                    boundary = tick::next_boundary(Utc::now().max(boundary), cadence);
+                }
+                Some(event) = self.events_rx.recv() => self.handle_event(event),
+                _ = hangups.recv() => {
+                    tracing::info!(target: "cronstable::scheduler", "SIGHUP: reloading the configuration");
+                    self.reload_if_changed(true);
+                    boundary = tick::next_boundary(Utc::now(), self.cadence());
+                }
+                signal = &mut shutdown => {
+                    let name = signal.unwrap_or("signal");
+                    tracing::info!(target: "cronstable::scheduler", "{name} received");
+                    break;
+                }
+            }
+        }
+        self.drain().await
+    }
+
+    /// Stops launching, drops pending retries and waits for running jobs.
+    async fn drain(&mut self) -> std::io::Result<()> {
+        self.stopping = true;
+        tracing::info!(
+            target: "cronstable::scheduler",
+            "Shutting down (after currently running jobs finish)..."
+        );
+        let names: Vec<String> = self.retries.keys().cloned().collect();
+        for name in names {
+            self.cancel_retries(&name);
+        }
+        let second = platform::shutdown_signal();
+        tokio::pin!(second);
+        let mut cancelled = false;
+        while self.running.values().any(|v| !v.is_empty()) {
+            tokio::select! {
+                Some(event) = self.events_rx.recv() => self.handle_event(event),
+                signal = &mut second, if !cancelled => {
+                    cancelled = true;
+                    tracing::warn!(
+                        target: "cronstable::scheduler",
+                        "{} received again: cancelling running jobs",
+                        signal.unwrap_or("signal")
+                    );
+                    for handle in self.running.values().flatten() {
+                        handle.cancel();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reload_if_changed(&mut self, force: bool) {
+        if !force && !self.stamp.changed(&self.config_path) {
+            return;
+        }
+        match config::load_path(&self.config_path) {
+            Ok(loaded) => {
+                for warning in &loaded.warnings {
+                    tracing::warn!(target: "cronstable::config", "{warning}");
+                }
+                self.stamp = ConfigStamp::take(&self.config_path, &loaded.files);
+                let count = loaded.jobs.len();
+                self.install_jobs(loaded.jobs);
+                tracing::info!(
+                    target: "cronstable::scheduler",
+                    "configuration reloaded: {count} job(s)"
+                );
+            }
+            Err(err) => {
+                // Keep running the last good config; remember the broken
+                // state so the same error is not logged on every pass.
+                self.stamp = ConfigStamp::take(&self.config_path, &self.stamp_files());
+                tracing::error!(
+                    target: "cronstable::config",
+                    "Configuration error (keeping the running configuration): {err}"
+                );
+            }
+        }
+    }
+
+    fn stamp_files(&self) -> Vec<PathBuf> {
+        self.stamp.files().to_vec()
+    }
+
+    fn launch_reboot_jobs(&mut self) {
+        let due: Vec<Arc<JobConfig>> = self
+            .jobs
+            .iter()
+            .filter(|j| j.enabled && matches!(j.parsed_schedule, Schedule::Reboot))
+            .cloned()
+            .collect();
+        for job in due {
+            self.launch_scheduled(job);
+        }
+    }
+
+    fn launch_due(&mut self, at: DateTime<Utc>) {
+        let due: Vec<Arc<JobConfig>> = self
+            .jobs
+            .iter()
+            .filter(|j| {
+                j.enabled
+                    && j.parsed_schedule
+                        .cron()
+                        .is_some_and(|c| c.matches(at, &j.time_base))
+            })
+            .cloned()
+            .collect();
+        for job in due {
+            self.launch_scheduled(job);
+        }
+    }
+
+    /// A scheduled fire: Forbid leaves the retry sequence alone; otherwise
+    /// the job's retries restart from a fresh ladder.
+    fn launch_scheduled(&mut self, job: Arc<JobConfig>) {
+        if self.stopping {
+            return;
+        }
+        if job.concurrency_policy == ConcurrencyPolicy::Forbid && self.is_running(&job.name) {
+            self.warn_still_running(&job);
+            return;
+        }
+        self.cancel_retries(&job.name);
+        if let Some(ladder) = RetryLadder::arm(&job.retry) {
+            let generation = self.bump_generation();
+            self.retries.insert(
+                job.name.clone(),
+                RetryState {
+                    ladder,
+                    generation,
+                    timer: None,
+                },
+            );
+        }
+        self.maybe_launch(job, Trigger::Schedule, 0);
+    }
+
+    fn bump_generation(&mut self) -> u64 {
+        self.next_generation += 1;
+        self.next_generation
+    }
+
+    fn is_running(&self, name: &str) -> bool {
+        self.running
+            .get(name)
+            .is_some_and(|runs| runs.iter().any(|r| !r.has_ended()))
+    }
+
+    fn warn_still_running(&self, job: &JobConfig) {
+        tracing::warn!(
+            target: "cronstable::scheduler",
+            "Job {}: still running and concurrencyPolicy is {:?}",
+            job.name,
+            job.concurrency_policy
+        );
+    }
+
+    /// The launch gates, in one place: Allow runs alongside, Forbid skips,
+    /// Replace cancels every running instance and launches once they end.
+    fn maybe_launch(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        if self.is_running(&job.name) {
+            self.warn_still_running(&job);
+            match job.concurrency_policy {
+                ConcurrencyPolicy::Allow => {}
+                ConcurrencyPolicy::Forbid => return,
+                ConcurrencyPolicy::Replace => {
+                    let live: Vec<RunHandle> = self
+                        .running
+                        .get(&job.name)
+                        .map(|runs| runs.iter().filter(|r| !r.has_ended()).cloned().collect())
+                        .unwrap_or_default();
+                    for handle in &live {
+                        handle.replace();
+                    }
+                    let events = self.events_tx.clone();
+                    let name = job.name.clone();
+                    tokio::spawn(async move {
+                        for handle in &live {
+                            handle.wait_ended().await;
+                        }
+                        let _ = events.send(Event::Replacement {
+                            job: name,
+                            trigger,
+                            attempt,
+                        });
+                    });
+                    return;
+                }
+            }
+        }
+        self.spawn_run(job, trigger, attempt);
+    }
+
+    fn spawn_run(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        let run_id = self.next_run_id;
+        self.next_run_id += 1;
+        tracing::info!(target: "cronstable::scheduler", "Starting job {}", job.name);
+        let (handle, task) = job::start(RunRequest {
+            job: Arc::clone(&job),
+            trigger,
+            attempt,
+            run_id,
+        });
+        if let Some(pid) = handle.pid {
+            tracing::info!(target: "cronstable::scheduler", "Job {} spawned (pid {pid})", job.name);
+        }
+        self.running
+            .entry(job.name.clone())
+            .or_default()
+            .push(handle);
+        let events = self.events_tx.clone();
+        let name = job.name.clone();
+        tokio::spawn(async move {
+            match task.await {
+                Ok(record) => {
+                    let _ = events.send(Event::Finished(Box::new(record)));
+                }
+                Err(err) => {
+                    tracing::error!(
+                        target: "cronstable::scheduler",
+                        "Job {name}: its run task failed ({err}); please report this as a bug"
+                    );
+                    // Unblock the concurrency gates for this run anyway.
+                    let _ = events.send(Event::Finished(Box::new(lost_run(name, run_id))));
+                }
+            }
+        });
+    }
+
+    fn handle_event(&mut self, event: Event) {
+        match event {
+            Event::Finished(record) => self.handle_finished(*record),
+            Event::RetryDue { job, generation } => self.handle_retry_due(&job, generation),
+            Event::Replacement {
+                job,
+                trigger,
+                attempt,
+            } => {
+                if self.stopping {
+                    return;
+                }
+                if let Some(config) = self.job(&job) {
+                    self.spawn_run(config, trigger, attempt);
+                }
+            }
+        }
+    }
+
+    fn handle_finished(&mut self, record: RunRecord) {
+        if let Some(runs) = self.running.get_mut(&record.job) {
+            runs.retain(|r| r.run_id != record.run_id);
+            if runs.is_empty() {
+                self.running.remove(&record.job);
+            }
+        }
+        let job = self.job(&record.job);
+        self.history.record(record.clone());
+        if record.replaced {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {} was replaced by a newer instance",
+                record.job
+            );
+            return;
+        }
+        if record.cancelled {
+            tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled", record.job);
+            return;
+        }
+        let Some(job) = job else {
+            // The job left the config while it ran: nothing to report to.
+            return;
+        };
+        if self.stopping {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {} finished during shutdown (exit code {}); not reported",
+                job.name,
+                record.retcode
+            );
+            return;
+        }
+        match &record.fail_reason {
+            None => {
+                tracing::info!(
+                    target: "cronstable::scheduler",
+                    "Job {} succeeded (exit code {})",
+                    job.name,
+                    record.retcode
+                );
+                self.cancel_retries(&job.name);
+                self.report(Hook::Success, &job, &record);
+            }
+            Some(reason) => {
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "Job {} failed: {reason}",
+                    job.name
+                );
+                self.report(Hook::Failure, &job, &record);
+                self.schedule_retry_or_give_up(&job, &record);
+            }
+        }
+    }
+
+    fn schedule_retry_or_give_up(&mut self, job: &Arc<JobConfig>, record: &RunRecord) {
+        let Some(state) = self.retries.get_mut(&job.name) else {
+            self.report(Hook::PermanentFailure, job, record);
+            return;
+        };
+        if state.ladder.exhausted() {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {} has been retried {} times",
+                job.name,
+                state.ladder.count()
+            );
+            self.cancel_retries(&job.name);
+            self.report(Hook::PermanentFailure, job, record);
+            return;
+        }
+        if let Some(timer) = state.timer.take() {
+            timer.abort();
+        }
+        let delay = state.ladder.next_delay();
+        let generation = state.generation;
+        let attempt = state.ladder.count();
+        tracing::info!(
+            target: "cronstable::scheduler",
+            "Job {}: retry #{attempt} in {delay} seconds",
+            job.name
+        );
+        let events = self.events_tx.clone();
+        let name = job.name.clone();
+        let timer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs_f64(delay.max(0.0))).await;
+            let _ = events.send(Event::RetryDue {
+                job: name,
+                generation,
+            });
+        });
+        state.timer = Some(timer.abort_handle());
+    }
+
+    fn handle_retry_due(&mut self, name: &str, generation: u64) {
+        let Some(state) = self.retries.get_mut(name) else {
+            return;
+        };
+        if state.generation != generation || self.stopping {
+            return;
+        }
+        state.timer = None;
+        let attempt = state.ladder.count();
+        match self.job(name) {
+            Some(job) => self.maybe_launch(job, Trigger::Retry, attempt),
+            None => {
+                // The job disappeared in a reload: its retries go with it.
+                self.retries.remove(name);
+            }
+        }
+    }
+
+    fn cancel_retries(&mut self, name: &str) {
+        if let Some(state) = self.retries.remove(name) {
+            if let Some(timer) = state.timer {
+                timer.abort();
+            }
+        }
+    }
+
+    fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) {
+        let delivery = self.reporter.report(hook, job, record);
+        tokio::spawn(delivery);
+    }
+}
+
+fn lost_run(job: String, run_id: u64) -> RunRecord {
+    let now = Utc::now();
+    RunRecord {
+        run_id,
+        job,
+        trigger: Trigger::Schedule,
+        attempt: 0,
+        started_at: now,
+        finished_at: now,
+        pid: None,
+        retcode: -1,
+        fail_reason: Some("the run task failed".into()),
+        stdout: Default::default(),
+        stderr: Default::default(),
+        replaced: false,
+        cancelled: false,
+        timed_out: false,
+        start_error: None,
+    }
+}
+
+/// Sleeps until the wall-clock instant `at` (re-checking the clock, so a
+/// timer that fires a hair early does not start a pass before `at`).
+async fn sleep_until_wall(at: DateTime<Utc>) {
+    loop {
+        let remaining = at - Utc::now();
+        match remaining.to_std() {
+            Ok(d) if !d.is_zero() => tokio::time::sleep(d).await,
+            _ => return,
+        }
+    }
+}
