@@ -5,7 +5,7 @@
 //! `harness = false`).
 
 use chrono::{DateTime, Duration, TimeZone, Utc};
-use cronstable::cronexpr::{CronExpr, TimeBase};
+use cronstable::cronexpr::{CronExpr, Linter, TimeBase};
 use divan::{black_box, Bencher};
 
 // under the default libtest harness (no `[[bench]]` entry yet) this file
@@ -136,7 +136,8 @@ fn matches(bencher: Bencher, text: &str) {
     let Ok(e) = CronExpr::parse(text, None) else {
         return;
     };
-    let at = now();
+    // a whole minute, so every column is consulted
+    let at = now() + Duration::seconds(4);
     bencher.bench(|| e.matches(black_box(at), &TimeBase::Utc));
 }
 
@@ -148,4 +149,31 @@ fn next_never_fires(bencher: Bencher) {
     };
     let at = now() - Duration::days(1);
     bencher.bench(|| e.next_after(black_box(at), &TimeBase::Utc));
+}
+
+/// Load-time linting of one job with an explicit zone (the DST scan is the
+/// expensive part).
+#[divan::bench(args = ["30 2 * * *", "*/7 9-17 * * mon-fri"])]
+fn lint_in_zone(bencher: Bencher, text: &str) {
+    let Ok(e) = CronExpr::parse(text, None) else {
+        return;
+    };
+    let zone = TimeBase::Zone(chrono_tz::America::New_York);
+    let at = now();
+    bencher.bench(|| e.lint(&zone, black_box(at)));
+}
+
+/// Linting 10,000 jobs in one zone with a shared [`Linter`], as a config
+/// load does.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn lint_10k_zoned_jobs(bencher: Bencher) {
+    let exprs: Vec<CronExpr> = corpus().into_iter().take(10_000).collect();
+    let zone = TimeBase::Zone(chrono_tz::America::New_York);
+    bencher.bench_local(|| {
+        let mut linter = Linter::new(now());
+        exprs
+            .iter()
+            .map(|e| linter.lint(e, &zone).len())
+            .sum::<usize>()
+    });
 }

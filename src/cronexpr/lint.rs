@@ -7,6 +7,8 @@
 //! `dst-repeated-time`, `hashed-slot`), so API clients keyed on them keep
 //! working.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Duration, NaiveDate, NaiveDateTime, Utc};
 use serde::Serialize;
 
@@ -83,44 +85,75 @@ fn list_join(items: &[&str]) -> String {
     }
 }
 
-impl CronExpr {
-    /// Findings for this expression evaluated in `tz`, judged from `now`
-    /// (which fixes "future" for `never-fires` and the year scanned for DST
-    /// transitions, so results are reproducible).
-    ///
-    /// The DST notes need zone rules, so they are produced only for an IANA
-    /// zone ([`TimeBase::Zone`]); UTC never transitions, and host local
-    /// time is left alone so findings do not depend on the machine.
-    pub fn lint(&self, tz: &TimeBase, now: DateTime<Utc>) -> Vec<LintFinding> {
+/// Lints many expressions against one "now", remembering each zone's
+/// transitions for the year ahead so a load of thousands of zoned jobs scans
+/// each zone once. Holds no clock: `now` is given.
+#[derive(Debug)]
+pub struct Linter {
+    now: DateTime<Utc>,
+    zones: HashMap<chrono_tz::Tz, ZoneYear>,
+}
+
+impl Linter {
+    /// A linter judging "future" and "the year ahead" from `now`.
+    pub fn new(now: DateTime<Utc>) -> Linter {
+        Linter {
+            now,
+            zones: HashMap::new(),
+        }
+    }
+
+    /// The findings for `expr` evaluated in `tz`; see [`CronExpr::lint`].
+    pub fn lint(&mut self, expr: &CronExpr, tz: &TimeBase) -> Vec<LintFinding> {
+        let now = self.now;
         let mut out = Vec::new();
-        if self.is_hashed() {
+        if expr.is_hashed() {
             out.push(finding(
                 "hashed-slot",
                 LintLevel::Note,
                 format!(
                     "'H' resolves to '{}' for this job; the slot is derived from the job \
                      name, so restarts and reloads keep it, but renaming the job moves it",
-                    self.resolved()
+                    expr.resolved()
                 ),
             ));
         }
-        let dead = self.next_after(now, tz).is_none();
+        let dead = expr.next_after(now, tz).is_none();
         if dead {
             out.push(finding(
                 "never-fires",
                 LintLevel::Warning,
-                self.never_fires_message(),
+                expr.never_fires_message(),
             ));
         }
-        out.extend(day_fields(self.fields()));
-        out.extend(uneven_steps(self.canonical()));
+        out.extend(day_fields(expr.fields()));
+        out.extend(uneven_steps(expr.canonical()));
         if !dead {
-            out.extend(month_lengths(self.fields()));
-            if let TimeBase::Zone(zone) = tz {
-                out.extend(dst_notes(self, zone, now));
+            out.extend(month_lengths(expr.fields()));
+            // hours all selected fire straight through a transition
+            if let (TimeBase::Zone(zone), true) = (tz, expr.fields().hours.count_ones() < 24) {
+                let year = self
+                    .zones
+                    .entry(*zone)
+                    .or_insert_with(|| ZoneYear::scan(zone, now));
+                out.extend(dst_notes(expr, zone.name(), year));
             }
         }
         out
+    }
+}
+
+impl CronExpr {
+    /// Findings for this expression evaluated in `tz`, judged from `now`
+    /// (which fixes "future" for `never-fires` and the year scanned for DST
+    /// transitions, so results are reproducible). To lint many expressions,
+    /// a [`Linter`] shares the zone scans between them.
+    ///
+    /// The DST notes need zone rules, so they are produced only for an IANA
+    /// zone ([`TimeBase::Zone`]); UTC never transitions, and host local
+    /// time is left alone so findings do not depend on the machine.
+    pub fn lint(&self, tz: &TimeBase, now: DateTime<Utc>) -> Vec<LintFinding> {
+        Linter::new(now).lint(self, tz)
     }
 
     fn never_fires_message(&self) -> String {
@@ -299,42 +332,95 @@ fn month_lengths(f: &Fields) -> Vec<LintFinding> {
     out
 }
 
-/// Notes for scheduled wall times that the zone's transitions in the coming
-/// year skip or repeat, at most two. Schedules with every hour selected run
-/// straight through a transition and get none.
-fn dst_notes(expr: &CronExpr, zone: &chrono_tz::Tz, now: DateTime<Utc>) -> Vec<LintFinding> {
-    let f = expr.fields();
-    if f.hours.count_ones() >= 24 {
-        return Vec::new();
-    }
-    let day0 = tz::label_of(zone, now.naive_utc()).date();
-    let last = day0 + Duration::days(366);
-    let (Some(scan_from), Some(scan_to)) = (
-        (day0 - Duration::days(2)).and_hms_opt(0, 0, 0),
-        (last + Duration::days(2)).and_hms_opt(0, 0, 0),
-    ) else {
-        return Vec::new();
-    };
-    // the days whose local midnight has a different offset from the day
-    // before's, within (day0, day0 + 366]; each real transition marks one
-    let mut days: Vec<NaiveDate> = Vec::new();
-    for instant in tz::transitions(zone, scan_from, scan_to) {
-        let around = tz::label_of(zone, instant).date();
-        for delta in -1..=2 {
-            let day = around + Duration::days(delta);
-            if day <= day0 || day > last || days.contains(&day) {
-                continue;
-            }
-            if tz::midnight_offset(zone, day) != tz::midnight_offset(zone, day - Duration::days(1))
-            {
-                days.push(day);
+/// One transition's disturbed wall times: labels in `[start, end)` are
+/// skipped (a gap) or repeated (a fold).
+#[derive(Debug)]
+struct Window {
+    start: NaiveDateTime,
+    end: NaiveDateTime,
+    kind: WallKind,
+}
+
+/// What the transitions in `windows` make of a wall time.
+fn kind_of(windows: &[Window], label: NaiveDateTime) -> WallKind {
+    windows
+        .iter()
+        .find(|w| w.start <= label && label < w.end)
+        .map_or(WallKind::Normal, |w| w.kind)
+}
+
+/// One zone's transitions in the year after "now": their windows of
+/// disturbed wall times, and the days whose local midnight changes offset.
+#[derive(Debug)]
+struct ZoneYear {
+    windows: Vec<Window>,
+    days: Vec<NaiveDate>,
+}
+
+impl ZoneYear {
+    fn scan(zone: &chrono_tz::Tz, now: DateTime<Utc>) -> ZoneYear {
+        let day0 = tz::label_of(zone, now.naive_utc()).date();
+        let last = day0 + Duration::days(366);
+        let (Some(scan_from), Some(scan_to)) = (
+            (day0 - Duration::days(2)).and_hms_opt(0, 0, 0),
+            (last + Duration::days(2)).and_hms_opt(0, 0, 0),
+        ) else {
+            return ZoneYear {
+                windows: Vec::new(),
+                days: Vec::new(),
+            };
+        };
+        let instants = tz::transitions(zone, scan_from, scan_to);
+        // each transition's window of wall times: the labels between the
+        // two readings of the transition instant
+        let windows = instants
+            .iter()
+            .map(|&t| {
+                let before = Duration::seconds(tz::offset_at(zone, t - Duration::seconds(1)));
+                let after = Duration::seconds(tz::offset_at(zone, t));
+                if after > before {
+                    Window {
+                        start: t + before,
+                        end: t + after,
+                        kind: WallKind::Gap,
+                    }
+                } else {
+                    Window {
+                        start: t + after,
+                        end: t + before,
+                        kind: WallKind::Fold,
+                    }
+                }
+            })
+            .collect();
+        // the days within (day0, day0 + 366] whose local midnight has a
+        // different offset from the day before's; each transition marks one
+        let mut days: Vec<NaiveDate> = Vec::new();
+        for &instant in &instants {
+            let around = tz::label_of(zone, instant).date();
+            for delta in -1..=2 {
+                let day = around + Duration::days(delta);
+                if day <= day0 || day > last || days.contains(&day) {
+                    continue;
+                }
+                if tz::midnight_offset(zone, day)
+                    != tz::midnight_offset(zone, day - Duration::days(1))
+                {
+                    days.push(day);
+                }
             }
         }
+        days.sort();
+        ZoneYear { windows, days }
     }
-    days.sort();
+}
+
+/// Notes for scheduled wall times that the zone's transitions in the coming
+/// year skip or repeat, at most two.
+fn dst_notes(expr: &CronExpr, zone_name: &str, year: &ZoneYear) -> Vec<LintFinding> {
     let mut out = Vec::new();
-    for day in days {
-        if let Some(note) = dst_note(expr, zone, day - Duration::days(1)) {
+    for &day in &year.days {
+        if let Some(note) = dst_note(expr, zone_name, &year.windows, day - Duration::days(1)) {
             out.push(note);
             if out.len() >= 2 {
                 break;
@@ -344,14 +430,19 @@ fn dst_notes(expr: &CronExpr, zone: &chrono_tz::Tz, now: DateTime<Utc>) -> Vec<L
     out
 }
 
-/// The first scheduled wall time on `first_day` or the day after that the
-/// zone skips or repeats.
-fn dst_note(expr: &CronExpr, zone: &chrono_tz::Tz, first_day: NaiveDate) -> Option<LintFinding> {
+/// The first scheduled wall time on `first_day` or the day after that a
+/// transition skips or repeats.
+fn dst_note(
+    expr: &CronExpr,
+    zone_name: &str,
+    windows: &[Window],
+    first_day: NaiveDate,
+) -> Option<LintFinding> {
     let f = expr.fields();
     let second = f.seconds.trailing_zeros();
     for day in [first_day, first_day + Duration::days(1)] {
         for hour in 0..24u32 {
-            if f.hours >> hour & 1 == 0 || !hour_disturbed(zone, day, hour) {
+            if f.hours >> hour & 1 == 0 || !hour_disturbed(windows, day, hour) {
                 continue;
             }
             for minute in (0..60u32).filter(|m| f.minutes >> m & 1 == 1) {
@@ -365,15 +456,15 @@ fn dst_note(expr: &CronExpr, zone: &chrono_tz::Tz, first_day: NaiveDate) -> Opti
                     "on {} the wall time {hour:02}:{minute:02}",
                     day.format("%Y-%m-%d")
                 );
-                match tz::classify(zone, label) {
+                match kind_of(windows, label) {
                     WallKind::Gap => {
                         return Some(finding(
                             "dst-skipped-time",
                             LintLevel::Note,
                             format!(
-                                "{when} does not exist in {} (the clocks jump forward); \
-                                 the run is not lost, it fires at the shifted wall time",
-                                zone.name()
+                                "{when} does not exist in {zone_name} (the clocks jump \
+                                 forward); the run is not lost, it fires at the shifted wall \
+                                 time"
                             ),
                         ))
                     }
@@ -382,9 +473,8 @@ fn dst_note(expr: &CronExpr, zone: &chrono_tz::Tz, first_day: NaiveDate) -> Opti
                             "dst-repeated-time",
                             LintLevel::Note,
                             format!(
-                                "{when} happens twice in {} (the clocks fall back); the \
-                                 run fires on the first occurrence only",
-                                zone.name()
+                                "{when} happens twice in {zone_name} (the clocks fall back); \
+                                 the run fires on the first occurrence only"
                             ),
                         ))
                     }
@@ -396,12 +486,12 @@ fn dst_note(expr: &CronExpr, zone: &chrono_tz::Tz, first_day: NaiveDate) -> Opti
     None
 }
 
-/// Whether a transition touches `hour` of `day` (probing :00 and :30, for
-/// the zones that shift by half an hour).
-fn hour_disturbed(zone: &chrono_tz::Tz, day: NaiveDate, hour: u32) -> bool {
+/// Whether a transition touches `hour` of `day`, probing :00 and :30 (for
+/// the zones that shift by half an hour), as the original does.
+fn hour_disturbed(windows: &[Window], day: NaiveDate, hour: u32) -> bool {
     [0, 30].iter().any(|&minute| {
         day.and_hms_opt(hour, minute, 0)
-            .is_some_and(|t: NaiveDateTime| tz::classify(zone, t) != WallKind::Normal)
+            .is_some_and(|t| kind_of(windows, t) != WallKind::Normal)
     })
 }
 
@@ -548,6 +638,30 @@ mod tests {
         assert!(f.message.contains(&resolved));
         assert!(!codes("*/5 * * * *").contains(&"hashed-slot"));
         assert!(!codes("0  0 * * *").contains(&"hashed-slot"));
+    }
+
+    #[test]
+    fn a_shared_linter_answers_like_single_calls() {
+        let mut linter = Linter::new(now());
+        let berlin = TimeBase::Zone(chrono_tz::Europe::Berlin);
+        for text in [
+            "30 2 * * *",
+            "30 1 * * *",
+            "0 0 13 * 5",
+            "*/7 * * * *",
+            "0 2 * * *",
+        ] {
+            for tz in [&NY, &berlin, &TimeBase::Utc] {
+                let e = CronExpr::parse(text, None).unwrap();
+                assert_eq!(linter.lint(&e, tz), e.lint(tz, now()), "{text} {tz:?}");
+            }
+        }
+        let berlin_gap = by_code("30 2 * * *", "dst-skipped-time", &berlin);
+        assert!(
+            berlin_gap.message.contains("2027-03-28"),
+            "{}",
+            berlin_gap.message
+        );
     }
 
     #[test]

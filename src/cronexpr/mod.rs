@@ -43,7 +43,7 @@ mod tz;
 pub use error::{Field, ParseError};
 pub use expr::CronExpr;
 pub use field::{Fields, YearSet, YEAR_FLOOR, YEAR_HORIZON};
-pub use lint::{LintFinding, LintLevel};
+pub use lint::{LintFinding, LintLevel, Linter};
 pub use tz::{Fold, TimeBase};
 
 /// A job's schedule: a cron expression, or `@reboot` (once, at startup).

@@ -527,12 +527,12 @@ pub(crate) fn parse(text: &str, hash_key: Option<&str>) -> Result<Parsed, ParseE
         count += 1;
     }
     if count == 1 && written[0].starts_with('@') {
-        let name = written[0].to_lowercase();
+        let name = lower(written[0]);
         let Some(expansion) = macro_expansion(&name) else {
             return Err(unknown_nickname(&name));
         };
         let mut columns: [Cow<'_, str>; MAX_FIELDS] = Default::default();
-        for (slot, field) in columns.iter_mut().zip(split_fields(expansion)) {
+        for (slot, field) in columns.iter_mut().zip(fields_of(expansion)) {
             *slot = Cow::Borrowed(field);
         }
         let fields = parse_columns(&columns[..5]).map_err(|e| {
@@ -541,7 +541,7 @@ pub(crate) fn parse(text: &str, hash_key: Option<&str>) -> Result<Parsed, ParseE
         })?;
         return Ok(Parsed {
             fields,
-            source: name,
+            source: name.into_owned(),
             resolved: None,
             seven: false,
         });

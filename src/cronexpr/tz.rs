@@ -40,6 +40,11 @@ pub enum Fold {
     After,
 }
 
+/// The UTC offset of `tz` at a UTC instant, in seconds.
+pub(crate) fn offset_at<T: TimeZone>(tz: &T, instant: NaiveDateTime) -> i64 {
+    offset_secs(tz, instant)
+}
+
 fn offset_secs<T: TimeZone>(tz: &T, instant: NaiveDateTime) -> i64 {
     i64::from(
         tz.offset_from_utc_datetime(&instant)
@@ -229,6 +234,7 @@ pub(crate) enum WallKind {
     Fold,
 }
 
+#[cfg(test)]
 pub(crate) fn classify<T: TimeZone>(tz: &T, label: NaiveDateTime) -> WallKind {
     match tz.offset_from_local_datetime(&label) {
         LocalResult::Single(_) => WallKind::Normal,
