@@ -34,6 +34,7 @@ mod error;
 mod expr;
 mod field;
 mod hash;
+mod hint;
 mod lint;
 mod parse;
 mod render;
