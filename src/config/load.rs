@@ -174,7 +174,7 @@ struct Loader {
     cwd: PathBuf,
     is_root: bool,
     env: EnvLookup,
-    now: chrono::DateTime<chrono::Utc>,
+    linter: std::cell::RefCell<crate::cronexpr::Linter>,
     warnings: validate::Warnings,
     files: Vec<PathBuf>,
 }
@@ -236,7 +236,7 @@ impl Loader {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             is_root: platform::is_root(),
             env: Box::new(|name| std::env::var(name).ok()),
-            now: chrono::Utc::now(),
+            linter: std::cell::RefCell::new(crate::cronexpr::Linter::new(chrono::Utc::now())),
             warnings: validate::Warnings::default(),
             files: Vec::new(),
         }
@@ -501,7 +501,7 @@ impl Loader {
         let ctx = Context {
             is_root: self.is_root,
             cwd: &self.cwd,
-            now: self.now,
+            linter: &self.linter,
         };
         let job_line = origin.line.map(|l| l as usize);
         validate::resolve_job(spec, origin.clone(), &ctx, &mut self.warnings).map_err(|err| {

@@ -33,8 +33,8 @@ pub struct Context<'a> {
     pub is_root: bool,
     /// Directory relative paths (`env_file`, `workingDirectory`) resolve in.
     pub cwd: &'a Path,
-    /// "Now", for schedule lint (never-fires is judged from here).
-    pub now: chrono::DateTime<chrono::Utc>,
+    /// Schedule lint, shared across a load so zone scans are reused.
+    pub linter: &'a std::cell::RefCell<crate::cronexpr::Linter>,
 }
 
 /// Things worth a log line that do not stop the load.
@@ -95,7 +95,8 @@ pub fn resolve_job(
     check_unsupported(&spec)?;
     collect_warnings(&name, &spec, ctx, warnings);
     if let Some(expr) = parsed_schedule.cron() {
-        for finding in expr.lint(&time_base, ctx.now) {
+        let findings = ctx.linter.borrow_mut().lint(expr, &time_base);
+        for finding in findings {
             let line = format!(
                 "job '{name}': schedule '{schedule}': [{}] {}",
                 finding.code, finding.message

@@ -1,0 +1,191 @@
+//! A daemon under test: the built binary started on a config in a temp
+//! directory, its stderr collected, stopped when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A running `cronstable` process.
+pub struct Daemon {
+    child: Option<Child>,
+    log: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<String>>,
+    /// The directory holding the config and the files jobs write.
+    pub dir: tempfile::TempDir,
+}
+
+fn collect<R: std::io::Read + Send + 'static>(stream: R, into: Arc<Mutex<String>>) {
+    std::thread::spawn(move || {
+        for line in BufReader::new(stream).lines().map_while(Result::ok) {
+            if let Ok(mut text) = into.lock() {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+    });
+}
+
+impl Daemon {
+    /// Writes `config` as `cronstable.yaml` in a new temp dir (with `{dir}`
+    /// replaced by that directory) and starts the daemon on it.
+    pub fn start(config: &str) -> Daemon {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let text = config.replace("{dir}", &dir.path().display().to_string());
+        std::fs::write(dir.path().join("cronstable.yaml"), text).expect("write config");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cronstable"))
+            .args(["-c", "cronstable.yaml", "-l", "DEBUG"])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start the daemon");
+        let log = Arc::new(Mutex::new(String::new()));
+        let stdout = Arc::new(Mutex::new(String::new()));
+        if let Some(err) = child.stderr.take() {
+            collect(err, Arc::clone(&log));
+        }
+        if let Some(out) = child.stdout.take() {
+            collect(out, Arc::clone(&stdout));
+        }
+        Daemon {
+            child: Some(child),
+            log,
+            stdout,
+            dir,
+        }
+    }
+
+    /// A path inside the daemon's directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// Everything the daemon logged so far.
+    pub fn log(&self) -> String {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Everything the daemon wrote to stdout so far.
+    pub fn stdout(&self) -> String {
+        self.stdout.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Waits until the log contains `needle` `count` times; panics with the
+    /// log after `limit`.
+    pub fn wait_for_log(&self, needle: &str, count: usize, limit: Duration) {
+        let start = Instant::now();
+        while self.log().matches(needle).count() < count {
+            if start.elapsed() > limit {
+                panic!(
+                    "waited {limit:?} for {count}x {needle:?}; log:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until `file` in the daemon's directory has at least `lines`
+    /// lines and returns them.
+    pub fn wait_for_lines(&self, file: &str, lines: usize, limit: Duration) -> Vec<String> {
+        let start = Instant::now();
+        loop {
+            let found = read_lines(&self.path(file));
+            if found.len() >= lines {
+                return found;
+            }
+            if start.elapsed() > limit {
+                panic!(
+                    "waited {limit:?} for {lines} lines in {file}, got {found:?}; log:\n{}",
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Sends a signal to the daemon.
+    pub fn signal(&self, sig: nix::sys::signal::Signal) {
+        if let Some(child) = &self.child {
+            let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+            nix::sys::signal::kill(pid, sig).expect("signal the daemon");
+        }
+    }
+
+    /// Waits for the daemon to exit and returns its exit code.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<i32> {
+        let start = Instant::now();
+        let child = self.child.as_mut()?;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                self.child = None;
+                // Let the collector threads drain the pipes.
+                std::thread::sleep(Duration::from_millis(100));
+                return status.code();
+            }
+            if start.elapsed() > limit {
+                panic!("daemon did not exit within {limit:?}; log:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The lines of a file (empty when it does not exist).
+pub fn read_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|t| t.lines().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// True while a live (non-zombie) process is in process group `pgid`,
+/// checked for a few seconds so that a kill in flight can land. Zombies are
+/// ignored: an orphan waits for its new parent to reap it, which is not up
+/// to the daemon.
+pub fn group_alive(pgid: i32) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if live_members(pgid).is_empty() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    true
+}
+
+/// Pids of the non-zombie processes in group `pgid`, from /proc.
+pub fn live_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state, ppid, pgrp, ...
+        let Some(after) = stat.rsplit_once(')').map(|(_, rest)| rest) else {
+            continue;
+        };
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            pids.push(pid);
+        }
+    }
+    pids
+}
