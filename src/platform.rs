@@ -160,15 +160,26 @@ pub fn exit_code(status: std::process::ExitStatus) -> i32 {
         .unwrap_or(-1)
 }
 
-/// Puts a job's process in a new session (so it leads its own process
-/// group, which cancellation signals as a unit) and, when `run_as` is
-/// given, drops privileges in the child in the safe order: supplementary
-/// groups, then gid, then uid.
+/// Puts a job's process in its own process group (which cancellation
+/// signals as a unit) and, when `run_as` is given, drops privileges in the
+/// child in the safe order: supplementary groups, then gid, then uid.
+///
+/// Without an account switch only a process group is requested, which lets
+/// the standard library use `posix_spawn` (no fork of the daemon's address
+/// space): launching is several times faster, which is what keeps launch
+/// lateness low when hundreds of jobs fire in the same second. With an
+/// account switch the child runs a pre-exec step, so it also starts a new
+/// session there, detaching from any controlling terminal.
 #[cfg(unix)]
 pub fn prepare_job_command(
     cmd: &mut tokio::process::Command,
     run_as: Option<&crate::config::job::RunAs>,
 ) -> Result<(), String> {
+    let Some(run_as) = run_as else {
+        cmd.process_group(0);
+        return Ok(());
+    };
+    let run_as = Some(run_as);
     let user = match run_as.and_then(|r| r.user_name.as_deref()) {
         Some(name) => Some(std::ffi::CString::new(name).map_err(|e| e.to_string())?),
         None => None,

@@ -343,9 +343,6 @@ impl Scheduler {
             attempt,
             run_id,
         });
-        if let Some(pid) = handle.pid {
-            tracing::info!(target: "cronstable::scheduler", "Job {} spawned (pid {pid})", job.name);
-        }
         self.running
             .entry(job.name.clone())
             .or_default()
