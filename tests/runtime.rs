@@ -435,3 +435,55 @@ jobs:
     );
     let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(escaped), Signal::SIGKILL);
 }
+
+#[test]
+fn priority_renices_the_job() {
+    let d = Daemon::start(
+        r#"
+jobs:
+  - name: lowly
+    command: "sleep 0.3; nice > {dir}/nice"
+    priority: idle
+    schedule: "@reboot"
+"#,
+    );
+    assert_eq!(d.wait_for_lines("nice", 1, LONG), vec!["19"]);
+}
+
+#[test]
+fn user_switch_runs_the_job_as_that_user() {
+    let config = r#"
+jobs:
+  - name: demoted
+    command: "id -G > {dir}/groups && id -u > {dir}/uid"
+    user: nobody
+    schedule:
+      second: "*"
+"#;
+    if !nix::unistd::geteuid().is_root() {
+        // Without root the switch is refused at load, naming the job.
+        let d = Daemon::start(config);
+        d.wait_for_log(
+            "switches user or group, which needs cronstable to run as root",
+            1,
+            LONG,
+        );
+        return;
+    }
+    // The job (as nobody) can write only once the directory is opened up;
+    // it fires every second, so a fire before the chmod just fails.
+    let d = Daemon::start(config);
+    std::fs::set_permissions(
+        d.dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let nobody = nix::unistd::User::from_name("nobody").unwrap().unwrap();
+    let uid = d.wait_for_lines("uid", 1, LONG);
+    assert_eq!(uid, vec![nobody.uid.to_string()]);
+    let groups = read_lines(&d.path("groups"));
+    assert!(
+        !groups[0].split(' ').any(|g| g == "0"),
+        "root's groups were dropped: {groups:?}"
+    );
+}
