@@ -3,12 +3,10 @@
 use clap::Parser;
 use cronstable::config::{self, ConfigError};
 use cronstable::logging::{self, LogFormat};
-use cronstable::report::LogReporter;
 use cronstable::scheduler::Scheduler;
-use cronstable::{fingerprint, platform};
+use cronstable::{fingerprint, platform, report};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 /// A fast cron daemon, drop-in compatible with the Python cronstable.
 #[derive(Parser, Debug)]
@@ -126,7 +124,7 @@ fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let scheduler = Scheduler::new(config, loaded, Arc::new(LogReporter));
+    let scheduler = Scheduler::new(config, loaded, report::default_reporter());
     match runtime.block_on(scheduler.run()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {

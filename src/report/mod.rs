@@ -28,6 +28,11 @@ pub trait Reporter: Send + Sync {
     fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture;
 }
 
+/// The reporter the daemon uses: every configured reporter of a hook.
+pub fn default_reporter() -> std::sync::Arc<dyn Reporter> {
+    std::sync::Arc::new(LogReporter)
+}
+
 /// Writes each outcome, with its captured output, to the daemon's log.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct LogReporter;
