@@ -20,8 +20,19 @@ use std::collections::BTreeMap;
 /// data for compatibility, parsed once per id computation.
 const LEGACY_REPORT_DEFAULTS: &str = include_str!("fingerprint/legacy_report_defaults.json");
 
+/// The `v1:` job-set id of shared jobs (the scheduler's table).
+pub fn job_set_id_of(jobs: &[std::sync::Arc<JobConfig>]) -> String {
+    let owned: Vec<&JobConfig> = jobs.iter().map(|j| j.as_ref()).collect();
+    id_of(&owned)
+}
+
 /// The `v1:` job-set id of a set of jobs.
 pub fn job_set_id(jobs: &[JobConfig]) -> String {
+    let refs: Vec<&JobConfig> = jobs.iter().collect();
+    id_of(&refs)
+}
+
+fn id_of(jobs: &[&JobConfig]) -> String {
     let defaults = legacy_report_defaults();
     // Most jobs configure no reporters; their hook blocks are the built-in
     // one, serialized once here instead of once per job.

@@ -45,6 +45,8 @@ pub struct JobConfig {
     pub parsed_schedule: crate::cronexpr::Schedule,
     /// The clock the schedule is evaluated in (`timezone`, UTC, or local).
     pub time_base: crate::cronexpr::TimeBase,
+    /// Schedule lint findings, computed once at load.
+    pub schedule_findings: Vec<crate::cronexpr::LintFinding>,
     /// Shell for a string command.
     pub shell: String,
     /// Disabled jobs never run.

@@ -94,9 +94,12 @@ pub fn resolve_job(
     check_ranges(&spec)?;
     check_unsupported(&spec)?;
     collect_warnings(&name, &spec, ctx, warnings);
-    if let Some(expr) = parsed_schedule.cron() {
-        let findings = ctx.linter.borrow_mut().lint(expr, &time_base);
-        for finding in findings {
+    let schedule_findings = match parsed_schedule.cron() {
+        Some(expr) => ctx.linter.borrow_mut().lint(expr, &time_base),
+        None => Vec::new(),
+    };
+    {
+        for finding in &schedule_findings {
             let line = format!(
                 "job '{name}': schedule '{schedule}': [{}] {}",
                 finding.code, finding.message
@@ -121,6 +124,7 @@ pub fn resolve_job(
         schedule,
         parsed_schedule,
         time_base,
+        schedule_findings,
         shell: spec
             .shell
             .clone()

@@ -95,12 +95,63 @@ pub struct RunRecord {
     pub timed_out: bool,
     /// Why the command could not start, when it could not.
     pub start_error: Option<String>,
+    /// Set on a scheduled slot that was deliberately not launched
+    /// (`"paused"`); such a record has no process.
+    pub skip_reason: Option<String>,
+}
+
+/// The verdict the API and metrics show for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Ran and passed `failsWhen`.
+    Success,
+    /// Ran (or failed to start) and failed `failsWhen`.
+    Failure,
+    /// Stopped by an operator or replaced by a newer instance.
+    Cancelled,
+    /// Not launched (the job was paused).
+    Skipped,
+}
+
+impl Outcome {
+    /// The lowercase name used in JSON and metric labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Failure => "failure",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Skipped => "skipped",
+        }
+    }
 }
 
 impl RunRecord {
     /// True when the run counts as a failure.
     pub fn failed(&self) -> bool {
         self.fail_reason.is_some()
+    }
+
+    /// The run's verdict.
+    pub fn outcome(&self) -> Outcome {
+        if self.skip_reason.is_some() {
+            Outcome::Skipped
+        } else if self.cancelled || self.replaced {
+            Outcome::Cancelled
+        } else if self.failed() {
+            Outcome::Failure
+        } else {
+            Outcome::Success
+        }
+    }
+
+    /// Run time in seconds (none for a skipped slot).
+    pub fn duration_seconds(&self) -> Option<f64> {
+        if self.skip_reason.is_some() {
+            return None;
+        }
+        let micros = (self.finished_at - self.started_at).num_microseconds()?;
+        Some(micros.max(0) as f64 / 1e6)
     }
 }
 

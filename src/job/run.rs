@@ -186,6 +186,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
             cancelled: false,
             timed_out: false,
             start_error: None,
+            skip_reason: None,
         };
         let mut record = match spawned {
             Err(reason) => {

@@ -1,3 +1,4 @@
-//! Metrics: per-job statsd datagrams (Prometheus comes with the HTTP API).
+//! Metrics: per-job statsd datagrams and the Prometheus exposition.
 
+pub mod prometheus;
 pub mod statsd;

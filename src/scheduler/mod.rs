@@ -4,19 +4,24 @@
 //! through one set of gates, collects finished runs, drives retries and
 //! reports, and drains on shutdown.
 
+pub mod control;
 pub mod history;
+pub mod pause;
 pub mod retry;
 pub mod tick;
 pub mod watch;
 
-use crate::config::model::ConcurrencyPolicy;
+use crate::config::model::{ConcurrencyPolicy, WebConfig};
 use crate::config::{self, JobConfig};
 use crate::cronexpr::Schedule;
 use crate::job::{self, RunHandle, RunRecord, RunRequest, Trigger};
+use crate::metrics::prometheus::{self, Counters, DaemonGauges, JobGauges};
 use crate::platform;
 use crate::report::{Hook, Reporter};
 use chrono::{DateTime, Utc};
+use control::{Control, ControlError, ControlHandle, JobSnapshot, RetryView, RunSummary};
 use history::RunHistory;
+use pause::PauseWindow;
 use retry::RetryLadder;
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -64,6 +69,12 @@ pub struct Scheduler {
     next_run_id: u64,
     next_generation: u64,
     stopping: bool,
+    control_tx: mpsc::UnboundedSender<Control>,
+    control_rx: mpsc::UnboundedReceiver<Control>,
+    pauses: HashMap<String, PauseWindow>,
+    counters: Counters,
+    job_set_id: String,
+    web_tx: tokio::sync::watch::Sender<Option<WebConfig>>,
 }
 
 impl Scheduler {
@@ -74,7 +85,12 @@ impl Scheduler {
         reporter: Arc<dyn Reporter>,
     ) -> Self {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
         let stamp = ConfigStamp::take(&config_path, &loaded.files);
+        let web = loaded.sections.web.clone().map(|w| w.value);
+        let buckets = web_buckets(web.as_ref());
+        let (web_tx, _) = tokio::sync::watch::channel(web);
+        let start_time = Utc::now().timestamp_micros() as f64 / 1e6;
         let mut scheduler = Scheduler {
             config_path,
             jobs: Vec::new(),
@@ -89,9 +105,26 @@ impl Scheduler {
             next_run_id: 1,
             next_generation: 1,
             stopping: false,
+            control_tx,
+            control_rx,
+            pauses: HashMap::new(),
+            counters: Counters::new(start_time, buckets.as_deref()),
+            job_set_id: String::new(),
+            web_tx,
         };
         scheduler.install_jobs(loaded.jobs);
         scheduler
+    }
+
+    /// A handle the HTTP API uses to query and drive the scheduler.
+    pub fn control(&self) -> ControlHandle {
+        ControlHandle::new(self.control_tx.clone())
+    }
+
+    /// The `web` section of the running config; changes on every reload
+    /// that changes it (None: no web section).
+    pub fn web_config(&self) -> tokio::sync::watch::Receiver<Option<WebConfig>> {
+        self.web_tx.subscribe()
     }
 
     fn install_jobs(&mut self, jobs: Vec<JobConfig>) {
@@ -104,6 +137,10 @@ impl Scheduler {
             .collect();
         let by_name = &self.by_name;
         self.history.retain_jobs(|name| by_name.contains_key(name));
+        self.pauses.retain(|name, _| by_name.contains_key(name));
+        self.counters
+            .retain_jobs(self.jobs.iter().map(|j| j.name.as_str()));
+        self.job_set_id = crate::fingerprint::job_set_id_of(&self.jobs);
     }
 
     fn job(&self, name: &str) -> Option<Arc<JobConfig>> {
@@ -142,6 +179,7 @@ impl Scheduler {
                     boundary = tick::next_boundary(Utc::now().max(boundary), cadence);
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
+                Some(request) = self.control_rx.recv() => self.handle_control(request),
                 _ = hangups.recv() => {
                     tracing::info!(target: "cronstable::scheduler", "SIGHUP: reloading the configuration");
                     self.reload_if_changed(true);
@@ -174,6 +212,7 @@ impl Scheduler {
         while self.running.values().any(|v| !v.is_empty()) {
             tokio::select! {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
+                Some(request) = self.control_rx.recv() => self.handle_control(request),
                 signal = &mut second, if !cancelled => {
                     cancelled = true;
                     tracing::warn!(
@@ -201,6 +240,17 @@ impl Scheduler {
                 }
                 self.stamp = ConfigStamp::take(&self.config_path, &loaded.files);
                 let count = loaded.jobs.len();
+                let web = loaded.sections.web.map(|w| w.value);
+                self.counters
+                    .set_buckets(web_buckets(web.as_ref()).as_deref());
+                self.web_tx.send_if_modified(|current| {
+                    let changed = *current != web;
+                    *current = web;
+                    changed
+                });
+                self.counters.last_reload_ok = Some(true);
+                self.counters.last_reload_success =
+                    Some(Utc::now().timestamp_micros() as f64 / 1e6);
                 self.install_jobs(loaded.jobs);
                 tracing::info!(
                     target: "cronstable::scheduler",
@@ -208,6 +258,7 @@ impl Scheduler {
                 );
             }
             Err(err) => {
+                self.counters.last_reload_ok = Some(false);
                 // Keep running the last good config; remember the broken
                 // state so the same error is not logged on every pass.
                 self.stamp = ConfigStamp::take(&self.config_path, &self.stamp_files());
@@ -248,8 +299,39 @@ impl Scheduler {
             .cloned()
             .collect();
         for job in due {
+            if self.is_paused(&job.name, at) {
+                self.record_skipped(&job, at);
+                continue;
+            }
             self.launch_scheduled(job);
         }
+    }
+
+    fn is_paused(&mut self, name: &str, now: DateTime<Utc>) -> bool {
+        match self.pauses.get(name) {
+            Some(window) if window.until > now => true,
+            Some(_) => {
+                self.pauses.remove(name);
+                tracing::info!(target: "cronstable::scheduler", "Job {name}: its pause has ended");
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// A due slot of a paused job: recorded as skipped, never launched.
+    fn record_skipped(&mut self, job: &JobConfig, at: DateTime<Utc>) {
+        let run_id = self.next_run_id;
+        self.next_run_id += 1;
+        let mut record = lost_run(job.name.clone(), run_id);
+        record.started_at = at;
+        record.finished_at = at;
+        record.retcode = 0;
+        record.fail_reason = None;
+        record.skip_reason = Some("paused".into());
+        tracing::info!(target: "cronstable::scheduler", "Job {}: paused; skipping its {} slot", job.name, at);
+        self.counters.record_run(&record);
+        self.history.record(record);
     }
 
     /// A scheduled fire: Forbid leaves the retry sequence alone; otherwise
@@ -393,6 +475,7 @@ impl Scheduler {
             }
         }
         let job = self.job(&record.job);
+        self.counters.record_run(&record);
         self.history.record(record.clone());
         if record.replaced {
             tracing::info!(
@@ -444,6 +527,7 @@ impl Scheduler {
 
     fn schedule_retry_or_give_up(&mut self, job: &Arc<JobConfig>, record: &RunRecord) {
         let Some(state) = self.retries.get_mut(&job.name) else {
+            self.counters.record_permanent_failure(&job.name);
             self.report(Hook::PermanentFailure, job, record);
             return;
         };
@@ -455,6 +539,7 @@ impl Scheduler {
                 state.ladder.count()
             );
             self.cancel_retries(&job.name);
+            self.counters.record_permanent_failure(&job.name);
             self.report(Hook::PermanentFailure, job, record);
             return;
         }
@@ -488,10 +573,30 @@ impl Scheduler {
         if state.generation != generation || self.stopping {
             return;
         }
-        state.timer = None;
         let attempt = state.ladder.count();
+        let now = Utc::now();
+        if let Some(until) = self.pauses.get(name).map(|w| w.until).filter(|u| *u > now) {
+            // A pending retry waits out the pause instead of running in it.
+            let events = self.events_tx.clone();
+            let job = name.to_owned();
+            let wait = (until - now).to_std().unwrap_or_default();
+            let timer = tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                let _ = events.send(Event::RetryDue { job, generation });
+            });
+            if let Some(state) = self.retries.get_mut(name) {
+                state.timer = Some(timer.abort_handle());
+            }
+            return;
+        }
+        if let Some(state) = self.retries.get_mut(name) {
+            state.timer = None;
+        }
         match self.job(name) {
-            Some(job) => self.maybe_launch(job, Trigger::Retry, attempt),
+            Some(job) => {
+                self.counters.record_retry(name);
+                self.maybe_launch(job, Trigger::Retry, attempt)
+            }
             None => {
                 // The job disappeared in a reload: its retries go with it.
                 self.retries.remove(name);
@@ -513,6 +618,11 @@ impl Scheduler {
     }
 }
 
+fn web_buckets(web: Option<&WebConfig>) -> Option<Vec<f64>> {
+    web.and_then(|w| w.metrics.as_ref())
+        .and_then(|m| m.duration_buckets.clone())
+}
+
 fn lost_run(job: String, run_id: u64) -> RunRecord {
     let now = Utc::now();
     RunRecord {
@@ -531,6 +641,7 @@ fn lost_run(job: String, run_id: u64) -> RunRecord {
         cancelled: false,
         timed_out: false,
         start_error: None,
+        skip_reason: None,
     }
 }
 
@@ -543,5 +654,202 @@ async fn sleep_until_wall(at: DateTime<Utc>) {
             Ok(d) if !d.is_zero() => tokio::time::sleep(d).await,
             _ => return,
         }
+    }
+}
+
+impl Scheduler {
+    fn handle_control(&mut self, request: Control) {
+        match request {
+            Control::Jobs { only, reply } => {
+                let snapshots = self.snapshots(only.as_deref());
+                let _ = reply.send(snapshots);
+            }
+            Control::Runs { job, reply } => {
+                let runs = self.job(&job).map(|_| {
+                    let mut runs: Vec<RunRecord> = self
+                        .history
+                        .newest_first(&job)
+                        .into_iter()
+                        .cloned()
+                        .collect();
+                    runs.reverse();
+                    runs
+                });
+                let _ = reply.send(runs);
+            }
+            Control::Start { job, reply } => {
+                let _ = reply.send(self.manual_start(&job));
+            }
+            Control::Cancel { job, reply } => {
+                let _ = reply.send(self.manual_cancel(&job));
+            }
+            Control::Pause {
+                job,
+                request,
+                reply,
+            } => {
+                let result = match self.job(&job) {
+                    None => Err(ControlError::NotFound(job)),
+                    Some(_) => pause::window(&request, Utc::now())
+                        .map_err(ControlError::BadRequest)
+                        .inspect(|window| {
+                            tracing::info!(
+                                target: "cronstable::scheduler",
+                                "Job {job} paused until {} by {}",
+                                window.until,
+                                window.by
+                            );
+                            self.pauses.insert(job.clone(), window.clone());
+                        }),
+                };
+                let _ = reply.send(result);
+            }
+            Control::Resume { job, reply } => {
+                let result = match self.job(&job) {
+                    None => Err(ControlError::NotFound(job)),
+                    Some(_) => {
+                        if self.pauses.remove(&job).is_some() {
+                            tracing::info!(target: "cronstable::scheduler", "Job {job} resumed");
+                        }
+                        Ok(())
+                    }
+                };
+                let _ = reply.send(result);
+            }
+            Control::Metrics { format, reply } => {
+                let _ = reply.send(self.render_metrics(format));
+            }
+            Control::JobSetId { reply } => {
+                let _ = reply.send(self.job_set_id.clone());
+            }
+        }
+    }
+
+    fn manual_start(&mut self, name: &str) -> Result<(), ControlError> {
+        let job = self
+            .job(name)
+            .ok_or_else(|| ControlError::NotFound(name.to_owned()))?;
+        if !job.enabled {
+            return Err(ControlError::Conflict(format!("job '{name}' is disabled")));
+        }
+        if self.stopping {
+            return Err(ControlError::Conflict("the daemon is shutting down".into()));
+        }
+        tracing::info!(target: "cronstable::scheduler", "Job {name}: manual start");
+        self.maybe_launch(job, Trigger::Manual, 0);
+        Ok(())
+    }
+
+    fn manual_cancel(&mut self, name: &str) -> Result<usize, ControlError> {
+        if self.job(name).is_none() && !self.running.contains_key(name) {
+            return Err(ControlError::NotFound(name.to_owned()));
+        }
+        let live: Vec<&RunHandle> = self
+            .running
+            .get(name)
+            .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
+            .unwrap_or_default();
+        if live.is_empty() {
+            return Err(ControlError::Conflict(format!(
+                "job '{name}' is not running"
+            )));
+        }
+        for handle in &live {
+            handle.cancel();
+        }
+        tracing::info!(
+            target: "cronstable::scheduler",
+            "Job {name}: cancelling {} running instance(s) on request",
+            live.len()
+        );
+        Ok(live.len())
+    }
+
+    fn snapshots(&self, only: Option<&str>) -> Vec<JobSnapshot> {
+        let now = Utc::now();
+        self.jobs
+            .iter()
+            .filter(|j| only.is_none_or(|name| j.name == name))
+            .map(|job| {
+                let live: Vec<&RunHandle> = self
+                    .running
+                    .get(&job.name)
+                    .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
+                    .unwrap_or_default();
+                let next_fire = job
+                    .parsed_schedule
+                    .cron()
+                    .and_then(|c| c.next_after(now, &job.time_base));
+                let never_fires =
+                    job.enabled && job.parsed_schedule.cron().is_some() && next_fire.is_none();
+                let runs = self.history.newest_first(&job.name);
+                let history = runs
+                    .iter()
+                    .take(20)
+                    .rev()
+                    .map(|r| (r.outcome(), r.duration_seconds()))
+                    .collect();
+                JobSnapshot {
+                    config: Arc::clone(job),
+                    pids: live.iter().filter_map(|r| r.pid()).collect(),
+                    running: !live.is_empty(),
+                    next_fire,
+                    never_fires,
+                    last_run: runs.first().map(|r| RunSummary::of(r)),
+                    history,
+                    paused: self
+                        .pauses
+                        .get(&job.name)
+                        .filter(|w| w.until > now)
+                        .cloned(),
+                    retry: self.retries.get(&job.name).map(|state| RetryView {
+                        attempt: state.ladder.count(),
+                        max_attempts: (job.retry.maximum_retries != -1)
+                            .then_some(job.retry.maximum_retries),
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    fn render_metrics(&self, format: prometheus::Format) -> String {
+        let now = Utc::now();
+        let jobs = self
+            .jobs
+            .iter()
+            .map(|job| JobGauges {
+                name: &job.name,
+                schedule: &job.schedule,
+                cluster_policy: match job.cluster_policy {
+                    crate::config::model::ClusterPolicy::Leader => "Leader",
+                    crate::config::model::ClusterPolicy::PreferLeader => "PreferLeader",
+                    crate::config::model::ClusterPolicy::EveryNode => "EveryNode",
+                },
+                enabled: job.enabled,
+                running: self
+                    .running
+                    .get(&job.name)
+                    .map(|r| r.iter().filter(|h| !h.has_ended()).count())
+                    .unwrap_or(0),
+                next_run: job
+                    .enabled
+                    .then(|| job.parsed_schedule.cron())
+                    .flatten()
+                    .and_then(|c| c.next_after(now, &job.time_base))
+                    .map(|t| t.timestamp_micros() as f64 / 1e6),
+                last_run: self
+                    .history
+                    .newest_first(&job.name)
+                    .into_iter()
+                    .find(|r| r.skip_reason.is_none()),
+                paused: self.pauses.get(&job.name).is_some_and(|w| w.until > now),
+            })
+            .collect();
+        let gauges = DaemonGauges {
+            version: env!("CARGO_PKG_VERSION"),
+            job_set_id: &self.job_set_id,
+            jobs,
+        };
+        prometheus::render(&self.counters, &gauges, format)
     }
 }

@@ -1,0 +1,242 @@
+//! Requests the HTTP API sends to the scheduler, and the snapshots it gets
+//! back. The scheduler task answers them between its other events, so the
+//! API always sees one consistent state and never locks anything.
+
+use super::pause::{PauseRequest, PauseWindow};
+use crate::config::JobConfig;
+use crate::job::outcome::{Outcome, RunRecord};
+use crate::metrics::prometheus::Format;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+
+/// Why a control request was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// No such job (404).
+    #[error("job '{0}' not found")]
+    NotFound(String),
+    /// The request conflicts with the job's state (409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The request itself is invalid (400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The scheduler is gone (shutting down).
+    #[error("the scheduler is not running")]
+    Unavailable,
+}
+
+/// A job's most recent finished run, without its output.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSummary {
+    /// Verdict.
+    pub outcome: Outcome,
+    /// Exit code (none for a skipped slot).
+    pub exit_code: Option<i32>,
+    /// Start (none for a skipped slot).
+    pub started_at: Option<DateTime<Utc>>,
+    /// End.
+    pub finished_at: DateTime<Utc>,
+    /// Seconds.
+    pub duration: Option<f64>,
+    /// Why it failed.
+    pub fail_reason: Option<String>,
+}
+
+impl RunSummary {
+    /// Summarizes a record.
+    pub fn of(record: &RunRecord) -> Self {
+        let skipped = record.skip_reason.is_some();
+        RunSummary {
+            outcome: record.outcome(),
+            exit_code: (!skipped).then_some(record.retcode),
+            started_at: (!skipped).then_some(record.started_at),
+            finished_at: record.finished_at,
+            duration: record.duration_seconds(),
+            fail_reason: record.fail_reason.clone(),
+        }
+    }
+}
+
+/// An armed retry ladder, as the API shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryView {
+    /// Retries performed so far.
+    pub attempt: u32,
+    /// `maximumRetries`, `None` when unlimited.
+    pub max_attempts: Option<i64>,
+}
+
+/// Everything the API shows about one job.
+#[derive(Debug, Clone)]
+pub struct JobSnapshot {
+    /// The job.
+    pub config: Arc<JobConfig>,
+    /// Pids of running instances that started.
+    pub pids: Vec<u32>,
+    /// Any instance running.
+    pub running: bool,
+    /// Next scheduled fire.
+    pub next_fire: Option<DateTime<Utc>>,
+    /// Enabled but the schedule has no future occurrence.
+    pub never_fires: bool,
+    /// Latest finished run.
+    pub last_run: Option<RunSummary>,
+    /// Oldest-first tail of recent outcomes and durations.
+    pub history: Vec<(Outcome, Option<f64>)>,
+    /// Active pause.
+    pub paused: Option<PauseWindow>,
+    /// Armed retry ladder.
+    pub retry: Option<RetryView>,
+}
+
+/// A request to the scheduler.
+#[derive(Debug)]
+pub enum Control {
+    /// Snapshots of every job (or just `only`).
+    Jobs {
+        /// Restrict to one job.
+        only: Option<String>,
+        /// Answer.
+        reply: oneshot::Sender<Vec<JobSnapshot>>,
+    },
+    /// A job's retained runs, oldest first (None: unknown job).
+    Runs {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Option<Vec<RunRecord>>>,
+    },
+    /// Launch now, through the launch gates.
+    Start {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// Cancel every running instance; answers how many.
+    Cancel {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Result<usize, ControlError>>,
+    },
+    /// Pause scheduled fires.
+    Pause {
+        /// Job name.
+        job: String,
+        /// Window requested.
+        request: PauseRequest,
+        /// Answer.
+        reply: oneshot::Sender<Result<PauseWindow, ControlError>>,
+    },
+    /// End a pause.
+    Resume {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Result<(), ControlError>>,
+    },
+    /// The Prometheus exposition.
+    Metrics {
+        /// Output flavour.
+        format: Format,
+        /// Answer.
+        reply: oneshot::Sender<String>,
+    },
+    /// The job-set id of the loaded config.
+    JobSetId {
+        /// Answer.
+        reply: oneshot::Sender<String>,
+    },
+}
+
+/// A cloneable way to reach the scheduler.
+#[derive(Debug, Clone)]
+pub struct ControlHandle {
+    tx: mpsc::UnboundedSender<Control>,
+}
+
+impl ControlHandle {
+    pub(super) fn new(tx: mpsc::UnboundedSender<Control>) -> Self {
+        ControlHandle { tx }
+    }
+
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Control,
+    ) -> Result<T, ControlError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx
+            .send(make(reply))
+            .map_err(|_| ControlError::Unavailable)?;
+        answer.await.map_err(|_| ControlError::Unavailable)
+    }
+
+    /// Snapshots of every job, in config order.
+    pub async fn jobs(&self) -> Result<Vec<JobSnapshot>, ControlError> {
+        self.ask(|reply| Control::Jobs { only: None, reply }).await
+    }
+
+    /// One job's snapshot.
+    pub async fn job(&self, name: &str) -> Result<JobSnapshot, ControlError> {
+        let only = Some(name.to_owned());
+        self.ask(|reply| Control::Jobs { only, reply })
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| ControlError::NotFound(name.to_owned()))
+    }
+
+    /// One job's retained runs, oldest first.
+    pub async fn runs(&self, name: &str) -> Result<Vec<RunRecord>, ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Runs { job, reply })
+            .await?
+            .ok_or_else(|| ControlError::NotFound(name.to_owned()))
+    }
+
+    /// Starts a job now.
+    pub async fn start(&self, name: &str) -> Result<(), ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Start { job, reply }).await?
+    }
+
+    /// Cancels a job's running instances.
+    pub async fn cancel(&self, name: &str) -> Result<usize, ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Cancel { job, reply }).await?
+    }
+
+    /// Pauses a job.
+    pub async fn pause(
+        &self,
+        name: &str,
+        request: PauseRequest,
+    ) -> Result<PauseWindow, ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Pause {
+            job,
+            request,
+            reply,
+        })
+        .await?
+    }
+
+    /// Resumes a job.
+    pub async fn resume(&self, name: &str) -> Result<(), ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Resume { job, reply }).await?
+    }
+
+    /// The metrics exposition.
+    pub async fn metrics(&self, format: Format) -> Result<String, ControlError> {
+        self.ask(|reply| Control::Metrics { format, reply }).await
+    }
+
+    /// The job-set id.
+    pub async fn job_set_id(&self) -> Result<String, ControlError> {
+        self.ask(|reply| Control::JobSetId { reply }).await
+    }
+}
