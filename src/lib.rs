@@ -14,3 +14,4 @@ pub mod metrics;
 pub mod platform;
 pub mod report;
 pub mod scheduler;
+pub mod web;

@@ -4,7 +4,7 @@ use clap::Parser;
 use cronstable::config::{self, ConfigError};
 use cronstable::logging::{self, LogFormat};
 use cronstable::scheduler::Scheduler;
-use cronstable::{fingerprint, platform, report};
+use cronstable::{fingerprint, platform, report, web};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -103,12 +103,6 @@ fn main() -> ExitCode {
         loaded.jobs.len(),
         fingerprint::job_set_id(&loaded.jobs)
     );
-    if loaded.sections.web.is_some() {
-        tracing::warn!(
-            target: "cronstable",
-            "the web section is validated but the HTTP API is not served by this version yet"
-        );
-    }
     run_daemon(cli.config, loaded)
 }
 
@@ -125,7 +119,14 @@ fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
         }
     };
     let scheduler = Scheduler::new(config, loaded, report::default_reporter());
-    match runtime.block_on(scheduler.run()) {
+    let web_config = scheduler.web_config();
+    let control = scheduler.control();
+    match runtime.block_on(async move {
+        let web = tokio::spawn(web::supervise(web_config, control));
+        let result = scheduler.run().await;
+        web.abort();
+        result
+    }) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(target: "cronstable", "cannot install signal handlers: {err}");

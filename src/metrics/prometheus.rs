@@ -381,7 +381,9 @@ pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> Str
             c.duration.count as f64,
         );
     }
-    let counter_families: [(&str, &str, fn(&JobCounters) -> u64); 3] = [
+    type Count = fn(&JobCounters) -> u64;
+    type Stamp = fn(&JobCounters) -> Option<f64>;
+    let counter_families: [(&str, &str, Count); 3] = [
         (
             "cronstable_job_retries_total",
             "Retry attempts launched.",
@@ -404,7 +406,7 @@ pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> Str
             w.sample(name, &[("job_name", g.name)], get(c) as f64);
         }
     }
-    let timestamp_families: [(&str, &str, fn(&JobCounters) -> Option<f64>); 2] = [
+    let timestamp_families: [(&str, &str, Stamp); 2] = [
         (
             "cronstable_job_last_success_timestamp_seconds",
             "Unix time of the last successful finish.",

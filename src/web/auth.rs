@@ -1,0 +1,266 @@
+//! Bearer-token authentication and scopes, and the cross-site check on
+//! mutating routes.
+
+use crate::config::model::web::{AnonymousScope, Scope};
+use crate::config::model::{SecretSource, WebConfig};
+
+/// What a caller may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Grant {
+    /// Read-only routes.
+    pub view: bool,
+    /// Start, cancel, pause, resume.
+    pub control: bool,
+    /// Approval gates.
+    pub approve: bool,
+}
+
+impl Grant {
+    /// Every scope.
+    pub const ALL: Grant = Grant {
+        view: true,
+        control: true,
+        approve: true,
+    };
+
+    fn from_scopes(scopes: &[Scope]) -> Grant {
+        let mut grant = Grant::default();
+        for scope in scopes {
+            match scope {
+                Scope::View => grant.view = true,
+                Scope::Control => grant.control = true,
+                Scope::Approve => grant.approve = true,
+            }
+        }
+        // control and approve imply view.
+        grant.view |= grant.control || grant.approve;
+        grant
+    }
+
+    /// True when the grant covers `needed`.
+    pub fn allows(&self, needed: Needed) -> bool {
+        match needed {
+            Needed::View => self.view,
+            Needed::Control => self.control,
+        }
+    }
+}
+
+/// The scope a route needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Needed {
+    /// Read-only.
+    View,
+    /// Mutating.
+    Control,
+}
+
+/// A credential was presented but is not valid (always a 401).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadCredential;
+
+/// Resolved credentials of a web section.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    tokens: Vec<(String, Grant)>,
+    anonymous: Grant,
+    /// `/metrics` needs no token.
+    pub metrics_public: bool,
+    allowed_origins: Vec<String>,
+}
+
+/// Reads a secret source: inline value, a file (trimmed, BOM removed), or
+/// an environment variable. `Ok(None)` when no source is set.
+pub fn resolve_secret(source: &SecretSource) -> Result<Option<String>, String> {
+    if let Some(value) = &source.value {
+        return Ok(Some(value.clone()));
+    }
+    if let Some(path) = &source.from_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read token file {path}: {e}"))?;
+        return Ok(Some(text.trim_start_matches('\u{feff}').trim().to_owned()));
+    }
+    if let Some(var) = &source.from_env_var {
+        return Ok(Some(std::env::var(var).unwrap_or_default()));
+    }
+    Ok(None)
+}
+
+impl Credentials {
+    /// Resolves the tokens of `web`. A configured token that resolves
+    /// empty is an error: the API refuses to start rather than run open.
+    pub fn resolve(web: &WebConfig) -> Result<Credentials, String> {
+        let mut tokens = Vec::new();
+        if let Some(source) = &web.auth_token {
+            match resolve_secret(source)? {
+                Some(token) if !token.is_empty() => tokens.push((token, Grant::ALL)),
+                Some(_) => return Err("web.authToken resolves to an empty token".into()),
+                None => {}
+            }
+        }
+        for (i, entry) in web.auth_tokens.iter().flatten().enumerate() {
+            let source = SecretSource {
+                value: entry.value.clone(),
+                from_file: entry.from_file.clone(),
+                from_env_var: entry.from_env_var.clone(),
+            };
+            let label = entry.label.clone().unwrap_or_else(|| format!("#{i}"));
+            let token = match resolve_secret(&source)? {
+                Some(token) if !token.is_empty() => token,
+                _ => {
+                    return Err(format!(
+                        "web.authTokens entry {label} resolves to an empty token"
+                    ))
+                }
+            };
+            if tokens.iter().any(|(t, _)| *t == token) {
+                return Err(format!(
+                    "web.authTokens entry {label} repeats another token"
+                ));
+            }
+            let scopes = entry.scopes.clone().unwrap_or_else(|| vec![Scope::View]);
+            tokens.push((token, Grant::from_scopes(&scopes)));
+        }
+        let anonymous = if tokens.is_empty() {
+            Grant::ALL
+        } else {
+            Grant {
+                view: web
+                    .anonymous_scopes
+                    .iter()
+                    .flatten()
+                    .any(|s| *s == AnonymousScope::View),
+                ..Grant::default()
+            }
+        };
+        Ok(Credentials {
+            tokens,
+            anonymous,
+            metrics_public: web.metrics.as_ref().and_then(|m| m.public).unwrap_or(false),
+            allowed_origins: web.allowed_origins.clone().unwrap_or_default(),
+        })
+    }
+
+    /// The grant of a request's `Authorization` header: `Err(BadCredential)` for a
+    /// presented but wrong credential (always a 401, never a downgrade).
+    pub fn grant(&self, authorization: Option<&str>) -> Result<Grant, BadCredential> {
+        let Some(header) = authorization else {
+            return Ok(self.anonymous);
+        };
+        if self.tokens.is_empty() {
+            return Ok(Grant::ALL);
+        }
+        let (scheme, token) = header.trim().split_once(' ').ok_or(BadCredential)?;
+        if !scheme.eq_ignore_ascii_case("bearer") {
+            return Err(BadCredential);
+        }
+        let token = token.trim();
+        let mut found = None;
+        // Compare against every token so timing does not reveal which one
+        // (or whether any) matched.
+        for (candidate, grant) in &self.tokens {
+            if constant_time_eq(candidate.as_bytes(), token.as_bytes()) {
+                found = Some(*grant);
+            }
+        }
+        found.ok_or(BadCredential)
+    }
+
+    /// Whether a mutating request from `origin` (its `Origin` header) to
+    /// `host` (its `Host` header) is allowed: no Origin (curl, scripts),
+    /// same origin, or an allow-listed one.
+    pub fn origin_allowed(&self, origin: Option<&str>, host: Option<&str>) -> bool {
+        let Some(origin) = origin else {
+            return true;
+        };
+        if self.allowed_origins.iter().any(|o| o == origin) {
+            return true;
+        }
+        let origin_host = origin.split_once("://").map(|(_, h)| h).unwrap_or(origin);
+        host.is_some_and(|h| h.eq_ignore_ascii_case(origin_host))
+    }
+}
+
+/// Byte comparison whose time depends only on the lengths.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::model::web::AuthToken;
+
+    fn web(yaml: &str) -> WebConfig {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn no_token_grants_everything() {
+        let c = Credentials::resolve(&web("listen: [http://127.0.0.1:1]")).unwrap();
+        assert_eq!(c.grant(None), Ok(Grant::ALL));
+        assert_eq!(c.grant(Some("Bearer whatever")), Ok(Grant::ALL));
+    }
+
+    #[test]
+    fn bearer_scheme_is_case_insensitive_and_wrong_tokens_fail() {
+        let c = Credentials::resolve(&web(
+            "listen: [http://127.0.0.1:1]\nauthToken:\n  value: s3cret\n",
+        ))
+        .unwrap();
+        assert_eq!(c.grant(Some("bearer s3cret")), Ok(Grant::ALL));
+        assert_eq!(c.grant(Some("BEARER s3cret")), Ok(Grant::ALL));
+        assert_eq!(c.grant(Some("Bearer nope")), Err(BadCredential));
+        assert_eq!(c.grant(Some("Basic s3cret")), Err(BadCredential));
+        assert_eq!(c.grant(None), Ok(Grant::default()));
+    }
+
+    #[test]
+    fn scoped_tokens_and_anonymous_view() {
+        let mut w = web("listen: [http://127.0.0.1:1]\nanonymousScopes: [view]\n");
+        w.auth_tokens = Some(vec![
+            AuthToken {
+                value: Some("reader".into()),
+                from_file: None,
+                from_env_var: None,
+                scopes: Some(vec![Scope::View]),
+                label: Some("board".into()),
+            },
+            AuthToken {
+                value: Some("operator".into()),
+                from_file: None,
+                from_env_var: None,
+                scopes: Some(vec![Scope::Control]),
+                label: None,
+            },
+        ]);
+        let c = Credentials::resolve(&w).unwrap();
+        let reader = c.grant(Some("Bearer reader")).unwrap();
+        assert!(reader.allows(Needed::View) && !reader.allows(Needed::Control));
+        let operator = c.grant(Some("Bearer operator")).unwrap();
+        assert!(operator.allows(Needed::View) && operator.allows(Needed::Control));
+        let anonymous = c.grant(None).unwrap();
+        assert!(anonymous.allows(Needed::View) && !anonymous.allows(Needed::Control));
+    }
+
+    #[test]
+    fn empty_token_fails_closed() {
+        let w = web("listen: [http://127.0.0.1:1]\nauthToken:\n  fromEnvVar: CRONSTABLE_TEST_SURELY_UNSET_VAR\n");
+        assert!(Credentials::resolve(&w).unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn origin_check() {
+        let c = Credentials::resolve(&web(
+            "listen: [http://127.0.0.1:1]\nallowedOrigins: ['https://ok.example']\n",
+        ))
+        .unwrap();
+        assert!(c.origin_allowed(None, Some("127.0.0.1:1")));
+        assert!(c.origin_allowed(Some("http://127.0.0.1:1"), Some("127.0.0.1:1")));
+        assert!(c.origin_allowed(Some("https://ok.example"), Some("127.0.0.1:1")));
+        assert!(!c.origin_allowed(Some("https://evil.example"), Some("127.0.0.1:1")));
+    }
+}

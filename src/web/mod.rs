@@ -1,0 +1,219 @@
+//! The HTTP control API: listeners (`http://`, `unix://`), auth, routes and
+//! the Prometheus endpoint. A supervisor task follows the config's `web`
+//! section: it starts the listeners, and restarts them when a reload
+//! changes the section (an unchanged section keeps them running).
+
+pub mod auth;
+pub mod preview;
+pub mod routes;
+pub mod views;
+
+use crate::config::model::WebConfig;
+use crate::scheduler::control::ControlHandle;
+use auth::Credentials;
+use axum::http::{HeaderName, HeaderValue};
+use routes::AppState;
+use std::sync::Arc;
+use tokio::sync::{watch, Notify};
+use tokio::task::JoinHandle;
+
+/// A parsed listen address.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenAddr {
+    /// `http://host:port`.
+    Tcp(String),
+    /// `https://host:port` (not served by this version).
+    Tls(String),
+    /// `unix:///path`.
+    Unix(String),
+}
+
+/// Parses one `web.listen` URL.
+pub fn parse_listen(url: &str) -> Result<ListenAddr, String> {
+    if let Some(rest) = url.strip_prefix("http://") {
+        let hostport = rest.trim_end_matches('/');
+        if !hostport.contains(':') {
+            return Err(format!("{url}: an http:// address needs a port"));
+        }
+        return Ok(ListenAddr::Tcp(hostport.to_owned()));
+    }
+    if let Some(rest) = url.strip_prefix("https://") {
+        return Ok(ListenAddr::Tls(rest.trim_end_matches('/').to_owned()));
+    }
+    if let Some(path) = url.strip_prefix("unix://") {
+        if path.is_empty() {
+            return Err(format!("{url}: a unix:// address needs a path"));
+        }
+        return Ok(ListenAddr::Unix(path.to_owned()));
+    }
+    Err(format!(
+        "{url}: unsupported scheme (use http://, https:// or unix://)"
+    ))
+}
+
+/// Running listeners of one web configuration.
+struct Running {
+    stop: Arc<Notify>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Running {
+    async fn stop(self) {
+        self.stop.notify_waiters();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
+}
+
+/// Follows `config` until the channel closes, keeping the listeners in
+/// step with it.
+pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: ControlHandle) {
+    let mut running: Option<Running> = None;
+    loop {
+        let current = config.borrow_and_update().clone();
+        if let Some(old) = running.take() {
+            tracing::info!(target: "cronstable::web", "Stopping http server");
+            old.stop().await;
+        }
+        if let Some(web) = current {
+            running = start(&web, control.clone()).await;
+        }
+        if config.changed().await.is_err() {
+            break;
+        }
+    }
+    if let Some(old) = running {
+        old.stop().await;
+    }
+}
+
+async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
+    let credentials = match Credentials::resolve(web) {
+        Ok(c) => c,
+        Err(err) => {
+            tracing::error!(
+                target: "cronstable::web",
+                "Error in the web configuration, so not starting the web API: {err}"
+            );
+            return None;
+        }
+    };
+    let extra_headers: Vec<(HeaderName, HeaderValue)> = web
+        .headers
+        .iter()
+        .flatten()
+        .filter(|(k, _)| !k.eq_ignore_ascii_case("content-type"))
+        .filter_map(|(k, v)| {
+            Some((
+                HeaderName::try_from(k.as_str()).ok()?,
+                HeaderValue::try_from(v.as_str()).ok()?,
+            ))
+        })
+        .collect();
+    let state = AppState {
+        control,
+        credentials: Arc::new(credentials),
+        extra_headers: Arc::new(extra_headers),
+        metrics_enabled: web.metrics.as_ref().and_then(|m| m.enabled).unwrap_or(true),
+    };
+    let app = routes::router(state);
+    let stop = Arc::new(Notify::new());
+    let mut tasks = Vec::new();
+    for url in &web.listen {
+        let addr = match parse_listen(url) {
+            Ok(addr) => addr,
+            Err(err) => {
+                tracing::warn!(target: "cronstable::web", "Ignoring web listen url {err}");
+                continue;
+            }
+        };
+        let shutdown = {
+            let stop = Arc::clone(&stop);
+            async move { stop.notified().await }
+        };
+        match addr {
+            ListenAddr::Tcp(hostport) => match tokio::net::TcpListener::bind(&hostport).await {
+                Ok(listener) => {
+                    tracing::info!(target: "cronstable::web", "web API listening on http://{hostport}");
+                    let app = app.clone();
+                    tasks.push(tokio::spawn(async move {
+                        if let Err(err) = axum::serve(listener, app)
+                            .with_graceful_shutdown(shutdown)
+                            .await
+                        {
+                            tracing::error!(target: "cronstable::web", "http server error: {err}");
+                        }
+                    }));
+                }
+                Err(err) => tracing::warn!(
+                    target: "cronstable::web",
+                    "Ignoring web listen url {url}: cannot bind: {err}"
+                ),
+            },
+            ListenAddr::Unix(path) => match bind_unix(&path, web.socket_mode.as_deref()) {
+                Ok(listener) => {
+                    tracing::info!(target: "cronstable::web", "web API listening on unix://{path}");
+                    let app = app.clone();
+                    tasks.push(tokio::spawn(async move {
+                        if let Err(err) = axum::serve(listener, app)
+                            .with_graceful_shutdown(shutdown)
+                            .await
+                        {
+                            tracing::error!(target: "cronstable::web", "http server error: {err}");
+                        }
+                    }));
+                }
+                Err(err) => tracing::warn!(
+                    target: "cronstable::web",
+                    "Ignoring web listen url {url}: {err}"
+                ),
+            },
+            ListenAddr::Tls(_) => tracing::warn!(
+                target: "cronstable::web",
+                "Ignoring web listen url {url}: https:// listeners are not supported yet by this version"
+            ),
+        }
+    }
+    Some(Running { stop, tasks })
+}
+
+/// Binds a unix socket, replacing a stale socket file, and applies
+/// `socketMode`.
+fn bind_unix(path: &str, mode: Option<&str>) -> Result<tokio::net::UnixListener, String> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if meta.file_type().is_socket() {
+            std::fs::remove_file(path).map_err(|e| format!("cannot remove stale socket: {e}"))?;
+        } else {
+            return Err("the path exists and is not a socket".into());
+        }
+    }
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| format!("cannot bind: {e}"))?;
+    if let Some(mode) = mode {
+        let bits = u32::from_str_radix(mode.trim_start_matches("0o"), 8)
+            .map_err(|_| format!("socketMode '{mode}' is not octal"))?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits))
+            .map_err(|e| format!("cannot apply socketMode: {e}"))?;
+    }
+    Ok(listener)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_urls() {
+        assert_eq!(
+            parse_listen("http://127.0.0.1:8080"),
+            Ok(ListenAddr::Tcp("127.0.0.1:8080".into()))
+        );
+        assert_eq!(
+            parse_listen("unix:///run/c.sock"),
+            Ok(ListenAddr::Unix("/run/c.sock".into()))
+        );
+        assert!(parse_listen("http://localhost").is_err());
+        assert!(parse_listen("ftp://x:1").is_err());
+    }
+}

@@ -1,0 +1,240 @@
+//! The JSON and text shapes of the API, built from scheduler snapshots.
+
+use crate::config::model::Command;
+use crate::job::outcome::{Outcome, RunRecord};
+use crate::scheduler::control::{JobSnapshot, RunSummary};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Map, Value};
+
+/// ISO-8601 with an explicit `+00:00` offset, as the original writes.
+pub fn iso(at: DateTime<Utc>) -> String {
+    at.to_rfc3339_opts(SecondsFormat::Micros, false)
+}
+
+fn seconds_until(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<f64> {
+    at.map(|t| ((t - now).num_milliseconds().max(0) as f64) / 1000.0)
+}
+
+fn is_reboot(job: &JobSnapshot) -> bool {
+    job.config.parsed_schedule.cron().is_none()
+}
+
+/// One row of `GET /status` (JSON form).
+pub fn status_row(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
+    let name = &job.config.name;
+    if job.running {
+        let mut row = json!({"job": name, "status": "running", "pid": job.pids});
+        if job.never_fires {
+            row["never_fires"] = Value::Bool(true);
+        }
+        return row;
+    }
+    if !job.config.enabled {
+        return json!({"job": name, "status": "disabled"});
+    }
+    if is_reboot(job) {
+        return json!({"job": name, "status": "scheduled", "scheduled_in": "@reboot"});
+    }
+    if job.never_fires {
+        return json!({"job": name, "status": "scheduled", "scheduled_in": null, "never_fires": true});
+    }
+    json!({"job": name, "status": "scheduled", "scheduled_in": seconds_until(job.next_fire, now)})
+}
+
+/// One line of `GET /status` (text form).
+pub fn status_line(job: &JobSnapshot, now: DateTime<Utc>) -> String {
+    let name = &job.config.name;
+    if job.running {
+        let pids: Vec<String> = job.pids.iter().map(u32::to_string).collect();
+        return format!("{name}: running (pid: {})", pids.join(", "));
+    }
+    if !job.config.enabled {
+        return format!("{name}: disabled");
+    }
+    if is_reboot(job) {
+        return format!("{name}: scheduled (@reboot)");
+    }
+    match seconds_until(job.next_fire, now) {
+        None => format!("{name}: never fires (schedule has no future occurrence)"),
+        Some(secs) => format!("{name}: scheduled ({})", relative(secs)),
+    }
+}
+
+fn relative(secs: f64) -> String {
+    let s = secs.round() as i64;
+    if s < 60 {
+        format!("in {s} seconds")
+    } else if s < 3600 {
+        format!("in {} minutes", s / 60)
+    } else if s < 86_400 {
+        format!("in {} hours", s / 3600)
+    } else {
+        format!("in {} days", s / 86_400)
+    }
+}
+
+fn run_summary(run: &RunSummary) -> Value {
+    json!({
+        "outcome": run.outcome.as_str(),
+        "exit_code": run.exit_code,
+        "started_at": run.started_at.map(iso),
+        "finished_at": iso(run.finished_at),
+        "duration": run.duration,
+        "fail_reason": run.fail_reason,
+    })
+}
+
+fn command_text(command: &Command) -> String {
+    match command {
+        Command::Shell(s) => s.clone(),
+        Command::Argv(argv) => argv.join(" "),
+    }
+}
+
+/// One entry of `GET /jobs` (and the body of `GET /jobs/{name}`).
+pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
+    let c = &job.config;
+    let scheduled_in = if !c.enabled || job.running || is_reboot(job) {
+        None
+    } else {
+        seconds_until(job.next_fire, now)
+    };
+    let mut v = json!({
+        "name": c.name,
+        "enabled": c.enabled,
+        "schedule": c.schedule,
+        "command": command_text(&c.command),
+        "captureStdout": c.capture_stdout,
+        "captureStderr": c.capture_stderr,
+        "utc": c.utc,
+        "timezone": c.timezone.clone().or_else(|| c.utc.then(|| "UTC".to_owned())),
+        "running": job.running,
+        "pids": job.pids,
+        "scheduled_in": scheduled_in,
+        "never_fires": job.never_fires,
+        "schedule_findings": c.schedule_findings,
+        "last_run": job.last_run.as_ref().map(run_summary),
+        "history": job.history.iter().map(|(o, d)| json!({"outcome": o.as_str(), "duration": d})).collect::<Vec<_>>(),
+        "paused": job.paused.as_ref().map(|p| json!({
+            "since": iso(p.since), "until": iso(p.until), "note": p.note, "by": p.by, "channel": p.channel,
+        })),
+    });
+    if let (Some(map), Some(expr)) = (v.as_object_mut(), c.parsed_schedule.cron()) {
+        if expr.is_hashed() {
+            map.insert("schedule_resolved".into(), Value::from(expr.resolved()));
+        }
+        if let Some(retry) = &job.retry {
+            map.insert(
+                "retry".into(),
+                json!({"attempt": retry.attempt, "maxAttempts": retry.max_attempts}),
+            );
+        }
+        if c.priority != crate::config::model::Priority::Normal {
+            let name = serde_json::to_value(c.priority).unwrap_or(Value::Null);
+            map.insert("priority".into(), name);
+        }
+    }
+    v
+}
+
+/// One run of `GET /jobs/{name}/runs`.
+pub fn run_entry(run: &RunRecord) -> Value {
+    let mut entry = run_summary(&RunSummary::of(run));
+    if let Some(map) = entry.as_object_mut() {
+        map.insert(
+            "trigger".into(),
+            serde_json::to_value(run.trigger).unwrap_or(Value::Null),
+        );
+        map.insert("attempt".into(), Value::from(run.attempt));
+        map.insert("stdout".into(), Value::from(run.stdout.text.clone()));
+        map.insert("stderr".into(), Value::from(run.stderr.text.clone()));
+        map.insert("resources".into(), Value::Null);
+        if let Some(reason) = &run.skip_reason {
+            map.insert("skip_reason".into(), Value::from(reason.clone()));
+            for key in ["exit_code", "started_at", "duration"] {
+                map.remove(key);
+            }
+        } else {
+            map.insert("ranAt".into(), Value::from(iso(run.finished_at)));
+        }
+    }
+    entry
+}
+
+/// The `stats` block of `GET /jobs/{name}/runs`, over every retained run.
+pub fn run_stats(runs: &[RunRecord]) -> Value {
+    let count = |o: Outcome| runs.iter().filter(|r| r.outcome() == o).count();
+    let (success, failure, cancelled) = (
+        count(Outcome::Success),
+        count(Outcome::Failure),
+        count(Outcome::Cancelled),
+    );
+    let completed = success + failure;
+    let durations: Vec<f64> = runs
+        .iter()
+        .filter_map(RunRecord::duration_seconds)
+        .collect();
+    let last = runs
+        .iter()
+        .filter(|r| r.skip_reason.is_none())
+        .max_by_key(|r| r.finished_at);
+    let mut stats = Map::new();
+    stats.insert("total".into(), Value::from(runs.len()));
+    stats.insert("success".into(), Value::from(success));
+    stats.insert("failure".into(), Value::from(failure));
+    stats.insert("cancelled".into(), Value::from(cancelled));
+    stats.insert(
+        "success_rate".into(),
+        if completed == 0 {
+            Value::Null
+        } else {
+            Value::from(success as f64 / completed as f64)
+        },
+    );
+    let avg =
+        (!durations.is_empty()).then(|| durations.iter().sum::<f64>() / durations.len() as f64);
+    stats.insert("avg_duration".into(), json!(avg));
+    stats.insert(
+        "min_duration".into(),
+        json!(durations.iter().copied().reduce(f64::min)),
+    );
+    stats.insert(
+        "max_duration".into(),
+        json!(durations.iter().copied().reduce(f64::max)),
+    );
+    stats.insert(
+        "last_duration".into(),
+        json!(last.and_then(RunRecord::duration_seconds)),
+    );
+    for key in [
+        "avg_cpu_seconds",
+        "max_cpu_seconds",
+        "last_cpu_seconds",
+        "avg_rss_bytes",
+        "max_rss_bytes",
+        "last_rss_bytes",
+    ] {
+        stats.insert(key.into(), Value::Null);
+    }
+    Value::Object(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_times() {
+        assert_eq!(relative(14.2), "in 14 seconds");
+        assert_eq!(relative(125.0), "in 2 minutes");
+        assert_eq!(relative(7300.0), "in 2 hours");
+        assert_eq!(relative(200_000.0), "in 2 days");
+    }
+
+    #[test]
+    fn iso_has_an_explicit_offset() {
+        use chrono::TimeZone;
+        let at = Utc.with_ymd_and_hms(2026, 6, 21, 12, 0, 0).unwrap();
+        assert_eq!(iso(at), "2026-06-21T12:00:00.000000+00:00");
+    }
+}
