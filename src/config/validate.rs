@@ -93,6 +93,7 @@ pub fn resolve_job(
 
     check_ranges(&spec)?;
     check_unsupported(&spec)?;
+    check_report_templates(&spec)?;
     collect_warnings(&name, &spec, ctx, warnings);
     let schedule_findings = match parsed_schedule.cron() {
         Some(expr) => ctx.linter.borrow_mut().lint(expr, &time_base),
@@ -335,6 +336,38 @@ pub fn names_a_destination(report: &Report) -> bool {
         .as_ref()
         .is_some_and(|e| e.enabled == Some(true));
     sentry || mail || shell || webhook || push || eventlog
+}
+
+/// A report template that cannot compile is a load error, not a failed
+/// report at 3 a.m.
+fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
+    let hooks = [
+        (
+            "onSuccess",
+            spec.on_success.as_ref().and_then(|h| h.report.as_ref()),
+        ),
+        (
+            "onFailure",
+            spec.on_failure.as_ref().and_then(|h| h.report.as_ref()),
+        ),
+        (
+            "onPermanentFailure",
+            spec.on_permanent_failure
+                .as_ref()
+                .and_then(|h| h.report.as_ref()),
+        ),
+    ];
+    for (hook, report) in hooks {
+        if let Some(report) = report {
+            crate::report::templates::check(report).map_err(|e| {
+                rule(
+                    &format!("{hook}.report.{}", e.key),
+                    format!("invalid template: {}", e.message),
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// Features the schema accepts but this version cannot honor yet: a job that

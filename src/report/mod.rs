@@ -1,11 +1,28 @@
 //! Delivering run outcomes. The scheduler calls a [`Reporter`] for each
-//! hook; the mail, Sentry, shell and webhook reporters plug in here. Until
-//! they land, [`LogReporter`] records each outcome in the daemon's log.
+//! hook; [`default_reporter`] logs the outcome ([`LogReporter`]) and then
+//! hands it to every reporter the job configures for that hook (mail,
+//! Sentry, shell, webhook), all at once, each with its own time bound. A
+//! reporter that fails is logged and never holds up the others.
 
+pub mod context;
+pub mod http;
+pub mod mail;
+pub mod pyfmt;
+pub mod secret;
+pub mod sentry;
+pub mod shell;
+pub mod templates;
+pub mod webhook;
+
+use crate::config::model::report::{MailReport, SentryReport, ShellReport, WebhookReport};
+use crate::config::model::Report;
 use crate::config::JobConfig;
 use crate::job::RunRecord;
+use context::RunContext;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// Which hook is firing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +45,142 @@ pub trait Reporter: Send + Sync {
     fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture;
 }
 
+impl Hook {
+    /// The hook in words, as log lines name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Hook::Success => "success",
+            Hook::Failure => "failure",
+            Hook::PermanentFailure => "permanent failure",
+        }
+    }
+
+    /// The job's report block for this hook.
+    pub fn report_of(self, job: &JobConfig) -> &Report {
+        match self {
+            Hook::Success => &job.on_success,
+            Hook::Failure => &job.on_failure,
+            Hook::PermanentFailure => &job.on_permanent_failure,
+        }
+    }
+}
+
 /// The reporter the daemon uses: every configured reporter of a hook.
-pub fn default_reporter() -> std::sync::Arc<dyn Reporter> {
-    std::sync::Arc::new(LogReporter)
+pub fn default_reporter() -> Arc<dyn Reporter> {
+    Arc::new(Dispatcher)
+}
+
+/// Logs each outcome like [`LogReporter`], then delivers it to every
+/// reporter configured for the hook, concurrently.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Dispatcher;
+
+/// One configured reporter, ready to send.
+#[derive(Debug, Clone)]
+enum Delivery {
+    Mail(MailReport),
+    Sentry(SentryReport),
+    Shell(ShellReport),
+    Webhook(WebhookReport),
+}
+
+impl Delivery {
+    /// The reporters of `report` that are switched on. `push` needs the
+    /// `push` section, which this version refuses at load; `eventlog` is a
+    /// no-op off Windows (the load warns).
+    fn planned(report: &Report) -> Vec<Delivery> {
+        let mut out = Vec::new();
+        if let Some(cfg) = report.mail.as_ref().filter(|c| mail::enabled(c)) {
+            out.push(Delivery::Mail(cfg.clone()));
+        }
+        if let Some(cfg) = report.sentry.as_ref().filter(|c| sentry::enabled(c)) {
+            out.push(Delivery::Sentry(cfg.clone()));
+        }
+        if let Some(cfg) = report.shell.as_ref().filter(|c| shell::enabled(c)) {
+            out.push(Delivery::Shell(cfg.clone()));
+        }
+        if let Some(cfg) = report.webhook.as_ref().filter(|c| webhook::enabled(c)) {
+            out.push(Delivery::Webhook(cfg.clone()));
+        }
+        out
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Delivery::Mail(_) => "mail",
+            Delivery::Sentry(_) => "sentry",
+            Delivery::Shell(_) => "shell",
+            Delivery::Webhook(_) => "webhook",
+        }
+    }
+
+    /// A hard bound over the reporter's own timeouts, so that nothing a
+    /// receiver does can keep a delivery task alive for ever.
+    fn deadline(&self) -> Duration {
+        match self {
+            Delivery::Mail(_) => mail::deadline(),
+            Delivery::Sentry(_) => sentry::deadline(),
+            Delivery::Shell(cfg) => shell::deadline(cfg),
+            Delivery::Webhook(cfg) => webhook::deadline(cfg),
+        }
+    }
+
+    async fn send(&self, ctx: &RunContext) -> Result<(), String> {
+        match self {
+            Delivery::Mail(cfg) => mail::send(cfg, ctx).await,
+            Delivery::Sentry(cfg) => sentry::send(cfg, ctx).await,
+            Delivery::Shell(cfg) => shell::send(cfg, ctx).await,
+            Delivery::Webhook(cfg) => webhook::send(cfg, ctx).await,
+        }
+    }
+}
+
+impl Reporter for Dispatcher {
+    fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture {
+        let logged = LogReporter.report(hook, job, record);
+        let deliveries = Delivery::planned(hook.report_of(job));
+        if deliveries.is_empty() {
+            return logged;
+        }
+        let ctx = Arc::new(RunContext::new(hook, job, record));
+        Box::pin(async move {
+            logged.await;
+            deliver_all(ctx, deliveries).await;
+        })
+    }
+}
+
+/// Runs every delivery as its own task (a panic in one is contained like
+/// an error) and logs each failure.
+async fn deliver_all(ctx: Arc<RunContext>, deliveries: Vec<Delivery>) {
+    let tasks: Vec<_> = deliveries
+        .into_iter()
+        .map(|delivery| {
+            let ctx = Arc::clone(&ctx);
+            let name = delivery.name();
+            let bound = delivery.deadline();
+            let task =
+                tokio::spawn(async move { tokio::time::timeout(bound, delivery.send(&ctx)).await });
+            (name, bound, task)
+        })
+        .collect();
+    for (reporter, bound, task) in tasks {
+        let problem = match task.await {
+            Ok(Ok(Ok(()))) => continue,
+            Ok(Ok(Err(message))) => message,
+            Ok(Err(_)) => format!(
+                "did not finish within {} seconds; abandoned",
+                bound.as_secs_f64()
+            ),
+            Err(err) => format!("stopped unexpectedly ({err})"),
+        };
+        tracing::error!(
+            target: "cronstable::report",
+            "Problem reporting job {} {}: {reporter} reporter: {problem}",
+            ctx.name,
+            ctx.hook.describe()
+        );
+    }
 }
 
 /// Writes each outcome, with its captured output, to the daemon's log.
@@ -69,5 +219,51 @@ fn section(title: &str, text: &str) -> String {
         String::new()
     } else {
         format!("\n{title}:\n---\n{}\n---", text.trim_end_matches('\n'))
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! A job and a run record for reporter unit tests.
+
+    use crate::config::{load_sources, JobConfig, Source, SourceKind};
+    use crate::job::{RunRecord, StreamOutput, Trigger};
+
+    /// A job loaded from a one-job YAML config.
+    pub fn job(name: &str, command: &str) -> JobConfig {
+        let text = format!(
+            "jobs:\n  - name: {name}\n    command: {command:?}\n    schedule: \"*/5 * * * *\"\n"
+        );
+        let loaded = load_sources(&[Source {
+            name: "test.yaml".into(),
+            text,
+            kind: SourceKind::Yaml,
+            include_dir: None,
+        }])
+        .expect("test config loads");
+        loaded.jobs.into_iter().next().expect("one job")
+    }
+
+    /// A finished run of `name`.
+    pub fn record(name: &str, fail_reason: Option<&str>, retcode: i32) -> RunRecord {
+        let now = chrono::Utc::now();
+        RunRecord {
+            run_id: 1,
+            job: name.into(),
+            trigger: Trigger::Schedule,
+            attempt: 0,
+            started_at: now,
+            finished_at: now,
+            pid: Some(1),
+            retcode,
+            fail_reason: fail_reason.map(str::to_owned),
+            stdout: StreamOutput::default(),
+            stderr: StreamOutput::default(),
+            replaced: false,
+            cancelled: false,
+            timed_out: false,
+            start_error: None,
+            skip_reason: None,
+        }
     }
 }

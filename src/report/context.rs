@@ -1,0 +1,189 @@
+//! What a report says about one run: the template variables and the shell
+//! reporter's `CRONSTABLE_*` environment, built once per report and shared
+//! by every reporter of the hook.
+
+use super::Hook;
+use crate::config::model::Command;
+use crate::config::JobConfig;
+use crate::job::RunRecord;
+use chrono::{DateTime, Timelike, Utc};
+use minijinja::value::Value;
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+/// One run, as the reporters see it.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    /// The hook being reported.
+    pub hook: Hook,
+    /// Job name.
+    pub name: String,
+    /// No fail reason.
+    pub success: bool,
+    /// Why the run failed.
+    pub fail_reason: Option<String>,
+    /// Exit code.
+    pub retcode: i32,
+    /// Captured stdout, `None` when stdout is not captured.
+    pub stdout: Option<String>,
+    /// Captured stderr, `None` when stderr is not captured.
+    pub stderr: Option<String>,
+    /// The job's command.
+    pub command: Command,
+    /// The job's shell.
+    pub shell: String,
+    /// The schedule as a crontab line (object form assembled).
+    pub schedule: String,
+    /// The daemon's host name.
+    pub host: String,
+    /// When the run started, ISO-8601 as Python's `isoformat()` writes it.
+    pub started_at: String,
+    /// The template variables (see [`RunContext::vars`]).
+    vars: Value,
+}
+
+impl RunContext {
+    /// Builds the context of `record` of `job` for `hook`.
+    pub fn new(hook: Hook, job: &JobConfig, record: &RunRecord) -> RunContext {
+        let mut ctx = RunContext {
+            hook,
+            name: job.name.clone(),
+            success: record.fail_reason.is_none(),
+            fail_reason: record.fail_reason.clone(),
+            retcode: record.retcode,
+            stdout: job.capture_stdout.then(|| record.stdout.text.clone()),
+            stderr: job.capture_stderr.then(|| record.stderr.text.clone()),
+            command: job.command.clone(),
+            shell: job.shell.clone(),
+            schedule: job.schedule.clone(),
+            host: host_name().to_owned(),
+            started_at: python_isoformat(record.started_at),
+            vars: Value::UNDEFINED,
+        };
+        ctx.vars = ctx.build_vars(&job.environment);
+        ctx
+    }
+
+    /// The variables every report template can use, with the original's
+    /// names and Python types: `name`, `success`, `fail_reason`, `stdout`,
+    /// `stderr`, `exit_code`, `command`, `shell`, `environment`, `host`,
+    /// `schedule`, `started_at`, `run_id`, and the resource figures
+    /// `cpu_seconds`, `cpu_user_seconds`, `cpu_system_seconds`,
+    /// `max_rss_bytes`. Features this version does not have (the durable
+    /// run ledger, resource monitoring) leave theirs `None`, as the
+    /// original does when they are off.
+    pub fn vars(&self) -> &Value {
+        &self.vars
+    }
+
+    fn build_vars(&self, job_env: &[(String, String)]) -> Value {
+        let command = match &self.command {
+            Command::Shell(s) => Value::from(s.as_str()),
+            Command::Argv(args) => Value::from(args.clone()),
+        };
+        let none = Value::from(());
+        let mut vars: BTreeMap<String, Value> = BTreeMap::new();
+        vars.insert("name".into(), Value::from(self.name.as_str()));
+        vars.insert("success".into(), Value::from(self.success));
+        vars.insert("fail_reason".into(), Value::from(self.fail_reason.clone()));
+        vars.insert("stdout".into(), Value::from(self.stdout.clone()));
+        vars.insert("stderr".into(), Value::from(self.stderr.clone()));
+        vars.insert("exit_code".into(), Value::from(self.retcode));
+        vars.insert("command".into(), command);
+        vars.insert("shell".into(), Value::from(self.shell.as_str()));
+        vars.insert(
+            "environment".into(),
+            template_environment(job_env, &self.host),
+        );
+        vars.insert("host".into(), Value::from(self.host.as_str()));
+        vars.insert("schedule".into(), Value::from(self.schedule.as_str()));
+        vars.insert("started_at".into(), Value::from(self.started_at.as_str()));
+        for key in [
+            "run_id",
+            "cpu_seconds",
+            "cpu_user_seconds",
+            "cpu_system_seconds",
+            "max_rss_bytes",
+        ] {
+            vars.insert(key.into(), none.clone());
+        }
+        Value::from(vars)
+    }
+
+    /// The command as one line: a list command joined with spaces.
+    pub fn command_line(&self) -> String {
+        match &self.command {
+            Command::Shell(s) => s.clone(),
+            Command::Argv(args) => args.join(" "),
+        }
+    }
+}
+
+/// The `environment` variable: the job's full process environment (the
+/// daemon's, with the job's `environment` entries over it) when the job
+/// sets any, else `None`, as in the original. `HOSTNAME` is always in it,
+/// so the default Sentry fingerprint groups by host for such jobs.
+fn template_environment(job_env: &[(String, String)], host: &str) -> Value {
+    if job_env.is_empty() {
+        return Value::from(());
+    }
+    let mut env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    env.entry("HOSTNAME".into())
+        .or_insert_with(|| host.to_owned());
+    for (k, v) in job_env {
+        env.insert(k.clone(), v.clone());
+    }
+    Value::from(env)
+}
+
+/// The daemon's host name: `$HOSTNAME` when set, else the system's.
+pub fn host_name() -> &'static str {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        std::env::var("HOSTNAME")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .or_else(|| {
+                nix::unistd::gethostname()
+                    .ok()
+                    .and_then(|h| h.into_string().ok())
+            })
+            .unwrap_or_default()
+    })
+}
+
+/// An instant the way Python's `datetime.isoformat()` writes an aware UTC
+/// time: microseconds only when non-zero, `+00:00` offset.
+pub fn python_isoformat(t: DateTime<Utc>) -> String {
+    let base = t.format("%Y-%m-%dT%H:%M:%S");
+    let micros = t.nanosecond() / 1000 % 1_000_000;
+    if micros == 0 {
+        format!("{base}+00:00")
+    } else {
+        format!("{base}.{micros:06}+00:00")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn isoformat_matches_python() {
+        let t = Utc.with_ymd_and_hms(2026, 6, 18, 12, 34, 56).unwrap();
+        assert_eq!(python_isoformat(t), "2026-06-18T12:34:56+00:00");
+        let t = t + chrono::Duration::microseconds(1500);
+        assert_eq!(python_isoformat(t), "2026-06-18T12:34:56.001500+00:00");
+    }
+
+    #[test]
+    fn environment_is_none_without_job_entries() {
+        assert!(template_environment(&[], "h").is_none());
+        let env = template_environment(&[("A".into(), "1".into())], "h");
+        assert_eq!(env.get_attr("A").unwrap().as_str(), Some("1"));
+        assert!(env.get_attr("HOSTNAME").unwrap().as_str().is_some());
+    }
+}

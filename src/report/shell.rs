@@ -1,0 +1,196 @@
+//! The `shell` reporter: a local command that learns about the run from
+//! `CRONSTABLE_*` environment variables.
+
+use super::context::RunContext;
+use crate::config::model::report::ShellReport;
+use crate::config::model::Command;
+use crate::platform::{self, StopSignal};
+use std::process::Stdio;
+use std::time::Duration;
+
+/// Default bound on the reporter command, seconds.
+pub const DEFAULT_TIMEOUT: f64 = 60.0;
+
+/// Longest stdout / stderr passed in the environment, in characters. The
+/// kernel limits the size of one variable and of the whole environment.
+pub const OUTPUT_LIMIT: usize = 16 * 1024;
+
+/// How long a killed reporter command may take to be reaped.
+const REAP_BOUND: Duration = Duration::from_secs(10);
+
+/// True when the block names a command.
+pub fn enabled(cfg: &ShellReport) -> bool {
+    cfg.command.is_some()
+}
+
+/// The longest the reporter can take, kill and reap included.
+pub fn deadline(cfg: &ShellReport) -> Duration {
+    timeout(cfg) + REAP_BOUND + Duration::from_secs(1)
+}
+
+fn timeout(cfg: &ShellReport) -> Duration {
+    let secs = cfg.timeout.filter(|t| *t > 0.0).unwrap_or(DEFAULT_TIMEOUT);
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::from_secs(60))
+}
+
+/// The variables added to the daemon's environment for the command.
+///
+/// stdout and stderr are cut to their first [`OUTPUT_LIMIT`] characters
+/// when either one, or both together, exceed it (the original's rule);
+/// `*_TRUNCATED` says whether a stream was cut. A NUL character cannot be
+/// passed in an environment variable and is dropped.
+pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
+    let stdout = ctx.stdout.clone().unwrap_or_default().replace('\0', "");
+    let stderr = ctx.stderr.clone().unwrap_or_default().replace('\0', "");
+    let (out_len, err_len) = (stdout.chars().count(), stderr.chars().count());
+    let too_long =
+        out_len > OUTPUT_LIMIT || err_len > OUTPUT_LIMIT || out_len + err_len > OUTPUT_LIMIT;
+    let cut = |s: String, len: usize| -> (String, bool) {
+        if too_long && len > OUTPUT_LIMIT {
+            (s.chars().take(OUTPUT_LIMIT).collect(), true)
+        } else {
+            (s, false)
+        }
+    };
+    let (stdout, out_cut) = cut(stdout, out_len);
+    let (stderr, err_cut) = cut(stderr, err_len);
+    let flag = |b: bool| if b { "1" } else { "0" }.to_owned();
+    vec![
+        (
+            "CRONSTABLE_FAIL_REASON",
+            ctx.fail_reason.clone().unwrap_or_default(),
+        ),
+        ("CRONSTABLE_JOB_NAME", ctx.name.clone()),
+        ("CRONSTABLE_JOB_COMMAND", ctx.command_line()),
+        ("CRONSTABLE_JOB_SCHEDULE", ctx.schedule.clone()),
+        ("CRONSTABLE_FAILED", flag(!ctx.success)),
+        ("CRONSTABLE_RETCODE", ctx.retcode.to_string()),
+        ("CRONSTABLE_STDERR", stderr),
+        ("CRONSTABLE_STDOUT", stdout),
+        ("CRONSTABLE_STDERR_TRUNCATED", flag(err_cut)),
+        ("CRONSTABLE_STDOUT_TRUNCATED", flag(out_cut)),
+        // Resource monitoring and the durable run ledger are not part of
+        // this version: their variables are present and empty, as in the
+        // original when those features are off.
+        ("CRONSTABLE_CPU_SECONDS", String::new()),
+        ("CRONSTABLE_MAX_RSS_BYTES", String::new()),
+        ("CRONSTABLE_HOST", ctx.host.clone()),
+        ("CRONSTABLE_RUN_ID", String::new()),
+        ("CRONSTABLE_STARTED_AT", ctx.started_at.clone()),
+        // Only an onLate report fills these; run reports leave them empty.
+        ("CRONSTABLE_SLA_CHECK", String::new()),
+        ("CRONSTABLE_SLA_THRESHOLD_SECONDS", String::new()),
+        ("CRONSTABLE_SLA_OBSERVED_SECONDS", String::new()),
+        ("CRONSTABLE_LAST_SUCCESS_AT", String::new()),
+    ]
+}
+
+/// Runs the command in its own process group and waits for it, up to the
+/// block's `timeout`; on expiry the whole group is killed.
+pub async fn send(cfg: &ShellReport, ctx: &RunContext) -> Result<(), String> {
+    let Some(command) = &cfg.command else {
+        return Ok(());
+    };
+    let argv: Vec<String> = match command {
+        Command::Argv(args) => args.clone(),
+        Command::Shell(line) => {
+            // An empty `shell:` means "the system shell", as the original's
+            // create_subprocess_shell does on POSIX.
+            let shell = cfg
+                .shell
+                .clone()
+                .filter(|s| !s.is_empty())
+                .unwrap_or_else(|| platform::DEFAULT_SHELL.to_owned());
+            vec![shell, "-c".to_owned(), line.clone()]
+        }
+    };
+    let Some((program, args)) = argv.split_first() else {
+        return Err("the command is an empty list".into());
+    };
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .envs(environment(ctx))
+        // A report command has nothing to read: without this it would
+        // share the daemon's stdin and could wait on it until the timeout.
+        .stdin(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("could not start {program}: {e}"))?;
+    let limit = timeout(cfg);
+    match tokio::time::timeout(limit, child.wait()).await {
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => Err(format!(
+            "the command exited with code {}",
+            platform::exit_code(status)
+        )),
+        Ok(Err(e)) => Err(format!("could not wait for the command: {e}")),
+        Err(_) => {
+            if let Some(pid) = child.id() {
+                if let platform::GroupSignal::Failed(why) =
+                    platform::signal_group(pid, StopSignal::Kill, false)
+                {
+                    tracing::debug!(target: "cronstable::report", "shell reporter: killpg failed ({why}), killing the command alone");
+                    let _ = child.start_kill();
+                }
+            }
+            let _ = tokio::time::timeout(REAP_BOUND, child.wait()).await;
+            Err(format!(
+                "the command did not finish within {} seconds; killed it",
+                limit.as_secs_f64()
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(stdout: Option<String>, stderr: Option<String>) -> RunContext {
+        let job = crate::report::test_support::job("j", "echo hi");
+        let mut record = crate::report::test_support::record("j", Some("why"), 3);
+        record.stdout.text = stdout.clone().unwrap_or_default();
+        record.stderr.text = stderr.clone().unwrap_or_default();
+        let mut job = job;
+        job.capture_stdout = stdout.is_some();
+        job.capture_stderr = stderr.is_some();
+        RunContext::new(super::super::Hook::Failure, &job, &record)
+    }
+
+    fn get<'a>(env: &'a [(&'static str, String)], key: &str) -> &'a str {
+        env.iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+            .unwrap()
+    }
+
+    #[test]
+    fn truncation_follows_the_original_rule() {
+        let big = "x".repeat(OUTPUT_LIMIT + 5);
+        let env = environment(&ctx(Some(big), Some("small".into())));
+        assert_eq!(get(&env, "CRONSTABLE_STDOUT").len(), OUTPUT_LIMIT);
+        assert_eq!(get(&env, "CRONSTABLE_STDOUT_TRUNCATED"), "1");
+        assert_eq!(get(&env, "CRONSTABLE_STDERR"), "small");
+        assert_eq!(get(&env, "CRONSTABLE_STDERR_TRUNCATED"), "0");
+        // Together over the limit, each under it: nothing is cut.
+        let half = "y".repeat(OUTPUT_LIMIT / 2 + 10);
+        let env = environment(&ctx(Some(half.clone()), Some(half)));
+        assert_eq!(get(&env, "CRONSTABLE_STDOUT_TRUNCATED"), "0");
+        assert_eq!(get(&env, "CRONSTABLE_STDERR_TRUNCATED"), "0");
+    }
+
+    #[test]
+    fn run_fields() {
+        let env = environment(&ctx(None, Some("e\0rr".into())));
+        assert_eq!(get(&env, "CRONSTABLE_FAILED"), "1");
+        assert_eq!(get(&env, "CRONSTABLE_RETCODE"), "3");
+        assert_eq!(get(&env, "CRONSTABLE_FAIL_REASON"), "why");
+        assert_eq!(get(&env, "CRONSTABLE_STDOUT"), "");
+        assert_eq!(get(&env, "CRONSTABLE_STDERR"), "err");
+        assert_eq!(get(&env, "CRONSTABLE_JOB_COMMAND"), "echo hi");
+        assert_eq!(get(&env, "CRONSTABLE_RUN_ID"), "");
+        assert!(get(&env, "CRONSTABLE_STARTED_AT").ends_with("+00:00"));
+    }
+}
