@@ -17,5 +17,18 @@ if [ "${CI:-}" = "true" ] && [ ! -f ../shared/data/cron_golden.json ]; then
   exit 1
 fi
 
+# Real peers the black-box tests talk to: Prometheus's own text parser
+# (metrics tests) and an SMTP server (mail reporter tests).
+need_python_module() {
+  python3 -c "import $1" >/dev/null 2>&1 || python3 -m pip install --quiet --disable-pip-version-check "$2"
+}
+if command -v python3 >/dev/null 2>&1; then
+  need_python_module prometheus_client prometheus_client
+  need_python_module aiosmtpd aiosmtpd
+elif [ "${CI:-}" = "true" ]; then
+  echo "scripts/test.sh: python3 is required for the metrics and mail tests" >&2
+  exit 1
+fi
+
 # One build of the test binaries, then run them (2 cores: keep jobs low).
 cargo test --no-fail-fast -j 2 "$@"

@@ -82,7 +82,7 @@ impl CancelSignal {
 pub struct RunHandle {
     /// Daemon-unique run number.
     pub run_id: u64,
-    pid: Arc<std::sync::OnceLock<u32>>,
+    pid: Option<u32>,
     /// What launched it.
     pub trigger: Trigger,
     /// When it started.
@@ -95,7 +95,7 @@ pub struct RunHandle {
 impl RunHandle {
     /// The process id, once the command has started.
     pub fn pid(&self) -> Option<u32> {
-        self.pid.get().copied()
+        self.pid
     }
 
     /// Marks the run as replaced (not a failure, never reported or retried)
@@ -148,10 +148,14 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     let job = Arc::clone(&request.job);
     let statsd = job.statsd.as_ref().and_then(StatsdTarget::from_config);
 
-    let pid_cell = Arc::new(std::sync::OnceLock::new());
+    // Spawning returns once the child has exec'd (posix_spawn): the pid is
+    // known before the scheduler records the instance, so the API never
+    // shows a running instance without its pid.
+    let spawned = spawn_command(&job);
+    let pid = spawned.as_ref().ok().and_then(|c| c.id());
     let handle = RunHandle {
         run_id: request.run_id,
-        pid: Arc::clone(&pid_cell),
+        pid,
         trigger: request.trigger,
         started_at,
         cancel: Arc::clone(&cancel),
@@ -159,17 +163,6 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         ended: ended_rx,
     };
     let task = tokio::spawn(async move {
-        // Spawning blocks until the child has exec'd; doing it on the
-        // blocking pool lets the jobs due in one second start in parallel
-        // instead of one after another on the scheduler's thread.
-        let spawn_job = Arc::clone(&job);
-        let spawned = tokio::task::spawn_blocking(move || spawn_command(&spawn_job))
-            .await
-            .unwrap_or_else(|e| Err(format!("the spawning task failed: {e}")));
-        let pid = spawned.as_ref().ok().and_then(|c| c.id());
-        if let Some(pid) = pid {
-            let _ = pid_cell.set(pid);
-        }
         let base = RunRecord {
             run_id: request.run_id,
             job: job.name.clone(),

@@ -145,6 +145,11 @@ impl Credentials {
     /// presented but wrong credential (always a 401, never a downgrade).
     pub fn grant(&self, authorization: Option<&str>) -> Result<Grant, BadCredential> {
         let Some(header) = authorization else {
+            // No credential and no anonymous grant: that is a 401, not a
+            // 403, exactly like a wrong token.
+            if self.anonymous == Grant::default() {
+                return Err(BadCredential);
+            }
             return Ok(self.anonymous);
         };
         if self.tokens.is_empty() {
@@ -215,7 +220,7 @@ mod tests {
         assert_eq!(c.grant(Some("BEARER s3cret")), Ok(Grant::ALL));
         assert_eq!(c.grant(Some("Bearer nope")), Err(BadCredential));
         assert_eq!(c.grant(Some("Basic s3cret")), Err(BadCredential));
-        assert_eq!(c.grant(None), Ok(Grant::default()));
+        assert_eq!(c.grant(None), Err(BadCredential));
     }
 
     #[test]

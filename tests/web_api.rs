@@ -1,0 +1,465 @@
+//! The HTTP API of the built daemon on a free loopback port: routes and
+//! shapes, auth and scopes, the unix socket, manual start/cancel, pauses,
+//! and /metrics read by Prometheus's own Python parser.
+
+#[path = "common/daemon.rs"]
+mod daemon;
+#[path = "common/http.rs"]
+mod http;
+
+use daemon::Daemon;
+use http::{free_port, get, post, request, wait_listening};
+use std::time::{Duration, Instant};
+
+const LONG: Duration = Duration::from_secs(20);
+
+fn start_with_web(web_extra: &str, jobs: &str) -> (Daemon, u16) {
+    let port = free_port();
+    let config =
+        format!("web:\n  listen:\n    - http://127.0.0.1:{port}\n{web_extra}jobs:\n{jobs}");
+    let d = Daemon::start(&config);
+    wait_listening(port, LONG);
+    (d, port)
+}
+
+const JOBS: &str = r#"  - name: tick
+    command: "echo tick"
+    captureStdout: true
+    schedule:
+      second: "*"
+  - name: sleeper
+    command: "sleep 30"
+    schedule: "0 0 1 1 *"
+    concurrencyPolicy: Forbid
+    killTimeout: 1
+  - name: off
+    command: "true"
+    schedule: "@hourly"
+    enabled: false
+  - name: boot
+    command: "true"
+    schedule: "@reboot"
+"#;
+
+fn wait_until(mut check: impl FnMut() -> bool, what: &str) {
+    let start = Instant::now();
+    while !check() {
+        assert!(start.elapsed() < LONG, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn routes_answer_with_their_shapes() {
+    let (_d, port) = start_with_web("", JOBS);
+    let version = get(port, "/version");
+    assert_eq!(version.status, 200);
+    assert_eq!(version.body, env!("CARGO_PKG_VERSION"));
+
+    let text = get(port, "/status");
+    assert_eq!(text.status, 200);
+    assert!(text
+        .header("content-type")
+        .unwrap()
+        .starts_with("text/plain"));
+    assert!(text.body.contains("off: disabled"), "{}", text.body);
+    assert!(
+        text.body.contains("boot: scheduled (@reboot)"),
+        "{}",
+        text.body
+    );
+
+    let json = request(
+        port,
+        "GET",
+        "/status",
+        &[("Accept", "application/json, */*")],
+        "",
+    )
+    .json();
+    let rows = json.as_array().unwrap();
+    assert_eq!(rows.len(), 4);
+    let sleeper = rows.iter().find(|r| r["job"] == "sleeper").unwrap();
+    assert_eq!(sleeper["status"], "scheduled");
+    assert!(sleeper["scheduled_in"].as_f64().unwrap() > 0.0);
+    let boot = rows.iter().find(|r| r["job"] == "boot").unwrap();
+    assert_eq!(boot["scheduled_in"], "@reboot");
+
+    let jobs = get(port, "/jobs").json();
+    let tick = jobs
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["name"] == "tick")
+        .unwrap();
+    assert_eq!(tick["schedule"], "* * * * * * *");
+    assert_eq!(tick["captureStdout"], true);
+    assert_eq!(tick["timezone"], "UTC");
+    assert!(tick["paused"].is_null());
+
+    let one = get(port, "/jobs/sleeper").json();
+    assert_eq!(one["name"], "sleeper");
+    let missing = get(port, "/jobs/nope");
+    assert_eq!(missing.status, 404);
+    assert_eq!(missing.json()["error"], "job 'nope' not found");
+
+    wait_until(
+        || {
+            get(port, "/jobs/tick/runs").json()["runs"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        },
+        "a tick run",
+    );
+    let runs = get(port, "/jobs/tick/runs?limit=1").json();
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+    assert_eq!(runs["runs"][0]["outcome"], "success");
+    assert_eq!(runs["runs"][0]["stdout"], "tick\n");
+    assert!(runs["stats"]["total"].as_u64().unwrap() >= 1);
+
+    let id = get(port, "/job-set-id");
+    assert!(id.body.starts_with("v1:"));
+    let id_json = request(
+        port,
+        "GET",
+        "/job-set-id",
+        &[("Accept", "application/json")],
+        "",
+    )
+    .json();
+    assert_eq!(id_json["job_set_id"], id.body);
+    assert_eq!(id_json["jobs"], 4);
+
+    let unknown = get(port, "/no/such/path");
+    assert_eq!(unknown.status, 404);
+    assert_eq!(unknown.json()["error"], "404: Not Found");
+    let wrong_method = request(port, "DELETE", "/status", &[], "");
+    assert_eq!(wrong_method.status, 405);
+    assert!(wrong_method.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("405"));
+
+    let preview = get(
+        port,
+        "/schedule/preview?expr=0%209%20*%20*%201-5&tz=Europe/Berlin&limit=3",
+    )
+    .json();
+    assert_eq!(preview["valid"], true);
+    assert_eq!(preview["fires"].as_array().unwrap().len(), 3);
+    assert_eq!(get(port, "/schedule/preview").status, 400);
+}
+
+#[test]
+fn manual_start_honors_forbid_and_cancel_is_not_a_failure() {
+    let (d, port) = start_with_web("", JOBS);
+    let started = post(port, "/jobs/sleeper/start");
+    assert_eq!(started.status, 200);
+    assert_eq!(started.json()["started"], "sleeper");
+    wait_until(
+        || get(port, "/jobs/sleeper").json()["running"] == true,
+        "sleeper running",
+    );
+    assert_eq!(post(port, "/jobs/sleeper/start").status, 200);
+    d.wait_for_log(
+        "Job sleeper: still running and concurrencyPolicy is Forbid",
+        1,
+        LONG,
+    );
+    let detail = get(port, "/jobs/sleeper").json();
+    assert_eq!(detail["pids"].as_array().map(Vec::len), Some(1), "{detail}");
+
+    let cancelled = post(port, "/jobs/sleeper/cancel");
+    assert_eq!(cancelled.status, 200);
+    assert_eq!(cancelled.json()["instances"], 1);
+    wait_until(
+        || get(port, "/jobs/sleeper").json()["last_run"]["outcome"] == "cancelled",
+        "the cancelled run",
+    );
+    assert!(!d.log().contains("Cron job sleeper: reporting failure"));
+    let idle = post(port, "/jobs/sleeper/cancel");
+    assert_eq!(idle.status, 409);
+    let disabled = post(port, "/jobs/off/start");
+    assert_eq!(disabled.status, 409);
+    assert!(disabled.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("disabled"));
+}
+
+#[test]
+fn pause_skips_fires_until_resumed() {
+    let (_d, port) = start_with_web("", JOBS);
+    let paused = request(
+        port,
+        "POST",
+        "/jobs/tick/pause",
+        &[],
+        r#"{"durationSeconds": 120, "note": "maintenance", "by": "ops"}"#,
+    );
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    assert_eq!(paused.json()["paused"]["by"], "ops");
+    wait_until(
+        || {
+            get(port, "/jobs/tick/runs").json()["runs"]
+                .as_array()
+                .is_some_and(|runs| {
+                    runs.iter()
+                        .any(|r| r["outcome"] == "skipped" && r["skip_reason"] == "paused")
+                })
+        },
+        "a skipped slot",
+    );
+    let metrics = get(port, "/metrics").body;
+    assert!(
+        metrics.contains("cronstable_job_paused{job_name=\"tick\"} 1"),
+        "{metrics}"
+    );
+    let bad = request(
+        port,
+        "POST",
+        "/jobs/tick/pause",
+        &[],
+        r#"{"durationSeconds": 0}"#,
+    );
+    assert_eq!(bad.status, 400);
+    let resumed = post(port, "/jobs/tick/resume");
+    assert_eq!(resumed.status, 200);
+    assert!(resumed.json()["paused"].is_null());
+    assert!(get(port, "/jobs/tick").json()["paused"].is_null());
+}
+
+#[test]
+fn bearer_token_auth_and_scopes() {
+    let web = r#"  authToken:
+    value: all-scopes
+  authTokens:
+    - value: reader
+      scopes: [view]
+      label: board
+    - value: operator
+      scopes: [control]
+  anonymousScopes: [view]
+  metrics:
+    public: true
+"#;
+    let (_d, port) = start_with_web(web, JOBS);
+    let bearer = |t: &str| format!("Bearer {t}");
+    assert_eq!(get(port, "/status").status, 200, "anonymous view");
+    let wrong = request(
+        port,
+        "GET",
+        "/status",
+        &[("Authorization", &bearer("nope"))],
+        "",
+    );
+    assert_eq!(wrong.status, 401);
+    assert_eq!(wrong.json()["error"], "401: Unauthorized");
+    let scheme = request(
+        port,
+        "GET",
+        "/status",
+        &[("Authorization", "Basic all-scopes")],
+        "",
+    );
+    assert_eq!(scheme.status, 401);
+    assert_eq!(
+        post(port, "/jobs/tick/start").status,
+        403,
+        "anonymous cannot control"
+    );
+    let reader = request(
+        port,
+        "POST",
+        "/jobs/tick/start",
+        &[("Authorization", &bearer("reader"))],
+        "",
+    );
+    assert_eq!(reader.status, 403);
+    let operator = request(
+        port,
+        "POST",
+        "/jobs/tick/start",
+        &[("authorization", "bearer operator")],
+        "",
+    );
+    assert_eq!(operator.status, 200);
+    let admin = request(
+        port,
+        "GET",
+        "/jobs",
+        &[("Authorization", &bearer("all-scopes"))],
+        "",
+    );
+    assert_eq!(admin.status, 200);
+    assert_eq!(get(port, "/metrics").status, 200, "public metrics");
+    let cross_site = request(
+        port,
+        "POST",
+        "/jobs/tick/start",
+        &[
+            ("Authorization", &bearer("operator")),
+            ("Origin", "https://evil.example"),
+        ],
+        "",
+    );
+    assert_eq!(cross_site.status, 403);
+}
+
+#[test]
+fn token_required_without_anonymous_scopes() {
+    let web = "  authToken:\n    value: s3cret\n";
+    let (_d, port) = start_with_web(web, JOBS);
+    let anonymous = get(port, "/status");
+    assert_eq!(anonymous.status, 401);
+    assert_eq!(get(port, "/metrics").status, 401);
+    let ok = request(
+        port,
+        "GET",
+        "/status",
+        &[("Authorization", "Bearer s3cret")],
+        "",
+    );
+    assert_eq!(ok.status, 200);
+}
+
+#[test]
+fn extra_headers_are_added_without_touching_content_type() {
+    let web = "  headers:\n    X-Frame-Options: DENY\n    Content-Type: text/evil\n";
+    let (_d, port) = start_with_web(web, JOBS);
+    let reply = request(port, "GET", "/jobs", &[], "");
+    assert_eq!(reply.header("x-frame-options"), Some("DENY"));
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert_eq!(get(port, "/jobs/nope").header("x-frame-options"), None);
+}
+
+#[test]
+fn unix_socket_listener_with_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("api.sock");
+    let config = format!(
+        "web:\n  listen:\n    - unix://{}\n  socketMode: \"0600\"\njobs:\n{JOBS}",
+        socket.display()
+    );
+    let _d = Daemon::start(&config);
+    wait_until(|| socket.exists(), "the socket");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&socket).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600);
+    let reply = http::request_unix(&socket, "GET", "/version");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn a_port_that_cannot_bind_is_skipped_and_the_rest_serve() {
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy_port = busy.local_addr().unwrap().port();
+    let port = free_port();
+    let config = format!(
+        "web:\n  listen:\n    - http://127.0.0.1:{busy_port}\n    - http://127.0.0.1:{port}\njobs:\n{JOBS}"
+    );
+    let d = Daemon::start(&config);
+    wait_listening(port, LONG);
+    assert_eq!(get(port, "/version").status, 200);
+    d.wait_for_log("cannot bind", 1, LONG);
+}
+
+#[test]
+fn reload_moves_the_listener() {
+    let (d, port) = start_with_web("", JOBS);
+    let new_port = free_port();
+    let config = std::fs::read_to_string(d.path("cronstable.yaml"))
+        .unwrap()
+        .replace(
+            &format!("127.0.0.1:{port}"),
+            &format!("127.0.0.1:{new_port}"),
+        );
+    std::fs::write(d.path("cronstable.yaml"), config).unwrap();
+    d.signal(nix::sys::signal::Signal::SIGHUP);
+    wait_listening(new_port, LONG);
+    wait_until(
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "the old port to close",
+    );
+}
+
+/// Parses the exposition with the Python `prometheus_client` parser and
+/// returns `name{sorted labels} value` lines.
+fn parse_with_prometheus_client(text: &str) -> Option<Vec<String>> {
+    let script = r#"
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for s in family.samples:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+        print(f"{s.name}{{{labels}}} {s.value}")
+"#;
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .ok()?;
+    use std::io::Write;
+    child.stdin.take()?.write_all(text.as_bytes()).ok()?;
+    let out = child.wait_with_output().ok()?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("No module named") {
+            return None;
+        }
+        panic!("prometheus_client rejected the exposition: {err}\n{text}");
+    }
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+#[test]
+fn metrics_parse_with_prometheus_client_and_counters_move() {
+    let (_d, port) = start_with_web("", JOBS);
+    let count = |samples: &[String]| -> f64 {
+        samples
+            .iter()
+            .find(|l| l.starts_with("cronstable_job_runs_total{job_name=tick,status=success}"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1.0)
+    };
+    let first_text = get(port, "/metrics").body;
+    let Some(first) = parse_with_prometheus_client(&first_text) else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "prometheus_client must be installed in CI"
+        );
+        eprintln!("prometheus_client not installed; skipping the parser check");
+        return;
+    };
+    assert!(first
+        .iter()
+        .any(|l| l.starts_with("cronstable_info{version=")));
+    wait_until(
+        || {
+            let now = parse_with_prometheus_client(&get(port, "/metrics").body).unwrap_or_default();
+            count(&now) > count(&first) && count(&now) >= 2.0
+        },
+        "the success counter to move",
+    );
+    let om = request(
+        port,
+        "GET",
+        "/metrics",
+        &[("Accept", "application/openmetrics-text; version=1.0.0")],
+        "",
+    );
+    assert!(om
+        .header("content-type")
+        .unwrap()
+        .starts_with("application/openmetrics-text"));
+    assert!(om.body.ends_with("# EOF\n"));
+}
