@@ -463,3 +463,41 @@ fn metrics_parse_with_prometheus_client_and_counters_move() {
         .starts_with("application/openmetrics-text"));
     assert!(om.body.ends_with("# EOF\n"));
 }
+
+#[test]
+fn openapi_document_and_router_list_the_same_routes() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/openapi.yaml")).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let mut documented: Vec<(String, String)> = Vec::new();
+    for (path, item) in doc["paths"].as_mapping().unwrap() {
+        for method in ["get", "post", "put", "delete", "patch"] {
+            if item.get(method).is_some() {
+                documented.push((method.to_uppercase(), path.as_str().unwrap().to_owned()));
+            }
+        }
+    }
+    documented.sort();
+    let mut served: Vec<(String, String)> = cronstable::web::routes::ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    served.sort();
+    assert_eq!(documented, served);
+    // And the router really serves each listed route (not a 404/405).
+    let (_d, port) = start_with_web("", JOBS);
+    for (method, path) in &served {
+        let concrete = path.replace("{name}", "tick");
+        let concrete = if concrete == "/schedule/preview" {
+            "/schedule/preview?expr=*%20*%20*%20*%20*".to_owned()
+        } else {
+            concrete
+        };
+        let reply = request(port, method, &concrete, &[], "");
+        assert!(
+            reply.status != 404 && reply.status != 405,
+            "{method} {concrete}: {}",
+            reply.status
+        );
+    }
+}
