@@ -1,0 +1,652 @@
+//! The reporters end to end: the built daemon runs real jobs and reports
+//! them to real receivers started here — an aiosmtpd SMTP server, HTTP
+//! receivers for webhooks and Sentry envelopes, and shell commands writing
+//! their environment to files.
+
+#[path = "common/mod.rs"]
+mod common;
+#[path = "common/daemon.rs"]
+mod daemon;
+#[path = "common/receivers.rs"]
+mod receivers;
+
+use daemon::Daemon;
+use receivers::{HttpReceiver, Reply, SmtpSink};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+const LONG: Duration = Duration::from_secs(20);
+
+/// Fills `@NAME@` placeholders (no braces, so Jinja templates stay as
+/// written).
+fn config(text: &str, vars: &[(&str, String)]) -> String {
+    let mut out = text.to_owned();
+    for (k, v) in vars {
+        out = out.replace(&format!("@{k}@"), v);
+    }
+    out
+}
+
+/// The NUL-separated `env -0` output of a shell reporter, as a map.
+fn read_env(path: &std::path::Path, limit: Duration) -> HashMap<String, String> {
+    let start = Instant::now();
+    loop {
+        if let Ok(bytes) = std::fs::read(path) {
+            if bytes.ends_with(b"\0") {
+                return String::from_utf8_lossy(&bytes)
+                    .split('\0')
+                    .filter_map(|kv| kv.split_once('='))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+            }
+        }
+        assert!(
+            start.elapsed() < limit,
+            "no environment file {}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn shell_reporter_gets_the_cronstable_environment() {
+    let d = Daemon::start(
+        r#"
+jobs:
+  - name: talk
+    command: "echo out; echo 'err line' >&2; exit 3"
+    captureStdout: true
+    schedule: "@reboot"
+    onFailure:
+      report:
+        shell:
+          command: ["sh", "-c", "env -0 > {dir}/failure.env"]
+"#,
+    );
+    let env = read_env(&d.path("failure.env"), LONG);
+    let get = |k: &str| {
+        env.get(k)
+            .cloned()
+            .unwrap_or_else(|| panic!("{k} missing: {env:?}"))
+    };
+    assert_eq!(get("CRONSTABLE_JOB_NAME"), "talk");
+    assert_eq!(get("CRONSTABLE_FAILED"), "1");
+    assert_eq!(get("CRONSTABLE_RETCODE"), "3");
+    assert_eq!(
+        get("CRONSTABLE_FAIL_REASON"),
+        "failsWhen=nonzeroReturn and retcode=3"
+    );
+    assert_eq!(get("CRONSTABLE_STDOUT"), "out\n");
+    assert_eq!(get("CRONSTABLE_STDERR"), "err line\n");
+    assert_eq!(get("CRONSTABLE_STDOUT_TRUNCATED"), "0");
+    assert_eq!(get("CRONSTABLE_STDERR_TRUNCATED"), "0");
+    assert_eq!(
+        get("CRONSTABLE_JOB_COMMAND"),
+        "echo out; echo 'err line' >&2; exit 3"
+    );
+    assert_eq!(get("CRONSTABLE_JOB_SCHEDULE"), "@reboot");
+    assert!(!get("CRONSTABLE_HOST").is_empty());
+    let started = get("CRONSTABLE_STARTED_AT");
+    assert!(
+        started.ends_with("+00:00") && started.contains('T'),
+        "{started}"
+    );
+    for empty in [
+        "CRONSTABLE_RUN_ID",
+        "CRONSTABLE_CPU_SECONDS",
+        "CRONSTABLE_MAX_RSS_BYTES",
+        "CRONSTABLE_SLA_CHECK",
+        "CRONSTABLE_SLA_THRESHOLD_SECONDS",
+        "CRONSTABLE_SLA_OBSERVED_SECONDS",
+        "CRONSTABLE_LAST_SUCCESS_AT",
+    ] {
+        assert_eq!(get(empty), "", "{empty}");
+    }
+    // The daemon's own environment is inherited.
+    assert!(env.contains_key("PATH"));
+}
+
+#[test]
+fn shell_reporter_truncates_long_output_and_runs_string_commands_in_its_shell() {
+    let d = Daemon::start(
+        r#"
+jobs:
+  - name: loud
+    command: "head -c 20000 /dev/zero | tr '\\0' 'x'; echo"
+    captureStdout: true
+    schedule: "@reboot"
+    onSuccess:
+      report:
+        shell:
+          shell: /bin/bash
+          command: 'echo "$BASH_VERSION" > {dir}/bash; env -0 > {dir}/success.env'
+"#,
+    );
+    let env = read_env(&d.path("success.env"), LONG);
+    assert_eq!(env["CRONSTABLE_FAILED"], "0");
+    assert_eq!(env["CRONSTABLE_FAIL_REASON"], "");
+    assert_eq!(env["CRONSTABLE_STDOUT"].len(), 16 * 1024);
+    assert_eq!(env["CRONSTABLE_STDOUT_TRUNCATED"], "1");
+    assert_eq!(env["CRONSTABLE_STDERR_TRUNCATED"], "0");
+    let bash = std::fs::read_to_string(d.path("bash")).unwrap_or_default();
+    assert!(!bash.trim().is_empty(), "the command ran under bash");
+}
+
+#[test]
+fn shell_reporter_is_killed_at_its_timeout() {
+    let d = Daemon::start(
+        r#"
+jobs:
+  - name: hang
+    command: "exit 1"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        shell:
+          command: "echo $$ > {dir}/pgid; sleep 60 & sleep 60"
+          timeout: 1
+"#,
+    );
+    d.wait_for_log(
+        "Problem reporting job hang failure: shell reporter: the command did not finish within 1 seconds; killed it",
+        1,
+        LONG,
+    );
+    let pgid: i32 = daemon::read_lines(&d.path("pgid"))[0].parse().unwrap();
+    assert!(
+        !daemon::group_alive(pgid),
+        "the reporter's group was killed"
+    );
+}
+
+#[test]
+fn webhook_default_body_is_slack_json_with_headers() {
+    let rx = HttpReceiver::start();
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: backup
+    command: "echo 'disk \"full\" <99%>' >&2; exit 2"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        webhook:
+          url:
+            value: "@URL@"
+          headers:
+            Authorization: Bearer abc
+            X-Extra: "yes"
+"#,
+        &[("URL", rx.url("/hook/slack"))],
+    ));
+    let req = &rx.wait_for("/hook/slack", 1, LONG)[0];
+    assert_eq!(req.method, "POST");
+    assert_eq!(req.header("content-type"), Some("application/json"));
+    assert_eq!(req.header("authorization"), Some("Bearer abc"));
+    assert_eq!(req.header("x-extra"), Some("yes"));
+    let body = req.json();
+    assert_eq!(
+        body["text"],
+        "Cron job 'backup' failed\n\nFailure reason: failsWhen=nonzeroReturn and retcode=2\n\ndisk \"full\" <99%>"
+    );
+    // Jinja2's tojson output: ASCII, HTML-sensitive characters escaped.
+    assert!(req.text().contains("\\u003c99%\\u003e"), "{}", req.text());
+    drop(d);
+}
+
+#[test]
+fn webhook_error_status_is_logged_without_the_url() {
+    // The receiver echoes the request target, as many error pages do.
+    let rx = HttpReceiver::with(|r| Reply {
+        status: 404,
+        body: format!("Cannot POST {}", r.target),
+        delay: Duration::ZERO,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("url");
+    std::fs::write(
+        &secret,
+        format!("{}\n", rx.url("/services/T0KEN-SECRET?sig=zz9")),
+    )
+    .unwrap();
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: ok-job
+    command: "true"
+    schedule: "@reboot"
+    onSuccess:
+      report:
+        webhook:
+          url:
+            fromFile: "@FILE@"
+          method: put
+          contentType: text/plain
+          body: "{{ name }} {{ success }} {{ fail_reason }} {{ exit_code }}"
+"#,
+        &[("FILE", secret.display().to_string())],
+    ));
+    let req = &rx.wait_for("/services/", 1, LONG)[0];
+    assert_eq!(req.method, "PUT");
+    assert_eq!(req.header("content-type"), Some("text/plain"));
+    // Python spellings, as Jinja2 prints them.
+    assert_eq!(req.text(), "ok-job True None 0");
+    d.wait_for_log(
+        "webhook reporter: the server answered HTTP 404: Cannot POST <redacted>",
+        1,
+        LONG,
+    );
+    let log = d.log();
+    assert!(
+        !log.contains("T0KEN-SECRET") && !log.contains("zz9"),
+        "{log}"
+    );
+}
+
+#[test]
+fn webhook_timeout_is_logged() {
+    let rx = HttpReceiver::with(|_| Reply {
+        status: 200,
+        body: String::new(),
+        delay: Duration::from_secs(30),
+    });
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: slowhook
+    command: "true"
+    schedule: "@reboot"
+    onSuccess:
+      report:
+        webhook:
+          url:
+            value: "@URL@"
+          timeout: 1
+"#,
+        &[("URL", rx.url("/slow"))],
+    ));
+    d.wait_for_log(
+        "Problem reporting job slowhook success: webhook reporter: no response within 1 seconds",
+        1,
+        LONG,
+    );
+}
+
+#[test]
+fn sentry_envelope_carries_the_original_fields() {
+    let rx = HttpReceiver::start();
+    let dir = tempfile::tempdir().unwrap();
+    let dsn = dir.path().join("dsn");
+    std::fs::write(&dsn, format!("http://publickey@127.0.0.1:{}/42", rx.port)).unwrap();
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: ingest
+    command: "echo boom >&2; exit 4"
+    schedule: "@reboot"
+    environment:
+      - key: SHARD
+        value: "3"
+    onFailure:
+      report:
+        sentry:
+          dsn:
+            fromFile: "@DSN@"
+          level: warning
+          environment: staging
+          extra:
+            datacenter: dc1
+            shard: 3
+          maxStringLength: 40
+"#,
+        &[("DSN", dsn.display().to_string())],
+    ));
+    let req = &rx.wait_for("/api/42/envelope/", 1, LONG)[0];
+    assert_eq!(req.method, "POST");
+    let auth = req.header("x-sentry-auth").unwrap_or_default();
+    assert!(
+        auth.contains("sentry_key=publickey") && auth.contains("sentry_version=7"),
+        "{auth}"
+    );
+    let text = req.text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let header: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    let item: serde_json::Value = serde_json::from_str(lines[1]).unwrap();
+    let event: serde_json::Value = serde_json::from_str(lines[2]).unwrap();
+    assert_eq!(item["type"], "event");
+    assert_eq!(item["length"], lines[2].len());
+    assert_eq!(header["event_id"], event["event_id"]);
+    assert_eq!(event["event_id"].as_str().unwrap().len(), 32);
+    assert_eq!(event["level"], "warning");
+    assert_eq!(event["environment"], "staging");
+    // The default message: subject, blank line, body, cut at 40 characters.
+    assert_eq!(
+        event["message"],
+        "Cron job 'ingest' failed\n\nFailure rea..."
+    );
+    // The default fingerprint: the host comes from the job's environment.
+    let fp: Vec<String> = serde_json::from_value(event["fingerprint"].clone()).unwrap();
+    assert_eq!(fp.len(), 3);
+    assert_eq!(fp[0], "cronstable");
+    assert!(!fp[1].is_empty(), "{fp:?}");
+    assert_eq!(fp[2], "ingest");
+    let extra = &event["extra"];
+    assert_eq!(extra["job"], "ingest");
+    assert_eq!(extra["exit_code"], 4);
+    assert_eq!(extra["command"], "echo boom >&2; exit 4");
+    assert_eq!(extra["shell"], "/bin/sh");
+    assert_eq!(extra["success"], false);
+    assert_eq!(extra["datacenter"], "dc1");
+    assert_eq!(extra["shard"], "3");
+    assert_eq!(event["tags"]["job"], "ingest");
+    assert!(event["server_name"].as_str().is_some_and(|s| !s.is_empty()));
+    let log = d.log();
+    assert!(!log.contains("publickey"), "the DSN key leaked: {log}");
+}
+
+#[test]
+fn mail_is_delivered_through_smtp_with_login() {
+    let smtp = SmtpSink::start();
+    let dir = tempfile::tempdir().unwrap();
+    let password = dir.path().join("pw");
+    std::fs::write(&password, "s3cret\n").unwrap();
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: backup
+    command: "echo 'tar: error' >&2; exit 1"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        mail:
+          from: cron@example.com
+          to: ops@example.com, oncall@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @PORT@
+          username: cron
+          password:
+            fromFile: "@PW@"
+"#,
+        &[
+            ("PORT", smtp.port.to_string()),
+            ("PW", password.display().to_string()),
+        ],
+    ));
+    let mail = &smtp.wait_for(1, LONG)[0];
+    assert_eq!(mail.mail_from, "cron@example.com");
+    assert_eq!(mail.rcpt_tos, ["ops@example.com", "oncall@example.com"]);
+    assert_eq!(mail.auth_user.as_deref(), Some("cron"));
+    assert_eq!(mail.auth_password.as_deref(), Some("s3cret"));
+    assert_eq!(
+        mail.header("Subject").as_deref(),
+        Some("Cron job 'backup' failed")
+    );
+    assert_eq!(mail.header("From").as_deref(), Some("cron@example.com"));
+    let to = mail.header("To").unwrap_or_default();
+    assert!(
+        to.contains("ops@example.com") && to.contains("oncall@example.com"),
+        "{to}"
+    );
+    assert!(
+        mail.header("Date").is_some_and(|d| d.ends_with("+0000")),
+        "{:?}",
+        mail.header("Date")
+    );
+    assert!(mail
+        .header("Content-Type")
+        .is_some_and(|c| c.starts_with("text/plain")));
+    assert_eq!(
+        mail.body().trim_end(),
+        "Failure reason: failsWhen=nonzeroReturn and retcode=1\n\ntar: error"
+    );
+    assert!(!d.log().contains("s3cret"));
+}
+
+#[test]
+fn html_success_mail_over_starttls() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = receivers::self_signed(certs.path());
+    let smtp = SmtpSink::start_tls(&cert, &key);
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: report-build
+    command: "echo '<h1>Build ok – naïve</h1>'"
+    schedule: "@reboot"
+    captureStdout: true
+    onSuccess:
+      report:
+        mail:
+          from: cron@example.com
+          to: team@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @PORT@
+          starttls: true
+          validate_certs: false
+          html: true
+          subject: "Build report for {{ name }}"
+          body: "{{ stdout }}"
+"#,
+        &[("PORT", smtp.port.to_string())],
+    ));
+    let mail = &smtp.wait_for(1, LONG)[0];
+    assert!(mail.tls, "the session used STARTTLS");
+    assert_eq!(
+        mail.header("Subject").as_deref(),
+        Some("Build report for report-build")
+    );
+    assert!(mail
+        .header("Content-Type")
+        .is_some_and(|c| c.starts_with("text/html")));
+    assert_eq!(mail.body().trim_end(), "<h1>Build ok – naïve</h1>");
+    drop(d);
+}
+
+#[test]
+fn starttls_with_certificate_validation_refuses_a_self_signed_server() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = receivers::self_signed(certs.path());
+    let smtp = SmtpSink::start_tls(&cert, &key);
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: strict
+    command: "exit 1"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        mail:
+          from: cron@example.com
+          to: team@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @PORT@
+          starttls: true
+"#,
+        &[("PORT", smtp.port.to_string())],
+    ));
+    d.wait_for_log(
+        "Problem reporting job strict failure: mail reporter: SMTP delivery",
+        1,
+        LONG,
+    );
+    assert!(smtp.mails().is_empty());
+}
+
+#[test]
+fn each_hook_reports_and_permanent_failure_comes_after_the_retries() {
+    let rx = HttpReceiver::start();
+    let d = Daemon::start(&config(
+        r#"
+defaults:
+  onSuccess:
+    report:
+      webhook:
+        url:
+          value: "@BASE@/success"
+        body: "{{ name }}"
+  onFailure:
+    report:
+      webhook:
+        url:
+          value: "@BASE@/failure"
+        body: "{{ name }} {{ exit_code }}"
+  onPermanentFailure:
+    report:
+      webhook:
+        url:
+          value: "@BASE@/permanent"
+        body: "{{ name }} {{ fail_reason }}"
+jobs:
+  - name: good
+    command: "true"
+    schedule: "@reboot"
+  - name: flaky
+    command: "exit 5"
+    schedule: "@reboot"
+    onFailure:
+      retry:
+        maximumRetries: 2
+        initialDelay: 0.2
+        maximumDelay: 1
+        backoffMultiplier: 1
+"#,
+        &[("BASE", rx.url(""))],
+    ));
+    let permanent = rx.wait_for("/permanent", 1, LONG);
+    assert_eq!(
+        permanent[0].text(),
+        "flaky failsWhen=nonzeroReturn and retcode=5"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let failures: Vec<String> = rx
+        .wait_for("/failure", 3, LONG)
+        .iter()
+        .map(|r| r.text())
+        .collect();
+    assert_eq!(failures, ["flaky 5", "flaky 5", "flaky 5"]);
+    assert_eq!(rx.wait_for("/success", 1, LONG)[0].text(), "good");
+    assert_eq!(rx.wait_for("/permanent", 1, LONG).len(), 1);
+    d.wait_for_log("Cron job flaky: reporting permanent failure", 1, LONG);
+}
+
+#[test]
+fn a_broken_reporter_does_not_block_the_others() {
+    // The webhook receiver never answers in time, the mail server does not
+    // exist, and the Sentry body fails to render; the shell reporter must
+    // still run at once, and the scheduler must keep firing.
+    let hang = HttpReceiver::with(|_| Reply {
+        status: 200,
+        body: String::new(),
+        delay: Duration::from_secs(60),
+    });
+    let closed = receivers::free_port();
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: broken
+    command: "exit 1"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        webhook:
+          url:
+            value: "@URL@"
+          timeout: 8
+        mail:
+          from: a@example.com
+          to: b@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @CLOSED@
+        sentry:
+          dsn:
+            value: "http://k@127.0.0.1:@CLOSED@/1"
+          body: "{{ fail_reason.nosuchmethod() }}"
+        shell:
+          command: "date +%s.%N > {dir}/shell-ran"
+  - name: ticker
+    command: "date +%s >> {dir}/ticks"
+    schedule:
+      second: "*"
+"#,
+        &[("URL", hang.url("/hang")), ("CLOSED", closed.to_string())],
+    ));
+    let started = Instant::now();
+    d.wait_for_lines("shell-ran", 1, LONG);
+    assert!(
+        started.elapsed() < Duration::from_secs(6),
+        "the shell reporter waited for the others"
+    );
+    d.wait_for_log(
+        "Problem reporting job broken failure: mail reporter:",
+        1,
+        LONG,
+    );
+    d.wait_for_log(
+        "Problem reporting job broken failure: sentry reporter: sentry.body:",
+        1,
+        LONG,
+    );
+    hang.wait_for("/hang", 1, LONG);
+    let ticks_before = daemon::read_lines(&d.path("ticks")).len();
+    d.wait_for_lines("ticks", ticks_before + 2, LONG);
+    d.wait_for_log(
+        "Problem reporting job broken failure: webhook reporter: no response within 8 seconds",
+        1,
+        LONG,
+    );
+}
+
+#[test]
+fn a_broken_template_is_a_load_error_naming_the_key() {
+    let dir = common::write_tree(&[(
+        "jobs.yaml",
+        r#"
+jobs:
+  - name: bad
+    command: "true"
+    schedule: "@daily"
+    onPermanentFailure:
+      report:
+        webhook:
+          url:
+            value: http://127.0.0.1:1/x
+          body: "{% if success %}unclosed"
+  - name: bad-filter
+    command: "true"
+    schedule: "@daily"
+"#,
+    )]);
+    let run = common::cronstable(&["-c", "jobs.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("onPermanentFailure.report.webhook.body: invalid template: syntax error"),
+        "{}",
+        run.stderr
+    );
+
+    let dir = common::write_tree(&[(
+        "jobs.yaml",
+        r#"
+defaults:
+  onFailure:
+    report:
+      sentry:
+        fingerprint: ["a", "{{ name | nosuchfilter }}"]
+jobs:
+  - name: bad-filter
+    command: "true"
+    schedule: "@daily"
+"#,
+    )]);
+    let run = common::cronstable(&["-c", "jobs.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(1), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("onFailure.report.sentry.fingerprint[1]: invalid template: unknown filter"),
+        "{}",
+        run.stderr
+    );
+}
