@@ -1,11 +1,13 @@
-//! The HTTP control API: listeners (`http://`, `unix://`), auth, routes and
-//! the Prometheus endpoint. A supervisor task follows the config's `web`
-//! section: it starts the listeners, and restarts them when a reload
-//! changes the section (an unchanged section keeps them running).
+//! The HTTP control API: listeners (`http://`, `https://` with optional
+//! mutual TLS, `unix://`), auth, routes and the Prometheus endpoint. A
+//! supervisor task follows the config's `web` section: it starts the
+//! listeners, and restarts them when a reload changes the section or the
+//! TLS files are rotated (an unchanged section keeps them running).
 
 pub mod auth;
 pub mod preview;
 pub mod routes;
+pub mod tls;
 pub mod views;
 
 use crate::config::model::WebConfig;
@@ -22,7 +24,7 @@ use tokio::task::JoinHandle;
 pub enum ListenAddr {
     /// `http://host:port`.
     Tcp(String),
-    /// `https://host:port` (not served by this version).
+    /// `https://host:port`.
     Tls(String),
     /// `unix:///path`.
     Unix(String),
@@ -66,8 +68,11 @@ impl Running {
     }
 }
 
+/// How often the TLS files are checked for a rotation.
+const TLS_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Follows `config` until the channel closes, keeping the listeners in
-/// step with it.
+/// step with it and with the TLS files on disk.
 pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: ControlHandle) {
     let mut running: Option<Running> = None;
     loop {
@@ -76,10 +81,27 @@ pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: 
             tracing::info!(target: "cronstable::web", "Stopping http server");
             old.stop().await;
         }
-        if let Some(web) = current {
-            running = start(&web, control.clone()).await;
+        let tls_stamp = tls::files_stamp(current.as_ref().and_then(|w| w.tls.as_ref()));
+        if let Some(web) = &current {
+            running = start(web, control.clone()).await;
         }
-        if config.changed().await.is_err() {
+        // Wait for a config change, or for the certificate files to change
+        // (a rotated certificate must be served without a restart).
+        let mut check = tokio::time::interval(TLS_CHECK_INTERVAL);
+        check.tick().await;
+        let closed = loop {
+            tokio::select! {
+                changed = config.changed() => break changed.is_err(),
+                _ = check.tick(), if !tls_stamp.is_empty() => {
+                    let now = tls::files_stamp(current.as_ref().and_then(|w| w.tls.as_ref()));
+                    if now != tls_stamp {
+                        tracing::info!(target: "cronstable::web", "TLS files changed; restarting the web listeners");
+                        break false;
+                    }
+                }
+            }
+        };
+        if closed {
             break;
         }
     }
@@ -169,10 +191,41 @@ async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
                     "Ignoring web listen url {url}: {err}"
                 ),
             },
-            ListenAddr::Tls(_) => tracing::warn!(
-                target: "cronstable::web",
-                "Ignoring web listen url {url}: https:// listeners are not supported yet by this version"
-            ),
+            ListenAddr::Tls(hostport) => {
+                let config = match web.tls.as_ref().map(tls::server_config) {
+                    Some(Ok(config)) => config,
+                    Some(Err(err)) => {
+                        tracing::error!(
+                            target: "cronstable::web",
+                            "Ignoring web listen url {url}: {err} (retried when the files or the config change)"
+                        );
+                        continue;
+                    }
+                    None => {
+                        tracing::error!(target: "cronstable::web", "Ignoring web listen url {url}: no tls section");
+                        continue;
+                    }
+                };
+                match tokio::net::TcpListener::bind(&hostport).await {
+                    Ok(tcp) => {
+                        tracing::info!(target: "cronstable::web", "web API listening on https://{hostport}");
+                        let listener = tls::TlsListener::new(tcp, config);
+                        let app = app.clone();
+                        tasks.push(tokio::spawn(async move {
+                            if let Err(err) = axum::serve(listener, app)
+                                .with_graceful_shutdown(shutdown)
+                                .await
+                            {
+                                tracing::error!(target: "cronstable::web", "https server error: {err}");
+                            }
+                        }));
+                    }
+                    Err(err) => tracing::warn!(
+                        target: "cronstable::web",
+                        "Ignoring web listen url {url}: cannot bind: {err}"
+                    ),
+                }
+            }
         }
     }
     Some(Running { stop, tasks })
