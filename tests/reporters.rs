@@ -650,3 +650,326 @@ jobs:
         run.stderr
     );
 }
+
+/// A template value from JSON (null, bool, number, string, list, map).
+fn to_value(v: &serde_json::Value) -> minijinja::Value {
+    use minijinja::Value;
+    match v {
+        serde_json::Value::Null => Value::from(()),
+        serde_json::Value::Bool(b) => Value::from(*b),
+        serde_json::Value::Number(n) => match n.as_i64() {
+            Some(i) => Value::from(i),
+            None => Value::from(n.as_f64().unwrap_or_default()),
+        },
+        serde_json::Value::String(s) => Value::from(s.as_str()),
+        serde_json::Value::Array(a) => Value::from(a.iter().map(to_value).collect::<Vec<_>>()),
+        serde_json::Value::Object(m) => Value::from(
+            m.iter()
+                .map(|(k, v)| (k.clone(), to_value(v)))
+                .collect::<std::collections::BTreeMap<String, Value>>(),
+        ),
+    }
+}
+
+/// Our renderer and Python's Jinja2 print the same text for the
+/// original's default templates, our defaults, the Reporting page's
+/// examples and a spread of expressions, over failed, successful and
+/// uncaptured runs.
+#[test]
+fn templates_render_exactly_like_jinja2() {
+    let legacy: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/fingerprint/legacy_report_defaults.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let mut templates: Vec<String> = vec![
+        legacy["mail"]["subject"].as_str().unwrap().into(),
+        legacy["mail"]["body"].as_str().unwrap().into(),
+        legacy["sentry"]["body"].as_str().unwrap().into(),
+        legacy["webhook"]["body"].as_str().unwrap().into(),
+    ];
+    for line in legacy["sentry"]["fingerprint"].as_array().unwrap() {
+        templates.push(line.as_str().unwrap().into());
+    }
+    use cronstable::report::templates as t;
+    for ours in [
+        t::DEFAULT_SUBJECT,
+        t::DEFAULT_BODY,
+        t::DEFAULT_SENTRY_BODY,
+        t::DEFAULT_WEBHOOK_BODY,
+    ] {
+        templates.push(ours.into());
+    }
+    for extra in [
+        // The Reporting page's Discord and ntfy bodies.
+        "{\"content\": {% filter tojson %}Cron job '{{ name }}' {% if success %}completed{% else %}failed: {{ fail_reason }}{% endif %}{% endfilter %}}",
+        "Cron job '{{ name }}' failed: {{ fail_reason }}",
+        "{{ success }} {{ fail_reason }} {{ exit_code }} {{ stdout }} {{ run_id }}",
+        "{{ command }} | {{ environment }} | {{ environment.HOSTNAME }}",
+        "{{ stdout | tojson }} {{ stderr | tojson }} {{ command | tojson }}",
+        "{{ {'b': 1, 'a': [1, 2.5, none, true], 'c': 'é<>&\\''} | tojson }}",
+        "{{ {'k': [1, 2]} | tojson(indent=2) }}",
+        "{{ name.upper() }} {{ name | title }} {{ (stdout or '').splitlines() }}",
+        "{{ exit_code + 1 }} {{ 1 / 4 }} {{ 10 // 3 }} {{ 2 ** 70 }} {{ 0.1 + 0.2 }} {{ 1e20 * 10 }}",
+        "{% for line in (stderr or '').splitlines() %}[{{ loop.index }}:{{ line }}]{% endfor %}",
+        "{{ name ~ '!' }} {{ '{}-{}'.format(name, exit_code) }} {{ [1, 'a'] }}",
+        "{% if stdout and stderr %}both{% elif stdout %}out{% else %}none{% endif %}\n",
+        "{{ schedule }} {{ host }} {{ started_at }} {{ shell }}",
+        "{{ (stdout or '') | length }} {{ stdout | default('n/a', true) }}",
+    ] {
+        templates.push(extra.into());
+    }
+    let base = serde_json::json!({
+        "name": "backup",
+        "command": ["tar", "czf", "/tmp/x.tgz", "/srv"],
+        "shell": "/bin/sh",
+        "host": "node-1",
+        "schedule": "0 3 * * *",
+        "started_at": "2026-06-18T12:34:56.001500+00:00",
+        "run_id": null, "cpu_seconds": null, "cpu_user_seconds": null,
+        "cpu_system_seconds": null, "max_rss_bytes": null,
+    });
+    let runs = [
+        serde_json::json!({"success": false, "fail_reason": "failsWhen=nonzeroReturn and retcode=2",
+            "stdout": "line one\nline \"two\" <b>\n", "stderr": "tar: é error\n", "exit_code": 2,
+            "environment": {"HOSTNAME": "node-1", "A": "1"}}),
+        serde_json::json!({"success": true, "fail_reason": null, "stdout": "done\n", "stderr": "",
+            "exit_code": 0, "environment": null}),
+        serde_json::json!({"success": false, "fail_reason": "failsWhen=always", "stdout": null,
+            "stderr": null, "exit_code": -100, "environment": null}),
+    ];
+    let contexts: Vec<serde_json::Value> = runs
+        .iter()
+        .map(|run| {
+            let mut ctx = base.clone();
+            for (k, v) in run.as_object().unwrap() {
+                ctx[k] = v.clone();
+            }
+            ctx
+        })
+        .collect();
+
+    let script = "import json, sys, jinja2\n\
+        job = json.load(sys.stdin)\n\
+        out = [[jinja2.Template(t).render(c) for c in job['contexts']] for t in job['templates']]\n\
+        json.dump(out, sys.stdout)";
+    let input = serde_json::json!({"templates": templates, "contexts": contexts}).to_string();
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "Jinja2 failed (is jinja2 installed? scripts/test.sh installs it)"
+    );
+    let expected: Vec<Vec<String>> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(expected.len(), templates.len());
+
+    let mut differences = Vec::new();
+    for (template, want_all) in templates.iter().zip(&expected) {
+        for (ctx, want) in contexts.iter().zip(want_all) {
+            let got = t::render("test", template, &to_value(ctx));
+            if got.as_ref() != Ok(want) {
+                differences.push(format!(
+                    "{template:?}\n  jinja2: {want:?}\n  ours:   {got:?}"
+                ));
+            }
+        }
+    }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
+}
+
+/// The examples of the original's Reporting page, as written there except
+/// for where they deliver (hosts, ports and URLs of the receivers here),
+/// the commands (made to fail or print), `@reboot` schedules, the shell
+/// example's output redirected to a file, and `validate_certs: false` on
+/// the STARTTLS example (the test server's certificate is self-signed).
+#[test]
+fn the_reporting_page_examples_load_and_send_the_same_messages() {
+    let plain = SmtpSink::start();
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = receivers::self_signed(certs.path());
+    let tls = SmtpSink::start_tls(&cert, &key);
+    let http = HttpReceiver::start();
+    let secrets = tempfile::tempdir().unwrap();
+    let discord = secrets.path().join("discord-webhook");
+    std::fs::write(&discord, http.url("/api/webhooks/123/discord-token")).unwrap();
+    // Names as on the page; nothing else in this test binary reads them.
+    std::env::set_var("SMTP_PASSWORD", "s3cret");
+    std::env::set_var(
+        "SENTRY_DSN",
+        format!("http://pk@127.0.0.1:{}/42", http.port),
+    );
+    std::env::set_var("SLACK_WEBHOOK_URL", http.url("/services/T00/B00/slack"));
+    let text = config(
+        r#"
+jobs:
+  - name: backup
+    command: "echo 'backup.sh: disk full' >&2; exit 1"
+    schedule: "@reboot"
+    captureStderr: true
+    onFailure:
+      report:
+        mail:
+          from: cron@example.com
+          to: ops@example.com, oncall@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @PLAIN@
+          starttls: false
+          validate_certs: false
+        webhook:
+          url:
+            fromEnvVar: SLACK_WEBHOOK_URL
+  - name: report-build
+    command: "echo '<p>report</p>'"
+    schedule: "@reboot"
+    captureStdout: true
+    onSuccess:
+      report:
+        mail:
+          from: cron@example.com
+          to: team@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @TLS@
+          starttls: true
+          validate_certs: false
+          username: cron
+          password:
+            fromEnvVar: SMTP_PASSWORD
+          html: true
+          subject: "Build report for {{ name }}"
+          body: "{{ stdout }}"
+  - name: ingest
+    command: "echo 'ingest: timeout' >&2; exit 1"
+    schedule: "@reboot"
+    captureStderr: true
+    onFailure:
+      report:
+        sentry:
+          dsn:
+            fromEnvVar: SENTRY_DSN
+          level: warning
+          environment: production
+          fingerprint:
+            - ingest-job
+            - "{{ name }}"
+          extra:
+            datacenter: dc1
+            shard: 3
+  - name: ping-job
+    command: "exit 1"
+    shell: /bin/bash
+    schedule: "@reboot"
+    onFailure:
+      report:
+        shell:
+          shell: /bin/bash
+          command: echo "job $CRONSTABLE_JOB_NAME failed with code $CRONSTABLE_RETCODE" > {dir}/ping
+  - name: discord-demo
+    command: "exit 7"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        webhook:
+          url:
+            fromFile: "@DISCORD@"
+          body: >-
+            {"content": {% filter tojson %}Cron job '{{ name }}'
+            {% if success %}completed{% else %}failed:
+            {{ fail_reason }}{% endif %}{% endfilter %}}
+  - name: ntfy-demo
+    command: "exit 8"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        webhook:
+          url:
+            value: "@NTFY@"
+          contentType: text/plain
+          headers:
+            Title: cronstable job failure
+            Priority: high
+          body: "Cron job '{{ name }}' failed: {{ fail_reason }}"
+"#,
+        &[
+            ("PLAIN", plain.port.to_string()),
+            ("TLS", tls.port.to_string()),
+            ("DISCORD", discord.display().to_string()),
+            ("NTFY", http.url("/my-alerts")),
+        ],
+    );
+    let d = Daemon::start(&text);
+
+    let backup = &plain.wait_for(1, LONG)[0];
+    assert_eq!(
+        backup.header("Subject").as_deref(),
+        Some("Cron job 'backup' failed")
+    );
+    assert_eq!(backup.rcpt_tos, ["ops@example.com", "oncall@example.com"]);
+    assert_eq!(
+        backup.body().trim_end(),
+        "Failure reason: failsWhen=nonzeroReturn and retcode=1\n\nbackup.sh: disk full"
+    );
+    let slack = &http.wait_for("/services/T00/B00/slack", 1, LONG)[0];
+    assert_eq!(
+        slack.json()["text"],
+        "Cron job 'backup' failed\n\nFailure reason: failsWhen=nonzeroReturn and retcode=1\n\nbackup.sh: disk full"
+    );
+
+    let build = &tls.wait_for(1, LONG)[0];
+    assert!(build.tls);
+    assert_eq!(build.auth_user.as_deref(), Some("cron"));
+    assert_eq!(
+        build.header("Subject").as_deref(),
+        Some("Build report for report-build")
+    );
+    assert!(build
+        .header("Content-Type")
+        .is_some_and(|c| c.starts_with("text/html")));
+    assert_eq!(build.body().trim_end(), "<p>report</p>");
+
+    let envelope = http.wait_for("/api/42/envelope/", 1, LONG)[0].text();
+    let event: serde_json::Value = serde_json::from_str(envelope.lines().nth(2).unwrap()).unwrap();
+    assert_eq!(event["level"], "warning");
+    assert_eq!(event["environment"], "production");
+    assert_eq!(
+        event["fingerprint"],
+        serde_json::json!(["ingest-job", "ingest"])
+    );
+    assert_eq!(event["extra"]["datacenter"], "dc1");
+    assert_eq!(event["extra"]["shard"], "3");
+    assert_eq!(
+        event["message"],
+        "Cron job 'ingest' failed\n\nFailure reason: failsWhen=nonzeroReturn and retcode=1\n\ningest: timeout"
+    );
+
+    assert_eq!(
+        d.wait_for_lines("ping", 1, LONG),
+        ["job ping-job failed with code 1"]
+    );
+
+    let discord = &http.wait_for("/api/webhooks/123/", 1, LONG)[0];
+    assert_eq!(
+        discord.json()["content"],
+        "Cron job 'discord-demo' failed: failsWhen=nonzeroReturn and retcode=7"
+    );
+    let ntfy = &http.wait_for("/my-alerts", 1, LONG)[0];
+    assert_eq!(ntfy.header("content-type"), Some("text/plain"));
+    assert_eq!(ntfy.header("title"), Some("cronstable job failure"));
+    assert_eq!(ntfy.header("priority"), Some("high"));
+    assert_eq!(
+        ntfy.text(),
+        "Cron job 'ntfy-demo' failed: failsWhen=nonzeroReturn and retcode=8"
+    );
+    let log = d.log();
+    for secret in ["discord-token", "slack", "pk@"] {
+        assert!(!log.contains(secret), "{secret} leaked: {log}");
+    }
+}
