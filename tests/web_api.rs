@@ -501,3 +501,147 @@ fn openapi_document_and_router_list_the_same_routes() {
         );
     }
 }
+
+#[test]
+fn schedule_why_explains_one_timestamp_field_by_field() {
+    let jobs = r#"  - name: weekday-report
+    command: "true"
+    schedule: "0 9 * * mon,fri"
+    timezone: Europe/Berlin
+  - name: hashed-off
+    command: "true"
+    schedule: "H 3 * * *"
+    enabled: false
+  - name: boot
+    command: "true"
+    schedule: "@reboot"
+"#;
+    let (_d, port) = start_with_web("", jobs);
+
+    // A Tuesday: every column but day-of-week matched.
+    let reply = get(port, "/schedule/why?job=weekday-report&at=2026-07-14T09:00");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let v = reply.json();
+    assert_eq!(v["job"], "weekday-report");
+    assert_eq!(v["enabled"], true);
+    assert_eq!(v["timezone"], "Europe/Berlin");
+    assert_eq!(v["at"], "2026-07-14T09:00");
+    assert_eq!(v["at_in_zone"], "2026-07-14T09:00:00+02:00");
+    assert_eq!(v["expression"], "0 9 * * mon,fri");
+    assert_eq!(v["reboot"], false);
+    assert!(v["description"].is_null());
+    assert!(v.get("resolved").is_none(), "{v}");
+    assert_eq!(v["matches"], false);
+    assert_eq!(v["failed"], serde_json::json!(["day-of-week"]));
+    let fields: Vec<&str> = v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            "second",
+            "minute",
+            "hour",
+            "day-of-month",
+            "month",
+            "day-of-week",
+            "year"
+        ]
+    );
+    assert_eq!(
+        v["checks"][5],
+        serde_json::json!({"field": "day-of-week", "value": 2, "label": "Tuesday",
+                           "allowed": "Monday and Friday", "matched": false})
+    );
+    assert_eq!(v["checks"][4]["label"], "July");
+    assert_eq!(v["previous_fire"], "2026-07-13T09:00:00+02:00");
+    assert_eq!(v["next_fire"], "2026-07-17T09:00:00+02:00");
+    assert_eq!(v["notes"], serde_json::json!([]));
+
+    // An instant with an offset is converted into the job's zone: 07:00Z
+    // is 09:00 in Berlin on a Monday. `+` must be sent as %2B; a bare `+`
+    // (decoded to a space) is read as one too.
+    for at in [
+        "2026-07-13T07:00:00Z",
+        "2026-07-13T09:00:00%2B02:00",
+        "2026-07-13T09:00:00+02:00",
+    ] {
+        let v = get(port, &format!("/schedule/why?job=weekday-report&at={at}")).json();
+        assert_eq!(v["matches"], true, "{at}: {v}");
+        assert_eq!(v["at_in_zone"], "2026-07-13T09:00:00+02:00", "{at}");
+        assert_eq!(v["failed"], serde_json::json!([]));
+    }
+
+    // Hashed and disabled: still explained, against the resolved slot.
+    let v = get(port, "/schedule/why?job=hashed-off&at=2026-07-14T03:00").json();
+    assert_eq!(v["enabled"], false);
+    assert_eq!(v["timezone"], "UTC");
+    assert_eq!(v["expression"], "H 3 * * *");
+    let resolved = v["resolved"].as_str().unwrap();
+    assert!(
+        resolved.ends_with(" 3 * * *") && !resolved.contains('H'),
+        "{resolved}"
+    );
+    let minute = resolved.split(' ').next().unwrap();
+    assert_eq!(v["checks"][1]["allowed"], minute);
+    assert_eq!(v["matches"], minute == "0");
+
+    // @reboot: no timetable, no checks.
+    let v = get(port, "/schedule/why?job=boot&at=2026-07-14T03:00").json();
+    assert_eq!(v["reboot"], true);
+    assert_eq!(v["matches"], false);
+    assert_eq!(v["checks"], serde_json::json!([]));
+    assert_eq!(v["notes"][0]["code"], "reboot");
+    assert!(v["next_fire"].is_null() && v["previous_fire"].is_null());
+
+    // A pause is part of the answer: a match would not launch.
+    let paused = request(
+        port,
+        "POST",
+        "/jobs/weekday-report/pause",
+        &[],
+        r#"{"durationSeconds": 600, "note": "quarter close", "by": "ops"}"#,
+    );
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    let v = get(port, "/schedule/why?job=weekday-report&at=2026-07-13T09:00").json();
+    assert_eq!(v["matches"], true);
+    let note = v["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["code"] == "paused")
+        .unwrap_or_else(|| panic!("no paused note: {v}"));
+    let message = note["message"].as_str().unwrap();
+    assert!(
+        message.contains("ops") && message.contains("quarter close"),
+        "{message}"
+    );
+
+    // Errors: 400 for a missing or unreadable parameter, 404 for a job.
+    for path in [
+        "/schedule/why",
+        "/schedule/why?job=weekday-report",
+        "/schedule/why?at=2026-07-14T09:00",
+        "/schedule/why?job=%20&at=2026-07-14T09:00",
+        "/schedule/why?job=weekday-report&at=tuesday",
+        "/schedule/why?job=boot&at=2026-13-01",
+    ] {
+        let reply = get(port, path);
+        assert_eq!(reply.status, 400, "{path}: {}", reply.body);
+        assert!(reply.json()["error"].is_string(), "{path}");
+    }
+    let bad = get(port, "/schedule/why?job=weekday-report&at=tuesday").json();
+    assert!(
+        bad["error"].as_str().unwrap().contains("'tuesday'"),
+        "{bad}"
+    );
+    let missing = get(port, "/schedule/why?job=nope&at=2026-07-14T09:00");
+    assert_eq!(missing.status, 404);
+    assert_eq!(
+        missing.json(),
+        serde_json::json!({"error": "job 'nope' not found"})
+    );
+}

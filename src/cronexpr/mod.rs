@@ -40,12 +40,17 @@ mod parse;
 mod render;
 mod search;
 mod tz;
+mod why;
 
 pub use error::{Field, ParseError};
 pub use expr::CronExpr;
 pub use field::{Fields, YearSet, YEAR_FLOOR, YEAR_HORIZON};
 pub use lint::{LintFinding, LintLevel, Linter};
 pub use tz::{Fold, TimeBase};
+pub use why::{
+    explain, iso_in, paused_note, why, FieldCheck, Probe, ProbeError, ProbePoint, Verdict, WhyNote,
+    WhyReport,
+};
 
 /// A job's schedule: a cron expression, or `@reboot` (once, at startup).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

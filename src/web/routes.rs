@@ -3,6 +3,7 @@
 
 use super::auth::{Credentials, Needed};
 use super::{preview, views};
+use crate::cronexpr::{paused_note, why, Probe};
 use crate::metrics::prometheus::Format;
 use crate::scheduler::control::{ControlError, ControlHandle};
 use crate::scheduler::pause::PauseRequest;
@@ -71,6 +72,7 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("GET", "/job-set-id"),
     ("GET", "/metrics"),
     ("GET", "/schedule/preview"),
+    ("GET", "/schedule/why"),
 ];
 
 /// Builds the router for one web configuration.
@@ -88,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         .route("/job-set-id", get(job_set_id))
         .route("/metrics", get(metrics))
         .route("/schedule/preview", get(schedule_preview))
+        .route("/schedule/why", get(schedule_why))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
@@ -300,4 +303,44 @@ async fn schedule_preview(Query(query): Query<HashMap<String, String>>) -> ApiRe
     preview::preview(&query, Utc::now())
         .map(|v| Json(v).into_response())
         .map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))
+}
+
+/// `GET /schedule/why?job=&at=`: why one job's schedule did or did not
+/// select one timestamp, column by column, with the nearest real fires
+/// around it (see `cronexpr::why`).
+async fn schedule_why(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    let param = |key: &str| query.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
+    let (Some(name), Some(at)) = (param("job"), param("at")) else {
+        return Err(ApiError(
+            StatusCode::BAD_REQUEST,
+            "both query parameters are required: job=<name> and at=<ISO-8601 timestamp>".into(),
+        ));
+    };
+    // an unknown job is a 404 whatever the timestamp says
+    let job = state.control.job(name).await?;
+    let probe = Probe::parse(at).map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
+    let config = &job.config;
+    let tz = &config.time_base;
+    let mut report = why(&config.parsed_schedule, tz, &probe);
+    if let Some(pause) = &job.paused {
+        report
+            .notes
+            .push(paused_note(tz, pause.until, &pause.by, &pause.note));
+    }
+    let mut payload = serde_json::to_value(&report).map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode the answer: {e}"),
+        )
+    })?;
+    payload["job"] = json!(config.name);
+    payload["enabled"] = json!(config.enabled);
+    payload["timezone"] = json!(tz.name().unwrap_or("local"));
+    payload["at"] = json!(at);
+    // Plain-English descriptions are not produced by this version.
+    payload["description"] = Value::Null;
+    Ok(Json(payload).into_response())
 }
