@@ -445,6 +445,38 @@ jobs:
 }
 
 #[test]
+fn mail_over_implicit_tls() {
+    let certs = tempfile::tempdir().unwrap();
+    let (cert, key) = receivers::self_signed(certs.path());
+    let smtp = SmtpSink::start_implicit_tls(&cert, &key);
+    let d = Daemon::start(&config(
+        r#"
+jobs:
+  - name: smtps
+    command: "exit 6"
+    schedule: "@reboot"
+    onPermanentFailure:
+      report:
+        mail:
+          from: cron@example.com
+          to: team@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @PORT@
+          tls: true
+          validate_certs: false
+"#,
+        &[("PORT", smtp.port.to_string())],
+    ));
+    let mail = &smtp.wait_for(1, LONG)[0];
+    assert!(mail.tls, "the session used TLS");
+    assert_eq!(
+        mail.header("Subject").as_deref(),
+        Some("Cron job 'smtps' failed")
+    );
+    drop(d);
+}
+
+#[test]
 fn starttls_with_certificate_validation_refuses_a_self_signed_server() {
     let certs = tempfile::tempdir().unwrap();
     let (cert, key) = receivers::self_signed(certs.path());

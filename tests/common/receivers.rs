@@ -271,15 +271,20 @@ pub struct SmtpSink {
 impl SmtpSink {
     /// Starts a plain SMTP server.
     pub fn start() -> SmtpSink {
-        SmtpSink::launch(None)
+        SmtpSink::launch(None, false)
     }
 
     /// Starts a server that requires STARTTLS with a self-signed cert.
     pub fn start_tls(cert: &Path, key: &Path) -> SmtpSink {
-        SmtpSink::launch(Some((cert, key)))
+        SmtpSink::launch(Some((cert, key)), false)
     }
 
-    fn launch(tls: Option<(&Path, &Path)>) -> SmtpSink {
+    /// Starts a server speaking TLS from the first byte (SMTPS).
+    pub fn start_implicit_tls(cert: &Path, key: &Path) -> SmtpSink {
+        SmtpSink::launch(Some((cert, key)), true)
+    }
+
+    fn launch(tls: Option<(&Path, &Path)>, implicit: bool) -> SmtpSink {
         let dir = tempfile::tempdir().expect("temp dir");
         let port = free_port();
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/support/smtp_sink.py");
@@ -287,6 +292,9 @@ impl SmtpSink {
         cmd.arg(&script).arg(port.to_string()).arg(dir.path());
         if let Some((cert, key)) = tls {
             cmd.arg(cert).arg(key);
+            if implicit {
+                cmd.arg("implicit");
+            }
         }
         let mut child = cmd
             .stdout(Stdio::piped())

@@ -1,10 +1,11 @@
 """A real SMTP server for the reporter tests, built on aiosmtpd.
 
-Usage: smtp_sink.py PORT OUTDIR [CERT KEY]
+Usage: smtp_sink.py PORT OUTDIR [CERT KEY [implicit]]
 
 Every delivered message is written to OUTDIR/<n>.json with the envelope
 (mail_from, rcpt_tos), the login used (auth_user, auth_password, or null)
-and the raw message text. With CERT and KEY the server offers STARTTLS.
+and the raw message text. With CERT and KEY the server requires STARTTLS,
+or, with "implicit" after them, speaks TLS from the first byte (SMTPS).
 Logins are accepted for any user name with the password "s3cret".
 Prints "ready" on stdout once it accepts connections, then runs until it
 is killed.
@@ -36,7 +37,8 @@ class Sink:
             "rcpt_tos": list(envelope.rcpt_tos),
             "auth_user": login.login.decode() if login else None,
             "auth_password": login.password.decode() if login else None,
-            "tls": session.ssl is not None,
+            # Set after STARTTLS and for a TLS-from-the-start listener alike.
+            "tls": server.transport.get_extra_info("ssl_object") is not None,
             "data": envelope.content.decode("utf-8", "replace"),
         }
         tmp = os.path.join(self.outdir, ".%d.tmp" % n)
@@ -58,12 +60,18 @@ def main():
         "authenticator": authenticator,
         "auth_require_tls": False,
     }
+    implicit = None
     if len(sys.argv) > 4:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(sys.argv[3], sys.argv[4])
-        kwargs["tls_context"] = context
-        kwargs["require_starttls"] = True
-    controller = Controller(Sink(outdir), hostname="127.0.0.1", port=port, **kwargs)
+        if len(sys.argv) > 5 and sys.argv[5] == "implicit":
+            implicit = context
+        else:
+            kwargs["tls_context"] = context
+            kwargs["require_starttls"] = True
+    controller = Controller(
+        Sink(outdir), hostname="127.0.0.1", port=port, ssl_context=implicit, **kwargs
+    )
     controller.start()
     print("ready", flush=True)
     threading.Event().wait()
