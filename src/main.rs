@@ -119,6 +119,7 @@ fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
         }
     };
     let scheduler = Scheduler::new(config, loaded, report::default_reporter());
+    platform::release_free_memory();
     let web_config = scheduler.web_config();
     let control = scheduler.control();
     match runtime.block_on(async move {

@@ -232,3 +232,19 @@ pub async fn shutdown_signal() -> std::io::Result<&'static str> {
 pub fn reload_signals() -> std::io::Result<tokio::signal::unix::Signal> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
 }
+
+/// Returns freed heap memory to the OS. Loading a large config allocates
+/// far more transiently (the YAML event stream) than the job table keeps;
+/// without this the daemon's resident size stays at the load-time peak.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+pub fn release_free_memory() {
+    // SAFETY: malloc_trim only walks the allocator's own free lists.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// Returns freed heap memory to the OS (a no-op where the allocator has no
+/// trim call).
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn release_free_memory() {}

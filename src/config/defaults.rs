@@ -30,13 +30,13 @@ pub fn builtin_job_defaults() -> JobSpec {
         concurrency_scope: Some(ConcurrencyScope::Node),
         cluster_policy: Some(ClusterPolicy::Leader),
         kill_timeout: Some(KILL_TIMEOUT),
-        fails_when: Some(FailsWhen {
+        fails_when: Some(Box::new(FailsWhen {
             produces_stdout: Some(false),
             produces_stderr: Some(true),
             nonzero_return: Some(true),
             always: Some(false),
-        }),
-        on_failure: Some(FailureHook {
+        })),
+        on_failure: Some(Box::new(FailureHook {
             report: None,
             retry: Some(Retry {
                 maximum_retries: 0,
@@ -44,7 +44,7 @@ pub fn builtin_job_defaults() -> JobSpec {
                 maximum_delay: 300.0,
                 backoff_multiplier: 2.0,
             }),
-        }),
+        })),
         on_missed: Some(OnMissed::Skip),
         catchup_jitter_seconds: Some(0),
         only_if_last_succeeded: Some(false),

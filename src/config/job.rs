@@ -80,11 +80,11 @@ pub struct JobConfig {
     /// Retry ladder.
     pub retry: Retry,
     /// Reporters on every failure.
-    pub on_failure: Report,
+    pub on_failure: Box<Report>,
     /// Reporters once retries are exhausted.
-    pub on_permanent_failure: Report,
+    pub on_permanent_failure: Box<Report>,
     /// Reporters on success.
-    pub on_success: Report,
+    pub on_success: Box<Report>,
     /// Catch-up policy (inert without durable state).
     pub on_missed: OnMissed,
     /// Skip a fire when the previous run failed.
@@ -100,7 +100,7 @@ pub struct JobConfig {
     /// statsd sink.
     pub statsd: Option<Statsd>,
     /// The merged spec this job was resolved from (job-set id, API).
-    pub spec: JobSpec,
+    pub spec: Box<JobSpec>,
     /// Where the job is written.
     pub origin: Location,
 }

@@ -23,6 +23,12 @@ impl<T: Merge + Clone> Merge for Option<T> {
     }
 }
 
+impl<T: Merge> Merge for Box<T> {
+    fn merge_from(&mut self, lower: &Self) {
+        self.as_mut().merge_from(lower.as_ref());
+    }
+}
+
 /// Implements [`Merge`] as "the upper layer wins whole" for leaf types.
 macro_rules! merge_as_leaf {
     ($($t:ty),* $(,)?) => {

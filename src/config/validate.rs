@@ -114,7 +114,7 @@ pub fn resolve_job(
 
     let fails = spec.fails_when.clone().unwrap_or_default();
     let on_failure = spec.on_failure.clone().unwrap_or_default();
-    let report_of = |hook: &Option<super::model::ReportHook>| {
+    let report_of = |hook: &Option<Box<super::model::ReportHook>>| {
         hook.as_ref()
             .and_then(|h| h.report.clone())
             .unwrap_or_default()
@@ -161,9 +161,9 @@ pub fn resolve_job(
             maximum_delay: 300.0,
             backoff_multiplier: 2.0,
         }),
-        on_failure: on_failure.report.clone().unwrap_or_default(),
-        on_permanent_failure: report_of(&spec.on_permanent_failure),
-        on_success: report_of(&spec.on_success),
+        on_failure: Box::new(on_failure.report.clone().unwrap_or_default()),
+        on_permanent_failure: Box::new(report_of(&spec.on_permanent_failure)),
+        on_success: Box::new(report_of(&spec.on_success)),
         on_missed: spec.on_missed.unwrap_or(super::model::OnMissed::Skip),
         only_if_last_succeeded: spec.only_if_last_succeeded.unwrap_or(false),
         environment,
@@ -171,7 +171,7 @@ pub fn resolve_job(
         run_as,
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),
         statsd: spec.statsd.clone(),
-        spec,
+        spec: Box::new(spec),
         origin,
     })
 }

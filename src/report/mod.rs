@@ -91,16 +91,16 @@ impl Delivery {
     fn planned(report: &Report) -> Vec<Delivery> {
         let mut out = Vec::new();
         if let Some(cfg) = report.mail.as_ref().filter(|c| mail::enabled(c)) {
-            out.push(Delivery::Mail(cfg.clone()));
+            out.push(Delivery::Mail((**cfg).clone()));
         }
         if let Some(cfg) = report.sentry.as_ref().filter(|c| sentry::enabled(c)) {
-            out.push(Delivery::Sentry(cfg.clone()));
+            out.push(Delivery::Sentry((**cfg).clone()));
         }
         if let Some(cfg) = report.shell.as_ref().filter(|c| shell::enabled(c)) {
-            out.push(Delivery::Shell(cfg.clone()));
+            out.push(Delivery::Shell((**cfg).clone()));
         }
         if let Some(cfg) = report.webhook.as_ref().filter(|c| webhook::enabled(c)) {
-            out.push(Delivery::Webhook(cfg.clone()));
+            out.push(Delivery::Webhook((**cfg).clone()));
         }
         out
     }

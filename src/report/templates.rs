@@ -340,21 +340,21 @@ mod tests {
     #[test]
     fn check_finds_syntax_errors_with_their_key() {
         let mut report = Report::default();
-        report.webhook = Some(crate::config::model::report::WebhookReport {
+        report.webhook = Some(Box::new(crate::config::model::report::WebhookReport {
             body: Some("{% if x %}unclosed".into()),
             ..Default::default()
-        });
+        }));
         let err = check(&report).unwrap_err();
         assert_eq!(err.key, "webhook.body");
         assert!(err.message.contains("syntax error"), "{}", err.message);
         report.webhook = None;
-        report.sentry = Some(crate::config::model::report::SentryReport {
+        report.sentry = Some(Box::new(crate::config::model::report::SentryReport {
             fingerprint: Some(crate::config::model::report::Fingerprint(vec![
                 "ok".into(),
                 "{{ name | nosuchfilter }}".into(),
             ])),
             ..Default::default()
-        });
+        }));
         let err = check(&report).unwrap_err();
         assert_eq!(err.key, "sentry.fingerprint[1]");
     }

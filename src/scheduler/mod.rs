@@ -252,6 +252,7 @@ impl Scheduler {
                 self.counters.last_reload_success =
                     Some(Utc::now().timestamp_micros() as f64 / 1e6);
                 self.install_jobs(loaded.jobs);
+                platform::release_free_memory();
                 tracing::info!(
                     target: "cronstable::scheduler",
                     "configuration reloaded: {count} job(s)"

@@ -286,22 +286,22 @@ pub struct JobSpec {
     pub kill_timeout: Option<f64>,
     /// Failure classification.
     #[serde(default)]
-    pub fails_when: Option<FailsWhen>,
+    pub fails_when: Option<Box<FailsWhen>>,
     /// Reporters and retries on failure.
     #[serde(default)]
-    pub on_failure: Option<FailureHook>,
+    pub on_failure: Option<Box<FailureHook>>,
     /// Reporters once retries are exhausted.
     #[serde(default)]
-    pub on_permanent_failure: Option<ReportHook>,
+    pub on_permanent_failure: Option<Box<ReportHook>>,
     /// Reporters on success.
     #[serde(default)]
-    pub on_success: Option<ReportHook>,
+    pub on_success: Option<Box<ReportHook>>,
     /// Reporters on an SLA breach.
     #[serde(default)]
-    pub on_late: Option<ReportHook>,
+    pub on_late: Option<Box<ReportHook>>,
     /// SLA thresholds.
     #[serde(default)]
-    pub sla: Option<Sla>,
+    pub sla: Option<Box<Sla>>,
     /// Catch-up policy after downtime (default skip).
     #[serde(default)]
     pub on_missed: Option<OnMissed>,
@@ -331,7 +331,7 @@ pub struct JobSpec {
     pub working_directory: Nullable<String>,
     /// Run-scoped secrets (need the state section).
     #[serde(default)]
-    pub secrets: Option<JobSecrets>,
+    pub secrets: Option<Box<JobSecrets>>,
     /// Extra state scopes this job may name.
     #[serde(default, deserialize_with = "lenient::opt_string_list")]
     pub state_allowed_scopes: Option<Vec<String>>,

@@ -14,22 +14,22 @@ use std::collections::BTreeMap;
 pub struct Report {
     /// Email over SMTP.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mail: Option<MailReport>,
+    pub mail: Option<Box<MailReport>>,
     /// An event sent to a Sentry project.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sentry: Option<SentryReport>,
+    pub sentry: Option<Box<SentryReport>>,
     /// A local command run with the `CRONSTABLE_*` environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shell: Option<ShellReport>,
+    pub shell: Option<Box<ShellReport>>,
     /// An HTTP request (Slack-compatible by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub webhook: Option<WebhookReport>,
+    pub webhook: Option<Box<WebhookReport>>,
     /// End-to-end encrypted push to paired devices (needs the `push` section).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<PushReport>,
+    pub push: Option<Box<PushReport>>,
     /// Windows Event Log records (a no-op elsewhere).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub eventlog: Option<EventlogReport>,
+    pub eventlog: Option<Box<EventlogReport>>,
 }
 merge_fields!(Report {
     mail,
