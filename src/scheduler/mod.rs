@@ -75,7 +75,11 @@ pub struct Scheduler {
     counters: Counters,
     job_set_id: String,
     web_tx: tokio::sync::watch::Sender<Option<WebConfig>>,
+    reports: tokio::task::JoinSet<()>,
 }
+
+/// How long shutdown waits for reports still being delivered.
+const REPORT_DRAIN: Duration = Duration::from_secs(30);
 
 impl Scheduler {
     /// A scheduler over an already loaded config.
@@ -111,6 +115,7 @@ impl Scheduler {
             counters: Counters::new(start_time, buckets.as_deref()),
             job_set_id: String::new(),
             web_tx,
+            reports: tokio::task::JoinSet::new(),
         };
         scheduler.install_jobs(loaded.jobs);
         scheduler
@@ -224,6 +229,22 @@ impl Scheduler {
                         handle.cancel();
                     }
                 }
+            }
+        }
+        // Reports of runs that finished just before the signal are still on
+        // their way; give them a bounded time to arrive.
+        if !self.reports.is_empty() {
+            let pending = self.reports.len();
+            let drained = tokio::time::timeout(REPORT_DRAIN, async {
+                while self.reports.join_next().await.is_some() {}
+            })
+            .await;
+            if drained.is_err() {
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "{pending} report(s) still undelivered after {}s; exiting anyway",
+                    REPORT_DRAIN.as_secs()
+                );
             }
         }
         Ok(())
@@ -613,9 +634,11 @@ impl Scheduler {
         }
     }
 
-    fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) {
+    fn report(&mut self, hook: Hook, job: &JobConfig, record: &RunRecord) {
+        // Forget deliveries that already finished, so the set stays small.
+        while self.reports.try_join_next().is_some() {}
         let delivery = self.reporter.report(hook, job, record);
-        tokio::spawn(delivery);
+        self.reports.spawn(delivery);
     }
 }
 
