@@ -9,7 +9,7 @@
 
 pub mod canon;
 
-use crate::config::model::{Command, ConcurrencyScope, JobSpec, Priority, Report, Schedule};
+use crate::config::model::{Command, ConcurrencyScope, Priority, Report};
 use crate::config::JobConfig;
 use canon::Canon;
 use sha2::{Digest, Sha256};
@@ -19,12 +19,6 @@ use std::collections::BTreeMap;
 /// kept byte-exact (templates included) because the id hashes it; it is
 /// data for compatibility, parsed once per id computation.
 const LEGACY_REPORT_DEFAULTS: &str = include_str!("fingerprint/legacy_report_defaults.json");
-
-/// The `v1:` job-set id of shared jobs (the scheduler's table).
-pub fn job_set_id_of(jobs: &[std::sync::Arc<JobConfig>]) -> String {
-    let owned: Vec<&JobConfig> = jobs.iter().map(|j| j.as_ref()).collect();
-    id_of(&owned)
-}
 
 /// The `v1:` job-set id of a set of jobs.
 pub fn job_set_id(jobs: &[JobConfig]) -> String {
@@ -105,7 +99,6 @@ pub fn legacy_report_defaults() -> Canon {
 /// effective value (defaults applied), keys that post-date the scheme only
 /// when they differ from their default.
 fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
-    let spec = &job.spec;
     let mut o: BTreeMap<String, Canon> = BTreeMap::new();
     let mut put = |key: &str, value: Canon| {
         o.insert(key.to_owned(), value);
@@ -145,7 +138,7 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
             ("producesStdout".to_owned(), Canon::Bool(f.produces_stdout)),
         ]))
     });
-    put("group", account_value(spec.group.as_deref()));
+    put("group", account_value(job.group.as_deref()));
     put("killTimeout", Canon::float(job.kill_timeout));
     put("maxLineLength", Canon::int(job.max_line_length as i64));
     put("name", Canon::str(job.name.clone()));
@@ -182,7 +175,7 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
         put("priority", Canon::str(enum_text(&job.priority)));
     }
     put("saveLimit", Canon::int(job.save_limit as i64));
-    put("schedule", Canon::str(schedule_text(spec)));
+    put("schedule", Canon::str(schedule_text(&job.schedule)));
     put("shell", Canon::str(job.shell.clone()));
     put(
         "statsd",
@@ -201,7 +194,7 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
         (None, false) => Canon::Null,
     };
     put("timezone", frame);
-    put("user", account_value(spec.user.as_deref()));
+    put("user", account_value(job.user.as_deref()));
     Canon::Object(o)
 }
 
@@ -226,14 +219,10 @@ fn command_object(command: &Command) -> Canon {
     }
 }
 
-/// The schedule as written: a string with whitespace runs collapsed, or the
-/// object form assembled into crontab text.
-fn schedule_text(spec: &JobSpec) -> String {
-    match &spec.schedule {
-        Some(Schedule::Text(text)) => text.split_whitespace().collect::<Vec<_>>().join(" "),
-        Some(Schedule::Fields(fields)) => fields.to_expression(),
-        None => String::new(),
-    }
+/// The schedule as written with whitespace runs collapsed (the object form
+/// is already assembled into crontab text).
+fn schedule_text(schedule: &str) -> String {
+    schedule.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `user`/`group` as the original types them: an integer when the text is

@@ -95,12 +95,18 @@ pub struct JobConfig {
     pub working_directory: Option<PathBuf>,
     /// Account switch, when `user`/`group` are set.
     pub run_as: Option<RunAs>,
+    /// `user` as written (name or number), for the job-set id and the API.
+    pub user: Option<String>,
+    /// `group` as written (name or number).
+    pub group: Option<String>,
     /// Process priority.
     pub priority: Priority,
     /// statsd sink.
     pub statsd: Option<Statsd>,
-    /// The merged spec this job was resolved from (job-set id, API).
-    pub spec: Box<JobSpec>,
+    /// The merged spec this job was resolved from. Kept while a config is
+    /// assembled (whole-config rules read it); the scheduler drops it when
+    /// it installs the job, since nothing at run time needs it.
+    pub spec: Option<Box<JobSpec>>,
     /// Where the job is written.
     pub origin: Location,
 }

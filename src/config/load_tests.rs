@@ -96,7 +96,7 @@ fn lists_concatenate_except_fingerprint() {
     .unwrap();
     let a = job(&loaded, "a");
     assert_eq!(
-        a.spec.state_allowed_scopes.as_deref(),
+        a.spec.as_ref().unwrap().state_allowed_scopes.as_deref(),
         Some(&["shared".to_owned(), "own".to_owned()][..])
     );
     let fp = &a

@@ -93,6 +93,13 @@ fn not_supported(source: &str, what: &str) -> ConfigError {
     )
 }
 
+fn has_secrets(job: &JobConfig) -> bool {
+    job.spec
+        .as_ref()
+        .and_then(|s| s.secrets.as_ref())
+        .is_some_and(|s| !s.0.is_empty())
+}
+
 /// Rules across sections and jobs, checked once on the assembled config.
 pub fn check_cross_sections(
     jobs: &[JobConfig],
@@ -123,11 +130,8 @@ pub fn check_cross_sections(
                 ),
             ));
         }
-        let secret_jobs = offenders(&|j| j.spec.secrets.as_ref().is_some_and(|s| !s.0.is_empty()));
-        if let Some(first) = jobs
-            .iter()
-            .find(|j| j.spec.secrets.as_ref().is_some_and(|s| !s.0.is_empty()))
-        {
+        let secret_jobs = offenders(&has_secrets);
+        if let Some(first) = jobs.iter().find(|j| has_secrets(j)) {
             return Err(ConfigError::config(
                 first.origin.clone(),
                 format!(

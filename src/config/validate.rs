@@ -171,7 +171,9 @@ pub fn resolve_job(
         run_as,
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),
         statsd: spec.statsd.clone(),
-        spec: Box::new(spec),
+        user: spec.user.clone(),
+        group: spec.group.clone(),
+        spec: Some(Box::new(spec)),
         origin,
     })
 }
