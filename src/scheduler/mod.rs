@@ -4,6 +4,7 @@
 //! through one set of gates, collects finished runs, drives retries and
 //! reports, and drains on shutdown.
 
+mod api;
 pub mod control;
 pub mod history;
 pub mod pause;
@@ -15,11 +16,11 @@ use crate::config::model::{ConcurrencyPolicy, WebConfig};
 use crate::config::{self, JobConfig};
 use crate::cronexpr::Schedule;
 use crate::job::{self, RunHandle, RunRecord, RunRequest, Trigger};
-use crate::metrics::prometheus::{self, Counters, DaemonGauges, JobGauges};
+use crate::metrics::prometheus::Counters;
 use crate::platform;
 use crate::report::{Hook, Reporter};
 use chrono::{DateTime, Utc};
-use control::{Control, ControlError, ControlHandle, JobSnapshot, RetryView, RunSummary};
+use control::{Control, ControlHandle};
 use history::RunHistory;
 use pause::PauseWindow;
 use retry::RetryLadder;
@@ -688,202 +689,5 @@ async fn sleep_until_wall(at: DateTime<Utc>) {
             Ok(d) if !d.is_zero() => tokio::time::sleep(d).await,
             _ => return,
         }
-    }
-}
-
-impl Scheduler {
-    fn handle_control(&mut self, request: Control) {
-        match request {
-            Control::Jobs { only, reply } => {
-                let snapshots = self.snapshots(only.as_deref());
-                let _ = reply.send(snapshots);
-            }
-            Control::Runs { job, reply } => {
-                let runs = self.job(&job).map(|_| {
-                    let mut runs: Vec<RunRecord> = self
-                        .history
-                        .newest_first(&job)
-                        .into_iter()
-                        .cloned()
-                        .collect();
-                    runs.reverse();
-                    runs
-                });
-                let _ = reply.send(runs);
-            }
-            Control::Start { job, reply } => {
-                let _ = reply.send(self.manual_start(&job));
-            }
-            Control::Cancel { job, reply } => {
-                let _ = reply.send(self.manual_cancel(&job));
-            }
-            Control::Pause {
-                job,
-                request,
-                reply,
-            } => {
-                let result = match self.job(&job) {
-                    None => Err(ControlError::NotFound(job)),
-                    Some(_) => pause::window(&request, Utc::now())
-                        .map_err(ControlError::BadRequest)
-                        .inspect(|window| {
-                            tracing::info!(
-                                target: "cronstable::scheduler",
-                                "Job {job} paused until {} by {}",
-                                window.until,
-                                window.by
-                            );
-                            self.pauses.insert(job.clone(), window.clone());
-                        }),
-                };
-                let _ = reply.send(result);
-            }
-            Control::Resume { job, reply } => {
-                let result = match self.job(&job) {
-                    None => Err(ControlError::NotFound(job)),
-                    Some(_) => {
-                        if self.pauses.remove(&job).is_some() {
-                            tracing::info!(target: "cronstable::scheduler", "Job {job} resumed");
-                        }
-                        Ok(())
-                    }
-                };
-                let _ = reply.send(result);
-            }
-            Control::Metrics { format, reply } => {
-                let _ = reply.send(self.render_metrics(format));
-            }
-            Control::JobSetId { reply } => {
-                let _ = reply.send(self.job_set_id.clone());
-            }
-        }
-    }
-
-    fn manual_start(&mut self, name: &str) -> Result<(), ControlError> {
-        let job = self
-            .job(name)
-            .ok_or_else(|| ControlError::NotFound(name.to_owned()))?;
-        if !job.enabled {
-            return Err(ControlError::Conflict(format!("job '{name}' is disabled")));
-        }
-        if self.stopping {
-            return Err(ControlError::Conflict("the daemon is shutting down".into()));
-        }
-        tracing::info!(target: "cronstable::scheduler", "Job {name}: manual start");
-        self.maybe_launch(job, Trigger::Manual, 0);
-        Ok(())
-    }
-
-    fn manual_cancel(&mut self, name: &str) -> Result<usize, ControlError> {
-        if self.job(name).is_none() && !self.running.contains_key(name) {
-            return Err(ControlError::NotFound(name.to_owned()));
-        }
-        let live: Vec<&RunHandle> = self
-            .running
-            .get(name)
-            .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
-            .unwrap_or_default();
-        if live.is_empty() {
-            return Err(ControlError::Conflict(format!(
-                "job '{name}' is not running"
-            )));
-        }
-        for handle in &live {
-            handle.cancel();
-        }
-        tracing::info!(
-            target: "cronstable::scheduler",
-            "Job {name}: cancelling {} running instance(s) on request",
-            live.len()
-        );
-        Ok(live.len())
-    }
-
-    fn snapshots(&self, only: Option<&str>) -> Vec<JobSnapshot> {
-        let now = Utc::now();
-        self.jobs
-            .iter()
-            .filter(|j| only.is_none_or(|name| j.name == name))
-            .map(|job| {
-                let live: Vec<&RunHandle> = self
-                    .running
-                    .get(&job.name)
-                    .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
-                    .unwrap_or_default();
-                let next_fire = job
-                    .parsed_schedule
-                    .cron()
-                    .and_then(|c| c.next_after(now, &job.time_base));
-                let never_fires =
-                    job.enabled && job.parsed_schedule.cron().is_some() && next_fire.is_none();
-                let runs = self.history.newest_first(&job.name);
-                let history = runs
-                    .iter()
-                    .take(20)
-                    .rev()
-                    .map(|r| (r.outcome(), r.duration_seconds()))
-                    .collect();
-                JobSnapshot {
-                    config: Arc::clone(job),
-                    pids: live.iter().filter_map(|r| r.pid()).collect(),
-                    running: !live.is_empty(),
-                    next_fire,
-                    never_fires,
-                    last_run: runs.first().map(|r| RunSummary::of(r)),
-                    history,
-                    paused: self
-                        .pauses
-                        .get(&job.name)
-                        .filter(|w| w.until > now)
-                        .cloned(),
-                    retry: self.retries.get(&job.name).map(|state| RetryView {
-                        attempt: state.ladder.count(),
-                        max_attempts: (job.retry.maximum_retries != -1)
-                            .then_some(job.retry.maximum_retries),
-                    }),
-                }
-            })
-            .collect()
-    }
-
-    fn render_metrics(&self, format: prometheus::Format) -> String {
-        let now = Utc::now();
-        let jobs = self
-            .jobs
-            .iter()
-            .map(|job| JobGauges {
-                name: &job.name,
-                schedule: &job.schedule,
-                cluster_policy: match job.cluster_policy {
-                    crate::config::model::ClusterPolicy::Leader => "Leader",
-                    crate::config::model::ClusterPolicy::PreferLeader => "PreferLeader",
-                    crate::config::model::ClusterPolicy::EveryNode => "EveryNode",
-                },
-                enabled: job.enabled,
-                running: self
-                    .running
-                    .get(&job.name)
-                    .map(|r| r.iter().filter(|h| !h.has_ended()).count())
-                    .unwrap_or(0),
-                next_run: job
-                    .enabled
-                    .then(|| job.parsed_schedule.cron())
-                    .flatten()
-                    .and_then(|c| c.next_after(now, &job.time_base))
-                    .map(|t| t.timestamp_micros() as f64 / 1e6),
-                last_run: self
-                    .history
-                    .newest_first(&job.name)
-                    .into_iter()
-                    .find(|r| r.skip_reason.is_none()),
-                paused: self.pauses.get(&job.name).is_some_and(|w| w.until > now),
-            })
-            .collect();
-        let gauges = DaemonGauges {
-            version: env!("CARGO_PKG_VERSION"),
-            job_set_id: &self.job_set_id,
-            jobs,
-        };
-        prometheus::render(&self.counters, &gauges, format)
     }
 }

@@ -158,15 +158,7 @@ async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
             ListenAddr::Tcp(hostport) => match tokio::net::TcpListener::bind(&hostport).await {
                 Ok(listener) => {
                     tracing::info!(target: "cronstable::web", "web API listening on http://{hostport}");
-                    let app = app.clone();
-                    tasks.push(tokio::spawn(async move {
-                        if let Err(err) = axum::serve(listener, app)
-                            .with_graceful_shutdown(shutdown)
-                            .await
-                        {
-                            tracing::error!(target: "cronstable::web", "http server error: {err}");
-                        }
-                    }));
+                    tasks.push(serve(listener, app.clone(), shutdown));
                 }
                 Err(err) => tracing::warn!(
                     target: "cronstable::web",
@@ -176,15 +168,7 @@ async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
             ListenAddr::Unix(path) => match bind_unix(&path, web.socket_mode.as_deref()) {
                 Ok(listener) => {
                     tracing::info!(target: "cronstable::web", "web API listening on unix://{path}");
-                    let app = app.clone();
-                    tasks.push(tokio::spawn(async move {
-                        if let Err(err) = axum::serve(listener, app)
-                            .with_graceful_shutdown(shutdown)
-                            .await
-                        {
-                            tracing::error!(target: "cronstable::web", "http server error: {err}");
-                        }
-                    }));
+                    tasks.push(serve(listener, app.clone(), shutdown));
                 }
                 Err(err) => tracing::warn!(
                     target: "cronstable::web",
@@ -210,15 +194,7 @@ async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
                     Ok(tcp) => {
                         tracing::info!(target: "cronstable::web", "web API listening on https://{hostport}");
                         let listener = tls::TlsListener::new(tcp, config);
-                        let app = app.clone();
-                        tasks.push(tokio::spawn(async move {
-                            if let Err(err) = axum::serve(listener, app)
-                                .with_graceful_shutdown(shutdown)
-                                .await
-                            {
-                                tracing::error!(target: "cronstable::web", "https server error: {err}");
-                            }
-                        }));
+                        tasks.push(serve(listener, app.clone(), shutdown));
                     }
                     Err(err) => tracing::warn!(
                         target: "cronstable::web",
@@ -229,6 +205,26 @@ async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
         }
     }
     Some(Running { stop, tasks })
+}
+
+/// Serves `app` on `listener` until `shutdown` resolves.
+fn serve<L>(
+    listener: L,
+    app: axum::Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> JoinHandle<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
+    tokio::spawn(async move {
+        if let Err(err) = axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+        {
+            tracing::error!(target: "cronstable::web", "web server error: {err}");
+        }
+    })
 }
 
 /// Binds a unix socket, replacing a stale socket file, and applies
