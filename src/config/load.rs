@@ -366,34 +366,13 @@ impl Loader {
         }
 
         let mut sections = Sections {
-            web: doc.web.map(|value| Located {
-                value,
-                source: name.clone(),
-            }),
-            logging: doc.logging.map(|value| Located {
-                value,
-                source: name.clone(),
-            }),
-            state: doc.state.map(|value| Located {
-                value,
-                source: name.clone(),
-            }),
-            cluster: doc.cluster.map(|value| Located {
-                value,
-                source: name.clone(),
-            }),
-            mcp: doc.mcp.map(|value| Located {
-                value,
-                source: name.clone(),
-            }),
-            notify: doc.notify.map(|value| Located {
-                value,
-                source: name.clone(),
-            }),
-            push: doc.push.map(|value| Located {
-                value,
-                source: name.clone(),
-            }),
+            web: located(doc.web, &name),
+            logging: located(doc.logging, &name),
+            state: located(doc.state, &name),
+            cluster: located(doc.cluster, &name),
+            mcp: located(doc.mcp, &name),
+            notify: located(doc.notify, &name),
+            push: located(doc.push, &name),
             dags: doc
                 .dags
                 .unwrap_or_default()
@@ -536,6 +515,14 @@ impl Loader {
             files: self.files,
         })
     }
+}
+
+/// Tags a section with the source it was written in.
+fn located<T>(value: Option<T>, source: &str) -> Option<Located<T>> {
+    value.map(|value| Located {
+        value,
+        source: source.to_owned(),
+    })
 }
 
 /// Crontab lowering options: zone names are checked against the same zone
