@@ -57,7 +57,8 @@ fn finding(code: &'static str, level: LintLevel, message: String) -> LintFinding
     }
 }
 
-const MONTH_NAMES: [&str; 13] = [
+/// Month names by number (index 0 unused).
+pub(super) const MONTH_NAMES: [&str; 13] = [
     "",
     "January",
     "February",

@@ -37,21 +37,7 @@ use super::lint::LintLevel;
 use super::tz::{Fold, TimeBase, WallKind};
 use super::Schedule;
 
-const MONTH_NAMES: [&str; 13] = [
-    "",
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
+use super::lint::MONTH_NAMES;
 
 const WEEKDAY_NAMES: [&str; 7] = [
     "Sunday",
