@@ -12,6 +12,7 @@ pub mod job;
 pub mod logging;
 pub mod metrics;
 pub mod platform;
+pub mod pyfmt;
 pub mod report;
 pub mod scheduler;
 pub mod web;

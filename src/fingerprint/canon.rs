@@ -126,30 +126,9 @@ impl Canon {
     }
 }
 
-/// Writes a JSON string with every character outside printable ASCII
-/// escaped as `\uXXXX` (lowercase hex, UTF-16 surrogate pairs above
-/// U+FFFF), which is what an ASCII-only JSON encoder produces.
+/// Writes a JSON string the way Python's ASCII-only encoder does.
 fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
-        }
-    }
-    out.push('"');
+    crate::pyfmt::write_json_string(out, s, false);
 }
 
 /// Formats a float as the original's JSON encoder sees it: whole values as
@@ -168,21 +147,7 @@ pub fn python_number(v: f64) -> String {
         let text = format!("{v:.0}");
         return if text == "-0" { "0".into() } else { text };
     }
-    let magnitude = v.abs();
-    if (1e-4..1e16).contains(&magnitude) {
-        return format!("{v}");
-    }
-    let text = format!("{v:e}");
-    match text.split_once('e') {
-        Some((mantissa, exponent)) => {
-            let (sign, digits) = match exponent.strip_prefix('-') {
-                Some(d) => ('-', d),
-                None => ('+', exponent),
-            };
-            format!("{mantissa}e{sign}{digits:0>2}")
-        }
-        None => text,
-    }
+    crate::pyfmt::py_float(v)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 pub mod context;
 pub mod http;
 pub mod mail;
-pub mod pyfmt;
+
 pub mod secret;
 pub mod sentry;
 pub mod shell;

@@ -1,13 +1,13 @@
 //! Report templates: the Jinja2 syntax of the original, rendered by
-//! minijinja, printing values the way Python does (see [`super::pyfmt`]).
+//! minijinja, printing values the way Python does (see [`crate::pyfmt`]).
 //!
 //! The default subject line is kept word for word, `Cron job '<name>'
 //! completed` / `failed`, because mail filters and chat alert rules match
 //! on it. The default body is our own wording around the same facts: the
 //! failure reason, then the captured output.
 
-use super::pyfmt;
 use crate::config::model::Report;
+use crate::pyfmt;
 use minijinja::value::{Kwargs, Value};
 use minijinja::{Environment, Error, ErrorKind};
 use std::collections::HashSet;

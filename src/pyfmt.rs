@@ -1,3 +1,7 @@
+//! Python spellings of values: report templates (Jinja2 ran in Python) and
+//! the job-set id (hashed from Python's JSON output) must print them byte
+//! for byte.
+//!
 //! Python spellings of template values. Report templates were written for
 //! Jinja2 running in Python, where `{{ success }}` prints `True`, a missing
 //! fail reason prints `None`, and `tojson` escapes non-ASCII text. A
@@ -231,6 +235,14 @@ fn json_float(x: f64) -> String {
 }
 
 fn json_str(out: &mut String, s: &str) {
+    write_json_string(out, s, true);
+}
+
+/// Writes `s` as a JSON string with every character outside printable
+/// ASCII escaped as `\uXXXX` (lowercase hex, surrogate pairs above
+/// U+FFFF), as Python's `json.dumps` does by default. `html_safe` also
+/// escapes `<`, `>`, `&` and `'`, as Jinja2's `tojson` filter does.
+pub fn write_json_string(out: &mut String, s: &str, html_safe: bool) {
     out.push('"');
     for c in s.chars() {
         match c {
@@ -241,12 +253,10 @@ fn json_str(out: &mut String, s: &str) {
             '\t' => out.push_str("\\t"),
             '\u{8}' => out.push_str("\\b"),
             '\u{c}' => out.push_str("\\f"),
-            // The HTML-safe set Jinja2 adds on top of json.dumps.
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\'' => out.push_str("\\u0027"),
-            c if c.is_ascii() && !c.is_ascii_control() => out.push(c),
+            '<' | '>' | '&' | '\'' if html_safe => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            ' '..='~' => out.push(c),
             c => {
                 let mut units = [0u16; 2];
                 for unit in c.encode_utf16(&mut units) {
