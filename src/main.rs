@@ -98,10 +98,9 @@ fn main() -> ExitCode {
     }
     tracing::info!(
         target: "cronstable",
-        "configuration loaded from {}: {} job(s), job-set id {}",
+        "configuration loaded from {}: {} job(s)",
         cli.config.display(),
-        loaded.jobs.len(),
-        fingerprint::job_set_id(&loaded.jobs)
+        loaded.jobs.len()
     );
     run_daemon(cli.config, loaded)
 }

@@ -135,6 +135,7 @@ impl Scheduler {
 
     fn install_jobs(&mut self, jobs: Vec<JobConfig>) {
         self.job_set_id = crate::fingerprint::job_set_id(&jobs);
+        tracing::info!(target: "cronstable::scheduler", "job-set id {}", self.job_set_id);
         // The merged spec only served the load; a 10,000-job table is
         // about a third smaller without it.
         // Built into a fresh Vec: collecting straight from `jobs` would
