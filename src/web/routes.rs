@@ -12,7 +12,7 @@ use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{get, post, MethodRouter};
 use axum::{Json, Router};
 use chrono::Utc;
 use serde::Deserialize;
@@ -57,40 +57,39 @@ impl From<ControlError> for ApiError {
 
 type ApiResult = Result<Response, ApiError>;
 
+/// Every route: method, path and handler. The router is built from this one
+/// table, and [`routes`] lists it for the OpenAPI check.
+fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
+    vec![
+        ("GET", "/version", get(version)),
+        ("GET", "/status", get(status)),
+        ("GET", "/jobs", get(jobs)),
+        ("GET", "/jobs/{name}", get(job)),
+        ("GET", "/jobs/{name}/runs", get(runs)),
+        ("POST", "/jobs/{name}/start", post(start)),
+        ("POST", "/jobs/{name}/cancel", post(cancel)),
+        ("POST", "/jobs/{name}/pause", post(pause)),
+        ("POST", "/jobs/{name}/resume", post(resume)),
+        ("GET", "/job-set-id", get(job_set_id)),
+        ("GET", "/metrics", get(metrics)),
+        ("GET", "/schedule/preview", get(schedule_preview)),
+        ("GET", "/schedule/why", get(schedule_why)),
+    ]
+}
+
 /// Every route the API serves, as `(method, path)`; the OpenAPI document
 /// is checked against this list.
-pub const ROUTES: &[(&str, &str)] = &[
-    ("GET", "/version"),
-    ("GET", "/status"),
-    ("GET", "/jobs"),
-    ("GET", "/jobs/{name}"),
-    ("GET", "/jobs/{name}/runs"),
-    ("POST", "/jobs/{name}/start"),
-    ("POST", "/jobs/{name}/cancel"),
-    ("POST", "/jobs/{name}/pause"),
-    ("POST", "/jobs/{name}/resume"),
-    ("GET", "/job-set-id"),
-    ("GET", "/metrics"),
-    ("GET", "/schedule/preview"),
-    ("GET", "/schedule/why"),
-];
+pub fn routes() -> Vec<(&'static str, &'static str)> {
+    table().into_iter().map(|(m, p, _)| (m, p)).collect()
+}
 
 /// Builds the router for one web configuration.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .route("/version", get(version))
-        .route("/status", get(status))
-        .route("/jobs", get(jobs))
-        .route("/jobs/{name}", get(job))
-        .route("/jobs/{name}/runs", get(runs))
-        .route("/jobs/{name}/start", post(start))
-        .route("/jobs/{name}/cancel", post(cancel))
-        .route("/jobs/{name}/pause", post(pause))
-        .route("/jobs/{name}/resume", post(resume))
-        .route("/job-set-id", get(job_set_id))
-        .route("/metrics", get(metrics))
-        .route("/schedule/preview", get(schedule_preview))
-        .route("/schedule/why", get(schedule_why))
+    let mut router = Router::new();
+    for (_, path, handler) in table() {
+        router = router.route(path, handler);
+    }
+    router
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
