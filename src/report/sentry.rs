@@ -5,7 +5,7 @@
 //! rendered `body` as the message, the rendered fingerprint, the level
 //! (`error` by default), the environment, and as extra data `job`,
 //! `exit_code`, `command`, `shell` and `success`, with the block's `extra`
-//! map over them. `server_name` is the host, and the job name is also set
+//! map over them (its values typed as written: numbers, booleans, text). `server_name` is the host, and the job name is also set
 //! as the `job` tag so events can be filtered by job.
 
 use super::context::RunContext;
@@ -125,8 +125,10 @@ pub fn event(cfg: &SentryReport, ctx: &RunContext, event_id: &str) -> Result<Jso
     );
     extra.insert("shell".into(), json!(ctx.shell));
     extra.insert("success".into(), json!(ctx.success));
+    // Each value keeps the type it was written with (the Reporting page's
+    // str/int/bool), so Sentry can filter on numbers and booleans.
     for (k, v) in cfg.extra.iter().flatten() {
-        extra.insert(k.clone(), json!(v));
+        extra.insert(k.clone(), v.to_json());
     }
     for value in extra.values_mut() {
         trim_strings(value, max);
@@ -278,6 +280,33 @@ mod tests {
     fn trimming_follows_sentry() {
         assert_eq!(trim("abcdef", 5), "ab...");
         assert_eq!(trim("abc", 5), "abc");
+    }
+
+    /// `extra` values reach the event with the type they were written
+    /// with; a quoted number stays a string, an empty value is `""`.
+    #[test]
+    fn extra_values_keep_their_yaml_type() {
+        let block: SentryReport = serde_yaml::from_str(
+            "extra: {count: 3, ratio: 0.5, on: true, dc: dc1, quoted: '7', empty: , big: 1.0e300}",
+        )
+        .expect("the block parses");
+        let job = crate::report::test_support::job("j", "true");
+        let record = crate::report::test_support::record("j", Some("why"), 1);
+        let ctx = RunContext::new(crate::report::Hook::Failure, &job, &record);
+        let event = event(&block, &ctx, "00").expect("the event renders");
+        let extra = &event["extra"];
+        assert_eq!(extra["count"], json!(3));
+        assert_eq!(extra["ratio"], json!(0.5));
+        assert_eq!(extra["on"], json!(true));
+        assert_eq!(extra["dc"], json!("dc1"));
+        assert_eq!(extra["quoted"], json!("7"));
+        assert_eq!(extra["empty"], json!(""));
+        assert_eq!(extra["big"], json!(1.0e300));
+        // The fixed context is still there, typed as before.
+        assert_eq!(extra["exit_code"], json!(1));
+        assert_eq!(extra["success"], json!(false));
+        // A list is not a valid value, as in the original's schema.
+        assert!(serde_yaml::from_str::<SentryReport>("extra: {a: [1, 2]}").is_err());
     }
 
     #[test]

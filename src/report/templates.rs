@@ -1,10 +1,13 @@
 //! Report templates: the Jinja2 syntax of the original, rendered by
 //! minijinja, printing values the way Python does (see [`crate::pyfmt`]).
 //!
-//! The default subject line is kept word for word, `Cron job '<name>'
-//! completed` / `failed`, because mail filters and chat alert rules match
-//! on it. The default body is our own wording around the same facts: the
-//! failure reason, then the captured output.
+//! The default subject and body are interface texts: they are the
+//! templates the original's Reporting page prints under "Default
+//! templates", kept byte for byte (whitespace control, blank lines and
+//! the final newline included), because mail filters and chat parsers
+//! match on the text they produce. Where the original's source differs
+//! from its manual (its body starts with one more newline), the manual
+//! wins; docs/reporting.md lists the difference.
 
 use crate::config::model::Report;
 use crate::pyfmt;
@@ -13,6 +16,8 @@ use minijinja::{Environment, Error, ErrorKind};
 use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
+// Macros rather than constants so that the Sentry and webhook defaults can
+// be assembled with `concat!` at compile time.
 macro_rules! subject {
     () => {
         "Cron job '{{name}}' {% if success %}completed{% else %}failed{% endif %}"
@@ -21,41 +26,44 @@ macro_rules! subject {
 
 macro_rules! body {
     () => {
-        "{% if fail_reason %}Failure reason: {{ fail_reason }}
-
-{% endif -%}
-{%- if stdout and stderr -%}
+        r#"{% if fail_reason -%}
+(job failed because {{fail_reason}})
+{% endif %}
+{% if stdout and stderr -%}
 STDOUT:
 ---
-{{ stdout.rstrip() }}
+{{stdout}}
 ---
 STDERR:
----
-{{ stderr.rstrip() }}
----
-{%- elif stdout or stderr -%}
-{{ (stdout or stderr).rstrip() }}
-{%- else -%}
-No output was captured.
-{%- endif %}"
+{{stderr}}
+{% elif stdout -%}
+{{stdout}}
+{% elif stderr -%}
+{{stderr}}
+{% else -%}
+(no output was captured)
+{% endif %}
+"#
     };
 }
 
 /// Default mail subject: `Cron job '<name>' completed` or `... failed`.
 pub const DEFAULT_SUBJECT: &str = subject!();
 
-/// Default mail body: the failure reason (on failure), then the captured
-/// output, or a note that none was captured.
+/// Default mail body: `(job failed because <reason>)` on failure, then the
+/// captured output (both streams under `STDOUT:`/`STDERR:` when both have
+/// text), or `(no output was captured)`.
 pub const DEFAULT_BODY: &str = body!();
 
-/// Default Sentry message: the subject, a blank line, the body.
-pub const DEFAULT_SENTRY_BODY: &str = concat!(subject!(), "\n\n", body!());
+/// Default Sentry message template: the subject, a newline, the body.
+pub const DEFAULT_SENTRY_BODY: &str = concat!(subject!(), "\n", body!());
 
-/// Default webhook body: the Sentry message as Slack's `{"text": ...}`.
+/// Default webhook body: the Sentry message text as Slack's
+/// `{"text": ...}`, JSON-encoded by `tojson` so any output stays valid.
 pub const DEFAULT_WEBHOOK_BODY: &str = concat!(
     "{\"text\": {% filter tojson %}",
     subject!(),
-    "\n\n",
+    "\n",
     body!(),
     "{% endfilter %}}"
 );
@@ -278,23 +286,21 @@ mod tests {
         );
     }
 
+    /// The manual's default body, case by case: the reason line, both
+    /// streams fenced, one stream alone, and nothing captured. (The
+    /// black-box tests compare the same cases with Python's Jinja2.)
     #[test]
     fn default_body_shapes() {
+        let reason = "(job failed because failsWhen=nonzeroReturn and retcode=2)\n\n";
         let both = render("b", DEFAULT_BODY, &failure(Some("out\n"), Some("err\n"))).unwrap();
         assert_eq!(
             both,
-            "Failure reason: failsWhen=nonzeroReturn and retcode=2\n\nSTDOUT:\n---\nout\n---\nSTDERR:\n---\nerr\n---"
+            format!("{reason}STDOUT:\n---\nout\n\n---\nSTDERR:\nerr\n\n")
         );
         let one = render("b", DEFAULT_BODY, &failure(None, Some("boom\n"))).unwrap();
-        assert_eq!(
-            one,
-            "Failure reason: failsWhen=nonzeroReturn and retcode=2\n\nboom"
-        );
+        assert_eq!(one, format!("{reason}boom\n\n"));
         let none = render("b", DEFAULT_BODY, &failure(Some(""), None)).unwrap();
-        assert_eq!(
-            none,
-            "Failure reason: failsWhen=nonzeroReturn and retcode=2\n\nNo output was captured."
-        );
+        assert_eq!(none, format!("{reason}(no output was captured)\n"));
         let ok = vars(&[
             ("name", Value::from("x")),
             ("success", Value::from(true)),
@@ -302,7 +308,16 @@ mod tests {
             ("stdout", Value::from("hello\n")),
             ("stderr", Value::from("")),
         ]);
-        assert_eq!(render("b", DEFAULT_BODY, &ok).unwrap(), "hello");
+        assert_eq!(render("b", DEFAULT_BODY, &ok).unwrap(), "\nhello\n\n");
+    }
+
+    #[test]
+    fn default_sentry_body_is_subject_newline_body() {
+        let v = failure(None, None);
+        assert_eq!(
+            render("s", DEFAULT_SENTRY_BODY, &v).unwrap(),
+            "Cron job 'backup' failed\n(job failed because failsWhen=nonzeroReturn and retcode=2)\n\n(no output was captured)\n"
+        );
     }
 
     #[test]
@@ -316,7 +331,7 @@ mod tests {
         let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(
             parsed["text"],
-            "Cron job 'backup' failed\n\nFailure reason: failsWhen=nonzeroReturn and retcode=2\n\na \"quote\" & é"
+            "Cron job 'backup' failed\n(job failed because failsWhen=nonzeroReturn and retcode=2)\n\na \"quote\" & é\n\n\n"
         );
         assert!(text.is_ascii(), "{text}");
     }

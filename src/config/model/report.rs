@@ -161,14 +161,10 @@ pub struct SentryReport {
         deserialize_with = "lenient::opt_string"
     )]
     pub level: Option<String>,
-    /// Extra structured context (values are kept as text, as the original
-    /// reads them).
-    #[serde(
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::opt_string_map"
-    )]
-    pub extra: Option<BTreeMap<String, String>>,
+    /// Extra structured context; each value keeps its YAML type (see
+    /// [`ExtraValue`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra: Option<BTreeMap<String, ExtraValue>>,
     /// Message template.
     #[serde(
         default,
@@ -200,6 +196,124 @@ merge_fields!(SentryReport {
     environment,
     max_string_length
 });
+
+/// One value of a Sentry `extra` map: a string, an integer or a boolean,
+/// as the Reporting page's type column has it, plus floats. The event
+/// carries it with the type it was written with (`shard: 3` is the JSON
+/// number 3, `"3"` the string), so Sentry can filter and sort on it.
+///
+/// It serializes as its text, the way the original's schema reads every
+/// value: the job-set id hashes the serialized configuration and must not
+/// change with this typing.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExtraValue {
+    /// A string (an empty value is the empty string, as in the original).
+    Text(String),
+    /// An integer.
+    Int(i64),
+    /// A floating-point number.
+    Float(f64),
+    /// `true` or `false`.
+    Bool(bool),
+}
+
+impl ExtraValue {
+    /// The value for the event's JSON. A float JSON cannot hold (`.nan`,
+    /// `.inf`) goes as its text rather than as `null`.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            ExtraValue::Text(s) => serde_json::Value::from(s.as_str()),
+            ExtraValue::Int(i) => serde_json::Value::from(*i),
+            ExtraValue::Bool(b) => serde_json::Value::from(*b),
+            ExtraValue::Float(f) => serde_json::Number::from_f64(*f)
+                .map(serde_json::Value::Number)
+                .unwrap_or_else(|| serde_json::Value::from(self.text())),
+        }
+    }
+
+    /// The value as text, as the original's schema reads it.
+    pub fn text(&self) -> String {
+        match self {
+            ExtraValue::Text(s) => s.clone(),
+            ExtraValue::Int(i) => i.to_string(),
+            ExtraValue::Bool(b) => b.to_string(),
+            // The spelling the lenient string reader gives a float (so the
+            // text, and the job-set id, are what they were before typing).
+            ExtraValue::Float(f) if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e15 => {
+                format!("{f:.1}")
+            }
+            ExtraValue::Float(f) => f.to_string(),
+        }
+    }
+}
+
+impl Serialize for ExtraValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text())
+    }
+}
+
+impl<'de> Deserialize<'de> for ExtraValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = ExtraValue;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a string, a number or a boolean")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<ExtraValue, E> {
+                Ok(ExtraValue::Text(v.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<ExtraValue, E> {
+                Ok(ExtraValue::Text(v))
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<ExtraValue, E> {
+                Ok(ExtraValue::Bool(v))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<ExtraValue, E> {
+                Ok(ExtraValue::Int(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<ExtraValue, E> {
+                // Beyond i64 only as a float would lose digits: keep the text.
+                Ok(i64::try_from(v)
+                    .map(ExtraValue::Int)
+                    .unwrap_or_else(|_| ExtraValue::Text(v.to_string())))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<ExtraValue, E> {
+                Ok(ExtraValue::Float(v))
+            }
+            // `key:` with nothing after it: the original's schema reads an
+            // empty string.
+            fn visit_unit<E: serde::de::Error>(self) -> Result<ExtraValue, E> {
+                Ok(ExtraValue::Text(String::new()))
+            }
+            fn visit_none<E: serde::de::Error>(self) -> Result<ExtraValue, E> {
+                Ok(ExtraValue::Text(String::new()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl JsonSchema for ExtraValue {
+    fn schema_name() -> String {
+        "ExtraValue".to_owned()
+    }
+    fn json_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
+        use schemars::schema::{InstanceType, SchemaObject, SingleOrVec};
+        SchemaObject {
+            instance_type: Some(SingleOrVec::Vec(vec![
+                InstanceType::String,
+                InstanceType::Integer,
+                InstanceType::Number,
+                InstanceType::Boolean,
+                InstanceType::Null,
+            ])),
+            ..Default::default()
+        }
+        .into()
+    }
+}
 
 /// The `shell` reporter.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
