@@ -188,7 +188,7 @@ jobs:
     let body = req.json();
     assert_eq!(
         body["text"],
-        "Cron job 'backup' failed\n\nFailure reason: failsWhen=nonzeroReturn and retcode=2\n\ndisk \"full\" <99%>"
+        "Cron job 'backup' failed\n(job failed because failsWhen=nonzeroReturn and retcode=2)\n\ndisk \"full\" <99%>\n\n\n"
     );
     // Jinja2's tojson output: ASCII, HTML-sensitive characters escaped.
     assert!(req.text().contains("\\u003c99%\\u003e"), "{}", req.text());
@@ -321,10 +321,10 @@ jobs:
     assert_eq!(event["event_id"].as_str().unwrap().len(), 32);
     assert_eq!(event["level"], "warning");
     assert_eq!(event["environment"], "staging");
-    // The default message: subject, blank line, body, cut at 40 characters.
+    // The default message: subject, newline, body, cut at 40 characters.
     assert_eq!(
         event["message"],
-        "Cron job 'ingest' failed\n\nFailure rea..."
+        "Cron job 'ingest' failed\n(job failed ..."
     );
     // The default fingerprint: the host comes from the job's environment.
     let fp: Vec<String> = serde_json::from_value(event["fingerprint"].clone()).unwrap();
@@ -339,7 +339,8 @@ jobs:
     assert_eq!(extra["shell"], "/bin/sh");
     assert_eq!(extra["success"], false);
     assert_eq!(extra["datacenter"], "dc1");
-    assert_eq!(extra["shard"], "3");
+    // Typed as written (the Reporting page's str/int/bool column).
+    assert_eq!(extra["shard"], 3);
     assert_eq!(event["tags"]["job"], "ingest");
     assert!(event["server_name"].as_str().is_some_and(|s| !s.is_empty()));
     let log = d.log();
@@ -399,7 +400,7 @@ jobs:
         .is_some_and(|c| c.starts_with("text/plain")));
     assert_eq!(
         mail.body().trim_end(),
-        "Failure reason: failsWhen=nonzeroReturn and retcode=1\n\ntar: error"
+        "(job failed because failsWhen=nonzeroReturn and retcode=1)\n\ntar: error"
     );
     assert!(!d.log().contains("s3cret"));
 }
@@ -947,12 +948,12 @@ jobs:
     assert_eq!(backup.rcpt_tos, ["ops@example.com", "oncall@example.com"]);
     assert_eq!(
         backup.body().trim_end(),
-        "Failure reason: failsWhen=nonzeroReturn and retcode=1\n\nbackup.sh: disk full"
+        "(job failed because failsWhen=nonzeroReturn and retcode=1)\n\nbackup.sh: disk full"
     );
     let slack = &http.wait_for("/services/T00/B00/slack", 1, LONG)[0];
     assert_eq!(
         slack.json()["text"],
-        "Cron job 'backup' failed\n\nFailure reason: failsWhen=nonzeroReturn and retcode=1\n\nbackup.sh: disk full"
+        "Cron job 'backup' failed\n(job failed because failsWhen=nonzeroReturn and retcode=1)\n\nbackup.sh: disk full\n\n\n"
     );
 
     let build = &tls.wait_for(1, LONG)[0];
@@ -976,10 +977,10 @@ jobs:
         serde_json::json!(["ingest-job", "ingest"])
     );
     assert_eq!(event["extra"]["datacenter"], "dc1");
-    assert_eq!(event["extra"]["shard"], "3");
+    assert_eq!(event["extra"]["shard"], 3);
     assert_eq!(
         event["message"],
-        "Cron job 'ingest' failed\n\nFailure reason: failsWhen=nonzeroReturn and retcode=1\n\ningest: timeout"
+        "Cron job 'ingest' failed\n(job failed because failsWhen=nonzeroReturn and retcode=1)\n\ningest: timeout\n\n"
     );
 
     assert_eq!(
@@ -1004,4 +1005,346 @@ jobs:
     for secret in ["discord-token", "slack", "pk@"] {
         assert!(!log.contains(secret), "{secret} leaked: {log}");
     }
+}
+
+/// The default templates as the Reporting page prints them under "Default
+/// templates" (interface texts, kept byte for byte): what a reporter
+/// without its own `subject`/`body` must render.
+const MANUAL_SUBJECT: &str =
+    "Cron job '{{name}}' {% if success %}completed{% else %}failed{% endif %}";
+const MANUAL_BODY: &str = "{% if fail_reason -%}
+(job failed because {{fail_reason}})
+{% endif %}
+{% if stdout and stderr -%}
+STDOUT:
+---
+{{stdout}}
+---
+STDERR:
+{{stderr}}
+{% elif stdout -%}
+{{stdout}}
+{% elif stderr -%}
+{{stderr}}
+{% else -%}
+(no output was captured)
+{% endif %}
+";
+
+/// The page's Sentry default: subject, a newline, body.
+fn manual_sentry_body() -> String {
+    format!("{MANUAL_SUBJECT}\n{MANUAL_BODY}")
+}
+
+/// The page's webhook default: the Sentry text inside `tojson`.
+fn manual_webhook_body() -> String {
+    format!(
+        "{{\"text\": {{% filter tojson %}}{}{{% endfilter %}}}}",
+        manual_sentry_body()
+    )
+}
+
+/// Renders `template` with `context` in Python's Jinja2.
+fn jinja2(template: &str, context: &serde_json::Value) -> String {
+    let script = "import json, sys, jinja2\n\
+        job = json.load(sys.stdin)\n\
+        sys.stdout.write(jinja2.Template(job['template']).render(job['context']))";
+    let input = serde_json::json!({"template": template, "context": context}).to_string();
+    let mut child = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), input.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "Jinja2 failed (is jinja2 installed? scripts/test.sh installs it)"
+    );
+    String::from_utf8(out.stdout).expect("Jinja2 prints UTF-8")
+}
+
+/// The template variables the default templates read, for one run.
+fn run_vars(
+    name: &str,
+    fail_reason: Option<&str>,
+    stdout: Option<&str>,
+    stderr: Option<&str>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "name": name,
+        "success": fail_reason.is_none(),
+        "fail_reason": fail_reason,
+        "stdout": stdout,
+        "stderr": stderr,
+    })
+}
+
+/// A mail reporter with no `subject`/`body` sends exactly what Jinja2
+/// renders from the page's default templates, for every shape of run:
+/// success and failure, both streams, one stream, no output.
+#[test]
+fn default_mail_is_the_manuals_template_rendered() {
+    let smtp = SmtpSink::start();
+    let mail = "
+      report:
+        mail:
+          from: cron@example.com
+          to: ops@example.com
+          smtpHost: 127.0.0.1
+          smtpPort: @PORT@";
+    let text = config(
+        &format!(
+            r#"
+jobs:
+  - name: ok-both
+    command: "echo out; echo err >&2"
+    schedule: "@reboot"
+    captureStdout: true
+    failsWhen:
+      producesStdout: false
+      producesStderr: false
+    onSuccess:{mail}
+  - name: ok-stdout
+    command: "echo héllo; echo hidden >&2"
+    schedule: "@reboot"
+    captureStdout: true
+    captureStderr: false
+    onSuccess:{mail}
+  - name: ok-silent
+    command: "true"
+    schedule: "@reboot"
+    onSuccess:{mail}
+  - name: ok-long-line
+    command: "printf '%090d\\n' 7"
+    schedule: "@reboot"
+    captureStdout: true
+    onSuccess:{mail}
+  - name: ok-accents
+    command: "echo 'ééé àà ü'"
+    schedule: "@reboot"
+    captureStdout: true
+    onSuccess:{mail}
+  - name: fail-both
+    command: "echo partial; echo 'disk \"full\"' >&2; exit 2"
+    schedule: "@reboot"
+    captureStdout: true
+    onFailure:{mail}
+  - name: fail-stderr
+    command: "echo 'tar: error' >&2; exit 1"
+    schedule: "@reboot"
+    onFailure:{mail}
+  - name: fail-silent
+    command: "exit 3"
+    schedule: "@reboot"
+    onFailure:{mail}
+"#
+        ),
+        &[("PORT", smtp.port.to_string())],
+    );
+    let d = Daemon::start(&text);
+    let start = Instant::now();
+    while smtp.mails().len() < 8 && start.elapsed() < LONG {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mails = smtp.mails();
+    let subjects: Vec<_> = mails.iter().map(|m| m.header("Subject")).collect();
+    assert_eq!(mails.len(), 8, "mails: {subjects:?}\nlog:\n{}", d.log());
+    let reason = |code: i32| format!("failsWhen=nonzeroReturn and retcode={code}");
+    let cases = [
+        run_vars("ok-both", None, Some("out\n"), Some("err\n")),
+        run_vars("ok-stdout", None, Some("héllo\n"), None),
+        run_vars("ok-silent", None, None, Some("")),
+        run_vars("ok-accents", None, Some("ééé àà ü\n"), Some("")),
+        run_vars(
+            "ok-long-line",
+            None,
+            Some(&format!("{:090}\n", 7)),
+            Some(""),
+        ),
+        run_vars(
+            "fail-both",
+            Some(&reason(2)),
+            Some("partial\n"),
+            Some("disk \"full\"\n"),
+        ),
+        run_vars("fail-stderr", Some(&reason(1)), None, Some("tar: error\n")),
+        run_vars("fail-silent", Some(&reason(3)), None, Some("")),
+    ];
+    for vars in &cases {
+        let subject = jinja2(MANUAL_SUBJECT, vars);
+        let found: Vec<_> = mails
+            .iter()
+            .filter(|m| m.header("Subject").as_deref() == Some(subject.as_str()))
+            .collect();
+        assert_eq!(found.len(), 1, "one mail titled {subject:?}");
+        let want = jinja2(MANUAL_BODY, vars);
+        assert_eq!(
+            found[0].body(),
+            want,
+            "body of {subject:?}: {:?}",
+            found[0].data
+        );
+    }
+    // Every transfer encoding the mail reporter picks was on the wire, so
+    // each one was checked above to decode to the rendered text exactly.
+    let encodings: std::collections::BTreeSet<String> = mails
+        .iter()
+        .filter_map(|m| m.header("Content-Transfer-Encoding"))
+        .map(|e| e.to_ascii_lowercase())
+        .collect();
+    assert_eq!(
+        encodings,
+        ["7bit", "base64", "quoted-printable"]
+            .map(str::to_owned)
+            .into(),
+        "{encodings:?}"
+    );
+    // The documented lines are there, spelled as the page spells them.
+    let all: String = mails.iter().map(|m| m.body()).collect();
+    for line in [
+        "(job failed because failsWhen=nonzeroReturn and retcode=2)",
+        "STDOUT:\n---\npartial\n\n---\nSTDERR:\ndisk \"full\"\n",
+        "(no output was captured)",
+    ] {
+        assert!(all.contains(line), "{line:?} in {all:?}");
+    }
+    drop(d);
+}
+
+/// The default webhook body is byte for byte what Jinja2 renders from the
+/// page's template, and the default Sentry message is the page's subject,
+/// a newline and body.
+#[test]
+fn default_webhook_and_sentry_texts_are_the_manuals_templates_rendered() {
+    let rx = HttpReceiver::start();
+    let text = config(
+        r#"
+jobs:
+  - name: noisy
+    command: "echo 'line \"one\" <b>'; echo 'tar: é error' >&2; exit 4"
+    schedule: "@reboot"
+    captureStdout: true
+    onFailure:
+      report:
+        webhook:
+          url:
+            value: "@HOOK@"
+        sentry:
+          dsn:
+            value: "http://pk@127.0.0.1:@PORT@/5"
+          maxStringLength: 100000
+  - name: quiet
+    command: "true"
+    schedule: "@reboot"
+    onSuccess:
+      report:
+        webhook:
+          url:
+            value: "@HOOK2@"
+        sentry:
+          dsn:
+            value: "http://pk@127.0.0.1:@PORT@/6"
+"#,
+        &[
+            ("HOOK", rx.url("/hook/noisy")),
+            ("HOOK2", rx.url("/hook/quiet")),
+            ("PORT", rx.port.to_string()),
+        ],
+    );
+    let d = Daemon::start(&text);
+    let cases = [
+        (
+            "noisy",
+            "/5/",
+            run_vars(
+                "noisy",
+                Some("failsWhen=nonzeroReturn and retcode=4"),
+                Some("line \"one\" <b>\n"),
+                Some("tar: é error\n"),
+            ),
+        ),
+        ("quiet", "/6/", run_vars("quiet", None, None, Some(""))),
+    ];
+    for (name, project, vars) in &cases {
+        let hook = &rx.wait_for(&format!("/hook/{name}"), 1, LONG)[0];
+        assert_eq!(hook.text(), jinja2(&manual_webhook_body(), vars), "{name}");
+        let envelope = rx.wait_for(&format!("/api{project}envelope/"), 1, LONG)[0].text();
+        let event: serde_json::Value =
+            serde_json::from_str(envelope.lines().nth(2).expect("an event line")).unwrap();
+        assert_eq!(
+            event["message"].as_str(),
+            Some(jinja2(&manual_sentry_body(), vars).as_str()),
+            "{name}"
+        );
+    }
+    drop(d);
+}
+
+/// `extra` values reach the Sentry event with their YAML type: integers
+/// and floats as JSON numbers, booleans as JSON booleans, strings (quoted
+/// numbers included) as strings; an empty value is an empty string, as
+/// the original reads it. The fixed context keeps its types too.
+#[test]
+fn sentry_extra_values_keep_their_yaml_types() {
+    let rx = HttpReceiver::start();
+    let d = Daemon::start(&config(
+        r#"
+defaults:
+  onFailure:
+    report:
+      sentry:
+        extra:
+          region: eu-west
+          shard: 7
+jobs:
+  - name: typed
+    command: "exit 1"
+    schedule: "@reboot"
+    onFailure:
+      report:
+        sentry:
+          dsn:
+            value: "http://pk@127.0.0.1:@PORT@/9"
+          extra:
+            shard: 3
+            ratio: 0.25
+            negative: -12
+            enabled: true
+            disabled: false
+            datacenter: dc1
+            quoted_number: "42"
+            quoted_bool: "true"
+            empty:
+"#,
+        &[("PORT", rx.port.to_string())],
+    ));
+    let envelope = rx.wait_for("/api/9/envelope/", 1, LONG)[0].text();
+    let event: serde_json::Value =
+        serde_json::from_str(envelope.lines().nth(2).expect("an event line")).unwrap();
+    let extra = event["extra"].as_object().expect("extra is a map");
+    let want = serde_json::json!({
+        "shard": 3,
+        "ratio": 0.25,
+        "negative": -12,
+        "enabled": true,
+        "disabled": false,
+        "datacenter": "dc1",
+        "quoted_number": "42",
+        "quoted_bool": "true",
+        "empty": "",
+        // From `defaults:`, merged under the job's own map.
+        "region": "eu-west",
+        "job": "typed",
+        "exit_code": 1,
+        "command": "exit 1",
+        "shell": "/bin/sh",
+        "success": false,
+    });
+    for (key, value) in want.as_object().unwrap() {
+        assert_eq!(extra.get(key), Some(value), "extra[{key:?}] in {extra:?}");
+    }
+    assert_eq!(extra.len(), want.as_object().unwrap().len(), "{extra:?}");
+    drop(d);
 }

@@ -3,8 +3,8 @@
 use super::context::{host_name, RunContext};
 use super::{secret, templates};
 use crate::config::model::report::MailReport;
-use lettre::message::header::ContentType;
-use lettre::message::{Mailbox, Mailboxes};
+use lettre::message::header::{ContentTransferEncoding, ContentType};
+use lettre::message::{Body, Mailbox, Mailboxes};
 use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::transport::smtp::extension::ClientId;
@@ -64,9 +64,33 @@ pub fn message(cfg: &MailReport, ctx: &RunContext) -> Result<Option<Message>, St
     };
     builder
         .header(content_type)
-        .body(body)
+        .body(wire_body(body))
         .map(Some)
         .map_err(|e| format!("cannot build the message: {e}"))
+}
+
+/// The body as it goes on the wire, so that the receiver decodes exactly
+/// the rendered text.
+///
+/// The SMTP client ends the data with CRLF `.` CRLF even when the message
+/// already ends with a line break, which would add an empty line to every
+/// body ending in one (the default body always does). For the encodings
+/// that carry lines as lines (7bit, quoted-printable) one final line break
+/// is therefore left to that terminator. A base64 body encodes its final
+/// newline itself, and the terminator adds nothing to what it decodes to.
+fn wire_body(text: String) -> Body {
+    let natural = Body::new(text.clone());
+    let encoding = natural.encoding();
+    if encoding == ContentTransferEncoding::Base64 {
+        return natural;
+    }
+    match text.strip_suffix('\n') {
+        Some(rest) => {
+            let rest = rest.strip_suffix('\r').unwrap_or(rest);
+            Body::new_with_encoding(rest.to_owned(), encoding).unwrap_or(natural)
+        }
+        None => natural,
+    }
 }
 
 /// Sends the report.
