@@ -6,4 +6,5 @@ pub mod outcome;
 pub mod run;
 
 pub use outcome::{RunRecord, StreamOutput, Trigger};
+pub use capture::{LiveEvent, LiveOutput, LiveSubscription};
 pub use run::{start, CancelKind, RunHandle, RunRequest};
