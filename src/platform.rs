@@ -307,8 +307,8 @@ pub fn node_reading() -> Option<NodeReading> {
         host_mem,
         proc_cpu_seconds,
         proc_rss_bytes,
-        cgroup_mem: cgroup.as_ref().and_then(|c| cgroup_memory(c)),
-        cgroup_cpu: cgroup.as_ref().and_then(|c| cgroup_cpu(c)),
+        cgroup_mem: cgroup.as_ref().and_then(cgroup_memory),
+        cgroup_cpu: cgroup.as_ref().and_then(cgroup_cpu),
     })
 }
 
@@ -320,6 +320,7 @@ pub fn node_reading() -> Option<NodeReading> {
 
 /// The first `cpu` line of `/proc/stat` as (busy, total) ticks; idle and
 /// iowait count as idle, guest time is already inside user/nice.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64)> {
     let line = text.lines().find(|l| l.starts_with("cpu "))?;
     let fields: Vec<u64> = line
@@ -338,6 +339,7 @@ fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64)> {
 
 /// `/proc/meminfo` as (used, total) bytes, used being what is not
 /// available (page cache that can be reclaimed does not count as used).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
     let field = |name: &str| -> Option<u64> {
         let line = text.lines().find(|l| l.starts_with(name))?;
@@ -351,6 +353,7 @@ fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
 
 /// utime + stime (clock ticks) from `/proc/self/stat`. The command name
 /// may contain spaces, so fields are counted after its closing `)`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn parse_self_stat_ticks(text: &str) -> Option<u64> {
     let rest = &text[text.rfind(')')? + 1..];
     let mut fields = rest.split_whitespace();
@@ -362,6 +365,7 @@ fn parse_self_stat_ticks(text: &str) -> Option<u64> {
 
 /// The daemon's own cgroup v2 directory and the mount root, or None on a
 /// v1/hybrid host or when the path is not visible under the mount.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn cgroup_v2_dir(root: &std::path::Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
     if !root.join("cgroup.controllers").is_file() {
         return None;
@@ -374,6 +378,7 @@ fn cgroup_v2_dir(root: &std::path::Path) -> Option<(std::path::PathBuf, std::pat
 
 /// The lowest value any directory from `dir` up to `root` gives, `read`
 /// answering None for "no limit here".
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn lowest_limit<T: PartialOrd>(
     (dir, root): &(std::path::PathBuf, std::path::PathBuf),
     read: impl Fn(&std::path::Path) -> Option<T>,
@@ -394,6 +399,7 @@ fn lowest_limit<T: PartialOrd>(
     best
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn cgroup_memory(cg: &(std::path::PathBuf, std::path::PathBuf)) -> Option<(u64, u64)> {
     let limit = lowest_limit(cg, |p| {
         std::fs::read_to_string(p.join("memory.max"))
@@ -414,6 +420,7 @@ fn cgroup_memory(cg: &(std::path::PathBuf, std::path::PathBuf)) -> Option<(u64, 
     Some((current.saturating_sub(inactive_file), limit))
 }
 
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn cgroup_cpu(cg: &(std::path::PathBuf, std::path::PathBuf)) -> Option<(f64, f64)> {
     let quota = lowest_limit(cg, |p| {
         let text = std::fs::read_to_string(p.join("cpu.max")).ok()?;
@@ -429,6 +436,7 @@ fn cgroup_cpu(cg: &(std::path::PathBuf, std::path::PathBuf)) -> Option<(f64, f64
 }
 
 /// One `key value` line of a cgroup stat file.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 fn stat_field(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(' ')?;

@@ -132,7 +132,10 @@ fn log_stream_replays_then_follows_a_running_job_then_ends() {
     assert_eq!(post(port, "/jobs/talker/start").status, 200);
     // The first lines are out before the viewer connects: they must come
     // from the replay buffer.
-    wait_until(|| d.stdout().contains("first"), "the first line to be echoed");
+    wait_until(
+        || d.stdout().contains("first"),
+        "the first line to be echoed",
+    );
     wait_until(|| d.log().contains("oops"), "the stderr line to be echoed");
 
     let mut tail = Tail::open(port, "/jobs/talker/logs");
@@ -141,11 +144,20 @@ fn log_stream_replays_then_follows_a_running_job_then_ends() {
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     assert!(head.contains("x-accel-buffering: no"), "{head}");
-    assert!(head.contains("cache-control: no-cache"), "web.headers must not override it: {head}");
-    assert!(head.contains("x-extra: yes"), "other web.headers still apply: {head}");
+    assert!(
+        head.contains("cache-control: no-cache"),
+        "web.headers must not override it: {head}"
+    );
+    assert!(
+        head.contains("x-extra: yes"),
+        "other web.headers still apply: {head}"
+    );
     let body = tail.body();
     assert!(body.starts_with(&line_frame("stdout", "first")), "{body}");
-    assert!(!body.contains("second") && !body.contains("event: end"), "{body}");
+    assert!(
+        !body.contains("second") && !body.contains("event: end"),
+        "{body}"
+    );
 
     // Now the run goes on: the new line arrives live, then the end.
     std::fs::write(d.path("go"), "").expect("touch go");
@@ -177,7 +189,10 @@ fn log_stream_without_output_and_for_unknown_jobs() {
     let never = get(port, "/jobs/never/logs");
     assert_eq!(never.status, 200);
     assert_eq!(never.header("x-accel-buffering"), Some("no"));
-    assert_eq!(never.body, "event: end\ndata: {\"reason\": \"no-output\"}\n\n");
+    assert_eq!(
+        never.body,
+        "event: end\ndata: {\"reason\": \"no-output\"}\n\n"
+    );
 
     // A run that captured nothing: no lines, a plain end.
     assert_eq!(post(port, "/jobs/quiet/start").status, 200);
@@ -218,7 +233,12 @@ fn node_reports_the_host_and_the_daemon() {
 fn node_history_grows_per_interval_and_is_capped() {
     let web = "  nodeHistory:\n    interval: 1\n    points: 10\n";
     let (_d, port) = start_with_web(web, TALKER);
-    let points = |port| get(port, "/node/history").json()["points"].as_array().cloned().unwrap_or_default();
+    let points = |port| {
+        get(port, "/node/history").json()["points"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    };
     let first = get(port, "/node/history").json();
     assert_eq!(first["enabled"], true);
     assert_eq!(first["interval"], 1.0);
@@ -238,7 +258,11 @@ fn node_history_grows_per_interval_and_is_capped() {
         || points(port).last().map(t) > full.last().map(t),
         "a sample after the ring filled",
     );
-    assert_eq!(points(port).len(), 10, "the ring stays at web.nodeHistory.points");
+    assert_eq!(
+        points(port).len(),
+        10,
+        "the ring stays at web.nodeHistory.points"
+    );
 
     let (_d2, off) = start_with_web("  nodeHistory: false\n", TALKER);
     let history = get(off, "/node/history").json();
@@ -270,7 +294,13 @@ fn summary_counts_the_fleet() {
     let (_d, port) = start_with_web("", FLEET);
     assert_eq!(post(port, "/jobs/fails/start").status, 200);
     assert_eq!(post(port, "/jobs/slow/start").status, 200);
-    let pause = request(port, "POST", "/jobs/soon/pause", &[], r#"{"durationSeconds": 3600}"#);
+    let pause = request(
+        port,
+        "POST",
+        "/jobs/soon/pause",
+        &[],
+        r#"{"durationSeconds": 3600}"#,
+    );
     assert_eq!(pause.status, 200, "{}", pause.body);
     wait_until(
         || get(port, "/jobs/fails").json()["last_run"].is_object(),
@@ -279,7 +309,9 @@ fn summary_counts_the_fleet() {
     let s = get(port, "/summary").json();
     assert_eq!(s["version"], env!("CARGO_PKG_VERSION"));
     assert!(s["node_name"].as_str().is_some_and(|n| !n.is_empty()));
-    assert!(s["generated_at"].as_str().is_some_and(|t| t.ends_with("+00:00")));
+    assert!(s["generated_at"]
+        .as_str()
+        .is_some_and(|t| t.ends_with("+00:00")));
     assert_eq!(
         s["jobs"],
         serde_json::json!({"total": 5, "enabled": 4, "disabled": 1, "running": 1,
@@ -289,7 +321,10 @@ fn summary_counts_the_fleet() {
     // cover next year's); the first in config order wins the tie.
     let next = &s["next_fire"];
     assert!(next["in"].as_f64().unwrap_or(-1.0) > 0.0, "{s}");
-    assert!(next["at"].as_str().is_some_and(|t| t.ends_with("+00:00")), "{s}");
+    assert!(
+        next["at"].as_str().is_some_and(|t| t.ends_with("+00:00")),
+        "{s}"
+    );
     assert_eq!(next["job"], "fails", "{s}");
     assert_eq!(s["cluster"], serde_json::json!({"enabled": false}));
     assert!(s.get("dags").is_none());
@@ -311,7 +346,11 @@ fn activity_feed_with_etag() {
 
     assert_eq!(post(port, "/jobs/fails/start").status, 200);
     wait_until(
-        || get(port, "/activity").json()["jobs"]["fails"].as_array().is_some_and(|r| r.len() == 1),
+        || {
+            get(port, "/activity").json()["jobs"]["fails"]
+                .as_array()
+                .is_some_and(|r| r.len() == 1)
+        },
         "the run in the feed",
     );
     let changed = request(port, "GET", "/activity", &[("If-None-Match", &etag)], "");

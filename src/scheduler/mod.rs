@@ -158,7 +158,8 @@ impl Scheduler {
         let by_name = &self.by_name;
         self.history.retain_jobs(|name| by_name.contains_key(name));
         self.pauses.retain(|name, _| by_name.contains_key(name));
-        self.last_output.retain(|name, _| by_name.contains_key(name));
+        self.last_output
+            .retain(|name, _| by_name.contains_key(name));
         self.counters
             .retain_jobs(self.jobs.iter().map(|j| j.name.as_str()));
     }

@@ -56,36 +56,34 @@ pub fn sse_body(
         None => Phase::NoOutput,
         Some(sub) => Phase::Replay(sub),
     };
-    stream::unfold(
-        (start, draining),
-        move |(phase, mut draining)| async move {
-            match phase {
-                Phase::Done => None,
-                Phase::NoOutput => Some((
-                    Ok(Bytes::from_static(NO_OUTPUT)),
-                    (Phase::Done, draining),
-                )),
-                Phase::Replay(sub) => {
-                    let mut out = Vec::new();
-                    for (stream, text) in &sub.replay {
-                        push_line(&mut out, stream, text);
-                    }
-                    let next = if sub.ended {
-                        out.extend_from_slice(END);
-                        Phase::Done
-                    } else {
-                        Phase::Follow(sub.feed)
-                    };
-                    Some((Ok(Bytes::from(out)), (next, draining)))
+    stream::unfold((start, draining), move |(phase, mut draining)| async move {
+        match phase {
+            Phase::Done => None,
+            Phase::NoOutput => Some((Ok(Bytes::from_static(NO_OUTPUT)), (Phase::Done, draining))),
+            Phase::Replay(sub) => {
+                let mut out = Vec::new();
+                for (stream, text) in &sub.replay {
+                    push_line(&mut out, stream, text);
                 }
-                Phase::Follow(mut feed) => {
-                    let (chunk, more) = follow(&mut feed, ping, &mut draining).await;
-                    let next = if more { Phase::Follow(feed) } else { Phase::Done };
-                    Some((Ok(Bytes::from(chunk)), (next, draining)))
-                }
+                let next = if sub.ended {
+                    out.extend_from_slice(END);
+                    Phase::Done
+                } else {
+                    Phase::Follow(sub.feed)
+                };
+                Some((Ok(Bytes::from(out)), (next, draining)))
             }
-        },
-    )
+            Phase::Follow(mut feed) => {
+                let (chunk, more) = follow(&mut feed, ping, &mut draining).await;
+                let next = if more {
+                    Phase::Follow(feed)
+                } else {
+                    Phase::Done
+                };
+                Some((Ok(Bytes::from(chunk)), (next, draining)))
+            }
+        }
+    })
 }
 
 /// Waits for the next thing to send; returns it and whether the stream
@@ -133,7 +131,9 @@ mod tests {
     use crate::job::LiveOutput;
     use futures_util::StreamExt;
 
-    async fn text(s: &mut (impl Stream<Item = Result<Bytes, Infallible>> + Unpin)) -> Option<String> {
+    async fn text(
+        s: &mut (impl Stream<Item = Result<Bytes, Infallible>> + Unpin),
+    ) -> Option<String> {
         match s.next().await? {
             Ok(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
             Err(never) => match never {},
@@ -152,7 +152,11 @@ mod tests {
         );
         let quiet_from = tokio::time::Instant::now();
         assert_eq!(text(&mut body).await.as_deref(), Some(": ping\n\n"));
-        assert_eq!(quiet_from.elapsed(), PING_INTERVAL, "the paused clock ran exactly one interval");
+        assert_eq!(
+            quiet_from.elapsed(),
+            PING_INTERVAL,
+            "the paused clock ran exactly one interval"
+        );
         assert_eq!(text(&mut body).await.as_deref(), Some(": ping\n\n"));
         out.publish("stderr", "say \"hi\"\n");
         out.publish("stdout", "x");
@@ -200,7 +204,10 @@ mod tests {
         let mut body = Box::pin(sse_body(Some(out.subscribe()), PING_INTERVAL, draining));
         assert_eq!(text(&mut body).await.as_deref(), Some(""));
         stop.send_replace(true);
-        assert_eq!(text(&mut body).await.as_deref(), Some("event: end\ndata: {}\n\n"));
+        assert_eq!(
+            text(&mut body).await.as_deref(),
+            Some("event: end\ndata: {}\n\n")
+        );
         assert_eq!(text(&mut body).await, None);
     }
 }

@@ -176,7 +176,10 @@ impl NodeSampler {
     /// Starts background sampling with these settings (None: off, and
     /// the ring is dropped). Points already retained are kept, up to the
     /// new capacity. The caller aborts the returned task on a restart.
-    pub fn start_history(self: &Arc<Self>, settings: Option<(f64, usize)>) -> Option<JoinHandle<()>> {
+    pub fn start_history(
+        self: &Arc<Self>,
+        settings: Option<(f64, usize)>,
+    ) -> Option<JoinHandle<()>> {
         let mut ring = lock(&self.ring);
         let Some((interval, capacity)) = settings else {
             *ring = None;

@@ -388,7 +388,13 @@ async fn job_logs(State(state): State<AppState>, Path(name): Path<String>) -> Ap
 
 /// Reads a clamped integer query parameter; a missing or malformed value
 /// gives `default` (these listings never answer 400 for it).
-fn clamped(query: &HashMap<String, String>, keys: &[&str], default: usize, lo: usize, hi: usize) -> usize {
+fn clamped(
+    query: &HashMap<String, String>,
+    keys: &[&str],
+    default: usize,
+    lo: usize,
+    hi: usize,
+) -> usize {
     keys.iter()
         .find_map(|k| query.get(*k))
         .map(|raw| match raw.trim().parse::<i64>() {
@@ -400,10 +406,7 @@ fn clamped(query: &HashMap<String, String>, keys: &[&str], default: usize, lo: u
 
 /// `GET /jobs/{name}/resources`. Resource monitoring is not part of this
 /// version, so every job answers as one that never opted in.
-async fn job_resources(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-) -> ApiResult {
+async fn job_resources(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
     let job = state.control.job(&name).await?;
     Ok(Json(json!({
         "name": job.config.name,
@@ -501,19 +504,25 @@ async fn activity(
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|list| {
-            list.split(',').map(str::trim).any(|tag| {
-                tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag
-            })
+            list.split(',')
+                .map(str::trim)
+                .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
         });
     let etag_header = HeaderValue::from_str(&etag).map_err(|e| {
-        ApiError(StatusCode::INTERNAL_SERVER_ERROR, format!("cannot build the ETag: {e}"))
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot build the ETag: {e}"),
+        )
     })?;
     if matches {
         return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_header)]).into_response());
     }
     Ok((
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
             (header::ETAG, etag_header),
         ],
         body,
