@@ -248,3 +248,237 @@ pub fn release_free_memory() {
 /// trim call).
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 pub fn release_free_memory() {}
+
+// ---------------------------------------------------------------------
+// Node readings for `GET /node` and the node-history sampler. Raw
+// counters only; the web layer turns two readings into percentages.
+// ---------------------------------------------------------------------
+
+/// One reading of this node's counters, taken at one instant.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeReading {
+    /// Host CPU time, all CPUs, in clock ticks: (busy, total).
+    pub host_cpu: (u64, u64),
+    /// Online logical CPUs.
+    pub cpu_count: u64,
+    /// Host memory in bytes: (used = total - available, total).
+    pub host_mem: (u64, u64),
+    /// The daemon's own CPU time (user + system), seconds.
+    pub proc_cpu_seconds: Option<f64>,
+    /// The daemon's own resident memory, bytes.
+    pub proc_rss_bytes: Option<u64>,
+    /// The cgroup v2 slice's memory (used without reclaimable page cache,
+    /// lowest limit on the path), when a limit applies.
+    pub cgroup_mem: Option<(u64, u64)>,
+    /// The slice's CPU quota in CPUs and its cumulative usage in seconds,
+    /// when a quota applies.
+    pub cgroup_cpu: Option<(f64, f64)>,
+}
+
+/// Reads the node's counters; None where the platform offers no `/proc`
+/// (the API then reports `resources: null`).
+#[cfg(target_os = "linux")]
+pub fn node_reading() -> Option<NodeReading> {
+    use std::fs::read_to_string;
+    let host_cpu = parse_proc_stat_cpu(&read_to_string("/proc/stat").ok()?)?;
+    let host_mem = parse_meminfo(&read_to_string("/proc/meminfo").ok()?)?;
+    // SAFETY: sysconf only reads configuration values.
+    let (online, ticks, page) = unsafe {
+        (
+            libc::sysconf(libc::_SC_NPROCESSORS_ONLN),
+            libc::sysconf(libc::_SC_CLK_TCK),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    let proc_cpu_seconds = read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|text| parse_self_stat_ticks(&text))
+        .filter(|_| ticks > 0)
+        .map(|t| t as f64 / ticks as f64);
+    let proc_rss_bytes = read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|text| text.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .filter(|_| page > 0)
+        .map(|pages| pages * page as u64);
+    let cgroup = cgroup_v2_dir(std::path::Path::new("/sys/fs/cgroup"));
+    Some(NodeReading {
+        host_cpu,
+        cpu_count: u64::try_from(online).unwrap_or(0),
+        host_mem,
+        proc_cpu_seconds,
+        proc_rss_bytes,
+        cgroup_mem: cgroup.as_ref().and_then(cgroup_memory),
+        cgroup_cpu: cgroup.as_ref().and_then(cgroup_cpu),
+    })
+}
+
+/// Without `/proc` there is nothing to read.
+#[cfg(not(target_os = "linux"))]
+pub fn node_reading() -> Option<NodeReading> {
+    None
+}
+
+/// The first `cpu` line of `/proc/stat` as (busy, total) ticks; idle and
+/// iowait count as idle, guest time is already inside user/nice.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn parse_proc_stat_cpu(text: &str) -> Option<(u64, u64)> {
+    let line = text.lines().find(|l| l.starts_with("cpu "))?;
+    let fields: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    if fields.len() < 4 {
+        return None;
+    }
+    let total: u64 = fields.iter().sum();
+    let idle = fields[3] + fields.get(4).copied().unwrap_or(0);
+    Some((total.saturating_sub(idle), total))
+}
+
+/// `/proc/meminfo` as (used, total) bytes, used being what is not
+/// available (page cache that can be reclaimed does not count as used).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
+    let field = |name: &str| -> Option<u64> {
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line[name.len()..].split_whitespace().next()?.parse().ok()?;
+        Some(kib * 1024)
+    };
+    let total = field("MemTotal:")?;
+    let available = field("MemAvailable:").or_else(|| field("MemFree:"))?;
+    Some((total.saturating_sub(available), total))
+}
+
+/// utime + stime (clock ticks) from `/proc/self/stat`. The command name
+/// may contain spaces, so fields are counted after its closing `)`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn parse_self_stat_ticks(text: &str) -> Option<u64> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    // After ")": state is field 3 of the file; utime and stime are 14, 15.
+    let utime: u64 = fields.nth(11)?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some(utime + stime)
+}
+
+/// The daemon's own cgroup v2 directory and the mount root, or None on a
+/// v1/hybrid host or when the path is not visible under the mount.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn cgroup_v2_dir(root: &std::path::Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    if !root.join("cgroup.controllers").is_file() {
+        return None;
+    }
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let rel = own.lines().find_map(|l| l.strip_prefix("0::"))?;
+    let dir = root.join(rel.trim().trim_start_matches('/'));
+    dir.is_dir().then(|| (dir, root.to_path_buf()))
+}
+
+/// The lowest value any directory from `dir` up to `root` gives, `read`
+/// answering None for "no limit here".
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn lowest_limit<T: PartialOrd>(
+    (dir, root): &(std::path::PathBuf, std::path::PathBuf),
+    read: impl Fn(&std::path::Path) -> Option<T>,
+) -> Option<T> {
+    let mut best: Option<T> = None;
+    let mut at = Some(dir.as_path());
+    while let Some(path) = at {
+        if let Some(limit) = read(path) {
+            if best.as_ref().is_none_or(|b| limit < *b) {
+                best = Some(limit);
+            }
+        }
+        if path == root.as_path() {
+            break;
+        }
+        at = path.parent().filter(|p| p.starts_with(root));
+    }
+    best
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn cgroup_memory(cg: &(std::path::PathBuf, std::path::PathBuf)) -> Option<(u64, u64)> {
+    let limit = lowest_limit(cg, |p| {
+        std::fs::read_to_string(p.join("memory.max"))
+            .ok()?
+            .trim()
+            .parse::<u64>()
+            .ok()
+    })?;
+    let current: u64 = std::fs::read_to_string(cg.0.join("memory.current"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    let inactive_file = std::fs::read_to_string(cg.0.join("memory.stat"))
+        .ok()
+        .and_then(|s| stat_field(&s, "inactive_file"))
+        .unwrap_or(0);
+    Some((current.saturating_sub(inactive_file), limit))
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn cgroup_cpu(cg: &(std::path::PathBuf, std::path::PathBuf)) -> Option<(f64, f64)> {
+    let quota = lowest_limit(cg, |p| {
+        let text = std::fs::read_to_string(p.join("cpu.max")).ok()?;
+        let mut parts = text.split_whitespace();
+        let quota: f64 = parts.next()?.parse().ok()?; // "max" fails: no limit
+        let period: f64 = parts.next()?.parse().ok()?;
+        (period > 0.0).then_some(quota / period)
+    })?;
+    let usage = std::fs::read_to_string(cg.0.join("cpu.stat"))
+        .ok()
+        .and_then(|s| stat_field(&s, "usage_usec"))?;
+    Some((quota, usage as f64 / 1e6))
+}
+
+/// One `key value` line of a cgroup stat file.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn stat_field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+#[cfg(test)]
+mod node_reading_tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_counts_idle_and_iowait_as_idle() {
+        let text = "cpu  100 5 50 800 40 1 2 3 0 0\ncpu0 1 2 3 4\n";
+        assert_eq!(parse_proc_stat_cpu(text), Some((161, 1001)));
+    }
+
+    #[test]
+    fn meminfo_used_is_total_minus_available() {
+        let text = "MemTotal:       1000 kB\nMemFree:  100 kB\nMemAvailable:   250 kB\n";
+        assert_eq!(parse_meminfo(text), Some((750 * 1024, 1000 * 1024)));
+    }
+
+    #[test]
+    fn self_stat_survives_spaces_in_the_command_name() {
+        let text = "42 (a b) c) S 1 42 42 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 1 0 5 1000 200";
+        assert_eq!(parse_self_stat_ticks(text), Some(10));
+    }
+
+    #[test]
+    fn stat_fields() {
+        let text = "usage_usec 1500000\nuser_usec 1000000\n";
+        assert_eq!(stat_field(text, "usage_usec"), Some(1_500_000));
+        assert_eq!(stat_field(text, "missing"), None);
+    }
+
+    #[test]
+    fn reading_this_process_works_here() {
+        if cfg!(target_os = "linux") {
+            let r = node_reading().expect("linux has /proc");
+            assert!(r.host_mem.1 > 0 && r.cpu_count > 0);
+            assert!(r.proc_rss_bytes.unwrap_or(0) > 0);
+        }
+    }
+}

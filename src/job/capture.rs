@@ -3,6 +3,8 @@
 //! and last halves of `saveLimit` lines for reports.
 
 use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::broadcast;
 
 /// What is kept of one captured stream.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -185,6 +187,126 @@ pub fn format_prefix(template: &str, job_name: &str, stream_name: &str) -> Strin
     out
 }
 
+/// Lines of one run kept for viewers who connect late (`GET
+/// /jobs/{name}/logs` replays them before following the run live).
+pub const LIVE_LOG_LIMIT: usize = 1000;
+
+/// How many published events a live viewer may fall behind before it
+/// loses the oldest ones. A slow client never slows the capture: the
+/// channel overwrites instead of waiting.
+pub const LIVE_SUBSCRIBER_QUEUE: usize = 8192;
+
+/// One event of a run's live output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveEvent {
+    /// A captured line, without its trailing newline.
+    Line {
+        /// `"stdout"` or `"stderr"`.
+        stream: &'static str,
+        /// The text (shared with the replay ring, so no copy per viewer).
+        text: Arc<str>,
+    },
+    /// The run's output is complete.
+    End,
+}
+
+#[derive(Debug)]
+struct LiveState {
+    lines: VecDeque<(&'static str, Arc<str>)>,
+    closed: bool,
+}
+
+/// The observable output of one run: a bounded ring of its most recent
+/// lines plus a broadcast of new ones. Publishing and subscribing take the
+/// same lock, so a viewer's replay and its live feed neither overlap nor
+/// leave a gap.
+#[derive(Debug)]
+pub struct LiveOutput {
+    state: Mutex<LiveState>,
+    tx: broadcast::Sender<LiveEvent>,
+}
+
+/// A viewer's starting point: the lines so far, the feed of later events,
+/// and whether the output had already ended when it subscribed.
+#[derive(Debug)]
+pub struct LiveSubscription {
+    /// Lines captured before the subscription, oldest first.
+    pub replay: Vec<(&'static str, Arc<str>)>,
+    /// Events published after the subscription.
+    pub feed: broadcast::Receiver<LiveEvent>,
+    /// The run had already finished: nothing will follow the replay.
+    pub ended: bool,
+}
+
+impl Default for LiveOutput {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LiveOutput {
+    /// An empty, open output.
+    pub fn new() -> Self {
+        let (tx, _) = broadcast::channel(LIVE_SUBSCRIBER_QUEUE);
+        LiveOutput {
+            state: Mutex::new(LiveState {
+                lines: VecDeque::new(),
+                closed: false,
+            }),
+            tx,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, LiveState> {
+        // A panic while holding this lock cannot leave the ring
+        // inconsistent (every update is a single push or flag), so a
+        // poisoned lock is still safe to use.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records one line (its trailing newline is dropped) and sends it to
+    /// the live viewers, if there are any.
+    pub fn publish(&self, stream: &'static str, line: &str) {
+        let text: Arc<str> = Arc::from(line.strip_suffix('\n').unwrap_or(line));
+        let mut state = self.lock();
+        if state.closed {
+            return;
+        }
+        if state.lines.len() == LIVE_LOG_LIMIT {
+            state.lines.pop_front();
+        }
+        state.lines.push_back((stream, Arc::clone(&text)));
+        // Without viewers there is nothing to send (and sending would fail).
+        if self.tx.receiver_count() > 0 {
+            let _ = self.tx.send(LiveEvent::Line { stream, text });
+        }
+    }
+
+    /// Marks the output complete; viewers get [`LiveEvent::End`].
+    pub fn close(&self) {
+        let mut state = self.lock();
+        if !state.closed {
+            state.closed = true;
+            let _ = self.tx.send(LiveEvent::End);
+        }
+    }
+
+    /// Subscribes: the retained lines plus the feed of what follows.
+    pub fn subscribe(&self) -> LiveSubscription {
+        let state = self.lock();
+        LiveSubscription {
+            replay: state.lines.iter().cloned().collect(),
+            feed: self.tx.subscribe(),
+            ended: state.closed,
+        }
+    }
+
+    /// True once the output is complete.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +424,59 @@ mod tests {
         );
         assert_eq!(format_prefix("", "a", "b"), "");
         assert_eq!(format_prefix("{{x}} {job_name}{", "j", "s"), "{x} j{");
+    }
+
+    #[test]
+    fn live_output_replays_then_follows_then_ends() {
+        let out = LiveOutput::new();
+        out.publish("stdout", "one\n");
+        let mut sub = out.subscribe();
+        assert_eq!(sub.replay, vec![("stdout", Arc::from("one"))]);
+        assert!(!sub.ended);
+        out.publish("stderr", "two");
+        out.close();
+        out.publish("stdout", "late\n");
+        assert_eq!(
+            sub.feed.try_recv().ok(),
+            Some(LiveEvent::Line {
+                stream: "stderr",
+                text: Arc::from("two")
+            })
+        );
+        assert_eq!(sub.feed.try_recv().ok(), Some(LiveEvent::End));
+        assert!(sub.feed.try_recv().is_err(), "nothing after the end");
+        let late = out.subscribe();
+        assert!(late.ended);
+        assert_eq!(late.replay.len(), 2, "a closed output ignores new lines");
+    }
+
+    #[test]
+    fn live_ring_keeps_only_the_newest_lines() {
+        let out = LiveOutput::new();
+        for i in 0..LIVE_LOG_LIMIT + 5 {
+            out.publish("stdout", &format!("{i}\n"));
+        }
+        let sub = out.subscribe();
+        assert_eq!(sub.replay.len(), LIVE_LOG_LIMIT);
+        assert_eq!(&*sub.replay[0].1, "5");
+    }
+
+    #[test]
+    fn a_lagging_viewer_loses_the_oldest_lines_not_the_end() {
+        let out = LiveOutput::new();
+        let mut sub = out.subscribe();
+        for i in 0..LIVE_SUBSCRIBER_QUEUE + 10 {
+            out.publish("stdout", &format!("{i}"));
+        }
+        out.close();
+        match sub.feed.try_recv() {
+            Err(broadcast::error::TryRecvError::Lagged(n)) => assert_eq!(n, 11),
+            other => panic!("expected a lag, got {other:?}"),
+        }
+        let mut last = None;
+        while let Ok(event) = sub.feed.try_recv() {
+            last = Some(event);
+        }
+        assert_eq!(last, Some(LiveEvent::End));
     }
 }

@@ -5,5 +5,6 @@ pub mod capture;
 pub mod outcome;
 pub mod run;
 
+pub use capture::{LiveEvent, LiveOutput, LiveSubscription};
 pub use outcome::{RunRecord, StreamOutput, Trigger};
 pub use run::{start, CancelKind, RunHandle, RunRequest};

@@ -2,7 +2,7 @@
 //! bound it by `executionTimeout`, cancel it with the SIGTERM, `killTimeout`,
 //! SIGKILL sequence, and produce its [`RunRecord`].
 
-use super::capture::{format_prefix, LineSplitter, Piece, Retention};
+use super::capture::{format_prefix, LineSplitter, LiveOutput, Piece, Retention};
 use super::outcome::{
     fail_reason, RunRecord, StreamOutput, Trigger, START_FAILED_RETCODE, TIMEOUT_RETCODE,
 };
@@ -90,6 +90,7 @@ pub struct RunHandle {
     cancel: Arc<CancelSignal>,
     replaced: Arc<AtomicBool>,
     ended: watch::Receiver<bool>,
+    output: Arc<LiveOutput>,
 }
 
 impl RunHandle {
@@ -115,6 +116,11 @@ impl RunHandle {
     /// counts for concurrency even before its record is collected.
     pub fn has_ended(&self) -> bool {
         *self.ended.borrow()
+    }
+
+    /// The run's live output (what `GET /jobs/{name}/logs` follows).
+    pub fn output(&self) -> Arc<LiveOutput> {
+        Arc::clone(&self.output)
     }
 
     /// Waits until the instance has ended.
@@ -144,6 +150,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     let cancel = Arc::new(CancelSignal::default());
     let replaced = Arc::new(AtomicBool::new(false));
     let (ended_tx, ended_rx) = watch::channel(false);
+    let output = Arc::new(LiveOutput::new());
     let started_at = Utc::now();
     let job = Arc::clone(&request.job);
     let statsd = job.statsd.as_ref().and_then(StatsdTarget::from_config);
@@ -161,6 +168,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         cancel: Arc::clone(&cancel),
         replaced: Arc::clone(&replaced),
         ended: ended_rx,
+        output: Arc::clone(&output),
     };
     let task = tokio::spawn(async move {
         let base = RunRecord {
@@ -206,12 +214,15 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 if let Some(target) = &statsd {
                     target.send(&target.start_message());
                 }
-                let mut record = drive(&job, child, &cancel, &ended_tx, base).await;
+                let mut record = drive(&job, child, &cancel, &ended_tx, &output, base).await;
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }
         };
         let _ = ended_tx.send(true);
+        // Every reader has finished or been stopped: live viewers get the
+        // end of the stream.
+        output.close();
         record.fail_reason = fail_reason(
             &job.fails_when,
             record.retcode,
@@ -309,7 +320,7 @@ impl Reader {
     }
 }
 
-fn start_reader<R>(job: &JobConfig, name: &'static str, pipe: R) -> Reader
+fn start_reader<R>(job: &JobConfig, name: &'static str, pipe: R, live: Arc<LiveOutput>) -> Reader
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
@@ -333,7 +344,7 @@ where
             } else {
                 splitter.feed(&buf[..n], &mut pieces);
             }
-            deliver(&job_name, name, &prefix, &shared, &mut pieces);
+            deliver(&job_name, name, &prefix, &shared, &live, &mut pieces);
             if n == 0 {
                 return;
             }
@@ -349,9 +360,10 @@ where
 /// Echoes complete lines to the daemon's own stream and retains them.
 fn deliver(
     job_name: &str,
-    stream: &str,
+    stream: &'static str,
     prefix: &str,
     retention: &Mutex<Retention>,
+    live: &LiveOutput,
     pieces: &mut Vec<Piece>,
 ) {
     if pieces.is_empty() {
@@ -370,6 +382,7 @@ fn deliver(
                 if !line.ends_with('\n') {
                     echo.push('\n');
                 }
+                live.publish(stream, &line);
                 kept.push(line);
             }
             Piece::TooLong => {
@@ -399,15 +412,16 @@ async fn drive(
     mut child: tokio::process::Child,
     cancel: &CancelSignal,
     ended: &watch::Sender<bool>,
+    live: &Arc<LiveOutput>,
     base: RunRecord,
 ) -> RunRecord {
     let pid = child.id().unwrap_or(0);
     let mut readers: Vec<Reader> = Vec::new();
     if let Some(err) = child.stderr.take() {
-        readers.push(start_reader(job, "stderr", err));
+        readers.push(start_reader(job, "stderr", err, Arc::clone(live)));
     }
     if let Some(out) = child.stdout.take() {
-        readers.push(start_reader(job, "stdout", out));
+        readers.push(start_reader(job, "stdout", out, Arc::clone(live)));
     }
     let deadline = job
         .execution_timeout

@@ -1,7 +1,7 @@
 //! The scheduler's side of the HTTP API: answering control requests from
 //! its own state (snapshots, manual start and cancel, pauses, metrics).
 
-use super::control::{Control, ControlError, JobSnapshot, RetryView, RunSummary};
+use super::control::{ActivityRow, Control, ControlError, JobSnapshot, RetryView, RunSummary};
 use super::pause;
 use super::Scheduler;
 use crate::job::{RunHandle, RunRecord, Trigger};
@@ -28,6 +28,42 @@ impl Scheduler {
                     runs
                 });
                 let _ = reply.send(runs);
+            }
+            Control::Logs { job, reply } => {
+                let answer = match self.job(&job) {
+                    None => Err(ControlError::NotFound(job)),
+                    Some(_) => Ok(self
+                        .running
+                        .get(&job)
+                        .and_then(|runs| runs.last())
+                        .map(RunHandle::output)
+                        .or_else(|| self.last_output.get(&job).cloned())),
+                };
+                let _ = reply.send(answer);
+            }
+            Control::Activity { reply } => {
+                let rows = self
+                    .jobs
+                    .iter()
+                    .map(|job| {
+                        let mut runs: Vec<ActivityRow> = self
+                            .history
+                            .newest_first(&job.name)
+                            .into_iter()
+                            .map(|r| {
+                                let summary = RunSummary::of(r);
+                                ActivityRow {
+                                    started_at: summary.started_at,
+                                    finished_at: summary.finished_at,
+                                    outcome: summary.outcome,
+                                }
+                            })
+                            .collect();
+                        runs.reverse();
+                        (job.name.clone(), runs)
+                    })
+                    .collect();
+                let _ = reply.send(rows);
             }
             Control::Start { job, reply } => {
                 let _ = reply.send(self.manual_start(&job));
@@ -74,6 +110,19 @@ impl Scheduler {
             Control::JobSetId { reply } => {
                 let _ = reply.send(self.job_set_id.clone());
             }
+        }
+    }
+
+    /// Keeps the output of a run that just finished, so a log viewer
+    /// opened after the run still sees its lines. Called before the run's
+    /// handle leaves the running set.
+    pub(super) fn keep_last_output(&mut self, job: &str, run_id: u64) {
+        let finished = self
+            .running
+            .get(job)
+            .and_then(|runs| runs.iter().find(|r| r.run_id == run_id));
+        if let Some(handle) = finished {
+            self.last_output.insert(job.to_owned(), handle.output());
         }
     }
 

@@ -5,6 +5,7 @@
 use super::pause::{PauseRequest, PauseWindow};
 use crate::config::JobConfig;
 use crate::job::outcome::{Outcome, RunRecord};
+use crate::job::LiveOutput;
 use crate::metrics::prometheus::Format;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -91,6 +92,17 @@ pub struct JobSnapshot {
     pub retry: Option<RetryView>,
 }
 
+/// One run as the activity heatmap plots it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ActivityRow {
+    /// Start (none for a skipped slot).
+    pub started_at: Option<DateTime<Utc>>,
+    /// End.
+    pub finished_at: DateTime<Utc>,
+    /// Verdict.
+    pub outcome: Outcome,
+}
+
 /// A request to the scheduler.
 #[derive(Debug)]
 pub enum Control {
@@ -107,6 +119,20 @@ pub enum Control {
         job: String,
         /// Answer.
         reply: oneshot::Sender<Option<Vec<RunRecord>>>,
+    },
+    /// The output a log viewer follows: the newest running instance's,
+    /// else the last finished run's, else none (Err: unknown job).
+    Logs {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Result<Option<Arc<LiveOutput>>, ControlError>>,
+    },
+    /// Every configured job's retained runs, oldest first, reduced to
+    /// what the activity heatmap plots.
+    Activity {
+        /// Answer, in config order.
+        reply: oneshot::Sender<Vec<(String, Vec<ActivityRow>)>>,
     },
     /// Launch now, through the launch gates.
     Start {
@@ -195,6 +221,18 @@ impl ControlHandle {
         self.ask(|reply| Control::Runs { job, reply })
             .await?
             .ok_or_else(|| ControlError::NotFound(name.to_owned()))
+    }
+
+    /// The output a log viewer of `name` should follow (None: the job has
+    /// not produced a run yet).
+    pub async fn logs(&self, name: &str) -> Result<Option<Arc<LiveOutput>>, ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Logs { job, reply }).await?
+    }
+
+    /// Every job's retained runs, reduced for the activity heatmap.
+    pub async fn activity(&self) -> Result<Vec<(String, Vec<ActivityRow>)>, ControlError> {
+        self.ask(|reply| Control::Activity { reply }).await
     }
 
     /// Starts a job now.

@@ -73,6 +73,7 @@ pub struct Scheduler {
     control_tx: mpsc::UnboundedSender<Control>,
     control_rx: mpsc::UnboundedReceiver<Control>,
     pauses: HashMap<String, PauseWindow>,
+    last_output: HashMap<String, Arc<job::LiveOutput>>,
     counters: Counters,
     job_set_id: String,
     web_tx: tokio::sync::watch::Sender<Option<WebConfig>>,
@@ -113,6 +114,7 @@ impl Scheduler {
             control_tx,
             control_rx,
             pauses: HashMap::new(),
+            last_output: HashMap::new(),
             counters: Counters::new(start_time, buckets.as_deref()),
             job_set_id: String::new(),
             web_tx,
@@ -156,6 +158,8 @@ impl Scheduler {
         let by_name = &self.by_name;
         self.history.retain_jobs(|name| by_name.contains_key(name));
         self.pauses.retain(|name, _| by_name.contains_key(name));
+        self.last_output
+            .retain(|name, _| by_name.contains_key(name));
         self.counters
             .retain_jobs(self.jobs.iter().map(|j| j.name.as_str()));
     }
@@ -502,6 +506,7 @@ impl Scheduler {
     }
 
     fn handle_finished(&mut self, record: RunRecord) {
+        self.keep_last_output(&record.job, record.run_id);
         if let Some(runs) = self.running.get_mut(&record.job) {
             runs.retain(|r| r.run_id != record.run_id);
             if runs.is_empty() {

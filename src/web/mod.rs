@@ -5,6 +5,8 @@
 //! TLS files are rotated (an unchanged section keeps them running).
 
 pub mod auth;
+pub mod logs;
+pub mod node;
 pub mod preview;
 pub mod routes;
 pub mod tls;
@@ -57,10 +59,18 @@ pub fn parse_listen(url: &str) -> Result<ListenAddr, String> {
 struct Running {
     stop: Arc<Notify>,
     tasks: Vec<JoinHandle<()>>,
+    /// Turns true when stopping: open log streams end instead of holding
+    /// the graceful shutdown open.
+    draining: watch::Sender<bool>,
+    sampler: Option<JoinHandle<()>>,
 }
 
 impl Running {
     async fn stop(self) {
+        if let Some(sampler) = &self.sampler {
+            sampler.abort();
+        }
+        self.draining.send_replace(true);
         self.stop.notify_waiters();
         for task in self.tasks {
             let _ = task.await;
@@ -75,6 +85,9 @@ const TLS_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5
 /// step with it and with the TLS files on disk.
 pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: ControlHandle) {
     let mut running: Option<Running> = None;
+    // One sampler for the daemon's life: its history ring survives a
+    // restart of the listeners.
+    let node = Arc::new(node::NodeSampler::new());
     loop {
         let current = config.borrow_and_update().clone();
         if let Some(old) = running.take() {
@@ -83,7 +96,7 @@ pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: 
         }
         let tls_stamp = tls::files_stamp(current.as_ref().and_then(|w| w.tls.as_ref()));
         if let Some(web) = &current {
-            running = start(web, control.clone()).await;
+            running = start(web, control.clone(), &node).await;
         }
         // Wait for a config change, or for the certificate files to change
         // (a rotated certificate must be served without a restart).
@@ -110,7 +123,11 @@ pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: 
     }
 }
 
-async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
+async fn start(
+    web: &WebConfig,
+    control: ControlHandle,
+    node: &Arc<node::NodeSampler>,
+) -> Option<Running> {
     let credentials = match Credentials::resolve(web) {
         Ok(c) => c,
         Err(err) => {
@@ -133,8 +150,11 @@ async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
             ))
         })
         .collect();
+    let (draining, draining_rx) = watch::channel(false);
     let state = AppState {
         control,
+        node: Arc::clone(node),
+        draining: draining_rx,
         credentials: Arc::new(credentials),
         extra_headers: Arc::new(extra_headers),
         metrics_enabled: web.metrics.as_ref().and_then(|m| m.enabled).unwrap_or(true),
@@ -204,7 +224,13 @@ async fn start(web: &WebConfig, control: ControlHandle) -> Option<Running> {
             }
         }
     }
-    Some(Running { stop, tasks })
+    let sampler = node.start_history(node::history_settings(web));
+    Some(Running {
+        stop,
+        tasks,
+        draining,
+        sampler,
+    })
 }
 
 /// Serves `app` on `listener` until `shutdown` resolves.

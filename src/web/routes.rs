@@ -2,12 +2,13 @@
 //! `{"error": ...}` envelope on every error (404 and 405 included).
 
 use super::auth::{Credentials, Needed};
-use super::{preview, views};
+use super::node::{node_name, NodeSampler};
+use super::{logs, preview, views};
 use crate::cronexpr::{paused_note, why, Probe};
 use crate::metrics::prometheus::Format;
 use crate::scheduler::control::{ControlError, ControlHandle};
 use crate::scheduler::pause::PauseRequest;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
@@ -19,6 +20,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
+use tokio::sync::watch;
 
 /// What every handler shares.
 #[derive(Clone)]
@@ -31,6 +33,10 @@ pub struct AppState {
     pub extra_headers: Arc<Vec<(HeaderName, HeaderValue)>>,
     /// `web.metrics.enabled`.
     pub metrics_enabled: bool,
+    /// Node CPU/memory readings and history.
+    pub node: Arc<NodeSampler>,
+    /// True once the listeners are stopping (ends open log streams).
+    pub draining: watch::Receiver<bool>,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -66,6 +72,12 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/jobs", get(jobs)),
         ("GET", "/jobs/{name}", get(job)),
         ("GET", "/jobs/{name}/runs", get(runs)),
+        ("GET", "/jobs/{name}/logs", get(job_logs)),
+        ("GET", "/jobs/{name}/resources", get(job_resources)),
+        ("GET", "/summary", get(summary)),
+        ("GET", "/activity", get(activity)),
+        ("GET", "/node", get(node)),
+        ("GET", "/node/history", get(node_history)),
         ("POST", "/jobs/{name}/start", post(start)),
         ("POST", "/jobs/{name}/cancel", post(cancel)),
         ("POST", "/jobs/{name}/pause", post(pause)),
@@ -159,8 +171,19 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
     }
     let mut response = next.run(request).await;
     let status = response.status();
+    // An event stream's framing headers are its contract: web.headers
+    // must not turn caching or proxy buffering back on.
+    let event_stream = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     if status == StatusCode::OK || status == StatusCode::CONFLICT {
         for (name, value) in state.extra_headers.iter() {
+            if event_stream
+                && (name == header::CACHE_CONTROL || name.as_str() == "x-accel-buffering")
+            {
+                continue;
+            }
             response.headers_mut().insert(name.clone(), value.clone());
         }
     }
@@ -342,4 +365,187 @@ async fn schedule_why(
     // Plain-English descriptions are not produced by this version.
     payload["description"] = Value::Null;
     Ok(Json(payload).into_response())
+}
+
+/// `GET /jobs/{name}/logs`: the Server-Sent Events tail of the job's
+/// newest running instance, else of its last finished run.
+async fn job_logs(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    // Resolved before the stream starts, so an unknown job is still a
+    // plain 404 with the JSON envelope.
+    let output = state.control.logs(&name).await?;
+    let subscription = output.map(|o| o.subscribe());
+    let body = logs::sse_body(subscription, logs::PING_INTERVAL, state.draining.clone());
+    Ok((
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+            (HeaderName::from_static("x-accel-buffering"), "no"),
+        ],
+        Body::from_stream(body),
+    )
+        .into_response())
+}
+
+/// Reads a clamped integer query parameter; a missing or malformed value
+/// gives `default` (these listings never answer 400 for it).
+fn clamped(
+    query: &HashMap<String, String>,
+    keys: &[&str],
+    default: usize,
+    lo: usize,
+    hi: usize,
+) -> usize {
+    keys.iter()
+        .find_map(|k| query.get(*k))
+        .map(|raw| match raw.trim().parse::<i64>() {
+            Ok(n) => n.clamp(lo as i64, hi as i64) as usize,
+            Err(_) => default,
+        })
+        .unwrap_or(default)
+}
+
+/// `GET /jobs/{name}/resources`. Resource monitoring is not part of this
+/// version, so every job answers as one that never opted in.
+async fn job_resources(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
+    let job = state.control.job(&name).await?;
+    Ok(Json(json!({
+        "name": job.config.name,
+        "monitored": false,
+        "interval": 1.0,
+        "live": [],
+        "runs": [],
+    }))
+    .into_response())
+}
+
+/// `GET /summary`: fleet counts and the next fire, from one snapshot.
+async fn summary(State(state): State<AppState>) -> ApiResult {
+    let jobs = state.control.jobs().await?;
+    let now = Utc::now();
+    let count = |f: &dyn Fn(&crate::scheduler::control::JobSnapshot) -> bool| {
+        jobs.iter().filter(|j| f(j)).count()
+    };
+    let enabled = count(&|j| j.config.enabled);
+    let mut soonest: Option<(&str, chrono::DateTime<Utc>)> = None;
+    for job in &jobs {
+        let reboot = job.config.parsed_schedule.cron().is_none();
+        if !job.config.enabled || job.running || reboot {
+            continue;
+        }
+        let Some(at) = job.next_fire else { continue };
+        // A fire inside an active pause is skipped at the gate.
+        if job.paused.as_ref().is_some_and(|p| at < p.until) {
+            continue;
+        }
+        if soonest.is_none_or(|(_, best)| at < best) {
+            soonest = Some((&job.config.name, at));
+        }
+    }
+    let next_fire = soonest.map(|(job, at)| {
+        json!({
+            "job": job,
+            "in": ((at - now).num_milliseconds().max(0) as f64) / 1000.0,
+            "at": views::iso(at),
+        })
+    });
+    Ok(Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "node_name": node_name(),
+        "generated_at": views::iso(now),
+        "jobs": {
+            "total": jobs.len(),
+            "enabled": enabled,
+            "disabled": jobs.len() - enabled,
+            "running": count(&|j| j.running),
+            "paused": count(&|j| j.paused.is_some()),
+            "failing": count(&|j| j.last_run.as_ref().is_some_and(|r| r.outcome == crate::job::outcome::Outcome::Failure)),
+            "never_fires": count(&|j| j.never_fires),
+        },
+        "next_fire": next_fire,
+        "cluster": {"enabled": false},
+    }))
+    .into_response())
+}
+
+/// `GET /activity`: every job's retained runs reduced to the three
+/// fields the heatmap plots, with an ETag so an unchanged feed costs a
+/// 304.
+async fn activity(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> ApiResult {
+    use crate::scheduler::history::RUN_HISTORY_LIMIT;
+    let limit = clamped(&query, &["limit"], RUN_HISTORY_LIMIT, 1, RUN_HISTORY_LIMIT);
+    let rows = state.control.activity().await?;
+    let mut jobs = serde_json::Map::new();
+    for (name, runs) in rows {
+        let shown: Vec<Value> = runs
+            .iter()
+            .skip(runs.len().saturating_sub(limit))
+            .map(|r| {
+                json!({
+                    "started_at": r.started_at.map(views::iso),
+                    "finished_at": views::iso(r.finished_at),
+                    "outcome": r.outcome.as_str(),
+                })
+            })
+            .collect();
+        jobs.insert(name, Value::from(shown));
+    }
+    let body = json!({"jobs": jobs}).to_string();
+    let etag = {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(body.as_bytes());
+        let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
+        format!("\"{hex}\"")
+    };
+    let matches = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|list| {
+            list.split(',')
+                .map(str::trim)
+                .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+        });
+    let etag_header = HeaderValue::from_str(&etag).map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot build the ETag: {e}"),
+        )
+    })?;
+    if matches {
+        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_header)]).into_response());
+    }
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            ),
+            (header::ETAG, etag_header),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// `GET /node`: this node's live CPU and memory plus the daemon's own.
+async fn node(State(state): State<AppState>) -> Response {
+    let sampler = Arc::clone(&state.node);
+    // The reading is a few small file reads; keep them off the reactor.
+    let resources = tokio::task::spawn_blocking(move || sampler.snapshot())
+        .await
+        .ok()
+        .flatten();
+    Json(json!({"node_name": node_name(), "resources": resources})).into_response()
+}
+
+/// `GET /node/history`: the background-sampled ring.
+async fn node_history(State(state): State<AppState>) -> Response {
+    let mut body = state.node.history();
+    if let Some(map) = body.as_object_mut() {
+        map.insert("node_name".into(), Value::from(node_name()));
+    }
+    Json(body).into_response()
 }
