@@ -73,7 +73,11 @@ fn same_series_as_the_original_for_the_same_config() {
     );
     assert_eq!(paused.status, 200, "{}", paused.body);
     wait_until(
-        || ["ok", "bad", "flaky"].iter().all(|j| recorded_runs(port, j) >= 1),
+        || {
+            ["ok", "bad", "flaky"]
+                .iter()
+                .all(|j| recorded_runs(port, j) >= 1)
+        },
         "the three manual runs to be recorded",
     );
     let ours = series(&get(port, "/metrics").body);
@@ -252,7 +256,10 @@ fn a_real_prometheus_scrapes_queries_and_evaluates_the_manuals_alerts() {
 
     // The three families the original has and we lacked, with its values.
     wait_until(
-        || prom.value("cronstable_config_last_reload_successful").is_some(),
+        || {
+            prom.value("cronstable_config_last_reload_successful")
+                .is_some()
+        },
         "the reload gauge to arrive",
     );
     assert_eq!(
@@ -260,7 +267,10 @@ fn a_real_prometheus_scrapes_queries_and_evaluates_the_manuals_alerts() {
             .as_deref(),
         Some("1")
     );
-    assert_eq!(prom.value("cronstable_cluster_enabled").as_deref(), Some("0"));
+    assert_eq!(
+        prom.value("cronstable_cluster_enabled").as_deref(),
+        Some("0")
+    );
     let stamp: f64 = prom
         .value("cronstable_config_last_reload_success_timestamp_seconds")
         .and_then(|v| v.parse().ok())
@@ -273,10 +283,16 @@ fn a_real_prometheus_scrapes_queries_and_evaluates_the_manuals_alerts() {
 
     // Bucket bounds spelled as the original spells them.
     wait_until(
-        || !prom.series(r#"cronstable_job_duration_seconds_bucket{job_name="tick",le="1.0"}"#).is_empty(),
+        || {
+            !prom
+                .series(r#"cronstable_job_duration_seconds_bucket{job_name="tick",le="1.0"}"#)
+                .is_empty()
+        },
         "the le=\"1.0\" bucket series",
     );
-    for le in ["0.1", "0.5", "1.0", "5.0", "15.0", "60.0", "300.0", "900.0", "3600.0", "+Inf"] {
+    for le in [
+        "0.1", "0.5", "1.0", "5.0", "15.0", "60.0", "300.0", "900.0", "3600.0", "+Inf",
+    ] {
         let selector =
             format!(r#"cronstable_job_duration_seconds_bucket{{job_name="idle",le="{le}"}}"#);
         assert_eq!(prom.series(&selector).len(), 1, "{selector}");
@@ -344,7 +360,10 @@ fn a_real_prometheus_scrapes_queries_and_evaluates_the_manuals_alerts() {
         || {
             prom.api("/api/v1/alerts")["alerts"]
                 .as_array()
-                .is_some_and(|a| a.iter().any(|a| a["labels"]["alertname"] == "YacronConfigBroken"))
+                .is_some_and(|a| {
+                    a.iter()
+                        .any(|a| a["labels"]["alertname"] == "YacronConfigBroken")
+                })
         },
         "the YacronConfigBroken alert to be pending",
     );

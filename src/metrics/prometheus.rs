@@ -704,7 +704,8 @@ mod tests {
         };
         let text = render(&c, &g, Format::Text);
         for le in ["0.5", "1.0", "60.0", "+Inf"] {
-            let key = format!("cronstable_job_duration_seconds_bucket{{job_name=\"j\",le=\"{le}\"}}");
+            let key =
+                format!("cronstable_job_duration_seconds_bucket{{job_name=\"j\",le=\"{le}\"}}");
             assert!(text.contains(&key), "{key} missing:\n{text}");
         }
         assert!(!text.contains("le=\"1\""), "{text}");
