@@ -301,9 +301,11 @@ fn parse_spec(
     }
     match chars.next() {
         Some((_, c)) if "sradiufFeExXo".contains(c) => spec.conversion = c,
-        Some((_, c)) => return Err(format!(
+        Some((_, c)) => {
+            return Err(format!(
             "format '{format}': conversion '%({key}){c}' is not one of s r a d i u f F e E x X o"
-        )),
+        ))
+        }
         None => {
             return Err(format!(
                 "format '{format}': '%({key})' needs a conversion such as s or d"
