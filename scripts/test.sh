@@ -39,5 +39,21 @@ if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq openssl >/dev/null
 fi
 
+# tests/prometheus.rs scrapes the daemon with a real Prometheus server.
+# Install it when missing (CI runs as root without stdin); elsewhere a
+# non-root user gets a note and that test skips itself, but under CI the
+# test fails when the server is absent.
+if ! command -v prometheus >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null
+  elif [ "${CI:-}" = "true" ]; then
+    echo "scripts/test.sh: prometheus is missing and cannot be installed without root" >&2
+    exit 1
+  else
+    echo "scripts/test.sh: prometheus is not installed (apt-get install prometheus as root);" \
+      "the real-Prometheus test will be skipped" >&2
+  fi
+fi
+
 # One build of the test binaries, then run them (2 cores: keep jobs low).
 cargo test --no-fail-fast -j 2 "$@"

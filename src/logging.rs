@@ -1,12 +1,36 @@
-//! Daemon logging through `tracing`, and the mapping of the config's
-//! dictConfig-shaped `logging:` section onto it.
+//! The daemon's own log lines, shaped like the original's Python logging:
+//! by default `LEVEL:logger:message` on stderr (what `logging.basicConfig`
+//! prints), under the original's logger names (`cronstable`,
+//! `cronstable.config`, `statsd`, `prometheus`), and reshaped by a
+//! `logging:` section's formatters, handlers and loggers the way
+//! `logging.config.dictConfig` would.
+//!
+//! Code logs through `tracing` with Rust targets (`cronstable::scheduler`);
+//! one subscriber layer maps each target to its logger name and runs the
+//! Python logging rules: effective level up the dotted hierarchy, each
+//! handler's own level, `propagate`, and `disable_existing_loggers`.
+
+pub mod dictconfig;
+pub mod pyformat;
 
 use crate::config::model::LoggingConfig;
+use dictconfig::{HandlerPlan, Plan, Sink};
+use pyformat::{PercentFormat, Record};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
+use std::time::Instant;
+use tracing::field::{Field, Visit};
+use tracing::{Event, Metadata, Subscriber};
+use tracing_subscriber::layer::{Context, Layer};
 
-/// Output format of the daemon's own log lines.
+/// Line format of the default handler (the one on stderr that runs until
+/// a `logging:` section replaces the root logger's handlers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
-    /// Human-readable lines.
+    /// `LEVEL:logger:message`, the original's default (no timestamp).
+    Basic,
+    /// `<UTC timestamp> LEVEL target: message`, for those who want times.
     Text,
     /// One JSON object per line, for log shippers.
     Json,
@@ -15,129 +39,504 @@ pub enum LogFormat {
 /// Normalizes a level name as the original accepts it (any case;
 /// CRITICAL/FATAL/ERROR/WARN/WARNING/INFO/DEBUG/NOTSET) to a tracing level.
 pub fn parse_level(name: &str) -> Option<tracing::Level> {
+    level_number(name).map(tracing_level)
+}
+
+/// Python's numeric level of a level name (any case), or None.
+pub fn level_number(name: &str) -> Option<i64> {
     match name.to_ascii_uppercase().as_str() {
-        "CRITICAL" | "FATAL" | "ERROR" => Some(tracing::Level::ERROR),
-        "WARN" | "WARNING" => Some(tracing::Level::WARN),
-        "INFO" => Some(tracing::Level::INFO),
-        "DEBUG" => Some(tracing::Level::DEBUG),
-        "NOTSET" => Some(tracing::Level::TRACE),
+        "CRITICAL" | "FATAL" => Some(50),
+        "ERROR" => Some(40),
+        "WARN" | "WARNING" => Some(30),
+        "INFO" => Some(20),
+        "DEBUG" => Some(10),
+        "NOTSET" => Some(0),
         _ => None,
+    }
+}
+
+fn tracing_level(number: i64) -> tracing::Level {
+    match number {
+        n if n >= 40 => tracing::Level::ERROR,
+        n if n >= 30 => tracing::Level::WARN,
+        n if n >= 20 => tracing::Level::INFO,
+        n if n >= 10 => tracing::Level::DEBUG,
+        _ => tracing::Level::TRACE,
+    }
+}
+
+fn python_level(level: &tracing::Level) -> (i64, &'static str) {
+    match *level {
+        tracing::Level::ERROR => (40, "ERROR"),
+        tracing::Level::WARN => (30, "WARNING"),
+        tracing::Level::INFO => (20, "INFO"),
+        tracing::Level::DEBUG => (10, "DEBUG"),
+        // Python has no name for a level below DEBUG; it prints this.
+        tracing::Level::TRACE => (5, "Level 5"),
     }
 }
 
 /// The level the `logging:` section asks for on the root logger, if any.
 pub fn root_level(config: &LoggingConfig) -> Option<tracing::Level> {
     let root = config.root.as_ref()?;
-    let level = root.get("level")?.as_str()?;
-    parse_level(level)
+    dictconfig::level_number(root.get("level")?).map(tracing_level)
 }
 
-/// Names the parts of a `logging:` section that tracing cannot honor, one
-/// warning each, so nothing is ignored silently.
-pub fn unhonored_logging_keys(config: &LoggingConfig) -> Vec<String> {
-    let mut warnings = Vec::new();
-    if config.version != 1 {
-        warnings.push(format!(
-            "logging.version is {}; only version 1 of the dictConfig schema exists",
-            config.version
-        ));
+/// The original's logger name for a tracing target. The original logs
+/// almost everything through `cronstable`; configuration diagnostics come
+/// from `cronstable.config`, the metric writers from `statsd` and
+/// `prometheus`. Other crates keep their target, dotted.
+pub fn logger_name(target: &str) -> String {
+    match target {
+        "cronstable::config" => "cronstable.config".into(),
+        "cronstable::statsd" | "cronstable::metrics::statsd" => "statsd".into(),
+        "cronstable::prometheus" | "cronstable::metrics::prometheus" => "prometheus".into(),
+        t if t == "cronstable" || t.starts_with("cronstable::") => "cronstable".into(),
+        t => t.replace("::", "."),
     }
-    for (key, present) in [
-        ("formatters", config.formatters.is_some()),
-        ("filters", config.filters.is_some()),
-        ("handlers", config.handlers.is_some()),
-    ] {
-        if present {
-            warnings.push(format!(
-                "logging.{key} is not honored: cronstable logs to stderr in text or JSON \
-                 (--log-format); only levels (root.level, loggers.<name>.level) apply"
-            ));
+}
+
+/// Checks a `logging:` section at load time: Ok with warnings for parts
+/// left out, Err naming the key that cannot work.
+pub fn check_section(config: &LoggingConfig) -> Result<Vec<String>, String> {
+    dictconfig::plan(config).map(|(_, warnings)| warnings)
+}
+
+enum Formatting {
+    Percent(PercentFormat),
+    Text,
+    Json,
+}
+
+enum Output {
+    Stdout,
+    Stderr,
+    File(Mutex<std::fs::File>),
+    Null,
+}
+
+struct Handler {
+    level: i64,
+    formatting: Formatting,
+    output: Output,
+}
+
+#[derive(Clone)]
+struct Logger {
+    level: Option<i64>,
+    handlers: Vec<Arc<Handler>>,
+    propagate: bool,
+}
+
+/// The logging tree in force: what `basicConfig` set up, or a section.
+#[derive(Clone)]
+struct Setup {
+    root: Logger,
+    loggers: HashMap<String, Logger>,
+    disable_unlisted: bool,
+}
+
+impl Setup {
+    fn basic(level: i64, format: LogFormat) -> Setup {
+        let formatting = match format {
+            LogFormat::Basic => Formatting::Percent(
+                // A constant the parser's own tests cover.
+                PercentFormat::parse(PercentFormat::BASIC, None)
+                    .unwrap_or_else(|e| unreachable!("the basic format parses: {e}")),
+            ),
+            LogFormat::Text => Formatting::Text,
+            LogFormat::Json => Formatting::Json,
+        };
+        Setup {
+            root: Logger {
+                level: Some(level),
+                handlers: vec![Arc::new(Handler {
+                    level: 0,
+                    formatting,
+                    output: Output::Stderr,
+                })],
+                propagate: false,
+            },
+            loggers: HashMap::new(),
+            disable_unlisted: false,
         }
     }
-    if let Some(root) = &config.root {
-        if let Some(level) = root.get("level").and_then(|l| l.as_str()) {
-            if parse_level(level).is_none() {
-                warnings.push(format!("logging.root.level '{level}' is not a known level"));
+
+    /// This setup changed by a section's plan, as dictConfig would.
+    fn with_plan(&self, plan: &Plan) -> Result<Setup, String> {
+        let mut next = self.clone();
+        if plan.incremental {
+            // Only levels and propagate flags change.
+            if let Some(root) = &plan.root {
+                next.root.level = root.level.or(next.root.level);
             }
+            for (name, settings) in &plan.loggers {
+                let logger = next.loggers.entry(name.clone()).or_insert(Logger {
+                    level: None,
+                    handlers: Vec::new(),
+                    propagate: true,
+                });
+                logger.level = settings.level.or(logger.level);
+                logger.propagate = settings.propagate;
+            }
+            return Ok(next);
         }
-    }
-    warnings
-}
-
-/// Per-target levels asked for by a `logging:` section: the root level and
-/// each `loggers.<name>.level`, with Python logger names (`cronstable.config`)
-/// mapped to tracing targets (`cronstable::config`).
-pub fn configured_levels(
-    config: &LoggingConfig,
-) -> (Option<tracing::Level>, Vec<(String, tracing::Level)>) {
-    let mut targets = Vec::new();
-    if let Some(loggers) = &config.loggers {
-        for (name, settings) in loggers {
-            let (Some(name), Some(level)) = (
-                name.as_str(),
-                settings
-                    .get("level")
-                    .and_then(|l| l.as_str())
-                    .and_then(parse_level),
-            ) else {
-                continue;
-            };
-            targets.push((name.replace('.', "::"), level));
+        let mut handlers: HashMap<&str, Arc<Handler>> = HashMap::new();
+        for handler in &plan.handlers {
+            handlers.insert(&handler.id, Arc::new(open(handler)?));
         }
+        let pick = |ids: &[String]| -> Vec<Arc<Handler>> {
+            ids.iter()
+                .filter_map(|id| handlers.get(id.as_str()).cloned())
+                .collect()
+        };
+        if let Some(root) = &plan.root {
+            if let Some(level) = root.level {
+                next.root.level = Some(level);
+            }
+            next.root.handlers = pick(&root.handlers);
+        }
+        next.loggers = plan
+            .loggers
+            .iter()
+            .map(|(name, settings)| {
+                (
+                    name.clone(),
+                    Logger {
+                        level: settings.level,
+                        handlers: pick(&settings.handlers),
+                        propagate: settings.propagate,
+                    },
+                )
+            })
+            .collect();
+        next.disable_unlisted = plan.disable_existing;
+        Ok(next)
     }
-    (root_level(config), targets)
-}
 
-/// Handle to change the level filter after the config is loaded.
-pub struct LevelControl {
-    handle: tracing_subscriber::reload::Handle<
-        tracing_subscriber::filter::Targets,
-        tracing_subscriber::Registry,
-    >,
-}
+    /// The logger and its configured ancestors, nearest first, then root.
+    fn chain<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a Logger> + 'a {
+        let mut current = Some(name);
+        std::iter::from_fn(move || {
+            while let Some(name) = current {
+                current = name.rsplit_once('.').map(|(parent, _)| parent);
+                if let Some(logger) = self.loggers.get(name) {
+                    return Some(logger);
+                }
+            }
+            None
+        })
+        .chain(std::iter::once(&self.root))
+    }
 
-impl LevelControl {
-    /// Applies the levels of a `logging:` section over the command-line
-    /// level (the section wins, as it does in the original).
-    pub fn apply(&self, cli_level: tracing::Level, config: Option<&LoggingConfig>) {
-        let filter = build_filter(cli_level, config);
-        // The subscriber lives for the whole process; a failed reload only
-        // means it is already gone, at exit.
-        let _ = self.handle.reload(filter);
+    fn disabled(&self, name: &str) -> bool {
+        self.disable_unlisted
+            && !self
+                .loggers
+                .keys()
+                .any(|listed| name == listed || name.starts_with(&format!("{listed}.")))
+    }
+
+    fn effective_level(&self, name: &str) -> i64 {
+        self.chain(name)
+            .find_map(|l| l.level.filter(|level| *level > 0))
+            .unwrap_or(0)
+    }
+
+    fn enabled(&self, name: &str, levelno: i64) -> bool {
+        !self.disabled(name) && levelno >= self.effective_level(name)
+    }
+
+    /// The most verbose tracing level any logger lets through.
+    fn max_level(&self) -> tracing::level_filters::LevelFilter {
+        let lowest = self
+            .loggers
+            .values()
+            .chain(std::iter::once(&self.root))
+            .map(|l| l.level.unwrap_or(0))
+            .min()
+            .unwrap_or(0);
+        tracing::level_filters::LevelFilter::from_level(tracing_level(lowest))
     }
 }
 
-fn build_filter(
-    cli_level: tracing::Level,
-    config: Option<&LoggingConfig>,
-) -> tracing_subscriber::filter::Targets {
-    use tracing_subscriber::filter::{LevelFilter, Targets};
-    let (root, targets) = config.map(configured_levels).unwrap_or((None, Vec::new()));
-    let mut filter =
-        Targets::new().with_default(LevelFilter::from_level(root.unwrap_or(cli_level)));
-    for (target, level) in targets {
-        filter = filter.with_target(target, LevelFilter::from_level(level));
-    }
-    filter
+fn open(plan: &HandlerPlan) -> Result<Handler, String> {
+    let output = match &plan.sink {
+        Sink::Stdout => Output::Stdout,
+        Sink::Stderr => Output::Stderr,
+        Sink::Null => Output::Null,
+        Sink::File { path, truncate } => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(!truncate)
+                .write(true)
+                .truncate(*truncate)
+                .open(path)
+                .map_err(|e| {
+                    format!(
+                        "logging.handlers.{}: cannot open {}: {e}",
+                        plan.id,
+                        path.display()
+                    )
+                })?;
+            Output::File(Mutex::new(file))
+        }
+    };
+    Ok(Handler {
+        level: plan.level,
+        formatting: Formatting::Percent(plan.format.clone()),
+        output,
+    })
 }
 
-/// Installs the global subscriber writing to stderr and returns the handle
-/// that later applies the config's `logging:` levels.
-pub fn init(level: tracing::Level, format: LogFormat) -> LevelControl {
+struct Shared {
+    setup: RwLock<Arc<Setup>>,
+    /// The section in force, so an unchanged one is not re-applied (and
+    /// a file handler not reopened) on every reload.
+    applied: Mutex<Option<LoggingConfig>>,
+    started: Instant,
+}
+
+static SHARED: OnceLock<Shared> = OnceLock::new();
+
+fn current() -> Option<Arc<Setup>> {
+    let shared = SHARED.get()?;
+    let setup = shared.setup.read().ok()?;
+    Some(Arc::clone(&setup))
+}
+
+/// Installs the global subscriber: the command line's level on the root
+/// logger and one stderr handler in `format`, as `basicConfig` does.
+pub fn init(level: tracing::Level, format: LogFormat) {
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
-    let (filter, handle) = tracing_subscriber::reload::Layer::new(build_filter(level, None));
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_target(true)
-        .with_ansi(false);
-    let registry = tracing_subscriber::registry().with(filter);
-    // A second init (tests) keeps the first subscriber; nothing to report.
-    let _ = match format {
-        LogFormat::Text => registry.with(fmt).try_init(),
-        LogFormat::Json => registry.with(fmt.json()).try_init(),
+    let (levelno, _) = python_level(&level);
+    let shared = Shared {
+        setup: RwLock::new(Arc::new(Setup::basic(levelno, format))),
+        applied: Mutex::new(None),
+        started: Instant::now(),
     };
-    LevelControl { handle }
+    // A second init (tests) keeps the first subscriber; nothing to report.
+    if SHARED.set(shared).is_ok() {
+        let _ = tracing_subscriber::registry()
+            .with(PythonLogging)
+            .try_init();
+    }
+}
+
+/// Applies a `logging:` section over the running setup, unless it is the
+/// one already in force. On failure the running setup stays and the
+/// section is not marked applied, so a fixed section is retried on the
+/// next reload (the original's rule).
+pub fn configure(section: Option<&LoggingConfig>) -> Result<(), String> {
+    let (Some(section), Some(shared)) = (section, SHARED.get()) else {
+        return Ok(());
+    };
+    let mut applied = shared.applied.lock().map_err(|e| e.to_string())?;
+    if applied.as_ref() == Some(section) {
+        return Ok(());
+    }
+    let (plan, _) = dictconfig::plan(section)?;
+    let base = current().ok_or("logging is not initialized")?;
+    let next = base.with_plan(&plan)?;
+    if let Ok(mut setup) = shared.setup.write() {
+        *setup = Arc::new(next);
+    }
+    *applied = Some(section.clone());
+    drop(applied);
+    // The global max level may have moved; tracing recomputes it here.
+    tracing::callsite::rebuild_interest_cache();
+    Ok(())
+}
+
+/// [`configure`], logging a failure as the original does (and carrying
+/// on with the logging already in force).
+pub fn apply_section(section: Option<&LoggingConfig>) {
+    if let Err(err) = configure(section) {
+        tracing::error!(
+            target: "cronstable",
+            "Error while configuring logging: {err}"
+        );
+    }
+}
+
+/// The subscriber layer running Python's logging rules.
+struct PythonLogging;
+
+/// Collects an event's message and its other fields.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    extra: Vec<(String, String)>,
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "message" {
+            self.message.push_str(value);
+        } else {
+            self.extra.push((field.name().to_owned(), value.to_owned()));
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            self.message = format!("{value:?}");
+        } else {
+            self.extra
+                .push((field.name().to_owned(), format!("{value:?}")));
+        }
+    }
+}
+
+thread_local! {
+    static THREAD: (u64, String) = {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = match std::thread::current().name() {
+            // Python calls the main thread MainThread.
+            Some("main") => "MainThread".to_owned(),
+            Some(name) => name.to_owned(),
+            None => format!("Thread-{id}"),
+        };
+        (id, name)
+    };
+}
+
+impl<S: Subscriber> Layer<S> for PythonLogging {
+    fn register_callsite(&self, _: &'static Metadata<'static>) -> tracing::subscriber::Interest {
+        // Whether a callsite logs depends on the section in force, which
+        // can change on reload, so ask every time.
+        tracing::subscriber::Interest::sometimes()
+    }
+
+    fn enabled(&self, metadata: &Metadata<'_>, _: Context<'_, S>) -> bool {
+        let Some(setup) = current() else {
+            return false;
+        };
+        let (levelno, _) = python_level(metadata.level());
+        setup.enabled(&logger_name(metadata.target()), levelno)
+    }
+
+    fn max_level_hint(&self) -> Option<tracing::level_filters::LevelFilter> {
+        current().map(|s| s.max_level())
+    }
+
+    fn on_event(&self, event: &Event<'_>, _: Context<'_, S>) {
+        let Some(setup) = current() else {
+            return;
+        };
+        let metadata = event.metadata();
+        let name = logger_name(metadata.target());
+        let (levelno, levelname) = python_level(metadata.level());
+        if !setup.enabled(&name, levelno) {
+            return;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let mut message = fields.message.clone();
+        for (key, value) in &fields.extra {
+            message.push_str(&format!(" {key}={value}"));
+        }
+        let now = chrono::Local::now();
+        let since_start = SHARED
+            .get()
+            .map_or(0.0, |s| s.started.elapsed().as_secs_f64());
+        THREAD.with(|(thread, thread_name)| {
+            let record = Record {
+                time: now,
+                since_start,
+                levelname,
+                levelno,
+                name: &name,
+                message: &message,
+                pathname: metadata.file().unwrap_or("<unknown>"),
+                lineno: metadata.line().unwrap_or(0),
+                function: metadata.module_path().unwrap_or("<unknown>"),
+                process: std::process::id(),
+                thread: *thread,
+                thread_name,
+            };
+            let mut handled = false;
+            for logger in setup.chain(&name) {
+                for handler in &logger.handlers {
+                    handled = true;
+                    if levelno >= handler.level {
+                        emit(handler, &record, metadata, &fields);
+                    }
+                }
+                if !logger.propagate {
+                    break;
+                }
+            }
+            if !handled && levelno >= 30 {
+                // Python's last resort when no handler exists anywhere:
+                // warnings and worse, message only, on stderr.
+                write_line(&Output::Stderr, &message);
+            }
+        });
+    }
+}
+
+fn emit(handler: &Handler, record: &Record, metadata: &Metadata, fields: &Fields) {
+    let line = match &handler.formatting {
+        Formatting::Percent(format) => format.render(record),
+        Formatting::Text => {
+            let mut line = format!(
+                "{} {:>5} {}: {}",
+                record.time.naive_utc().format("%Y-%m-%dT%H:%M:%S%.6fZ"),
+                metadata.level().as_str(),
+                metadata.target(),
+                fields.message
+            );
+            for (key, value) in &fields.extra {
+                line.push_str(&format!(" {key}={value}"));
+            }
+            line
+        }
+        Formatting::Json => {
+            let mut object = serde_json::Map::new();
+            object.insert("message".into(), fields.message.clone().into());
+            for (key, value) in &fields.extra {
+                object.insert(key.clone(), value.clone().into());
+            }
+            let quote = |s: &str| serde_json::Value::from(s).to_string();
+            format!(
+                "{{\"timestamp\":{},\"level\":{},\"fields\":{},\"target\":{}}}",
+                quote(
+                    &record
+                        .time
+                        .naive_utc()
+                        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+                        .to_string()
+                ),
+                quote(metadata.level().as_str()),
+                serde_json::Value::Object(object),
+                quote(metadata.target())
+            )
+        }
+    };
+    write_line(&handler.output, &line);
+}
+
+fn write_line(output: &Output, line: &str) {
+    // A log line that cannot be written has nowhere to be reported.
+    match output {
+        Output::Stdout => {
+            let mut out = std::io::stdout().lock();
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+        Output::Stderr => {
+            let _ = writeln!(std::io::stderr().lock(), "{line}");
+        }
+        Output::File(file) => {
+            if let Ok(mut file) = file.lock() {
+                let _ = writeln!(file, "{line}");
+            }
+        }
+        Output::Null => {}
+    }
 }
 
 #[cfg(test)]
@@ -153,16 +552,59 @@ mod tests {
     }
 
     #[test]
-    fn logger_names_map_to_targets() {
-        let config: LoggingConfig = serde_yaml::from_str(
-            "version: 1\nroot:\n  level: WARNING\nloggers:\n  cronstable.config:\n    level: DEBUG\n",
-        )
-        .unwrap();
-        let (root, targets) = configured_levels(&config);
-        assert_eq!(root, Some(tracing::Level::WARN));
-        assert_eq!(
-            targets,
-            vec![("cronstable::config".to_owned(), tracing::Level::DEBUG)]
+    fn targets_map_to_the_originals_logger_names() {
+        assert_eq!(logger_name("cronstable"), "cronstable");
+        assert_eq!(logger_name("cronstable::scheduler"), "cronstable");
+        assert_eq!(logger_name("cronstable::job"), "cronstable");
+        assert_eq!(logger_name("cronstable::web"), "cronstable");
+        assert_eq!(logger_name("cronstable::report"), "cronstable");
+        assert_eq!(logger_name("cronstable::config"), "cronstable.config");
+        assert_eq!(logger_name("cronstable::statsd"), "statsd");
+        assert_eq!(logger_name("cronstable::prometheus"), "prometheus");
+        assert_eq!(logger_name("hyper::proto::h1"), "hyper.proto.h1");
+    }
+
+    fn setup(yaml: &str) -> Setup {
+        let config: LoggingConfig = serde_yaml::from_str(yaml).expect("section");
+        let (plan, _) = dictconfig::plan(&config).expect("plan");
+        Setup::basic(20, LogFormat::Basic)
+            .with_plan(&plan)
+            .expect("setup")
+    }
+
+    #[test]
+    fn levels_follow_the_dotted_hierarchy() {
+        let s = setup(
+            "version: 1\ndisable_existing_loggers: false\nroot:\n  level: WARNING\nloggers:\n  \
+             cronstable.config:\n    level: DEBUG\n",
         );
+        assert!(s.enabled("cronstable.config", 10));
+        assert!(!s.enabled("cronstable", 20));
+        assert!(s.enabled("cronstable", 30));
+        // No root key: the command line's level stays.
+        let s = setup("version: 1\ndisable_existing_loggers: false\n");
+        assert!(s.enabled("cronstable", 20));
+        assert!(!s.enabled("cronstable", 10));
+    }
+
+    #[test]
+    fn unlisted_loggers_go_silent_by_default() {
+        let s = setup("version: 1\nroot:\n  level: DEBUG\n");
+        assert!(!s.enabled("cronstable", 40));
+        let s = setup("version: 1\nloggers:\n  cronstable:\n    level: INFO\n");
+        assert!(s.enabled("cronstable.config", 20));
+        assert!(!s.enabled("statsd", 40));
+    }
+
+    #[test]
+    fn propagate_false_stops_at_the_logger() {
+        let s = setup(
+            "version: 1\ndisable_existing_loggers: false\nhandlers:\n  quiet:\n    class: \
+             logging.NullHandler\nloggers:\n  cronstable:\n    handlers: [quiet]\n    propagate: \
+             false\n",
+        );
+        let chain: Vec<_> = s.chain("cronstable.config").collect();
+        assert_eq!(chain.len(), 2, "cronstable, then root");
+        assert!(!chain[0].propagate);
     }
 }

@@ -25,8 +25,10 @@ struct Cli {
     )]
     log_level: String,
 
-    /// Log line format.
-    #[arg(long = "log-format", value_enum, default_value = "text")]
+    /// Format of log lines until a `logging:` section says otherwise:
+    /// basic (LEVEL:logger:message, the original's), text (timestamped)
+    /// or json.
+    #[arg(long = "log-format", value_enum, default_value = "basic")]
     log_format: FormatArg,
 
     /// Load and validate the configuration, then exit (0 valid, 1 invalid).
@@ -44,6 +46,7 @@ struct Cli {
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
 enum FormatArg {
+    Basic,
     Text,
     Json,
 }
@@ -62,10 +65,11 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let format = match cli.log_format {
+        FormatArg::Basic => LogFormat::Basic,
         FormatArg::Text => LogFormat::Text,
         FormatArg::Json => LogFormat::Json,
     };
-    let levels = logging::init(level, format);
+    logging::init(level, format);
 
     if cli.config.as_os_str() == platform::DEFAULT_CONFIG_PATH && !cli.config.exists() {
         eprintln!(
@@ -80,13 +84,15 @@ fn main() -> ExitCode {
         Ok(loaded) => loaded,
         Err(err) => return config_error(&err),
     };
-    levels.apply(level, loaded.sections.logging.as_ref().map(|l| &l.value));
     for warning in &loaded.warnings {
         tracing::warn!(target: "cronstable::config", "{warning}");
     }
     for note in &loaded.notes {
         tracing::info!(target: "cronstable::config", "{note}");
     }
+    // After the load warnings, which may explain why the section silences
+    // a logger (disable_existing_loggers).
+    logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
 
     if cli.job_set_id {
         println!("{}", fingerprint::job_set_id(&loaded.jobs));

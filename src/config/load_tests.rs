@@ -288,17 +288,25 @@ fn empty_and_comment_only_documents_are_empty_configs() {
 }
 
 #[test]
-fn warnings_name_unhonored_logging_keys() {
+fn logging_section_honors_stream_handlers_and_names_what_it_leaves_out() {
     let loaded = load_sources(&[yaml(
         "m",
-        "logging:\n  version: 1\n  handlers:\n    console:\n      class: logging.StreamHandler\n  root:\n    level: DEBUG\n",
+        "logging:\n  version: 1\n  disable_existing_loggers: false\n  handlers:\n    console:\n      class: logging.StreamHandler\n    sys:\n      class: logging.handlers.SysLogHandler\n  root:\n    level: DEBUG\n",
     )])
     .unwrap();
+    assert!(
+        !loaded
+            .warnings
+            .iter()
+            .any(|w| w.contains("handlers.console")),
+        "{:?}",
+        loaded.warnings
+    );
     assert!(
         loaded
             .warnings
             .iter()
-            .any(|w| w.contains("logging.handlers")),
+            .any(|w| w.contains("logging.handlers.sys") && w.contains("SysLogHandler")),
         "{:?}",
         loaded.warnings
     );
@@ -306,5 +314,19 @@ fn warnings_name_unhonored_logging_keys() {
     assert_eq!(
         crate::logging::root_level(logging),
         Some(tracing::Level::DEBUG)
+    );
+}
+
+#[test]
+fn logging_section_with_an_unknown_format_key_is_a_load_error() {
+    let err = load_sources(&[yaml(
+        "m",
+        "logging:\n  version: 1\n  formatters:\n    f:\n      format: '%(asctime)s %(host)s'\n",
+    )])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("logging.formatters.f") && err.contains("unknown log record attribute 'host'"),
+        "{err}"
     );
 }

@@ -216,7 +216,9 @@ pub fn check_cross_sections(
         }
     }
     if let Some(logging) = &sections.logging {
-        warnings.extend(crate::logging::unhonored_logging_keys(&logging.value));
+        let found = crate::logging::check_section(&logging.value)
+            .map_err(|message| ConfigError::config(Location::source(&logging.source), message))?;
+        warnings.extend(found);
     }
     Ok(())
 }

@@ -90,21 +90,29 @@ pub struct Counters {
     jobs: HashMap<String, JobCounters>,
     /// Unix time the daemon started.
     pub start_time: f64,
-    /// Outcome of the latest config parse (None before the first reload).
+    /// Outcome of the latest config parse; `None` only before the first
+    /// parse (the families are absent until then, as in the original).
     pub last_reload_ok: Option<bool>,
     /// Unix time of the latest successful parse.
     pub last_reload_success: Option<f64>,
+    /// Whether a cluster leadership backend runs on this node; this build
+    /// has none, so it stays `false` and the gauge reads `0`.
+    pub cluster_enabled: bool,
 }
 
 impl Counters {
-    /// Fresh counters; `start_time` is a Unix time.
+    /// Fresh counters of a daemon whose first configuration parse has just
+    /// succeeded at `start_time` (a Unix time): the scheduler is only ever
+    /// built from a parsed configuration, so the reload gauges are present
+    /// from the first scrape, as the original's are after its first parse.
     pub fn new(start_time: f64, bounds: Option<&[f64]>) -> Self {
         Counters {
             bounds: bounds.unwrap_or(&DEFAULT_BUCKETS).to_vec(),
             jobs: HashMap::new(),
             start_time,
-            last_reload_ok: None,
-            last_reload_success: None,
+            last_reload_ok: Some(true),
+            last_reload_success: Some(start_time),
+            cluster_enabled: false,
         }
     }
 
@@ -235,6 +243,58 @@ fn escape(value: &str) -> String {
         .replace('\n', "\\n")
 }
 
+/// Spells a float the way Python's `repr(float)` does, which is how the
+/// original writes histogram bounds: dashboards and alert rules select on
+/// `le="1.0"`, so `le="1"` would be a different series to them.
+pub fn python_float(v: f64) -> String {
+    if v.is_nan() {
+        return "nan".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if v == 0.0 {
+        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    // `{:e}` gives the shortest digits that round-trip, like Python's
+    // repr; only the layout (fixed or scientific) differs and is redone.
+    let sci = format!("{:e}", v.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if v < 0.0 { "-" } else { "" };
+    // Python switches to scientific notation below 1e-4 and from 1e16.
+    if !(-4..16).contains(&exp) {
+        let (head, tail) = digits.split_at(1);
+        let frac = if tail.is_empty() {
+            String::new()
+        } else {
+            format!(".{tail}")
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{head}{frac}e{esign}{:02}", exp.abs());
+    }
+    let point = exp + 1; // digits before the decimal point
+    let body = if point <= 0 {
+        format!("0.{}{digits}", "0".repeat((-point) as usize))
+    } else if (point as usize) >= digits.len() {
+        format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
+    } else {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{int}.{frac}")
+    };
+    format!("{sign}{body}")
+}
+
+/// The `le` label value of a bucket bound: `+Inf`, else Python's repr.
+fn bucket_bound(v: f64) -> String {
+    if v.is_infinite() && v > 0.0 {
+        "+Inf".into()
+    } else {
+        python_float(v)
+    }
+}
+
 fn number(v: f64) -> String {
     if v.is_infinite() {
         if v > 0.0 { "+Inf" } else { "-Inf" }.into()
@@ -361,7 +421,7 @@ pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> Str
         for (bound, count) in c.duration.bounds.iter().zip(&c.duration.counts) {
             w.sample(
                 "cronstable_job_duration_seconds_bucket",
-                &[("job_name", g.name), ("le", &number(*bound))],
+                &[("job_name", g.name), ("le", &bucket_bound(*bound))],
                 *count as f64,
             );
         }
@@ -489,6 +549,18 @@ pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> Str
             }
         }
     }
+    // Without a cluster section the original still exports this one
+    // cluster family (as 0), and alert rules may select on it.
+    w.family(
+        "cronstable_cluster_enabled",
+        "gauge",
+        "Whether a cluster leadership backend is running on this node.",
+    );
+    w.sample(
+        "cronstable_cluster_enabled",
+        &[],
+        f64::from(u8::from(counters.cluster_enabled)),
+    );
     if format == Format::OpenMetrics {
         w.out.push_str("# EOF\n");
     }
@@ -572,6 +644,71 @@ mod tests {
         let om = render(&c, &g, Format::OpenMetrics);
         assert!(om.contains("# TYPE cronstable_job_runs counter\n"));
         assert!(om.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn floats_are_spelled_as_python_repr_spells_them() {
+        for (v, want) in [
+            (1.0, "1.0"),
+            (60.0, "60.0"),
+            (0.1, "0.1"),
+            (0.5, "0.5"),
+            (3600.0, "3600.0"),
+            (2.5, "2.5"),
+            (123.456, "123.456"),
+            (0.001, "0.001"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.5e-7, "1.5e-07"),
+            (1e15, "1000000000000000.0"),
+            (1e16, "1e+16"),
+            (1.25e20, "1.25e+20"),
+            (-2.0, "-2.0"),
+            (0.0, "0.0"),
+        ] {
+            assert_eq!(python_float(v), want, "{v}");
+        }
+        assert_eq!(bucket_bound(f64::INFINITY), "+Inf");
+    }
+
+    #[test]
+    fn bucket_bounds_reload_gauges_and_cluster_gauge() {
+        let mut c = Counters::new(100.0, Some(&[0.5, 1.0, 60.0]));
+        c.retain_jobs(["j"].into_iter());
+        let g = DaemonGauges {
+            version: "0.1.0",
+            job_set_id: "v1:x",
+            jobs: vec![],
+        };
+        let text = render(&c, &g, Format::Text);
+        let samples = parse_samples(&text);
+        assert_eq!(samples["cronstable_config_last_reload_successful"], 1.0);
+        assert_eq!(
+            samples["cronstable_config_last_reload_success_timestamp_seconds"],
+            100.0
+        );
+        assert_eq!(samples["cronstable_cluster_enabled"], 0.0);
+        let g = DaemonGauges {
+            version: "0.1.0",
+            job_set_id: "v1:x",
+            jobs: vec![JobGauges {
+                name: "j",
+                schedule: "* * * * *",
+                cluster_policy: "Leader",
+                enabled: true,
+                running: 0,
+                next_run: None,
+                last_run: None,
+                paused: false,
+            }],
+        };
+        let text = render(&c, &g, Format::Text);
+        for le in ["0.5", "1.0", "60.0", "+Inf"] {
+            let key =
+                format!("cronstable_job_duration_seconds_bucket{{job_name=\"j\",le=\"{le}\"}}");
+            assert!(text.contains(&key), "{key} missing:\n{text}");
+        }
+        assert!(!text.contains("le=\"1\""), "{text}");
     }
 
     #[test]

@@ -276,6 +276,7 @@ impl Scheduler {
                     tracing::warn!(target: "cronstable::config", "{warning}");
                 }
                 self.stamp = ConfigStamp::take(&self.config_path, &loaded.files);
+                crate::logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
                 let count = loaded.jobs.len();
                 let web = loaded.sections.web.map(|w| w.value);
                 self.counters
