@@ -215,16 +215,33 @@ pub fn prepare_job_command(
     Ok(())
 }
 
-/// Waits for SIGINT or SIGTERM; returns which one arrived.
+/// The SIGINT and SIGTERM deliveries, as a stream. Once created, the
+/// signals no longer end the process on their own: every delivery, the
+/// first and any later one, is only reported here.
 #[cfg(unix)]
-pub async fn shutdown_signal() -> std::io::Result<&'static str> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    Ok(tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-    })
+pub struct ShutdownSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+#[cfg(unix)]
+impl ShutdownSignals {
+    /// Starts listening for SIGINT and SIGTERM.
+    pub fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(ShutdownSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        })
+    }
+
+    /// Waits for the next SIGINT or SIGTERM; returns which one arrived.
+    pub async fn recv(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.term.recv() => "SIGTERM",
+            _ = self.int.recv() => "SIGINT",
+        }
+    }
 }
 
 /// A stream of SIGHUP deliveries (reload requests).
