@@ -336,7 +336,7 @@ mod linux_spawn {
     use std::ffi::{CString, OsStr, OsString};
     use std::io;
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
     use std::os::unix::process::ExitStatusExt;
     use std::process::ExitStatus;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -478,25 +478,34 @@ mod linux_spawn {
 
     fn try_spawn(spec: &JobSpawn<'_>) -> io::Result<JobChild> {
         // The environment: the daemon's, with the job's entries over it.
-        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let mut overrides: Vec<CString> = Vec::with_capacity(spec.env.len());
         for (key, value) in &spec.env {
-            match env.iter_mut().find(|(k, _)| k == key) {
-                Some(slot) => slot.1 = value.clone(),
-                None => env.push((key.clone(), value.clone())),
+            let mut entry = key.as_bytes().to_vec();
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            // A later entry for the same key wins.
+            overrides.retain(|e| name_of(e.as_bytes()) != key.as_bytes());
+            overrides.push(cstring(&entry)?);
+        }
+        let mut envp: Vec<*mut libc::c_char> =
+            Vec::with_capacity(base_environment().len() + overrides.len() + 1);
+        for entry in base_environment() {
+            let name = name_of(entry.as_bytes());
+            if !overrides.iter().any(|o| name_of(o.as_bytes()) == name) {
+                envp.push(entry.as_ptr() as *mut _);
             }
         }
-        let path = env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.as_os_str());
-        let program = cstring(resolve(&spec.program, path)?.as_bytes())?;
+        envp.extend(overrides.iter().map(|o| o.as_ptr() as *mut _));
+        envp.push(std::ptr::null_mut());
+        let path_override = overrides
+            .iter()
+            .find(|o| name_of(o.as_bytes()) == b"PATH")
+            .map(|o| OsStr::from_bytes(&o.as_bytes()[5..]).to_owned());
+        let path = path_override.or_else(|| std::env::var_os("PATH"));
+        let program = cstring(resolve(&spec.program, path.as_deref())?.as_bytes())?;
         let mut argv_owned = vec![cstring(spec.program.as_bytes())?];
         for arg in &spec.args {
             argv_owned.push(cstring(arg.as_bytes())?);
-        }
-        let mut envp_owned = Vec::with_capacity(env.len());
-        for (k, v) in &env {
-            let mut entry = k.as_bytes().to_vec();
-            entry.push(b'=');
-            entry.extend_from_slice(v.as_bytes());
-            envp_owned.push(cstring(&entry)?);
         }
         let cwd = match spec.cwd {
             Some(dir) => Some(cstring(dir.as_os_str().as_bytes())?),
@@ -505,12 +514,17 @@ mod linux_spawn {
         let mut argv: Vec<*mut libc::c_char> =
             argv_owned.iter().map(|a| a.as_ptr() as *mut _).collect();
         argv.push(std::ptr::null_mut());
-        let mut envp: Vec<*mut libc::c_char> =
-            envp_owned.iter().map(|a| a.as_ptr() as *mut _).collect();
-        envp.push(std::ptr::null_mut());
 
-        let out = if spec.capture_stdout { Some(pipe()?) } else { None };
-        let err = if spec.capture_stderr { Some(pipe()?) } else { None };
+        let out = if spec.capture_stdout {
+            Some(pipe()?)
+        } else {
+            None
+        };
+        let err = if spec.capture_stderr {
+            Some(pipe()?)
+        } else {
+            None
+        };
 
         let mut plan = Plan::new()?;
         let mut pid: libc::pid_t = 0;
@@ -586,8 +600,32 @@ mod linux_spawn {
         })
     }
 
+    /// The daemon's own environment as `NAME=value` strings, built once:
+    /// the daemon never changes its environment, and rebuilding it for
+    /// every launch would cost allocations in the busiest path.
+    fn base_environment() -> &'static [CString] {
+        static BASE: std::sync::OnceLock<Vec<CString>> = std::sync::OnceLock::new();
+        BASE.get_or_init(|| {
+            std::env::vars_os()
+                .filter_map(|(k, v)| {
+                    let mut entry = k.into_vec();
+                    entry.push(b'=');
+                    entry.extend_from_slice(v.as_bytes());
+                    CString::new(entry).ok()
+                })
+                .collect()
+        })
+    }
+
+    /// The name part of a `NAME=value` entry.
+    fn name_of(entry: &[u8]) -> &[u8] {
+        entry.split(|b| *b == b'=').next().unwrap_or(entry)
+    }
+
     fn receiver(fd: OwnedFd) -> io::Result<JobPipe> {
-        Ok(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(fd)?))
+        Ok(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(
+            fd,
+        )?))
     }
 
     fn pidfd_open(pid: libc::pid_t) -> Option<AsyncFd<OwnedFd>> {

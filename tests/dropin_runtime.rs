@@ -83,8 +83,17 @@ fn reloads_never_lose_or_double_a_fire() {
     let deadline = Instant::now() + LONG;
     for i in 0..JOBS {
         let file = format!("j{i}");
-        while stamps(&d, &file).iter().filter(|t| **t >= quiet_from).count() < 3 {
-            assert!(Instant::now() < deadline, "{file} stopped firing; log:\n{}", d.log());
+        while stamps(&d, &file)
+            .iter()
+            .filter(|t| **t >= quiet_from)
+            .count()
+            < 3
+        {
+            assert!(
+                Instant::now() < deadline,
+                "{file} stopped firing; log:\n{}",
+                d.log()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -163,7 +172,11 @@ fn a_program_found_on_the_jobs_own_path_runs_in_its_directory_and_session() {
     let out = dir.path().join("work/out");
     let start = Instant::now();
     while read_lines(&out).len() < 2 {
-        assert!(start.elapsed() < LONG, "mytool never ran; log:\n{}", d.log());
+        assert!(
+            start.elapsed() < LONG,
+            "mytool never ran; log:\n{}",
+            d.log()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let lines = read_lines(&out);
@@ -186,7 +199,11 @@ jobs:
     );
     d.wait_for_log("Job two-seconds spawned", 1, LONG);
     d.signal(Signal::SIGTERM);
-    d.wait_for_log("Shutting down (after currently running jobs finish)...", 1, LONG);
+    d.wait_for_log(
+        "Shutting down (after currently running jobs finish)...",
+        1,
+        LONG,
+    );
     d.signal(Signal::SIGTERM);
     d.wait_for_log("SIGTERM received again", 1, LONG);
     d.signal(Signal::SIGINT);
@@ -228,7 +245,10 @@ jobs:
 "#,
         &["HOSTNAME"],
     );
-    assert_eq!(d.wait_for_lines("plain", 1, LONG), vec![format!("[{host}]")]);
+    assert_eq!(
+        d.wait_for_lines("plain", 1, LONG),
+        vec![format!("[{host}]")]
+    );
     assert_eq!(d.wait_for_lines("argv", 1, LONG), vec![format!("[{host}]")]);
     assert_eq!(
         d.wait_for_lines("own", 1, LONG),
@@ -268,9 +288,15 @@ jobs:
         .collect();
     assert!(!samples.is_empty(), "{metrics}");
     for sample in &samples {
-        assert!(sample.ends_with(" 0"), "a replaced instance counted: {sample}");
+        assert!(
+            sample.ends_with(" 0"),
+            "a replaced instance counted: {sample}"
+        );
     }
-    assert!(read_lines(&d.path("reports")).is_empty(), "a replaced run was reported");
+    assert!(
+        read_lines(&d.path("reports")).is_empty(),
+        "a replaced run was reported"
+    );
     let log = d.log();
     assert!(!log.contains("Job swap was cancelled"), "{log}");
     assert!(!log.contains("reporting failure"), "{log}");
@@ -303,7 +329,11 @@ fn failure_reports_finish_before_permanent_failure_reports_start() {
     let start = Instant::now();
     let permanent = |lines: &[String]| lines.iter().filter(|l| l.starts_with("P ")).count();
     while permanent(&read_lines(&d.path("order"))) < 40 {
-        assert!(start.elapsed() < LONG * 2, "too few reports; log:\n{}", d.log());
+        assert!(
+            start.elapsed() < LONG * 2,
+            "too few reports; log:\n{}",
+            d.log()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let lines = read_lines(&d.path("order"));

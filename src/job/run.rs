@@ -1,6 +1,6 @@
-//! One run of a job: spawn it in a session (and process group) of its own, capture its output,
-//! bound it by `executionTimeout`, cancel it with the SIGTERM, `killTimeout`,
-//! SIGKILL sequence, and produce its [`RunRecord`].
+//! One run of a job: spawn it in a session (and process group) of its own,
+//! capture its output, bound it by `executionTimeout`, cancel it with the
+//! SIGTERM, `killTimeout`, SIGKILL sequence, and produce its [`RunRecord`].
 
 use super::capture::{format_prefix, LineSplitter, Piece, Retention};
 use super::outcome::{
@@ -11,8 +11,8 @@ use crate::config::JobConfig;
 use crate::metrics::statsd::StatsdTarget;
 use crate::platform::{self, GroupSignal, JobChild, StopSignal};
 use crate::report::context::host_name;
-use std::ffi::OsString;
 use chrono::Utc;
+use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -271,8 +271,8 @@ fn spawn_command(job: &JobConfig) -> Result<JobChild, String> {
         capture_stderr: job.capture_stderr,
         run_as: job.run_as.as_ref(),
     };
-    let child = platform::spawn_job(&spec)
-        .map_err(|e| format!("{}: {e}", program.to_string_lossy()))?;
+    let child =
+        platform::spawn_job(&spec).map_err(|e| format!("{}: {e}", program.to_string_lossy()))?;
     if let Some(nice) = job.priority.nice() {
         if let Err(err) = platform::renice_group(child.id(), nice) {
             tracing::debug!(
@@ -574,13 +574,7 @@ async fn cancel_sequence(
 
 /// Sends one step of the cancel sequence to the group, falling back to the
 /// job's own process when the group cannot be signalled.
-fn send_stop(
-    job: &JobConfig,
-    child: &mut JobChild,
-    pid: u32,
-    reaped: bool,
-    sig: StopSignal,
-) {
+fn send_stop(job: &JobConfig, child: &mut JobChild, pid: u32, reaped: bool, sig: StopSignal) {
     if pid == 0 {
         return;
     }
