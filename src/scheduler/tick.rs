@@ -339,4 +339,66 @@ mod tests {
         let d = due(r, at(10, 1, 0, 4), Cadence::Minute, W);
         assert_eq!(secs(&d.fire), vec![(1, 0)]);
     }
+
+    /// Many irregular pass sequences (late passes, repeated passes, clock
+    /// steps back and forward, both cadences): every boundary up to the
+    /// newest pass is either fired or reported skipped, exactly once, and
+    /// fires come out in increasing order.
+    #[test]
+    fn every_boundary_is_fired_or_skipped_exactly_once() {
+        let mut seed: u64 = 0x5eed;
+        let mut next = |bound: i64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((seed >> 33) % bound as u64) as i64
+        };
+        for cadence in [Cadence::Second, Cadence::Minute] {
+            let step = cadence.step().num_milliseconds();
+            for _ in 0..300 {
+                let start = at(10, 0, 0, 0);
+                let mut evaluated = start;
+                let mut now = start;
+                let mut seen: Vec<DateTime<Utc>> = Vec::new();
+                let mut newest = start;
+                for _ in 0..40 {
+                    // Mostly small steps forward; sometimes a stall, a big
+                    // jump, or a step back.
+                    let delta = match next(10) {
+                        0 => -next(5 * step),
+                        1 => next(200 * step),
+                        2 => 0,
+                        _ => next(3 * step),
+                    };
+                    now += TimeDelta::milliseconds(delta);
+                    let d = due(evaluated, now, cadence, W);
+                    for pair in d.fire.windows(2) {
+                        assert_eq!(pair[1] - pair[0], cadence.step());
+                    }
+                    if let Some(skipped) = d.skipped {
+                        let mut b = skipped.first;
+                        for _ in 0..skipped.count {
+                            seen.push(b);
+                            b += cadence.step();
+                        }
+                        assert_eq!(b - cadence.step(), skipped.last);
+                        assert_eq!(Some(&b), d.fire.first(), "skips end where fires begin");
+                    }
+                    for b in &d.fire {
+                        assert!(now - *b <= W, "a stale boundary fired");
+                        assert!(*b <= now, "a future boundary fired");
+                    }
+                    seen.extend(d.fire.iter().copied());
+                    assert!(d.evaluated >= evaluated, "evaluation never goes back");
+                    evaluated = d.evaluated;
+                    newest = newest.max(floor(now, cadence));
+                }
+                let expected: Vec<DateTime<Utc>> = (1..)
+                    .map(|k| start + cadence.step() * k)
+                    .take_while(|b| *b <= newest)
+                    .collect();
+                assert_eq!(seen, expected);
+            }
+        }
+    }
 }
