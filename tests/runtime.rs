@@ -339,12 +339,12 @@ jobs:
 }
 
 #[test]
-fn a_second_signal_cancels_the_running_jobs() {
+fn a_second_signal_does_not_cancel_the_running_jobs() {
     let mut d = Daemon::start(
         r#"
 jobs:
   - name: long
-    command: "echo $$ > {dir}/pgid; sleep 60"
+    command: "echo $$ > {dir}/pgid; sleep 3; echo finished > {dir}/done"
     schedule: "@reboot"
     killTimeout: 1
 "#,
@@ -355,8 +355,16 @@ jobs:
     d.signal(Signal::SIGTERM);
     d.wait_for_log("Shutting down", 1, LONG);
     d.signal(Signal::SIGINT);
+    d.wait_for_log("SIGINT received again", 1, LONG);
+    if read_lines(&d.path("done")).is_empty() {
+        assert!(
+            !daemon::live_members(pgid).is_empty(),
+            "the second signal must not stop the job"
+        );
+    }
     assert_eq!(d.wait_exit(LONG), Some(0));
-    assert!(!group_alive(pgid));
+    assert_eq!(read_lines(&d.path("done")), vec!["finished"]);
+    assert!(!d.log().contains("Job long was cancelled"), "{}", d.log());
 }
 
 #[test]

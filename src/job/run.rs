@@ -1,6 +1,6 @@
-//! One run of a job: spawn it in its own process group, capture its output,
-//! bound it by `executionTimeout`, cancel it with the SIGTERM, `killTimeout`,
-//! SIGKILL sequence, and produce its [`RunRecord`].
+//! One run of a job: spawn it in a session (and process group) of its own,
+//! capture its output, bound it by `executionTimeout`, cancel it with the
+//! SIGTERM, `killTimeout`, SIGKILL sequence, and produce its [`RunRecord`].
 
 use super::capture::{format_prefix, LineSplitter, LiveOutput, Piece, Retention};
 use super::outcome::{
@@ -9,10 +9,12 @@ use super::outcome::{
 use crate::config::model::Command;
 use crate::config::JobConfig;
 use crate::metrics::statsd::StatsdTarget;
-use crate::platform::{self, GroupSignal, StopSignal};
+use crate::platform::{self, GroupSignal, JobChild, StopSignal};
+use crate::report::context::host_name;
 use chrono::Utc;
+use std::ffi::OsString;
 use std::io::Write;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -159,7 +161,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     // known before the scheduler records the instance, so the API never
     // shows a running instance without its pid.
     let spawned = spawn_command(&job);
-    let pid = spawned.as_ref().ok().and_then(|c| c.id());
+    let pid = spawned.as_ref().ok().map(JobChild::id);
     let handle = RunHandle {
         run_id: request.run_id,
         pid,
@@ -240,24 +242,17 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     (handle, task)
 }
 
-/// Builds and spawns the job's process in its own session.
-fn spawn_command(job: &JobConfig) -> Result<tokio::process::Child, String> {
-    let mut cmd = match &job.command {
-        Command::Shell(text) => {
-            let mut c = tokio::process::Command::new(&job.shell);
-            c.arg("-c").arg(text);
-            c
-        }
+/// Builds and spawns the job's process in a session of its own.
+fn spawn_command(job: &JobConfig) -> Result<JobChild, String> {
+    let (program, args): (OsString, Vec<OsString>) = match &job.command {
+        Command::Shell(text) => (job.shell.clone().into(), vec!["-c".into(), text.into()]),
         Command::Argv(argv) => {
             let Some((program, args)) = argv.split_first() else {
                 return Err("the command list is empty".into());
             };
-            let mut c = tokio::process::Command::new(program);
-            c.args(args);
-            c
+            (program.into(), args.iter().map(OsString::from).collect())
         }
     };
-    cmd.envs(job.environment.iter().map(|(k, v)| (k, v)));
     if let Some(dir) = &job.working_directory {
         if !dir.is_dir() {
             return Err(format!(
@@ -265,30 +260,32 @@ fn spawn_command(job: &JobConfig) -> Result<tokio::process::Child, String> {
                 dir.display()
             ));
         }
-        cmd.current_dir(dir);
     }
-    cmd.stdin(Stdio::null());
-    cmd.stdout(if job.capture_stdout {
-        Stdio::piped()
-    } else {
-        Stdio::inherit()
-    });
-    cmd.stderr(if job.capture_stderr {
-        Stdio::piped()
-    } else {
-        Stdio::inherit()
-    });
-    cmd.kill_on_drop(false);
-    platform::prepare_job_command(&mut cmd, job.run_as.as_ref())?;
-    let child = cmd.spawn().map_err(|e| {
-        let what = match &job.command {
-            Command::Shell(_) => job.shell.clone(),
-            Command::Argv(argv) => argv.first().cloned().unwrap_or_default(),
-        };
-        format!("{what}: {e}")
-    })?;
-    if let (Some(nice), Some(pid)) = (job.priority.nice(), child.id()) {
-        if let Err(err) = platform::renice_group(pid, nice) {
+    // Every job sees HOSTNAME, as under the original (which puts the host
+    // name in its own environment at start when it is missing); the job's
+    // own `environment` still wins.
+    let mut env: Vec<(OsString, OsString)> = Vec::with_capacity(job.environment.len() + 1);
+    if std::env::var_os("HOSTNAME").is_none() {
+        env.push(("HOSTNAME".into(), host_name().into()));
+    }
+    env.extend(
+        job.environment
+            .iter()
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+    );
+    let spec = platform::JobSpawn {
+        program: program.clone(),
+        args,
+        env,
+        cwd: job.working_directory.as_deref(),
+        capture_stdout: job.capture_stdout,
+        capture_stderr: job.capture_stderr,
+        run_as: job.run_as.as_ref(),
+    };
+    let child =
+        platform::spawn_job(&spec).map_err(|e| format!("{}: {e}", program.to_string_lossy()))?;
+    if let Some(nice) = job.priority.nice() {
+        if let Err(err) = platform::renice_group(child.id(), nice) {
             tracing::debug!(
                 target: "cronstable::job",
                 "Job {}: could not set priority {:?} (nice {nice}): {err}",
@@ -409,13 +406,13 @@ enum Stop {
 /// Runs the started child to its end and builds the record.
 async fn drive(
     job: &JobConfig,
-    mut child: tokio::process::Child,
+    mut child: JobChild,
     cancel: &CancelSignal,
     ended: &watch::Sender<bool>,
     live: &Arc<LiveOutput>,
     base: RunRecord,
 ) -> RunRecord {
-    let pid = child.id().unwrap_or(0);
+    let pid = child.id();
     let mut readers: Vec<Reader> = Vec::new();
     if let Some(err) = child.stderr.take() {
         readers.push(start_reader(job, "stderr", err, Arc::clone(live)));
@@ -552,7 +549,7 @@ fn seconds(value: f64) -> String {
 /// hold the output pipes).
 async fn cancel_sequence(
     job: &JobConfig,
-    child: &mut tokio::process::Child,
+    child: &mut JobChild,
     pid: u32,
     status: &mut Option<ExitStatus>,
 ) {
@@ -591,13 +588,7 @@ async fn cancel_sequence(
 
 /// Sends one step of the cancel sequence to the group, falling back to the
 /// job's own process when the group cannot be signalled.
-fn send_stop(
-    job: &JobConfig,
-    child: &mut tokio::process::Child,
-    pid: u32,
-    reaped: bool,
-    sig: StopSignal,
-) {
+fn send_stop(job: &JobConfig, child: &mut JobChild, pid: u32, reaped: bool, sig: StopSignal) {
     if pid == 0 {
         return;
     }

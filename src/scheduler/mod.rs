@@ -18,7 +18,7 @@ use crate::cronexpr::Schedule;
 use crate::job::{self, RunHandle, RunRecord, RunRequest, Trigger};
 use crate::metrics::prometheus::Counters;
 use crate::platform;
-use crate::report::{Hook, Reporter};
+use crate::report::{Hook, ReportFuture, Reporter};
 use chrono::{DateTime, Utc};
 use control::{Control, ControlHandle};
 use history::RunHistory;
@@ -78,6 +78,32 @@ pub struct Scheduler {
     job_set_id: String,
     web_tx: tokio::sync::watch::Sender<Option<WebConfig>>,
     reports: tokio::task::JoinSet<()>,
+    shutdown: ShutdownHandle,
+    /// The newest boundary whose due jobs were launched (or deliberately
+    /// passed over); the next pass starts after it.
+    evaluated: DateTime<Utc>,
+}
+
+/// Asks a running scheduler for the graceful shutdown a SIGTERM starts:
+/// stop launching, drain the running jobs, return from
+/// [`Scheduler::run`]. Cheap to clone; asking more than once changes
+/// nothing.
+#[derive(Debug, Clone, Default)]
+pub struct ShutdownHandle {
+    notify: Arc<tokio::sync::Notify>,
+}
+
+impl ShutdownHandle {
+    /// Requests the graceful shutdown (from any task, before or while the
+    /// scheduler runs).
+    pub fn trigger(&self) {
+        // A stored permit: a request made before `run` polls is not lost.
+        self.notify.notify_one();
+    }
+
+    async fn requested(&self) {
+        self.notify.notified().await;
+    }
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -119,6 +145,8 @@ impl Scheduler {
             job_set_id: String::new(),
             web_tx,
             reports: tokio::task::JoinSet::new(),
+            shutdown: ShutdownHandle::default(),
+            evaluated: Utc::now(),
         };
         scheduler.install_jobs(loaded.jobs);
         scheduler
@@ -127,6 +155,12 @@ impl Scheduler {
     /// A handle the HTTP API uses to query and drive the scheduler.
     pub fn control(&self) -> ControlHandle {
         ControlHandle::new(self.control_tx.clone())
+    }
+
+    /// A handle that starts the same graceful shutdown as SIGTERM (for
+    /// callers such as an HTTP shutdown route).
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.shutdown.clone()
     }
 
     /// The `web` section of the running config; changes on every reload
@@ -181,43 +215,83 @@ impl Scheduler {
         }
     }
 
-    /// Runs until SIGINT/SIGTERM, then drains running jobs. A second signal
-    /// during the drain cancels them.
+    /// Runs until SIGINT/SIGTERM (or [`ShutdownHandle::trigger`]), then
+    /// drains running jobs. Further signals during the drain change
+    /// nothing: only SIGKILL stops the daemon without it.
     pub async fn run(mut self) -> std::io::Result<()> {
         let mut hangups = platform::reload_signals()?;
-        let shutdown = platform::shutdown_signal();
-        tokio::pin!(shutdown);
+        let mut signals = platform::ShutdownSignals::new()?;
+        let shutdown = self.shutdown.clone();
 
         self.launch_reboot_jobs();
-        let mut boundary = tick::next_boundary(Utc::now(), self.cadence());
+        // Nothing at or before the start instant is due: the first pass is
+        // the first boundary after it.
+        self.evaluated = tick::floor(Utc::now(), self.cadence());
         loop {
-            let sleep = sleep_until_wall(boundary);
+            let sleep = sleep_until_wall(tick::next_boundary(self.evaluated, self.cadence()));
             tokio::select! {
                 _ = sleep => {
                     self.reload_if_changed(false);
-                    self.launch_due(boundary);
-                    let cadence = self.cadence();
-                    boundary = tick::next_boundary(Utc::now().max(boundary), cadence);
+                    self.launch_passed_boundaries();
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
                 _ = hangups.recv() => {
                     tracing::info!(target: "cronstable::scheduler", "SIGHUP: reloading the configuration");
+                    // Boundaries that pass while the reload works are not
+                    // lost: the sleep above is already due when the loop
+                    // comes back, and that pass fires them.
                     self.reload_if_changed(true);
-                    boundary = tick::next_boundary(Utc::now(), self.cadence());
                 }
-                signal = &mut shutdown => {
-                    let name = signal.unwrap_or("signal");
+                name = signals.recv() => {
                     tracing::info!(target: "cronstable::scheduler", "{name} received");
+                    break;
+                }
+                _ = shutdown.requested() => {
+                    tracing::info!(target: "cronstable::scheduler", "shutdown requested");
                     break;
                 }
             }
         }
-        self.drain().await
+        self.drain(&mut signals).await
+    }
+
+    /// Launches the jobs due at every boundary that passed since the last
+    /// pass, oldest first, each boundary once (see [`tick::due`]).
+    fn launch_passed_boundaries(&mut self) {
+        let due = tick::due(
+            self.evaluated,
+            Utc::now(),
+            self.cadence(),
+            tick::CATCH_UP_WINDOW,
+        );
+        if let Some(skipped) = due.skipped {
+            tracing::warn!(
+                target: "cronstable::scheduler",
+                "the clock moved ahead of the scheduler by more than {} seconds (a suspend or a \
+                 clock step?): not firing the {} boundar{} from {} to {}",
+                tick::CATCH_UP_WINDOW.num_seconds(),
+                skipped.count,
+                if skipped.count == 1 { "y" } else { "ies" },
+                skipped.first,
+                skipped.last
+            );
+        }
+        if due.fire.len() > 1 {
+            tracing::debug!(
+                target: "cronstable::scheduler",
+                "catching up {} boundaries that passed while the scheduler was busy",
+                due.fire.len()
+            );
+        }
+        for at in due.fire {
+            self.launch_due(at);
+        }
+        self.evaluated = due.evaluated;
     }
 
     /// Stops launching, drops pending retries and waits for running jobs.
-    async fn drain(&mut self) -> std::io::Result<()> {
+    async fn drain(&mut self, signals: &mut platform::ShutdownSignals) -> std::io::Result<()> {
         self.stopping = true;
         tracing::info!(
             target: "cronstable::scheduler",
@@ -227,23 +301,18 @@ impl Scheduler {
         for name in names {
             self.cancel_retries(&name);
         }
-        let second = platform::shutdown_signal();
-        tokio::pin!(second);
-        let mut cancelled = false;
         while self.running.values().any(|v| !v.is_empty()) {
             tokio::select! {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
-                signal = &mut second, if !cancelled => {
-                    cancelled = true;
-                    tracing::warn!(
+                name = signals.recv() => {
+                    // The manual: a second signal does not change the
+                    // shutdown sequence. Say so, so the operator knows.
+                    let count: usize = self.running.values().map(Vec::len).sum();
+                    tracing::info!(
                         target: "cronstable::scheduler",
-                        "{} received again: cancelling running jobs",
-                        signal.unwrap_or("signal")
+                        "{name} received again: still waiting for {count} running job(s) to finish"
                     );
-                    for handle in self.running.values().flatten() {
-                        handle.cancel();
-                    }
                 }
             }
         }
@@ -270,6 +339,13 @@ impl Scheduler {
         if !force && !self.stamp.changed(&self.config_path) {
             return;
         }
+        let started = Utc::now();
+        let cadence = self.cadence();
+        self.reload();
+        self.evaluated = tick::rebase(self.evaluated, started, cadence, self.cadence());
+    }
+
+    fn reload(&mut self) {
         match config::load_path(&self.config_path) {
             Ok(loaded) => {
                 for warning in &loaded.warnings {
@@ -514,10 +590,9 @@ impl Scheduler {
                 self.running.remove(&record.job);
             }
         }
-        let job = self.job(&record.job);
-        self.counters.record_run(&record);
-        self.history.record(record.clone());
         if record.replaced {
+            // A replaced instance is not a run: no history row, no count,
+            // no report (only this line says it happened).
             tracing::info!(
                 target: "cronstable::scheduler",
                 "Job {} was replaced by a newer instance",
@@ -525,6 +600,9 @@ impl Scheduler {
             );
             return;
         }
+        let job = self.job(&record.job);
+        self.counters.record_run(&record);
+        self.history.record(record.clone());
         if record.cancelled {
             tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled", record.job);
             return;
@@ -551,7 +629,8 @@ impl Scheduler {
                     record.retcode
                 );
                 self.cancel_retries(&job.name);
-                self.report(Hook::Success, &job, &record);
+                let delivery = self.reporter.report(Hook::Success, &job, &record);
+                self.deliver(delivery);
             }
             Some(reason) => {
                 tracing::warn!(
@@ -559,17 +638,29 @@ impl Scheduler {
                     "Job {} failed: {reason}",
                     job.name
                 );
-                self.report(Hook::Failure, &job, &record);
-                self.schedule_retry_or_give_up(&job, &record);
+                let failure = self.reporter.report(Hook::Failure, &job, &record);
+                let permanent = self
+                    .schedule_retry_or_give_up(&job)
+                    .then(|| self.reporter.report(Hook::PermanentFailure, &job, &record));
+                // One delivery for both hooks: every onFailure reporter is
+                // done (or timed out) before any onPermanentFailure one
+                // starts, so a receiver never sees them out of order.
+                self.deliver(Box::pin(async move {
+                    failure.await;
+                    if let Some(permanent) = permanent {
+                        permanent.await;
+                    }
+                }));
             }
         }
     }
 
-    fn schedule_retry_or_give_up(&mut self, job: &Arc<JobConfig>, record: &RunRecord) {
+    /// Arms the next retry of a failed run; true when none is left (the
+    /// failure is permanent and the caller reports it).
+    fn schedule_retry_or_give_up(&mut self, job: &Arc<JobConfig>) -> bool {
         let Some(state) = self.retries.get_mut(&job.name) else {
             self.counters.record_permanent_failure(&job.name);
-            self.report(Hook::PermanentFailure, job, record);
-            return;
+            return true;
         };
         if state.ladder.exhausted() {
             tracing::info!(
@@ -580,8 +671,7 @@ impl Scheduler {
             );
             self.cancel_retries(&job.name);
             self.counters.record_permanent_failure(&job.name);
-            self.report(Hook::PermanentFailure, job, record);
-            return;
+            return true;
         }
         if let Some(timer) = state.timer.take() {
             timer.abort();
@@ -604,6 +694,7 @@ impl Scheduler {
             });
         });
         state.timer = Some(timer.abort_handle());
+        false
     }
 
     fn handle_retry_due(&mut self, name: &str, generation: u64) {
@@ -652,10 +743,10 @@ impl Scheduler {
         }
     }
 
-    fn report(&mut self, hook: Hook, job: &JobConfig, record: &RunRecord) {
+    /// Runs a report delivery in the background; shutdown waits for it.
+    fn deliver(&mut self, delivery: ReportFuture) {
         // Forget deliveries that already finished, so the set stays small.
         while self.reports.try_join_next().is_some() {}
-        let delivery = self.reporter.report(hook, job, record);
         self.reports.spawn(delivery);
     }
 }

@@ -34,10 +34,20 @@ impl Daemon {
     /// Writes `config` as `cronstable.yaml` in a new temp dir (with `{dir}`
     /// replaced by that directory) and starts the daemon on it.
     pub fn start(config: &str) -> Daemon {
+        Daemon::start_env(config, &[])
+    }
+
+    /// Like [`Daemon::start`], with the variables in `unset` removed from
+    /// the daemon's environment.
+    pub fn start_env(config: &str, unset: &[&str]) -> Daemon {
         let dir = tempfile::tempdir().expect("temp dir");
         let text = config.replace("{dir}", &dir.path().display().to_string());
         std::fs::write(dir.path().join("cronstable.yaml"), text).expect("write config");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cronstable"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_cronstable"));
+        for name in unset {
+            command.env_remove(name);
+        }
+        let mut child = command
             .args(["-c", "cronstable.yaml", "-l", "DEBUG"])
             .current_dir(dir.path())
             .stdin(Stdio::null())
