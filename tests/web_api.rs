@@ -268,6 +268,10 @@ fn bearer_token_auth_and_scopes() {
         403,
         "anonymous cannot control"
     );
+    assert_eq!(
+        post(port, "/jobs/tick/start").json()["error"],
+        "token 'anonymous' lacks the 'control' scope required for this endpoint"
+    );
     let reader = request(
         port,
         "POST",
@@ -276,6 +280,10 @@ fn bearer_token_auth_and_scopes() {
         "",
     );
     assert_eq!(reader.status, 403);
+    assert_eq!(
+        reader.json()["error"],
+        "token 'board' lacks the 'control' scope required for this endpoint"
+    );
     let operator = request(
         port,
         "POST",
@@ -644,4 +652,96 @@ fn schedule_why_explains_one_timestamp_field_by_field() {
         missing.json(),
         serde_json::json!({"error": "job 'nope' not found"})
     );
+}
+
+const SHUTDOWN_REFUSED: &str = "POST /shutdown requires bearer-token authentication: configure \
+web.authToken (or a web.authTokens entry whose scopes include `control`) and present it on this request";
+
+/// A 2 s job keeps running through the drain that POST /shutdown starts.
+const DRAIN_JOB: &str = r#"  - name: slow
+    command: "echo started > slow.started; sleep 2; echo done > slow.done"
+    schedule: "@reboot"
+"#;
+
+#[test]
+fn shutdown_without_a_configured_token_is_refused_and_the_daemon_keeps_running() {
+    let (_d, port) = start_with_web("", JOBS);
+    let refused = post(port, "/shutdown");
+    assert_eq!(refused.status, 403);
+    assert_eq!(refused.json()["error"], SHUTDOWN_REFUSED);
+    // A bearer header means nothing when no token is configured.
+    let anyone = request(
+        port,
+        "POST",
+        "/shutdown",
+        &[("Authorization", "Bearer whatever")],
+        "",
+    );
+    assert_eq!(anyone.status, 403);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(get(port, "/status").status, 200, "still serving");
+}
+
+#[test]
+fn shutdown_with_a_token_drains_running_jobs_and_exits_zero() {
+    let web = r#"  authTokens:
+    - value: reader
+      scopes: [view]
+      label: board
+    - value: operator
+      scopes: [control]
+      label: ops
+  anonymousScopes: [view]
+"#;
+    let (mut d, port) = start_with_web(web, DRAIN_JOB);
+    d.wait_for_lines("slow.started", 1, LONG);
+    assert_eq!(post(port, "/shutdown").status, 403, "anonymous");
+    let reader = request(
+        port,
+        "POST",
+        "/shutdown",
+        &[("Authorization", "Bearer reader")],
+        "",
+    );
+    assert_eq!(reader.status, 403);
+    assert_eq!(
+        reader.json()["error"],
+        "token 'board' lacks the 'control' scope required for this endpoint"
+    );
+    let accepted = request(
+        port,
+        "POST",
+        "/shutdown",
+        &[("Authorization", "Bearer operator")],
+        "",
+    );
+    assert_eq!(accepted.status, 200);
+    assert_eq!(accepted.json(), serde_json::json!({"shuttingDown": true}));
+    assert_eq!(d.wait_exit(LONG), Some(0));
+    assert!(
+        d.path("slow.done").exists(),
+        "the running job finished before the daemon exited"
+    );
+    let log = d.log();
+    assert!(
+        log.contains("shutdown requested via POST /shutdown (token 'ops')"),
+        "{log}"
+    );
+}
+
+#[test]
+fn shutdown_with_the_all_scopes_token() {
+    let (mut d, port) = start_with_web("  authToken:\n    value: s3cret\n", JOBS);
+    let accepted = request(
+        port,
+        "POST",
+        "/shutdown",
+        &[("Authorization", "Bearer s3cret")],
+        "",
+    );
+    assert_eq!(accepted.status, 200);
+    assert_eq!(d.wait_exit(LONG), Some(0));
+    assert!(d
+        .log()
+        .contains("shutdown requested via POST /shutdown (token 'authToken')"));
 }

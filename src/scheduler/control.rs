@@ -182,11 +182,18 @@ pub enum Control {
 #[derive(Debug, Clone)]
 pub struct ControlHandle {
     tx: mpsc::UnboundedSender<Control>,
+    shutdown: super::ShutdownHandle,
 }
 
 impl ControlHandle {
-    pub(super) fn new(tx: mpsc::UnboundedSender<Control>) -> Self {
-        ControlHandle { tx }
+    pub(super) fn new(tx: mpsc::UnboundedSender<Control>, shutdown: super::ShutdownHandle) -> Self {
+        ControlHandle { tx, shutdown }
+    }
+
+    /// Starts the graceful drain a SIGTERM starts (`POST /shutdown`).
+    /// Asking again changes nothing.
+    pub fn shutdown(&self) {
+        self.shutdown.trigger();
     }
 
     async fn ask<T>(

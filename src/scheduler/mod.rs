@@ -154,7 +154,7 @@ impl Scheduler {
 
     /// A handle the HTTP API uses to query and drive the scheduler.
     pub fn control(&self) -> ControlHandle {
-        ControlHandle::new(self.control_tx.clone())
+        ControlHandle::new(self.control_tx.clone(), self.shutdown.clone())
     }
 
     /// A handle that starts the same graceful shutdown as SIGTERM (for

@@ -13,6 +13,10 @@ pub struct Grant {
     pub control: bool,
     /// Approval gates.
     pub approve: bool,
+    /// The configured token that authenticated the request (its index in
+    /// the resolved token list); `None` for an open API or the anonymous
+    /// grant. `POST /shutdown` needs one.
+    pub token: Option<usize>,
 }
 
 impl Grant {
@@ -21,6 +25,7 @@ impl Grant {
         view: true,
         control: true,
         approve: true,
+        token: None,
     };
 
     fn from_scopes(scopes: &[Scope]) -> Grant {
@@ -46,6 +51,17 @@ impl Grant {
     }
 }
 
+impl Needed {
+    /// The scope's name as the config spells it (and the original's 403
+    /// body quotes it).
+    pub fn scope_name(self) -> &'static str {
+        match self {
+            Needed::View => "view",
+            Needed::Control => "control",
+        }
+    }
+}
+
 /// The scope a route needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Needed {
@@ -62,7 +78,9 @@ pub struct BadCredential;
 /// Resolved credentials of a web section.
 #[derive(Debug, Clone, Default)]
 pub struct Credentials {
-    tokens: Vec<(String, Grant)>,
+    /// Each configured token with its label (`authToken`, an entry's
+    /// `label`, or `web.authTokens[i]`) and its grant.
+    tokens: Vec<(String, String, Grant)>,
     anonymous: Grant,
     /// `/metrics` needs no token.
     pub metrics_public: bool,
@@ -93,7 +111,9 @@ impl Credentials {
         let mut tokens = Vec::new();
         if let Some(source) = &web.auth_token {
             match resolve_secret(source)? {
-                Some(token) if !token.is_empty() => tokens.push((token, Grant::ALL)),
+                Some(token) if !token.is_empty() => {
+                    tokens.push((token, "authToken".to_owned(), Grant::ALL))
+                }
                 Some(_) => return Err("web.authToken resolves to an empty token".into()),
                 None => {}
             }
@@ -104,7 +124,12 @@ impl Credentials {
                 from_file: entry.from_file.clone(),
                 from_env_var: entry.from_env_var.clone(),
             };
-            let label = entry.label.clone().unwrap_or_else(|| format!("#{i}"));
+            // Unlabelled entries are named by their position, as the
+            // original names them in its messages.
+            let label = entry
+                .label
+                .clone()
+                .unwrap_or_else(|| format!("web.authTokens[{i}]"));
             let token = match resolve_secret(&source)? {
                 Some(token) if !token.is_empty() => token,
                 _ => {
@@ -113,13 +138,13 @@ impl Credentials {
                     ))
                 }
             };
-            if tokens.iter().any(|(t, _)| *t == token) {
+            if tokens.iter().any(|(t, _, _)| *t == token) {
                 return Err(format!(
                     "web.authTokens entry {label} repeats another token"
                 ));
             }
             let scopes = entry.scopes.clone().unwrap_or_else(|| vec![Scope::View]);
-            tokens.push((token, Grant::from_scopes(&scopes)));
+            tokens.push((token, label, Grant::from_scopes(&scopes)));
         }
         let anonymous = if tokens.is_empty() {
             Grant::ALL
@@ -163,12 +188,24 @@ impl Credentials {
         let mut found = None;
         // Compare against every token so timing does not reveal which one
         // (or whether any) matched.
-        for (candidate, grant) in &self.tokens {
+        for (index, (candidate, _, grant)) in self.tokens.iter().enumerate() {
             if constant_time_eq(candidate.as_bytes(), token.as_bytes()) {
-                found = Some(*grant);
+                found = Some(Grant {
+                    token: Some(index),
+                    ..*grant
+                });
             }
         }
         found.ok_or(BadCredential)
+    }
+
+    /// The label of the token a grant came from: `anonymous` for the
+    /// anonymous grant, as the original names it in its 403 body.
+    pub fn label(&self, grant: &Grant) -> &str {
+        grant
+            .token
+            .and_then(|i| self.tokens.get(i))
+            .map_or("anonymous", |(_, label, _)| label.as_str())
     }
 
     /// Whether a mutating request from `origin` (its `Origin` header) to
@@ -216,8 +253,14 @@ mod tests {
             "listen: [http://127.0.0.1:1]\nauthToken:\n  value: s3cret\n",
         ))
         .unwrap();
-        assert_eq!(c.grant(Some("bearer s3cret")), Ok(Grant::ALL));
-        assert_eq!(c.grant(Some("BEARER s3cret")), Ok(Grant::ALL));
+        let authenticated = Grant {
+            token: Some(0),
+            ..Grant::ALL
+        };
+        assert_eq!(c.grant(Some("bearer s3cret")), Ok(authenticated));
+        assert_eq!(c.grant(Some("BEARER s3cret")), Ok(authenticated));
+        assert_eq!(c.label(&authenticated), "authToken");
+        assert_eq!(c.label(&Grant::ALL), "anonymous");
         assert_eq!(c.grant(Some("Bearer nope")), Err(BadCredential));
         assert_eq!(c.grant(Some("Basic s3cret")), Err(BadCredential));
         assert_eq!(c.grant(None), Err(BadCredential));
@@ -249,6 +292,10 @@ mod tests {
         assert!(operator.allows(Needed::View) && operator.allows(Needed::Control));
         let anonymous = c.grant(None).unwrap();
         assert!(anonymous.allows(Needed::View) && !anonymous.allows(Needed::Control));
+        assert_eq!(c.label(&reader), "board");
+        assert_eq!(c.label(&operator), "web.authTokens[1]");
+        assert_eq!(c.label(&anonymous), "anonymous");
+        assert_eq!(anonymous.token, None);
     }
 
     #[test]

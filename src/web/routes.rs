@@ -1,11 +1,12 @@
 //! The router: every route, the auth layer, the extra headers, and the
 //! `{"error": ...}` envelope on every error (404 and 405 included).
 
-use super::auth::{Credentials, Needed};
+use super::auth::{Credentials, Grant, Needed};
 use super::node::{node_name, NodeSampler};
 use super::{logs, preview, views};
 use crate::cronexpr::{paused_note, why, Probe};
 use crate::metrics::prometheus::Format;
+use crate::pyfmt::py_repr;
 use crate::scheduler::control::{ControlError, ControlHandle};
 use crate::scheduler::pause::PauseRequest;
 use axum::body::{Body, Bytes};
@@ -14,7 +15,7 @@ use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode}
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, MethodRouter};
-use axum::{Json, Router};
+use axum::{Extension, Json, Router};
 use chrono::Utc;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -82,6 +83,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/jobs/{name}/cancel", post(cancel)),
         ("POST", "/jobs/{name}/pause", post(pause)),
         ("POST", "/jobs/{name}/resume", post(resume)),
+        ("POST", "/shutdown", post(shutdown)),
         ("GET", "/job-set-id", get(job_set_id)),
         ("GET", "/metrics", get(metrics)),
         ("GET", "/schedule/preview", get(schedule_preview)),
@@ -120,7 +122,7 @@ async fn method_not_allowed() -> ApiError {
 }
 
 /// Auth, the cross-site check, and the extra headers on success.
-async fn authorize(State(state): State<AppState>, request: Request, next: Next) -> Response {
+async fn authorize(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
     let needed = if request.method() == Method::GET || request.method() == Method::HEAD {
         Needed::View
@@ -128,7 +130,7 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
         Needed::Control
     };
     let public = path == "/metrics" && state.credentials.metrics_public;
-    if !public {
+    let grant = if !public {
         let auth = request
             .headers()
             .get(header::AUTHORIZATION)
@@ -139,15 +141,25 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
                     .into_response()
             }
             Ok(grant) if !grant.allows(needed) => {
+                // The original's body: the token's label and the scope,
+                // both in Python's repr quoting.
+                let label = minijinja::Value::from(state.credentials.label(&grant));
+                let scope = minijinja::Value::from(needed.scope_name());
                 return ApiError(
                     StatusCode::FORBIDDEN,
-                    "403: Forbidden (the credential lacks the scope this route needs)".into(),
+                    format!(
+                        "token {} lacks the {} scope required for this endpoint",
+                        py_repr(&label),
+                        py_repr(&scope)
+                    ),
                 )
-                .into_response()
+                .into_response();
             }
-            Ok(_) => {}
+            Ok(grant) => grant,
         }
-    }
+    } else {
+        Grant::default()
+    };
     if needed == Needed::Control {
         let header_str = |name: header::HeaderName| {
             request
@@ -169,6 +181,8 @@ async fn authorize(State(state): State<AppState>, request: Request, next: Next) 
             .into_response();
         }
     }
+    // Handlers that care who asked (POST /shutdown) read the grant back.
+    request.extensions_mut().insert(grant);
     let mut response = next.run(request).await;
     let status = response.status();
     // An event stream's framing headers are its contract: web.headers
@@ -203,6 +217,30 @@ fn wants_json(headers: &HeaderMap) -> bool {
 
 fn text(body: String) -> Response {
     ([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response()
+}
+
+/// `POST /shutdown`: the graceful drain SIGTERM starts. Unlike every other
+/// route it needs a configured token even when the API is open, so an
+/// unauthenticated listener is not a stop switch for the scheduler.
+async fn shutdown(State(state): State<AppState>, grant: Option<Extension<Grant>>) -> ApiResult {
+    let grant = grant.map(|Extension(g)| g).unwrap_or_default();
+    if grant.token.is_none() {
+        return Err(ApiError(
+            StatusCode::FORBIDDEN,
+            "POST /shutdown requires bearer-token authentication: configure web.authToken \
+             (or a web.authTokens entry whose scopes include `control`) and present it on \
+             this request"
+                .into(),
+        ));
+    }
+    let label = minijinja::Value::from(state.credentials.label(&grant));
+    tracing::info!(
+        target: "cronstable",
+        "shutdown requested via POST /shutdown (token {})",
+        py_repr(&label)
+    );
+    state.control.shutdown();
+    Ok(Json(json!({"shuttingDown": true})).into_response())
 }
 
 async fn version() -> Response {
