@@ -526,14 +526,10 @@ fn located<T>(value: Option<T>, source: &str) -> Option<Located<T>> {
 }
 
 /// Crontab lowering options: zone names are checked against the same zone
-/// database jobs use.
+/// database jobs use (schedules already go through the cron engine by
+/// default).
 fn crontab_options() -> crontab::CrontabOptions<'static> {
     crontab::CrontabOptions {
-        check_schedule: Some(&|expr: &str, hash_key: &str| {
-            crate::cronexpr::Schedule::parse(expr, hash_key)
-                .map(|_| ())
-                .map_err(|e| e.to_string())
-        }),
         check_timezone: Some(&|zone: &str| {
             zone.parse::<chrono_tz::Tz>()
                 .map(|_| ())

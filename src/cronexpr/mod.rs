@@ -45,7 +45,11 @@ mod why;
 pub use error::{Field, ParseError};
 pub use expr::CronExpr;
 pub use field::{Fields, YearSet, YEAR_FLOOR, YEAR_HORIZON};
+// For the classic-crontab front end (`config::crontab`), which splits its
+// lines and recognises nicknames with the engine's own rules rather than a
+// copy of them.
 pub use lint::{LintFinding, LintLevel, Linter};
+pub(crate) use parse::{is_separator, macro_expansion, MACROS};
 pub use tz::{Fold, TimeBase};
 pub use why::{
     explain, iso_in, paused_note, why, FieldCheck, Probe, ProbeError, ProbePoint, Verdict, WhyNote,

@@ -42,7 +42,7 @@ pub(crate) struct Parsed {
 /// Whitespace as Python's `str.split()` sees it: Unicode white space plus
 /// the four ASCII information separators, so the fields split exactly where
 /// the original's did.
-fn is_separator(c: char) -> bool {
+pub(crate) fn is_separator(c: char) -> bool {
     c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
 }
 

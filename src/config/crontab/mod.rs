@@ -27,13 +27,15 @@
 //! is no line continuation, and the sixth "user" column of system crontabs
 //! is not recognised: it simply becomes the first word of the command.
 //!
-//! Two checks need data this module does not own (the cron expression engine
-//! and the IANA zone database). [`CrontabOptions`] lets the caller plug the
-//! real ones in. Without them, schedules get a built-in check of the
-//! original engine's five-field dialect, which never rejects an expression
-//! that engine accepts and only lets through the odd number written with
-//! non-ASCII digits, while `CRON_TZ` values are only checked for the shape
-//! of a zone name, so an unknown zone surfaces later, at the job build.
+//! There is one cron grammar in the crate: the time fields and nicknames
+//! are judged by the cron engine ([`crate::cronexpr`]), with the same field
+//! tables, names and `H`/`L`/`W`/`#` rules a YAML `schedule:` gets, and the
+//! entry's job name as the `H` hash key. This module only adds what is
+//! crontab-specific on top (`@midnight`, `@reboot`, commands, assignments).
+//! [`CrontabOptions`] can swap that schedule check for another one, and
+//! plugs in the zone database for `CRON_TZ`: without one, a `CRON_TZ` value
+//! is only checked for the shape of a zone name, so an unknown zone surfaces
+//! later, at the job build.
 
 use std::fmt;
 
@@ -45,26 +47,36 @@ const TARGET_IS_WINDOWS: bool = crate::platform::IS_WINDOWS;
 /// Label used for job names when the given path has no file-name part.
 const FALLBACK_LABEL: &str = "crontab";
 
-/// The accepted schedule nicknames, sorted so error messages list them in
-/// a stable order.
-const NICKNAMES: [&str; 8] = [
-    "@annually",
-    "@daily",
-    "@hourly",
-    "@midnight",
-    "@monthly",
-    "@reboot",
-    "@weekly",
-    "@yearly",
-];
+/// Nicknames a crontab accepts besides the engine's recurring ones:
+/// `@reboot` (once at startup, a schedule kind of its own) and `@midnight`
+/// (cron's alias of `@daily`, which the engine leaves to crontab files).
+const CRONTAB_ONLY_NICKNAMES: [&str; 2] = ["@midnight", "@reboot"];
+
+/// Whether `word` is a nickname a crontab entry may start with. Matching is
+/// case-sensitive, as in cron: the engine's table is lower-case.
+fn is_nickname(word: &str) -> bool {
+    CRONTAB_ONLY_NICKNAMES.contains(&word) || crate::cronexpr::macro_expansion(word).is_some()
+}
+
+/// Every accepted nickname, sorted and comma-separated, for the error that
+/// refuses an unknown one.
+fn supported_nicknames() -> String {
+    let mut names: Vec<&str> = crate::cronexpr::MACROS
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(CRONTAB_ONLY_NICKNAMES)
+        .collect();
+    names.sort_unstable();
+    names.join(", ")
+}
 
 /// A caller-supplied schedule validator: `(expression, hash_key)` to
 /// `Err(reason)`.
 ///
 /// The expression is a five-field string or a nickname other than
 /// `@reboot`; the hash key is the job name, which seeds the `H` form just as
-/// the job build will. Plug the crate's cron engine in here so a bad field
-/// is reported with the crontab's file and line.
+/// the job build will. Only needed to replace the default, which is the
+/// crate's cron engine.
 pub type ScheduleCheck<'a> = &'a dyn Fn(&str, &str) -> Result<(), String>;
 
 /// A caller-supplied `CRON_TZ` validator: zone name to `Err(reason)`.
@@ -77,8 +89,8 @@ pub struct CrontabOptions<'a> {
     /// warning, and `\` and drive prefixes count as path separators when
     /// deriving the job-name label. Defaults to the build target.
     pub windows: bool,
-    /// Validates each entry's schedule; `None` uses the built-in structural
-    /// check (see the module docs for its limits).
+    /// Validates each entry's schedule; `None` uses the crate's cron engine,
+    /// which is what the job build parses the schedule with as well.
     pub check_schedule: Option<ScheduleCheck<'a>>,
     /// Validates each `CRON_TZ` value; `None` only checks that the value is
     /// shaped like a zone key (non-empty, normalized, relative).
@@ -194,8 +206,8 @@ pub enum CrontabError {
     },
     /// A line starting with `@` whose first word is not a nickname.
     #[error(
-        "{file}:{line}: unknown schedule nickname '{nickname}'; supported: @annually, @daily, \
-         @hourly, @midnight, @monthly, @reboot, @weekly, @yearly"
+        "{file}:{line}: unknown schedule nickname '{nickname}'; supported: {supported}",
+        supported = supported_nicknames()
     )]
     UnknownNickname {
         /// The file as given by the caller.
@@ -447,8 +459,8 @@ pub fn is_crontab_path(path: &str) -> bool {
 /// assignment, a line starting with `@` (known nickname or not), or five
 /// valid time fields followed by a command. Anything else, including an
 /// empty file, is not a crontab. The fields are checked with
-/// `options.check_schedule` (hash key `""`) when given, else with the
-/// built-in structural check.
+/// `options.check_schedule` when given, else with the cron engine, in both
+/// cases with the hash key `""` (no job name exists yet).
 #[must_use]
 pub fn looks_like_crontab(text: &str, options: &CrontabOptions<'_>) -> bool {
     for raw in physical_lines(text) {
@@ -466,10 +478,8 @@ pub fn looks_like_crontab(text: &str, options: &CrontabOptions<'_>) -> bool {
             return false;
         }
         let schedule = fields.join(" ");
-        return match options.check_schedule {
-            Some(check) => check(&schedule, "").is_ok(),
-            None => check_time_fields(&schedule).is_ok(),
-        };
+        let check = options.check_schedule.unwrap_or(&check_with_engine);
+        return check(&schedule, "").is_ok();
     }
     false
 }
@@ -485,14 +495,14 @@ fn physical_lines(text: &str) -> impl Iterator<Item = &str> {
         .map(|line| line.strip_suffix('\r').unwrap_or(line))
 }
 
-/// The blank characters that surround and separate crontab words.
-///
-/// Unicode `White_Space` plus the four information separators U+001C..U+001F,
-/// which the original (Python `str.isspace`) also treats as blanks. Inside
-/// a live line those four are refused as control characters anyway, so the
-/// addition only matters at the very ends of a line.
+/// The blank characters that surround and separate crontab words: exactly
+/// the engine's field separators (Unicode `White_Space` plus the four
+/// information separators U+001C..U+001F, as Python's `str.isspace` has
+/// it), so a line splits into the same fields the engine will see. Inside a
+/// live line those four are refused as control characters anyway, so they
+/// only matter at the very ends of a line.
 fn is_blank(c: char) -> bool {
-    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+    crate::cronexpr::is_separator(c)
 }
 
 /// Characters refused in a live line: C0 controls except TAB (a field
@@ -605,7 +615,7 @@ fn lower_entry(
 ) -> Result<CrontabJob, CrontabError> {
     let (schedule, command) = if content.starts_with('@') {
         let (nickname, command) = first_word(content).unwrap_or((content, ""));
-        if !NICKNAMES.contains(&nickname) {
+        if !is_nickname(nickname) {
             return Err(CrontabError::UnknownNickname {
                 file: file.to_owned(),
                 line,
@@ -641,11 +651,8 @@ fn lower_entry(
     let name = format!("{label}:{line}");
     // @reboot is a scheduler-level marker, not a cron expression.
     if schedule != "@reboot" {
-        let verdict = match options.check_schedule {
-            Some(check) => check(&schedule, &name),
-            None => check_time_fields(&schedule),
-        };
-        if let Err(reason) = verdict {
+        let check = options.check_schedule.unwrap_or(&check_with_engine);
+        if let Err(reason) = check(&schedule, &name) {
             return Err(CrontabError::InvalidSchedule {
                 file: file.to_owned(),
                 line,
@@ -714,414 +721,14 @@ fn check_zone_key(value: &str) -> Result<(), String> {
     }
 }
 
-/// Where a rangeless `H` in day-of-month stops: a hashed 29-31 would
-/// silently skip short months.
-const HASH_DAY_OF_MONTH_END: i64 = 28;
-
-/// Bounds and names of one time field, as the cron engine defines them.
-struct FieldSpec {
-    /// Field name used in messages.
-    label: &'static str,
-    /// Smallest explicit value.
-    lo: i64,
-    /// Largest explicit value.
-    hi: i64,
-    /// Where `*` and a bare `start/step` stop; below `hi` only for the
-    /// weekday field, where an explicit 7 is Sunday but `*` covers 0-6.
-    step_end: i64,
-    /// Case-insensitive value names.
-    names: &'static [(&'static str, i64)],
-}
-
-const MINUTE: FieldSpec = FieldSpec {
-    label: "minute",
-    lo: 0,
-    hi: 59,
-    step_end: 59,
-    names: &[],
-};
-
-const HOUR: FieldSpec = FieldSpec {
-    label: "hour",
-    lo: 0,
-    hi: 23,
-    step_end: 23,
-    names: &[],
-};
-
-const DAY_OF_MONTH: FieldSpec = FieldSpec {
-    label: "day-of-month",
-    lo: 1,
-    hi: 31,
-    step_end: 31,
-    names: &[],
-};
-
-const MONTH: FieldSpec = FieldSpec {
-    label: "month",
-    lo: 1,
-    hi: 12,
-    step_end: 12,
-    names: &[
-        ("jan", 1),
-        ("feb", 2),
-        ("mar", 3),
-        ("apr", 4),
-        ("may", 5),
-        ("jun", 6),
-        ("jul", 7),
-        ("aug", 8),
-        ("sep", 9),
-        ("oct", 10),
-        ("nov", 11),
-        ("dec", 12),
-    ],
-};
-
-const DAY_OF_WEEK: FieldSpec = FieldSpec {
-    label: "day-of-week",
-    lo: 0,
-    hi: 7,
-    step_end: 6,
-    names: &[
-        ("sun", 0),
-        ("mon", 1),
-        ("tue", 2),
-        ("wed", 3),
-        ("thu", 4),
-        ("fri", 5),
-        ("sat", 6),
-    ],
-};
-
-/// The built-in schedule check used when the caller plugs in no engine.
-///
-/// It follows the engine's dialect (values, names, ranges, lists, steps,
-/// `?` in the day fields, `L`/`W`/`#` forms, `H` items) closely enough to
-/// reject out-of-range numbers, reversed ranges, bad steps and junk tokens,
-/// but it errs towards accepting: the few forms it cannot judge exactly
-/// (numbers written with non-ASCII digits) pass, and the job build that
-/// follows parses the schedule again with the real engine. `H` items are
-/// checked for shape and bounds only, since no value is hashed here.
-fn check_time_fields(schedule: &str) -> Result<(), String> {
-    if schedule.starts_with('@') {
-        // Only known nicknames reach this point.
-        return Ok(());
-    }
-    let lowered = schedule.to_lowercase();
-    let fields: Vec<&str> = lowered.split(is_blank).filter(|f| !f.is_empty()).collect();
-    let [minute, hour, dom, month, dow] = fields.as_slice() else {
-        return Err(format!(
-            "expected 5 whitespace-separated cron fields, got {}",
-            fields.len()
-        ));
-    };
-    check_plain_field(minute, &MINUTE)?;
-    check_plain_field(hour, &HOUR)?;
-    // A lone '?' in a day field means '*' (Quartz compatibility).
-    if *dom != "?" {
-        check_day_of_month(dom)?;
-    }
-    check_plain_field(month, &MONTH)?;
-    if *dow != "?" {
-        check_day_of_week(dow)?;
-    }
-    Ok(())
-}
-
-/// A field without `L` forms: minute, hour or month.
-fn check_plain_field(field: &str, spec: &FieldSpec) -> Result<(), String> {
-    for item in field.split(',') {
-        if item.starts_with('h') {
-            check_hash_item(item, spec)?;
-        } else if item.starts_with('l') {
-            return Err(format!(
-                "'L' is only valid in the day-of-month and day-of-week fields, not {}",
-                spec.label
-            ));
-        } else {
-            check_item(item, spec)?;
-        }
-    }
-    Ok(())
-}
-
-/// Day-of-month: plain items plus `L`, `L-<n>`, `LW` and `<n>W`.
-fn check_day_of_month(field: &str) -> Result<(), String> {
-    for item in field.split(',') {
-        if item.starts_with('h') {
-            check_hash_item(item, &DAY_OF_MONTH)?;
-        } else if item == "l" || item == "lw" {
-            // The month's final day, or its last weekday.
-        } else if let Some(offset) = item.strip_prefix("l-") {
-            check_number(offset, 1, 30, "day-of-month 'L-' offset", item)?;
-        } else if item.starts_with('l') {
-            return Err(format!(
-                "'L' in the day-of-month field takes the forms L, L-<n> or LW, got '{item}'"
-            ));
-        } else if let Some(day) = item.strip_suffix('w') {
-            check_number(day, 1, 31, "day-of-month 'W' day", item)?;
-        } else {
-            check_item(item, &DAY_OF_MONTH)?;
-        }
-    }
-    Ok(())
-}
-
-/// Day-of-week: plain items plus `L<n>`, `L<a>-<b>` and `<d>#<n>`.
-fn check_day_of_week(field: &str) -> Result<(), String> {
-    for item in field.split(',') {
-        if item.starts_with('h') {
-            check_hash_item(item, &DAY_OF_WEEK)?;
-        } else if item == "l" {
-            return Err(
-                "a bare 'L' is only valid in the day-of-month field; in day-of-week write L<n>"
-                    .to_owned(),
-            );
-        } else if let Some(days) = item.strip_prefix('l') {
-            let (first, last) = days.split_once('-').unwrap_or((days, days));
-            check_number(first, 0, 7, "day-of-week 'L' day", item)?;
-            check_number(last, 0, 7, "day-of-week 'L' day", item)?;
-        } else if let Some((day, ordinal)) = item.split_once('#') {
-            if ordinal.contains('#') {
-                return Err(format!(
-                    "invalid day-of-week field '{item}': more than one '#'"
-                ));
-            }
-            resolve(day, &DAY_OF_WEEK, item)?;
-            check_number(ordinal, 1, 5, "day-of-week '#' ordinal", item)?;
-        } else {
-            check_item(item, &DAY_OF_WEEK)?;
-        }
-    }
-    Ok(())
-}
-
-/// How the original engine reads a numeric token (Python's `int(token, 10)`).
-enum IntToken {
-    /// Read exactly: ASCII digits with an optional sign and single
-    /// underscores between digits.
-    Exact(i64),
-    /// Possibly a number in a form not modelled here (non-ASCII digits).
-    Unknown,
-    /// Certainly not a number.
-    Invalid,
-}
-
-/// Classifies `token` the way the original engine's integer reading would:
-/// an optional sign, then digits with single underscores between them.
-fn read_int(token: &str) -> IntToken {
-    let (negative, body) = match token.as_bytes().first() {
-        Some(b'-') => (true, &token[1..]),
-        Some(b'+') => (false, &token[1..]),
-        _ => (false, token),
-    };
-    // Underscores are allowed only singly and between digits.
-    if body.is_empty() || body.split('_').any(str::is_empty) {
-        return IntToken::Invalid;
-    }
-    let digits: String = body.chars().filter(|&c| c != '_').collect();
-    if digits.bytes().all(|b| b.is_ascii_digit()) {
-        let magnitude = parse_ascii(&digits);
-        return IntToken::Exact(if negative { -magnitude } else { magnitude });
-    }
-    if digits.chars().all(char::is_numeric) {
-        IntToken::Unknown
-    } else {
-        IntToken::Invalid
-    }
-}
-
-/// Parses ASCII digits, saturating so an absurdly long number still reads
-/// as out of range rather than failing differently.
-fn parse_ascii(text: &str) -> i64 {
-    text.bytes().fold(0i64, |acc, b| {
-        acc.saturating_mul(10).saturating_add(i64::from(b - b'0'))
-    })
-}
-
-/// A number written with plain digits only (the engine's `isdigit` forms:
-/// `L-<n>`, `<n>W`, `L<n>`, `#<n>`) within `lo..=hi`. Non-ASCII digits are
-/// let through unjudged; anything else fails.
-fn check_number(text: &str, lo: i64, hi: i64, what: &str, item: &str) -> Result<(), String> {
-    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        let value = parse_ascii(text);
-        if (lo..=hi).contains(&value) {
-            return Ok(());
-        }
-        return Err(format!("{what} {value} out of range [{lo}, {hi}]"));
-    }
-    if !text.is_empty() && text.chars().all(char::is_numeric) {
-        return Ok(());
-    }
-    Err(format!("invalid {what} in '{item}'"))
-}
-
-/// One value token: `Some(value)` when it can be judged exactly, `None`
-/// when it might be a number in a form this check does not model.
-fn resolve(token: &str, spec: &FieldSpec, item: &str) -> Result<Option<i64>, String> {
-    if let Some(&(_, value)) = spec.names.iter().find(|(name, _)| *name == token) {
-        return Ok(Some(value));
-    }
-    match read_int(token) {
-        IntToken::Exact(value) if (spec.lo..=spec.hi).contains(&value) => Ok(Some(value)),
-        IntToken::Exact(value) => Err(format!(
-            "{} value {value} out of range [{}, {}]",
-            spec.label, spec.lo, spec.hi
-        )),
-        IntToken::Unknown => Ok(None),
-        IntToken::Invalid => Err(format!("invalid {} field '{item}'", spec.label)),
-    }
-}
-
-/// One list item: `*`, `a`, `a-b`, each optionally followed by `/step`.
-fn check_item(item: &str, spec: &FieldSpec) -> Result<(), String> {
-    let (head, step_text) = match item.split_once('/') {
-        Some((head, step)) => (head, Some(step)),
-        None => (item, None),
-    };
-    let mut step = None;
-    if let Some(text) = step_text {
-        if text.contains('/') {
-            return Err(format!(
-                "invalid {} field '{item}': more than one '/'",
-                spec.label
-            ));
-        }
-        step = resolve_step(text, spec, item)?;
-    }
-    let start = if head == "*" {
-        Some(spec.lo)
-    } else if let Some((first, last)) = head.split_once('-') {
-        let start = resolve(first, spec, item)?;
-        let mut end = resolve(last, spec, item)?;
-        // A weekday range ending in 0 means "through Sunday" (sat-sun).
-        if end == Some(0) && spec.label == DAY_OF_WEEK.label {
-            end = Some(7);
-        }
-        if let (Some(start), Some(end)) = (start, end) {
-            if start > end {
-                return Err(format!("{} range start {start} > end {end}", spec.label));
-            }
-        }
-        start
-    } else {
-        let start = resolve(head, spec, item)?;
-        if step_text.is_none() {
-            return Ok(());
-        }
-        if let Some(start) = start {
-            if start > spec.step_end {
-                return Err(format!(
-                    "{} range start {start} > end {}",
-                    spec.label, spec.step_end
-                ));
-            }
-        }
-        start
-    };
-    if let (Some(start), Some(step)) = (start, step) {
-        let landing = start.saturating_add(step);
-        if !(spec.lo..=spec.hi).contains(&landing) {
-            return Err(format!(
-                "{} step {step} from {start} escapes [{}, {}]",
-                spec.label, spec.lo, spec.hi
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The `/step` part of an item; `None` when it cannot be judged exactly.
-fn resolve_step(text: &str, spec: &FieldSpec, item: &str) -> Result<Option<i64>, String> {
-    match read_int(text) {
-        IntToken::Exact(step) if step <= 0 => {
-            Err(format!("{} step must be positive, got {step}", spec.label))
-        }
-        IntToken::Exact(step) if step > spec.hi => Err(format!(
-            "{} step {step} too large (max {})",
-            spec.label, spec.hi
-        )),
-        IntToken::Exact(step) => Ok(Some(step)),
-        IntToken::Unknown => Ok(None),
-        IntToken::Invalid => Err(format!("invalid {} step '{item}'", spec.label)),
-    }
-}
-
-/// A Jenkins-style hashed item: `h`, `h/n`, `h(a-b)` or `h(a-b)/n`
-/// (lowercased). Bare and stepped forms span the whole field, except in
-/// day-of-month where they stop at 28 so short months never miss a run.
-fn check_hash_item(item: &str, spec: &FieldSpec) -> Result<(), String> {
-    let malformed = || {
-        format!(
-            "invalid {} field '{item}': an 'H' item takes the forms H, H/n, H(a-b) or H(a-b)/n \
-             (numeric range only)",
-            spec.label
-        )
-    };
-    let rest = item.strip_prefix('h').ok_or_else(malformed)?;
-    let (range, step) = match rest.split_once('/') {
-        Some((range, step)) => (range, Some(step)),
-        None => (rest, None),
-    };
-    let plain_number = |text: &str| -> Result<Option<i64>, String> {
-        if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-            Ok(Some(parse_ascii(text)))
-        } else if !text.is_empty() && text.chars().all(char::is_numeric) {
-            // Non-ASCII digits: plausible, but not judged here.
-            Ok(None)
-        } else {
-            Err(malformed())
-        }
-    };
-    let (start, end) = if range.is_empty() {
-        let end = if spec.label == DAY_OF_MONTH.label {
-            HASH_DAY_OF_MONTH_END
-        } else {
-            spec.step_end
-        };
-        (Some(spec.lo), Some(end))
-    } else {
-        let inner = range
-            .strip_prefix('(')
-            .and_then(|r| r.strip_suffix(')'))
-            .ok_or_else(malformed)?;
-        let (first, last) = inner.split_once('-').ok_or_else(malformed)?;
-        let (start, end) = (plain_number(first)?, plain_number(last)?);
-        for value in [start, end].into_iter().flatten() {
-            if !(spec.lo..=spec.hi).contains(&value) {
-                return Err(format!(
-                    "{} value {value} out of range [{}, {}]",
-                    spec.label, spec.lo, spec.hi
-                ));
-            }
-        }
-        if let (Some(start), Some(end)) = (start, end) {
-            if start > end {
-                return Err(format!("{} range start {start} > end {end}", spec.label));
-            }
-        }
-        (start, end)
-    };
-    let Some(step) = step else {
-        return Ok(());
-    };
-    let Some(step) = plain_number(step)? else {
-        return Ok(());
-    };
-    if step == 0 {
-        return Err(format!("{} step must be positive, got 0", spec.label));
-    }
-    if let (Some(start), Some(end)) = (start, end) {
-        let span = end - start + 1;
-        if step > span {
-            return Err(format!(
-                "{} step {step} exceeds the H range's span of {span}",
-                spec.label
-            ));
-        }
-    }
-    Ok(())
+/// The schedule check used when the caller plugs in none: the crate's own
+/// cron engine, the same parse the job build runs later, so a field the
+/// engine refuses is reported here with the crontab's file and line.
+/// `hash_key` seeds `H` items exactly as the job name will.
+fn check_with_engine(schedule: &str, hash_key: &str) -> Result<(), String> {
+    crate::cronexpr::Schedule::parse(schedule, hash_key)
+        .map(|_| ())
+        .map_err(|err| err.to_string())
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 use super::*;
 use std::cell::RefCell;
 
-/// Options with the POSIX rules and the built-in checks, so results do
-/// not depend on the host the tests run on.
+/// Options with the POSIX rules, the cron engine as the schedule check and
+/// the shape-only zone check, so results do not depend on the host the
+/// tests run on.
 fn posix() -> CrontabOptions<'static> {
     CrontabOptions {
         windows: false,
@@ -843,8 +844,10 @@ fn content_sniff_judges_first_meaningful_line() {
     assert_eq!(keys.into_inner(), vec![String::new()]);
 }
 
+/// The default schedule check is the cron engine itself, so the whole
+/// dialect a YAML `schedule:` takes lowers unchanged.
 #[test]
-fn builtin_field_check_accepts_the_dialect() {
+fn default_field_check_accepts_the_dialect() {
     for schedule in [
         "* * * * *",
         "*/5 * * * *",
@@ -875,12 +878,16 @@ fn builtin_field_check_accepts_the_dialect() {
         "+5 * * * *",
         "1_0 * * * *",
     ] {
-        assert_eq!(check_time_fields(schedule), Ok(()), "{schedule}");
+        let found = jobs("t.crontab", &format!("{schedule} cmd\n"));
+        let fields: Vec<&str> = schedule.split(' ').collect();
+        assert_eq!(found[0].schedule, fields.join(" "), "{schedule}");
     }
 }
 
+/// A field the engine refuses is reported with the file, the line, the
+/// schedule and the engine's reason (which names the field and says why).
 #[test]
-fn builtin_field_check_rejects_what_the_engine_rejects() {
+fn default_field_check_rejects_what_the_engine_rejects() {
     for (schedule, reason) in [
         ("60 * * * *", "minute value 60 out of range [0, 59]"),
         ("* 24 * * *", "hour value 24 out of range [0, 23]"),
@@ -898,26 +905,30 @@ fn builtin_field_check_rejects_what_the_engine_rejects() {
         ("mon * * * *", "invalid minute field 'mon'"),
         ("* * * foo *", "invalid month field 'foo'"),
         ("1,,2 * * * *", "invalid minute field ''"),
-        ("? * * * *", "invalid minute field '?'"),
+        (
+            "? * * * *",
+            "invalid minute field '?' ('?' is only accepted standing alone in the \
+             day-of-month and day-of-week fields, where it reads as '*')",
+        ),
         (
             "L * * * *",
             "'L' is only valid in the day-of-month and day-of-week fields, not minute",
         ),
         (
             "* * L-31 * *",
-            "day-of-month 'L-' offset 31 out of range [1, 30]",
+            "day-of-month 'L-' offset 31 out of range [1, 30] (L-1 is the day before the \
+             month's final day; for the final day itself write L)",
         ),
-        (
-            "* * 32W * *",
-            "day-of-month 'W' day 32 out of range [1, 31]",
-        ),
+        ("* * 32W * *", "day-of-month value 32 out of range [1, 31]"),
         (
             "* * * * L",
-            "a bare 'L' is only valid in the day-of-month field; in day-of-week write L<n>",
+            "a bare 'L' is only valid in the day-of-month field; in day-of-week write L<n> \
+             (e.g. L5 = last Friday)",
         ),
         (
             "* * * * 5#6",
-            "day-of-week '#' ordinal 6 out of range [1, 5]",
+            "day-of-week '#' ordinal 6 out of range [1, 5] (no month holds more than five \
+             of one weekday)",
         ),
         (
             "* * * * 5#1#2",
@@ -933,7 +944,8 @@ fn builtin_field_check_rejects_what_the_engine_rejects() {
         ("H/0 * * * *", "minute step must be positive, got 0"),
         (
             "* * H/29 * *",
-            "day-of-month step 29 exceeds the H range's span of 28",
+            "day-of-month step 29 exceeds the H range's span of 28 (the hashed offset could \
+             fall past the range's end)",
         ),
         (
             "hx * * * *",
@@ -942,8 +954,13 @@ fn builtin_field_check_rejects_what_the_engine_rejects() {
         ),
     ] {
         assert_eq!(
-            check_time_fields(schedule),
-            Err(reason.to_owned()),
+            error("t.crontab", &format!("# x\n{schedule} cmd\n")),
+            CrontabError::InvalidSchedule {
+                file: "t.crontab".into(),
+                line: 2,
+                schedule: schedule.into(),
+                reason: reason.into(),
+            },
             "{schedule}"
         );
     }
@@ -968,4 +985,39 @@ fn error_accessors_and_formats() {
          (e.g. date +\\%F), or move this job to a YAML config and feed input with a \
          redirect or heredoc."
     );
+}
+
+/// One grammar: with default options a crontab accepts exactly the time
+/// fields the engine accepts for the same job name, including the forms a
+/// separate copy of the rules used to judge differently (numbers in
+/// non-ASCII digits, which the engine refuses).
+#[test]
+fn lowering_and_engine_agree_on_every_schedule() {
+    for schedule in [
+        "H H * * *",
+        "H(0-29)/10 * H * *",
+        "* * H(1-31) * *",
+        "0 0 * * 7#5",
+        "0 0 L-30 * *",
+        "0 0 L-31 * *",
+        "\u{0665} * * * *",
+        "* * * * l0-7",
+        "* * * * l8",
+        "*/59 * * * *",
+        "0 0 * feb-jan *",
+        "0 0 * * sun-sat",
+        "0 0 * * sat-sun",
+        "+0 * * * *",
+    ] {
+        let lowered = parse_crontab_with("t.crontab", &format!("{schedule} cmd\n"), &posix());
+        let engine = crate::cronexpr::Schedule::parse(schedule, "t.crontab:1");
+        match (&lowered, &engine) {
+            (Ok(_), Ok(_)) => {}
+            (Err(CrontabError::InvalidSchedule { reason, .. }), Err(err)) => {
+                assert_eq!(reason, &err.to_string(), "{schedule}");
+            }
+            _ => panic!("{schedule}: lowering {lowered:?}, engine {engine:?}"),
+        }
+    }
+    assert!(parse_crontab_with("t.crontab", "\u{0665} * * * * cmd\n", &posix()).is_err());
 }
