@@ -129,12 +129,17 @@ fn a_daemons_life_logs_the_originals_lines() {
     // text: manual, Failure-Detection-and-Retries).
     let failed = "INFO:cronstable:Job bad exit code 3; has stdout: false, has stderr: true; \
                   fail_reason: 'failsWhen=nonzeroReturn and retcode=3'";
-    wait_line(&d, "INFO:cronstable:Cron job bad: reporting permanent failure", 1);
+    wait_line(
+        &d,
+        "INFO:cronstable:Cron job bad: reporting permanent failure",
+        1,
+    );
     let log = d.log();
     assert_eq!(count_lines(&log, failed), 3, "{log}");
     // The captured stream: a header line, then its text.
     assert_eq!(
-        log.matches("\nINFO:cronstable:Job bad STDERR:\noops\n").count(),
+        log.matches("\nINFO:cronstable:Job bad STDERR:\noops\n")
+            .count(),
         3,
         "{log}"
     );
@@ -144,7 +149,8 @@ fn a_daemons_life_logs_the_originals_lines() {
         "{log}"
     );
     for n in 1..=2 {
-        let line = format!("INFO:cronstable:Cron job bad scheduled to be retried (#{n}) in 0.2 seconds");
+        let line =
+            format!("INFO:cronstable:Cron job bad scheduled to be retried (#{n}) in 0.2 seconds");
         assert_eq!(count_lines(&log, &line), 1, "{line}\n{log}");
     }
     // No reporter on success: nothing is said about reporting it.
@@ -180,7 +186,11 @@ fn a_daemons_life_logs_the_originals_lines() {
         "WARNING:cronstable:Job swap: still running and concurrencyPolicy is Replace",
         1,
     );
-    wait_line(&d, "INFO:cronstable:Job swap was replaced by a newer instance", 1);
+    wait_line(
+        &d,
+        "INFO:cronstable:Job swap was replaced by a newer instance",
+        1,
+    );
 
     // A reload of a broken file, then of a fixed one. observed: the
     // error comes from the `cronstable` logger, the parser's text after
@@ -188,7 +198,11 @@ fn a_daemons_life_logs_the_originals_lines() {
     let config = d.path("cronstable.yaml");
     std::fs::write(&config, "jobs:\n  - name: broken\n").expect("write config");
     d.signal(Signal::SIGHUP);
-    wait_line(&d, "INFO:cronstable:Reload requested (SIGHUP); reloading configuration", 1);
+    wait_line(
+        &d,
+        "INFO:cronstable:Reload requested (SIGHUP); reloading configuration",
+        1,
+    );
     wait_line(
         &d,
         "ERROR:cronstable:Error in configuration file(s), so not updating any of the config.:",
@@ -201,20 +215,35 @@ fn a_daemons_life_logs_the_originals_lines() {
     .expect("write config");
     let fixed = job_set_id(&d);
     d.signal(Signal::SIGHUP);
-    wait_line(&d, "INFO:cronstable:Reload requested (SIGHUP); reloading configuration", 2);
+    wait_line(
+        &d,
+        "INFO:cronstable:Reload requested (SIGHUP); reloading configuration",
+        2,
+    );
     // manual (logged again when a reload changes the set), observed.
-    wait_line(&d, &format!("INFO:cronstable:Job set id: {fixed} (1 job)"), 1);
+    wait_line(
+        &d,
+        &format!("INFO:cronstable:Job set id: {fixed} (1 job)"),
+        1,
+    );
 
     // Shutdown. manual (CLI-Reference, Architecture-and-Internals).
     d.signal(Signal::SIGTERM);
     assert_eq!(d.wait_exit(LONG), Some(0));
     let log = d.log();
     assert_eq!(
-        count_lines(&log, "INFO:cronstable:Shutting down (after currently running jobs finish)..."),
+        count_lines(
+            &log,
+            "INFO:cronstable:Shutting down (after currently running jobs finish)..."
+        ),
         1,
         "{log}"
     );
-    assert_eq!(count_lines(&log, "INFO:cronstable:Stopping http server"), 1, "{log}");
+    assert_eq!(
+        count_lines(&log, "INFO:cronstable:Stopping http server"),
+        1,
+        "{log}"
+    );
     // The original says nothing on receiving the signal itself.
     assert!(!log.contains("INFO:cronstable:SIGTERM received"), "{log}");
     // Every line above, at INFO or more, came from the `cronstable` logger

@@ -178,7 +178,11 @@ fn manual_start_honors_forbid_and_cancel_is_not_a_failure() {
     );
     // A cancelled run is said to be cancelled and never handled as a
     // finished run (no exit line, so no failure report or retry).
-    d.wait_for_log("INFO:cronstable:Job sleeper was cancelled via the web UI\n", 1, LONG);
+    d.wait_for_log(
+        "INFO:cronstable:Job sleeper was cancelled via the web UI\n",
+        1,
+        LONG,
+    );
     assert!(!d.log().contains("Job sleeper exit code"), "{}", d.log());
     let idle = post(port, "/jobs/sleeper/cancel");
     assert_eq!(idle.status, 409);

@@ -539,7 +539,6 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-
 /// SIGTERM to the group, up to `killTimeout` for the job's own process to
 /// exit, then SIGKILL to the group unconditionally (descendants may still
 /// hold the output pipes).

@@ -685,7 +685,10 @@ impl Scheduler {
             Some(_) => {
                 // The failed run's captured output, one INFO line per
                 // stream, trailing whitespace trimmed (the original's form).
-                for (title, text) in [("STDOUT", &record.stdout.text), ("STDERR", &record.stderr.text)] {
+                for (title, text) in [
+                    ("STDOUT", &record.stdout.text),
+                    ("STDERR", &record.stderr.text),
+                ] {
                     if !text.is_empty() {
                         tracing::info!(
                             target: "cronstable::scheduler",

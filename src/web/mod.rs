@@ -301,7 +301,19 @@ mod tests {
             parse_listen("unix:///run/c.sock"),
             Ok(ListenAddr::Unix("/run/c.sock".into()))
         );
-        assert!(parse_listen("http://localhost").is_err());
-        assert!(parse_listen("ftp://x:1").is_err());
+        // The texts after `Ignoring web listen url `: the manual's (HTTP-API)
+        // and the original's wording.
+        assert_eq!(
+            parse_listen("http://localhost"),
+            Err("http://localhost: http url needs host and port".into())
+        );
+        assert_eq!(
+            parse_listen("https://0.0.0.0"),
+            Err("https://0.0.0.0: https url needs host and port".into())
+        );
+        assert_eq!(
+            parse_listen("ftp://x:1"),
+            Err("ftp://x:1: scheme 'ftp' not supported".into())
+        );
     }
 }
