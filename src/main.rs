@@ -102,7 +102,9 @@ fn main() -> ExitCode {
         tracing::info!(target: "cronstable", "Configuration is valid.");
         return ExitCode::SUCCESS;
     }
-    tracing::info!(
+    // DEBUG: at INFO the start is announced by the job-set id line, as in
+    // the original.
+    tracing::debug!(
         target: "cronstable",
         "configuration loaded from {}: {} job(s)",
         cli.config.display(),

@@ -252,7 +252,14 @@ jobs:
     let log = d.log();
     assert!(log.contains("SIGINT received again"), "{log}");
     assert!(
-        log.contains("Job two-seconds finished during shutdown (exit code 0)"),
+        log.contains(
+            "INFO:cronstable:Job two-seconds exit code 0; has stdout: false, has stderr: false; \
+             fail_reason: None\n"
+        ),
+        "{log}"
+    );
+    assert!(
+        log.contains("Job two-seconds: finished during shutdown; not reported"),
         "{log}"
     );
 }

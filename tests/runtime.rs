@@ -24,7 +24,7 @@ jobs:
 "#,
     );
     d.wait_for_log(
-        "Job slow exceeded its executionTimeout of 1 seconds, cancelling it...",
+        "Job slow exceeded its executionTimeout of 1.0 seconds, cancelling it...",
         1,
         LONG,
     );
@@ -46,7 +46,7 @@ jobs:
 "#,
     );
     d.wait_for_log(
-        "Job stubborn did not gracefully terminate after 1 seconds, killing it...",
+        "Job stubborn did not gracefully terminate after 1.0 seconds, killing it...",
         1,
         LONG,
     );
@@ -110,11 +110,9 @@ jobs:
     d.wait_for_log("Job swap was replaced by a newer instance", 1, LONG);
     let first: i32 = pids[0].parse().unwrap();
     assert!(!group_alive(first), "the replaced run's group is gone");
-    assert!(
-        !d.log().contains("Cron job swap: reporting failure"),
-        "{}",
-        d.log()
-    );
+    // The replaced instance is not a finished run: no exit line (which
+    // every run that reaches completion handling logs) and no report.
+    assert!(!d.log().contains("Job swap exit code"), "{}", d.log());
 }
 
 #[test]
@@ -176,13 +174,27 @@ jobs:
 "#,
     );
     d.wait_for_log(
-        "Job noisy-stdout failed: failsWhen=producesStdout and stdout is not empty",
+        "Job noisy-stdout exit code 0; has stdout: true, has stderr: false; \
+         fail_reason: 'failsWhen=producesStdout and stdout is not empty'\n",
         1,
         LONG,
     );
-    d.wait_for_log("Job stderr-ok succeeded", 1, LONG);
-    d.wait_for_log("Job nonzero-ok succeeded (exit code 3)", 1, LONG);
-    d.wait_for_log("Job always failed: failsWhen=always", 1, LONG);
+    d.wait_for_log(
+        "Job stderr-ok exit code 0; has stdout: false, has stderr: true; fail_reason: None\n",
+        1,
+        LONG,
+    );
+    d.wait_for_log(
+        "Job nonzero-ok exit code 3; has stdout: false, has stderr: false; fail_reason: None\n",
+        1,
+        LONG,
+    );
+    d.wait_for_log(
+        "Job always exit code 0; has stdout: false, has stderr: false; \
+         fail_reason: 'failsWhen=always'\n",
+        1,
+        LONG,
+    );
 }
 
 #[test]
@@ -196,7 +208,9 @@ jobs:
     schedule: "@reboot"
 "#,
     );
-    d.wait_for_log("Cron job talk: reporting failure", 1, LONG);
+    // The failed run's captured streams are logged, one line each.
+    d.wait_for_log("INFO:cronstable:Job talk STDOUT:\nout\n", 1, LONG);
+    d.wait_for_log("INFO:cronstable:Job talk STDERR:\nerr\n", 1, LONG);
     d.wait_for_log("[talk stderr] err", 1, LONG);
     let deadline = std::time::Instant::now() + LONG;
     while !d.stdout().contains("[talk stdout] out") {
@@ -223,6 +237,13 @@ jobs:
         initialDelay: 0.5
         maximumDelay: 10
         backoffMultiplier: 3
+      report:
+        shell:
+          command: "true"
+    onPermanentFailure:
+      report:
+        shell:
+          command: "true"
 "#,
     );
     d.wait_for_log("Cron job flaky: reporting permanent failure", 1, LONG);
@@ -252,6 +273,14 @@ jobs:
         initialDelay: 0.2
         maximumDelay: 1
         backoffMultiplier: 1
+    onSuccess:
+      report:
+        shell:
+          command: "true"
+    onPermanentFailure:
+      report:
+        shell:
+          command: "true"
 "#,
     );
     d.wait_for_log("Cron job second-time-lucky: reporting success", 1, LONG);
@@ -299,7 +328,7 @@ jobs:
     std::fs::write(d.path("cronstable.yaml"), "jobs:\n  - name: broken\n").unwrap();
     d.signal(Signal::SIGHUP);
     d.wait_for_log(
-        "Configuration error (keeping the running configuration)",
+        "ERROR:cronstable:Error in configuration file(s), so not updating any of the config.:\n",
         1,
         LONG,
     );
@@ -313,6 +342,15 @@ jobs:
     d.signal(Signal::SIGHUP);
     d.wait_for_lines("after", 1, LONG);
     d.wait_for_log("configuration reloaded: 1 job(s)", 1, LONG);
+    // The job set changed twice in this life: at start and at the fixed
+    // reload (the broken one changed nothing).
+    assert_eq!(
+        d.log().matches("INFO:cronstable:Job set id: v1:").count(),
+        2,
+        "{}",
+        d.log()
+    );
+    assert!(d.log().contains(" (1 job)\n"), "{}", d.log());
 }
 
 #[test]
@@ -323,6 +361,10 @@ jobs:
   - name: finishing
     command: "sleep 1.5; echo done > {dir}/done; exit 1"
     schedule: "@reboot"
+    onFailure:
+      report:
+        shell:
+          command: "true"
 "#,
     );
     d.wait_for_log("Job finishing spawned", 1, LONG);
@@ -437,7 +479,8 @@ jobs:
         Duration::from_secs(60),
     );
     d.wait_for_log(
-        "Job escapee failed: failsWhen=nonzeroReturn and retcode=-100",
+        "Job escapee exit code -100; has stdout: false, has stderr: false; \
+         fail_reason: 'failsWhen=nonzeroReturn and retcode=-100'\n",
         1,
         LONG,
     );

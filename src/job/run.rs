@@ -207,9 +207,12 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 }
             }
             Ok(child) => {
-                tracing::info!(
+                // The original's line carries no pid; alerts anchored on
+                // "spawned" at the end keep matching. The pid is at DEBUG.
+                tracing::info!(target: "cronstable::job", "Job {} spawned", job.name);
+                tracing::debug!(
                     target: "cronstable::job",
-                    "Job {} spawned (pid {})",
+                    "Job {}: pid {}",
                     job.name,
                     pid.unwrap_or_default()
                 );
@@ -449,11 +452,12 @@ async fn drive(
     match stop {
         Stop::Finished => {}
         Stop::TimedOut => {
-            tracing::warn!(
+            // INFO, seconds with one decimal: the original's line.
+            tracing::info!(
                 target: "cronstable::job",
-                "Job {} exceeded its executionTimeout of {} seconds, cancelling it...",
+                "Job {} exceeded its executionTimeout of {:.1} seconds, cancelling it...",
                 job.name,
-                seconds(job.execution_timeout.unwrap_or_default())
+                job.execution_timeout.unwrap_or_default()
             );
             record.timed_out = true;
             cancel_sequence(job, &mut child, pid, &mut status).await;
@@ -535,15 +539,6 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     }
 }
 
-/// Seconds as the log lines show them: `30`, `0.5`.
-fn seconds(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        format!("{value:.0}")
-    } else {
-        format!("{value}")
-    }
-}
-
 /// SIGTERM to the group, up to `killTimeout` for the job's own process to
 /// exit, then SIGKILL to the group unconditionally (descendants may still
 /// hold the output pipes).
@@ -570,9 +565,9 @@ async fn cancel_sequence(
             Some(exit) => *status = Some(exit),
             None => tracing::warn!(
                 target: "cronstable::job",
-                "Job {} did not gracefully terminate after {} seconds, killing it...",
+                "Job {} did not gracefully terminate after {:.1} seconds, killing it...",
                 job.name,
-                seconds(job.kill_timeout)
+                job.kill_timeout
             ),
         }
     }

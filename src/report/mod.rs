@@ -1,8 +1,9 @@
 //! Delivering run outcomes. The scheduler calls a [`Reporter`] for each
-//! hook; [`default_reporter`] logs the outcome ([`LogReporter`]) and then
-//! hands it to every reporter the job configures for that hook (mail,
-//! Sentry, shell, webhook), all at once, each with its own time bound. A
-//! reporter that fails is logged and never holds up the others.
+//! hook; [`default_reporter`] hands it to every reporter the job
+//! configures for that hook (mail, Sentry, shell, webhook), all at once,
+//! each with its own time bound, after a log line saying so
+//! ([`LogReporter`]). A reporter that fails is logged and never holds up
+//! the others.
 
 pub mod context;
 pub mod http;
@@ -70,8 +71,9 @@ pub fn default_reporter() -> Arc<dyn Reporter> {
     Arc::new(Dispatcher)
 }
 
-/// Logs each outcome like [`LogReporter`], then delivers it to every
-/// reporter configured for the hook, concurrently.
+/// Delivers each outcome to every reporter configured for the hook,
+/// concurrently, announced by [`LogReporter`]'s line. A hook with no
+/// reporter configured is silent.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Dispatcher;
 
@@ -137,11 +139,13 @@ impl Delivery {
 
 impl Reporter for Dispatcher {
     fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture {
-        let logged = LogReporter.report(hook, job, record);
         let deliveries = Delivery::planned(hook.report_of(job));
         if deliveries.is_empty() {
-            return logged;
+            // As in the original, "reporting ..." is only said when some
+            // reporter will actually send something.
+            return Box::pin(async {});
         }
+        let logged = LogReporter.report(hook, job, record);
         let ctx = Arc::new(RunContext::new(hook, job, record));
         Box::pin(async move {
             logged.await;
@@ -183,42 +187,22 @@ async fn deliver_all(ctx: Arc<RunContext>, deliveries: Vec<Delivery>) {
     }
 }
 
-/// Writes each outcome, with its captured output, to the daemon's log.
+/// Logs `Cron job <name>: reporting <hook>` (the original's INFO line,
+/// which log alerts match on). The run's outcome and output are logged by
+/// the scheduler when the run ends, not here.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct LogReporter;
 
 impl Reporter for LogReporter {
-    fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture {
+    fn report(&self, hook: Hook, job: &JobConfig, _record: &RunRecord) -> ReportFuture {
         let name = job.name.clone();
-        let reason = record.fail_reason.clone().unwrap_or_default();
-        let retcode = record.retcode;
-        let stdout = record.stdout.text.clone();
-        let stderr = record.stderr.text.clone();
         Box::pin(async move {
-            match hook {
-                Hook::Success => {
-                    tracing::info!(target: "cronstable::report", "Cron job {name}: reporting success")
-                }
-                Hook::Failure => tracing::warn!(
-                    target: "cronstable::report",
-                    "Cron job {name}: reporting failure ({reason}; exit code {retcode}){}{}",
-                    section("STDOUT", &stdout),
-                    section("STDERR", &stderr)
-                ),
-                Hook::PermanentFailure => tracing::error!(
-                    target: "cronstable::report",
-                    "Cron job {name}: reporting permanent failure ({reason})"
-                ),
-            }
+            tracing::info!(
+                target: "cronstable::report",
+                "Cron job {name}: reporting {}",
+                hook.describe()
+            );
         })
-    }
-}
-
-fn section(title: &str, text: &str) -> String {
-    if text.is_empty() {
-        String::new()
-    } else {
-        format!("\n{title}:\n---\n{}\n---", text.trim_end_matches('\n'))
     }
 }
 

@@ -83,9 +83,15 @@ impl Scheduler {
                         .inspect(|window| {
                             tracing::info!(
                                 target: "cronstable::scheduler",
-                                "Job {job} paused until {} by {}",
-                                window.until,
-                                window.by
+                                "Job {job} paused until {} by {} ({}){}",
+                                crate::report::context::python_isoformat(window.until),
+                                window.by,
+                                window.channel,
+                                if window.note.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(": {}", window.note)
+                                }
                             );
                             self.pauses.insert(job.clone(), window.clone());
                         }),

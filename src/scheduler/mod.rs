@@ -170,8 +170,18 @@ impl Scheduler {
     }
 
     fn install_jobs(&mut self, jobs: Vec<JobConfig>) {
-        self.job_set_id = crate::fingerprint::job_set_id(&jobs);
-        tracing::info!(target: "cronstable::scheduler", "job-set id {}", self.job_set_id);
+        let id = crate::fingerprint::job_set_id(&jobs);
+        // Logged at start and then only when a reload changes the set, so
+        // the line marks the moments the fleet's job set moved.
+        if id != self.job_set_id {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job set id: {id} ({} job{})",
+                jobs.len(),
+                if jobs.len() == 1 { "" } else { "s" }
+            );
+        }
+        self.job_set_id = id;
         // The merged spec only served the load; a 10,000-job table is
         // about a third smaller without it.
         // Built into a fresh Vec: collecting straight from `jobs` would
@@ -237,14 +247,16 @@ impl Scheduler {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
                 _ = hangups.recv() => {
-                    tracing::info!(target: "cronstable::scheduler", "SIGHUP: reloading the configuration");
+                    tracing::info!(target: "cronstable::scheduler", "Reload requested (SIGHUP); reloading configuration");
                     // Boundaries that pass while the reload works are not
                     // lost: the sleep above is already due when the loop
                     // comes back, and that pass fires them.
                     self.reload_if_changed(true);
                 }
                 name = signals.recv() => {
-                    tracing::info!(target: "cronstable::scheduler", "{name} received");
+                    // The original says nothing here; the next line
+                    // ("Shutting down ...") is the one operators match.
+                    tracing::debug!(target: "cronstable::scheduler", "{name} received");
                     break;
                 }
                 _ = shutdown.requested() => {
@@ -367,7 +379,7 @@ impl Scheduler {
                     Some(Utc::now().timestamp_micros() as f64 / 1e6);
                 self.install_jobs(loaded.jobs);
                 platform::release_free_memory();
-                tracing::info!(
+                tracing::debug!(
                     target: "cronstable::scheduler",
                     "configuration reloaded: {count} job(s)"
                 );
@@ -377,9 +389,11 @@ impl Scheduler {
                 // Keep running the last good config; remember the broken
                 // state so the same error is not logged on every pass.
                 self.stamp = ConfigStamp::take(&self.config_path, &self.stamp_files());
+                // The original's wording and logger (`cronstable`, not
+                // `cronstable.config`): alerts match on this prefix.
                 tracing::error!(
-                    target: "cronstable::config",
-                    "Configuration error (keeping the running configuration): {err}"
+                    target: "cronstable::scheduler",
+                    "Error in configuration file(s), so not updating any of the config.:\n{err}"
                 );
             }
         }
@@ -426,8 +440,13 @@ impl Scheduler {
         match self.pauses.get(name) {
             Some(window) if window.until > now => true,
             Some(_) => {
-                self.pauses.remove(name);
-                tracing::info!(target: "cronstable::scheduler", "Job {name}: its pause has ended");
+                if let Some(window) = self.pauses.remove(name) {
+                    tracing::info!(
+                        target: "cronstable::scheduler",
+                        "Job {name}: pause expired at {}; scheduled runs resume",
+                        crate::report::context::python_isoformat(window.until)
+                    );
+                }
                 false
             }
             None => false,
@@ -444,7 +463,19 @@ impl Scheduler {
         record.retcode = 0;
         record.fail_reason = None;
         record.skip_reason = Some("paused".into());
-        tracing::info!(target: "cronstable::scheduler", "Job {}: paused; skipping its {} slot", job.name, at);
+        if let Some(window) = self.pauses.get(&job.name) {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {} skipped: paused until {}{}",
+                job.name,
+                crate::report::context::python_isoformat(window.until),
+                if window.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", window.note)
+                }
+            );
+        }
         self.counters.record_run(&record);
         self.history.record(record);
     }
@@ -486,12 +517,23 @@ impl Scheduler {
     }
 
     fn warn_still_running(&self, job: &JobConfig) {
-        tracing::warn!(
-            target: "cronstable::scheduler",
-            "Job {}: still running and concurrencyPolicy is {:?}",
-            job.name,
-            job.concurrency_policy
-        );
+        // An overlap the default Allow permits is routine: INFO; one that
+        // skips or cancels a run is worth a WARNING.
+        if job.concurrency_policy == ConcurrencyPolicy::Allow {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {}: still running and concurrencyPolicy is {:?}",
+                job.name,
+                job.concurrency_policy
+            );
+        } else {
+            tracing::warn!(
+                target: "cronstable::scheduler",
+                "Job {}: still running and concurrencyPolicy is {:?}",
+                job.name,
+                job.concurrency_policy
+            );
+        }
     }
 
     /// The launch gates, in one place: Allow runs alongside, Forbid skips,
@@ -604,40 +646,58 @@ impl Scheduler {
         self.counters.record_run(&record);
         self.history.record(record.clone());
         if record.cancelled {
-            tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled", record.job);
+            tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled via the web UI", record.job);
             return;
         }
         let Some(job) = job else {
             // The job left the config while it ran: nothing to report to.
             return;
         };
+        // One line for every finished run, success or failure, in the
+        // original's shape (Python spellings: `true`/`false` lowercased,
+        // the reason as a repr or `None`), so log alerts carry over.
+        tracing::info!(
+            target: "cronstable::scheduler",
+            "Job {} exit code {}; has stdout: {}, has stderr: {}; fail_reason: {}",
+            job.name,
+            record.retcode,
+            !record.stdout.text.is_empty(),
+            !record.stderr.text.is_empty(),
+            match &record.fail_reason {
+                Some(reason) => crate::pyfmt::py_repr(&minijinja::Value::from(reason.as_str())),
+                None => "None".to_owned(),
+            }
+        );
         if self.stopping {
-            tracing::info!(
+            tracing::debug!(
                 target: "cronstable::scheduler",
-                "Job {} finished during shutdown (exit code {}); not reported",
-                job.name,
-                record.retcode
+                "Job {}: finished during shutdown; not reported",
+                job.name
             );
             return;
         }
         match &record.fail_reason {
             None => {
-                tracing::info!(
-                    target: "cronstable::scheduler",
-                    "Job {} succeeded (exit code {})",
-                    job.name,
-                    record.retcode
-                );
                 self.cancel_retries(&job.name);
                 let delivery = self.reporter.report(Hook::Success, &job, &record);
                 self.deliver(delivery);
             }
-            Some(reason) => {
-                tracing::warn!(
-                    target: "cronstable::scheduler",
-                    "Job {} failed: {reason}",
-                    job.name
-                );
+            Some(_) => {
+                // The failed run's captured output, one INFO line per
+                // stream, trailing whitespace trimmed (the original's form).
+                for (title, text) in [
+                    ("STDOUT", &record.stdout.text),
+                    ("STDERR", &record.stderr.text),
+                ] {
+                    if !text.is_empty() {
+                        tracing::info!(
+                            target: "cronstable::scheduler",
+                            "Job {} {title}:\n{}",
+                            job.name,
+                            text.trim_end()
+                        );
+                    }
+                }
                 let failure = self.reporter.report(Hook::Failure, &job, &record);
                 let permanent = self
                     .schedule_retry_or_give_up(&job)
@@ -663,7 +723,7 @@ impl Scheduler {
             return true;
         };
         if state.ladder.exhausted() {
-            tracing::info!(
+            tracing::debug!(
                 target: "cronstable::scheduler",
                 "Job {} has been retried {} times",
                 job.name,
@@ -681,7 +741,7 @@ impl Scheduler {
         let attempt = state.ladder.count();
         tracing::info!(
             target: "cronstable::scheduler",
-            "Job {}: retry #{attempt} in {delay} seconds",
+            "Cron job {} scheduled to be retried (#{attempt}) in {delay:.1} seconds",
             job.name
         );
         let events = self.events_tx.clone();

@@ -37,12 +37,18 @@ pub fn parse_listen(url: &str) -> Result<ListenAddr, String> {
     if let Some(rest) = url.strip_prefix("http://") {
         let hostport = rest.trim_end_matches('/');
         if !hostport.contains(':') {
-            return Err(format!("{url}: an http:// address needs a port"));
+            return Err(format!("{url}: http url needs host and port"));
         }
         return Ok(ListenAddr::Tcp(hostport.to_owned()));
     }
     if let Some(rest) = url.strip_prefix("https://") {
-        return Ok(ListenAddr::Tls(rest.trim_end_matches('/').to_owned()));
+        let hostport = rest.trim_end_matches('/');
+        // No default port for TLS either: "https://0.0.0.0" names no port
+        // the operator chose.
+        if !hostport.contains(':') {
+            return Err(format!("{url}: https url needs host and port"));
+        }
+        return Ok(ListenAddr::Tls(hostport.to_owned()));
     }
     if let Some(path) = url.strip_prefix("unix://") {
         if path.is_empty() {
@@ -50,8 +56,11 @@ pub fn parse_listen(url: &str) -> Result<ListenAddr, String> {
         }
         return Ok(ListenAddr::Unix(path.to_owned()));
     }
+    // The scheme in Python repr quotes, as the original prints it.
+    let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
     Err(format!(
-        "{url}: unsupported scheme (use http://, https:// or unix://)"
+        "{url}: scheme {} not supported",
+        crate::pyfmt::py_repr(&minijinja::Value::from(scheme))
     ))
 }
 
@@ -119,6 +128,7 @@ pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: 
         }
     }
     if let Some(old) = running {
+        tracing::info!(target: "cronstable::web", "Stopping http server");
         old.stop().await;
     }
 }
@@ -177,22 +187,22 @@ async fn start(
         match addr {
             ListenAddr::Tcp(hostport) => match tokio::net::TcpListener::bind(&hostport).await {
                 Ok(listener) => {
-                    tracing::info!(target: "cronstable::web", "web API listening on http://{hostport}");
+                    tracing::info!(target: "cronstable::web", "web: started listening on {url}");
                     tasks.push(serve(listener, app.clone(), shutdown));
                 }
                 Err(err) => tracing::warn!(
                     target: "cronstable::web",
-                    "Ignoring web listen url {url}: cannot bind: {err}"
+                    "web: could not listen on {url}: {err}"
                 ),
             },
             ListenAddr::Unix(path) => match bind_unix(&path, web.socket_mode.as_deref()) {
                 Ok(listener) => {
-                    tracing::info!(target: "cronstable::web", "web API listening on unix://{path}");
+                    tracing::info!(target: "cronstable::web", "web: started listening on {url}");
                     tasks.push(serve(listener, app.clone(), shutdown));
                 }
                 Err(err) => tracing::warn!(
                     target: "cronstable::web",
-                    "Ignoring web listen url {url}: {err}"
+                    "web: could not listen on {url}: {err}"
                 ),
             },
             ListenAddr::Tls(hostport) => {
@@ -201,24 +211,27 @@ async fn start(
                     Some(Err(err)) => {
                         tracing::error!(
                             target: "cronstable::web",
-                            "Ignoring web listen url {url}: {err} (retried when the files or the config change)"
+                            "Ignoring web listen url {url}: no usable web.tls material for an https listener: {err} (retried when the files or the config change)"
                         );
                         continue;
                     }
                     None => {
-                        tracing::error!(target: "cronstable::web", "Ignoring web listen url {url}: no tls section");
+                        tracing::warn!(
+                            target: "cronstable::web",
+                            "Ignoring web listen url {url}: no usable web.tls material for an https listener"
+                        );
                         continue;
                     }
                 };
                 match tokio::net::TcpListener::bind(&hostport).await {
                     Ok(tcp) => {
-                        tracing::info!(target: "cronstable::web", "web API listening on https://{hostport}");
+                        tracing::info!(target: "cronstable::web", "web: started listening on {url}");
                         let listener = tls::TlsListener::new(tcp, config);
                         tasks.push(serve(listener, app.clone(), shutdown));
                     }
                     Err(err) => tracing::warn!(
                         target: "cronstable::web",
-                        "Ignoring web listen url {url}: cannot bind: {err}"
+                        "web: could not listen on {url}: {err}"
                     ),
                 }
             }
@@ -288,7 +301,19 @@ mod tests {
             parse_listen("unix:///run/c.sock"),
             Ok(ListenAddr::Unix("/run/c.sock".into()))
         );
-        assert!(parse_listen("http://localhost").is_err());
-        assert!(parse_listen("ftp://x:1").is_err());
+        // The texts after `Ignoring web listen url `: the manual's (HTTP-API)
+        // and the original's wording.
+        assert_eq!(
+            parse_listen("http://localhost"),
+            Err("http://localhost: http url needs host and port".into())
+        );
+        assert_eq!(
+            parse_listen("https://0.0.0.0"),
+            Err("https://0.0.0.0: https url needs host and port".into())
+        );
+        assert_eq!(
+            parse_listen("ftp://x:1"),
+            Err("ftp://x:1: scheme 'ftp' not supported".into())
+        );
     }
 }
