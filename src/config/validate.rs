@@ -501,7 +501,7 @@ fn resolve_account(name: &str, spec: &JobSpec, ctx: &Context) -> Result<Option<R
     };
     let mut gid = None;
     if let Some(user) = &spec.user {
-        match platform::lookup_user(user).map_err(|e| rule("user", e))? {
+        match platform::lookup_user(user).map_err(|e| rule("user", e.to_string()))? {
             Some(account) => {
                 run_as.user_name = Some(account.name);
                 run_as.uid = Some(account.uid);
@@ -516,7 +516,7 @@ fn resolve_account(name: &str, spec: &JobSpec, ctx: &Context) -> Result<Option<R
         }
     }
     if let Some(group) = &spec.group {
-        match platform::lookup_group(group).map_err(|e| rule("group", e))? {
+        match platform::lookup_group(group).map_err(|e| rule("group", e.to_string()))? {
             Some(g) => gid = Some(g),
             None => match group.parse::<u32>() {
                 Ok(g) => gid = Some(g),
