@@ -6,6 +6,7 @@
 //! up tracing, and [`platform`] holds every per-OS branch.
 
 pub mod config;
+pub mod compat;
 pub mod cronexpr;
 pub mod fingerprint;
 pub mod job;

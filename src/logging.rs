@@ -13,7 +13,7 @@
 pub mod dictconfig;
 pub mod pyformat;
 
-use crate::config::model::LoggingConfig;
+pub use dictconfig::LoggingConfig;
 use dictconfig::{HandlerPlan, Plan, Sink};
 use pyformat::{PercentFormat, Record};
 use std::collections::HashMap;

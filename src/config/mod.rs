@@ -7,7 +7,6 @@ pub mod defaults;
 pub mod error;
 pub mod interpolate;
 pub mod job;
-pub mod lenient;
 pub mod load;
 pub mod locate;
 pub mod merge;

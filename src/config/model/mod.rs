@@ -19,7 +19,7 @@ pub use sections::{
 pub use values::{Command, EnvVar, Environment, Nullable, Schedule, ScheduleFields, SecretSource};
 pub use web::WebConfig;
 
-use crate::config::lenient;
+use crate::compat::lenient;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

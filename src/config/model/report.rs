@@ -2,7 +2,7 @@
 //! `onPermanentFailure` and `onLate` hooks, and the hooks themselves.
 
 use super::values::{Command, SecretSource};
-use crate::config::lenient;
+use crate::compat::lenient;
 use crate::config::merge::{merge_as_leaf, merge_fields};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,7 +1,7 @@
 //! Value shapes shared by several config sections: commands, schedules,
 //! secret sources, environment entries and the "bool or map" toggles.
 
-use crate::config::lenient;
+use crate::compat::lenient;
 use crate::config::merge::{merge_as_leaf, merge_fields, Merge};
 use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
