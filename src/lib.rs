@@ -9,6 +9,7 @@ pub mod config;
 pub mod compat;
 pub mod cronexpr;
 pub mod fingerprint;
+pub mod jinja;
 pub mod job;
 pub mod logging;
 pub mod metrics;

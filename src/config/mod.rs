@@ -11,6 +11,7 @@ pub mod load;
 pub mod locate;
 pub mod merge;
 pub mod model;
+pub mod sections;
 pub mod sections_check;
 pub mod validate;
 

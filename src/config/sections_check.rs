@@ -3,7 +3,7 @@
 
 use super::error::{ConfigError, Location};
 use super::job::JobConfig;
-use super::load::Sections;
+use super::sections::Sections;
 use super::model::{ConcurrencyScope, WebConfig};
 
 /// Checks the `web` section on its own.
