@@ -10,8 +10,8 @@
 //! Python logging rules: effective level up the dotted hierarchy, each
 //! handler's own level, `propagate`, and `disable_existing_loggers`.
 
-pub mod dictconfig;
-pub mod pyformat;
+pub(crate) mod dictconfig;
+pub(crate) mod pyformat;
 
 pub use dictconfig::LoggingConfig;
 use dictconfig::{HandlerPlan, Plan, Sink};

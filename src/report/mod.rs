@@ -4,15 +4,15 @@
 //! Sentry, shell, webhook), all at once, each with its own time bound. A
 //! reporter that fails is logged and never holds up the others.
 
-pub mod context;
-pub mod http;
-pub mod mail;
+pub(crate) mod context;
+pub(crate) mod http;
+pub(crate) mod mail;
 
-pub mod secret;
-pub mod sentry;
-pub mod shell;
+pub(crate) mod secret;
+pub(crate) mod sentry;
+pub(crate) mod shell;
 pub mod templates;
-pub mod webhook;
+pub(crate) mod webhook;
 
 use crate::config::model::report::{MailReport, SentryReport, ShellReport, WebhookReport};
 use crate::config::model::Report;

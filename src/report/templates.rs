@@ -1,5 +1,5 @@
 //! Report templates: the default texts, and the engine's render entry
-//! point re-exported (the engine itself is [`crate::jinja`], shared with
+//! point re-exported (the engine itself is `crate::jinja`, shared with
 //! the config loader's compile check).
 //!
 //! The default subject and body are interface texts: they are the

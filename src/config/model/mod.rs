@@ -9,8 +9,8 @@ pub mod values;
 pub mod web;
 
 pub use job::{
-    ClusterPolicy, ConcurrencyPolicy, ConcurrencyScope, FailsWhen, JobSecret, JobSpec,
-    MonitorResources, OnMissed, Priority, Sla, Statsd,
+    ClusterPolicy, ConcurrencyPolicy, ConcurrencyScope, FailsWhen, JobSpec, OnMissed, Priority,
+    Statsd,
 };
 pub use report::{FailureHook, Report, ReportHook, Retry};
 pub use sections::{
