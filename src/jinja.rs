@@ -13,7 +13,8 @@ use std::collections::HashSet;
 use std::sync::{Mutex, OnceLock};
 
 /// A template that does not compile or does not render.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{key}: {message}")]
 pub struct TemplateError {
     /// Where the template is, relative to the `report:` block
     /// (`mail.subject`, `sentry.fingerprint[1]`, ...).
@@ -21,14 +22,6 @@ pub struct TemplateError {
     /// What is wrong, with the line when minijinja knows it.
     pub message: String,
 }
-
-impl std::fmt::Display for TemplateError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: {}", self.key, self.message)
-    }
-}
-
-impl std::error::Error for TemplateError {}
 
 fn environment() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();

@@ -62,3 +62,30 @@ pub struct ConfigDocument {
     #[serde(default)]
     pub push: Option<PushConfig>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema derives stay usable (a CRD will be generated from them):
+    /// field names as written in YAML, unknown keys refused, and the
+    /// hand-written schemas (nullable values, report extras) in place.
+    #[test]
+    fn the_document_schema_names_the_yaml_keys() {
+        let schema =
+            serde_json::to_value(schemars::schema_for!(ConfigDocument)).expect("a schema is JSON");
+        let properties = &schema["properties"];
+        for key in ["defaults", "jobs", "include", "web", "logging"] {
+            assert!(properties.get(key).is_some(), "no {key} in {properties}");
+        }
+        assert_eq!(schema["additionalProperties"], serde_json::json!(false));
+        let defs = schema["$defs"].as_object().expect("definitions");
+        let job = &defs["JobSpec"]["properties"];
+        assert!(job.get("killTimeout").is_some(), "{job}");
+        assert!(job.get("kill_timeout").is_none(), "{job}");
+        assert_eq!(
+            defs["ExtraValue"]["type"],
+            serde_json::json!(["string", "integer", "number", "boolean", "null"])
+        );
+    }
+}
