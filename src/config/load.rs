@@ -558,5 +558,4 @@ fn crontab_job_spec(entry: crontab::CrontabJob) -> JobSpec {
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;
