@@ -3,11 +3,11 @@
 //! implementation can compare their job sets.
 //!
 //! Scheme `v1`: every job becomes a canonical JSON object (see
-//! [`job_object`]), serialized by [`canon`] and hashed with SHA-256; the
+//! `job_object`), serialized by `canon` and hashed with SHA-256; the
 //! lowercase hex digests are sorted and joined under a `v1` line, and that
 //! text is hashed again.
 
-pub mod canon;
+pub(crate) mod canon;
 
 use crate::config::model::{Command, ConcurrencyScope, Priority, Report};
 use crate::config::JobConfig;

@@ -1,18 +1,36 @@
 //! cronstable: a fast cron daemon, drop-in compatible with the Python
 //! cronstable, that runs standalone from YAML files or inside Kubernetes.
 //!
-//! The crate is laid out by concept: [`config`] loads and validates
-//! configuration, [`fingerprint`] computes the job-set id, [`logging`] sets
-//! up tracing, and [`platform`] holds every per-OS branch.
+//! One module a concept, in layers; a module uses only the layers below it
+//! (`tests/architecture.rs` holds the ranks and keeps it so). Bottom up:
+//!
+//! - `platform`: every per-OS branch (processes, signals, accounts, host).
+//! - `pyfmt`: Python spellings of values (str, repr, float, JSON).
+//! - `compat`: Python-compatible readings (strictyaml's lenient scalars).
+//! - [`cronexpr`]: the schedule engine: parse, next/previous, time zones, lint.
+//! - `jinja`: the Jinja2-compatible template engine (compile, render).
+//! - [`logging`]: the daemon's log output, including dictConfig sections.
+//! - [`config`]: the config model, loading, crontabs and validation.
+//! - [`fingerprint`]: the job-set id of a loaded config.
+//! - [`job`]: one run of a job: spawn, capture, deadline, outcome.
+//! - [`report`]: reporters (mail, Sentry, webhook, shell) and templates.
+//! - [`metrics`]: Prometheus and statsd output.
+//! - [`scheduler`]: the run loop, launch gates and control.
+//! - [`web`]: the HTTP API and dashboard.
+//!
+//! Only what the binary, the tests, the benches and the examples use is
+//! public; the rest is `pub(crate)`.
 
+pub(crate) mod compat;
 pub mod config;
 pub mod cronexpr;
 pub mod fingerprint;
+pub(crate) mod jinja;
 pub mod job;
 pub mod logging;
 pub mod metrics;
 pub mod platform;
-pub mod pyfmt;
+pub(crate) mod pyfmt;
 pub mod report;
 pub mod scheduler;
 pub mod web;

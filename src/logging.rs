@@ -10,10 +10,10 @@
 //! Python logging rules: effective level up the dotted hierarchy, each
 //! handler's own level, `propagate`, and `disable_existing_loggers`.
 
-pub mod dictconfig;
-pub mod pyformat;
+pub(crate) mod dictconfig;
+pub(crate) mod pyformat;
 
-use crate::config::model::LoggingConfig;
+pub use dictconfig::LoggingConfig;
 use dictconfig::{HandlerPlan, Plan, Sink};
 use pyformat::{PercentFormat, Record};
 use std::collections::HashMap;
@@ -96,10 +96,18 @@ pub fn logger_name(target: &str) -> String {
     }
 }
 
+/// A `logging:` section that cannot work. The text names the key and what
+/// is wrong with it; the config loader shows it as the load error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SectionError(String);
+
 /// Checks a `logging:` section at load time: Ok with warnings for parts
 /// left out, Err naming the key that cannot work.
-pub fn check_section(config: &LoggingConfig) -> Result<Vec<String>, String> {
-    dictconfig::plan(config).map(|(_, warnings)| warnings)
+pub fn check_section(config: &LoggingConfig) -> Result<Vec<String>, SectionError> {
+    dictconfig::plan(config)
+        .map(|(_, warnings)| warnings)
+        .map_err(SectionError)
 }
 
 enum Formatting {
@@ -328,7 +336,7 @@ pub fn init(level: tracing::Level, format: LogFormat) {
 /// one already in force. On failure the running setup stays and the
 /// section is not marked applied, so a fixed section is retried on the
 /// next reload (the original's rule).
-pub fn configure(section: Option<&LoggingConfig>) -> Result<(), String> {
+fn configure(section: Option<&LoggingConfig>) -> Result<(), String> {
     let (Some(section), Some(shared)) = (section, SHARED.get()) else {
         return Ok(());
     };

@@ -26,9 +26,28 @@ pub struct Account {
     pub gid: u32,
 }
 
+/// The account a job's process switches to before it runs (only when the
+/// daemon runs as root).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAs {
+    /// Login name (for supplementary groups), when a user was given.
+    pub user_name: Option<String>,
+    /// uid to switch to, when a user was given.
+    pub uid: Option<u32>,
+    /// gid to switch to.
+    pub gid: u32,
+}
+
+/// The account database (passwd or group) could not be read. "No such
+/// entry" is not an error: the lookups return `Ok(None)` for it.
+#[cfg(unix)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(transparent)]
+pub struct LookupError(#[from] nix::errno::Errno);
+
 /// Looks up a user by name or numeric uid.
 #[cfg(unix)]
-pub fn lookup_user(name_or_id: &str) -> Result<Option<Account>, String> {
+pub fn lookup_user(name_or_id: &str) -> Result<Option<Account>, LookupError> {
     use nix::unistd::{Uid, User};
     let found = match name_or_id.parse::<u32>() {
         Ok(uid) => User::from_uid(Uid::from_raw(uid)),
@@ -42,12 +61,12 @@ pub fn lookup_user(name_or_id: &str) -> Result<Option<Account>, String> {
                 gid: u.gid.as_raw(),
             })
         })
-        .map_err(|e| e.to_string())
+        .map_err(LookupError)
 }
 
 /// Looks up a group by name or numeric gid, returning its gid.
 #[cfg(unix)]
-pub fn lookup_group(name_or_id: &str) -> Result<Option<u32>, String> {
+pub fn lookup_group(name_or_id: &str) -> Result<Option<u32>, LookupError> {
     use nix::unistd::{Gid, Group};
     let found = match name_or_id.parse::<u32>() {
         Ok(gid) => Group::from_gid(Gid::from_raw(gid)),
@@ -55,7 +74,24 @@ pub fn lookup_group(name_or_id: &str) -> Result<Option<u32>, String> {
     };
     found
         .map(|g| g.map(|g| g.gid.as_raw()))
-        .map_err(|e| e.to_string())
+        .map_err(LookupError)
+}
+
+/// The daemon's host name: `$HOSTNAME` when set, else the system's.
+#[cfg(unix)]
+pub fn host_name() -> &'static str {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        std::env::var("HOSTNAME")
+            .ok()
+            .filter(|h| !h.is_empty())
+            .or_else(|| {
+                nix::unistd::gethostname()
+                    .ok()
+                    .and_then(|h| h.into_string().ok())
+            })
+            .unwrap_or_default()
+    })
 }
 
 /// The user's home directory, for `~` expansion.
@@ -139,13 +175,13 @@ pub fn signal_process(pid: u32, sig: StopSignal) -> Result<bool, String> {
 
 /// Sets the nice value of every process in the group led by `pgid`.
 #[cfg(unix)]
-pub fn renice_group(pgid: u32, nice: i32) -> Result<(), String> {
+pub fn renice_group(pgid: u32, nice: i32) -> std::io::Result<()> {
     // SAFETY: setpriority takes plain integers and touches no memory of ours.
     let rc = unsafe { libc::setpriority(libc::PRIO_PGRP, pgid as libc::id_t, nice) };
     if rc == 0 {
         Ok(())
     } else {
-        Err(std::io::Error::last_os_error().to_string())
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -177,7 +213,7 @@ pub struct JobSpawn<'a> {
     /// Pipe stderr back to the daemon (else the daemon's stderr is shared).
     pub capture_stderr: bool,
     /// The account to run as (needs root).
-    pub run_as: Option<&'a crate::config::job::RunAs>,
+    pub run_as: Option<&'a RunAs>,
 }
 
 /// A captured output stream of a job.

@@ -21,16 +21,9 @@ pub struct FailurePolicy {
     pub always: bool,
 }
 
-/// The account a job switches to (only when the daemon runs as root).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunAs {
-    /// Login name (for supplementary groups), when a user was given.
-    pub user_name: Option<String>,
-    /// uid to switch to, when a user was given.
-    pub uid: Option<u32>,
-    /// gid to switch to.
-    pub gid: u32,
-}
+/// The account a job switches to. It is the platform's type: the spawn
+/// code that performs the switch owns its shape, and config only fills it.
+pub use crate::platform::RunAs;
 
 /// One fully resolved job.
 #[derive(Debug, Clone, PartialEq)]

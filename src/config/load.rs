@@ -9,10 +9,8 @@ use super::interpolate;
 use super::job::JobConfig;
 use super::locate::LineIndex;
 use super::merge::Merge;
-use super::model::{
-    ClusterConfig, Command, ConfigDocument, DagConfig, EnvVar, Environment, JobSpec, LoggingConfig,
-    McpConfig, NotifyConfig, PushConfig, Schedule, StateConfig, WebConfig,
-};
+use super::model::{Command, ConfigDocument, EnvVar, Environment, JobSpec, Schedule};
+use super::sections::{Located, Sections};
 use super::sections_check;
 use super::validate::{self, Context};
 use crate::platform;
@@ -55,36 +53,6 @@ pub struct Source {
     /// Directory `include:` entries resolve against; `None` refuses includes
     /// (in-memory sources have no directory).
     pub include_dir: Option<PathBuf>,
-}
-
-/// A section and the source it came from.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Located<T> {
-    /// The section.
-    pub value: T,
-    /// Where it was written.
-    pub source: String,
-}
-
-/// The whole-config sections (everything but jobs), at most one of each.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Sections {
-    /// HTTP control API.
-    pub web: Option<Located<WebConfig>>,
-    /// Logging (dictConfig shape).
-    pub logging: Option<Located<LoggingConfig>>,
-    /// Durable state.
-    pub state: Option<Located<StateConfig>>,
-    /// Clustering.
-    pub cluster: Option<Located<ClusterConfig>>,
-    /// MCP server.
-    pub mcp: Option<Located<McpConfig>>,
-    /// Event notifications.
-    pub notify: Option<Located<NotifyConfig>>,
-    /// Push relay.
-    pub push: Option<Located<PushConfig>>,
-    /// DAGs, from every source.
-    pub dags: Vec<Located<DagConfig>>,
 }
 
 /// A loaded, validated config.
@@ -590,5 +558,4 @@ fn crontab_job_spec(entry: crontab::CrontabJob) -> JobSpec {
 }
 
 #[cfg(test)]
-#[path = "load_tests.rs"]
 mod tests;

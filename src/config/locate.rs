@@ -29,6 +29,7 @@ impl<'a> LineIndex<'a> {
     }
 
     /// The 1-based line of `name: <job>` (or `- name: <job>`).
+    #[cfg(test)]
     pub fn job_line(&self, job: &str) -> Option<usize> {
         self.job_line_nth(job, 0)
     }

@@ -3,8 +3,8 @@
 
 use super::error::{ConfigError, Location};
 use super::job::JobConfig;
-use super::load::Sections;
 use super::model::{ConcurrencyScope, WebConfig};
+use super::sections::Sections;
 
 /// Checks the `web` section on its own.
 pub fn check_web(web: &WebConfig) -> Result<(), String> {
@@ -217,7 +217,7 @@ pub fn check_cross_sections(
     }
     if let Some(logging) = &sections.logging {
         let found = crate::logging::check_section(&logging.value)
-            .map_err(|message| ConfigError::config(Location::source(&logging.source), message))?;
+            .map_err(|e| ConfigError::config(Location::source(&logging.source), e.to_string()))?;
         warnings.extend(found);
     }
     Ok(())

@@ -7,6 +7,7 @@ use super::error::Location;
 use super::job::{FailurePolicy, JobConfig, RunAs};
 use super::model::{ConcurrencyPolicy, ConcurrencyScope, JobSpec, Nullable, Report};
 use crate::cronexpr::TimeBase;
+use crate::jinja::{self, TemplateError};
 use crate::platform;
 use std::path::{Path, PathBuf};
 
@@ -361,13 +362,40 @@ fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
     ];
     for (hook, report) in hooks {
         if let Some(report) = report {
-            crate::report::templates::check(report).map_err(|e| {
+            check_templates(report).map_err(|e| {
                 rule(
                     &format!("{hook}.report.{}", e.key),
                     format!("invalid template: {}", e.message),
                 )
             })?;
         }
+    }
+    Ok(())
+}
+
+/// Checks every template of a report block at load time, so a broken
+/// template is a configuration error rather than a failed report later.
+fn check_templates(report: &Report) -> Result<(), TemplateError> {
+    if let Some(mail) = &report.mail {
+        if let Some(s) = &mail.subject {
+            jinja::compile("mail.subject", s)?;
+        }
+        if let Some(s) = &mail.body {
+            jinja::compile("mail.body", s)?;
+        }
+    }
+    if let Some(sentry) = &report.sentry {
+        if let Some(s) = &sentry.body {
+            jinja::compile("sentry.body", s)?;
+        }
+        if let Some(fp) = &sentry.fingerprint {
+            for (i, line) in fp.0.iter().enumerate() {
+                jinja::compile(&format!("sentry.fingerprint[{i}]"), line)?;
+            }
+        }
+    }
+    if let Some(s) = report.webhook.as_ref().and_then(|w| w.body.as_ref()) {
+        jinja::compile("webhook.body", s)?;
     }
     Ok(())
 }
@@ -501,7 +529,7 @@ fn resolve_account(name: &str, spec: &JobSpec, ctx: &Context) -> Result<Option<R
     };
     let mut gid = None;
     if let Some(user) = &spec.user {
-        match platform::lookup_user(user).map_err(|e| rule("user", e))? {
+        match platform::lookup_user(user).map_err(|e| rule("user", e.to_string()))? {
             Some(account) => {
                 run_as.user_name = Some(account.name);
                 run_as.uid = Some(account.uid);
@@ -516,7 +544,7 @@ fn resolve_account(name: &str, spec: &JobSpec, ctx: &Context) -> Result<Option<R
         }
     }
     if let Some(group) = &spec.group {
-        match platform::lookup_group(group).map_err(|e| rule("group", e))? {
+        match platform::lookup_group(group).map_err(|e| rule("group", e.to_string()))? {
             Some(g) => gid = Some(g),
             None => match group.parse::<u32>() {
                 Ok(g) => gid = Some(g),
@@ -550,5 +578,27 @@ mod tests {
             ]
         );
         assert_eq!(parse_env_file("A=1\nnoeq\n").unwrap_err(), "noeq");
+    }
+
+    #[test]
+    fn check_finds_syntax_errors_with_their_key() {
+        let mut report = Report::default();
+        report.webhook = Some(Box::new(crate::config::model::report::WebhookReport {
+            body: Some("{% if x %}unclosed".into()),
+            ..Default::default()
+        }));
+        let err = check_templates(&report).unwrap_err();
+        assert_eq!(err.key, "webhook.body");
+        assert!(err.message.contains("syntax error"), "{}", err.message);
+        report.webhook = None;
+        report.sentry = Some(Box::new(crate::config::model::report::SentryReport {
+            fingerprint: Some(crate::config::model::report::Fingerprint(vec![
+                "ok".into(),
+                "{{ name | nosuchfilter }}".into(),
+            ])),
+            ..Default::default()
+        }));
+        let err = check_templates(&report).unwrap_err();
+        assert_eq!(err.key, "sentry.fingerprint[1]");
     }
 }

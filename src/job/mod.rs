@@ -2,8 +2,8 @@
 //! deadlines, cancellation, and how the outcome is judged.
 
 pub mod capture;
-pub mod outcome;
-pub mod run;
+pub(crate) mod outcome;
+pub(crate) mod run;
 
 pub use capture::{LiveEvent, LiveOutput, LiveSubscription};
 pub use outcome::{RunRecord, StreamOutput, Trigger};

@@ -6,9 +6,46 @@
 //! other than stream/file/null) are warnings.
 
 use super::pyformat::PercentFormat;
-use crate::config::model::LoggingConfig;
+use crate::compat::lenient;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_yaml::{Mapping, Value};
 use std::path::PathBuf;
+
+/// The `logging:` section in Python dictConfig shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LoggingConfig {
+    /// dictConfig schema version (required, 1).
+    #[serde(deserialize_with = "lenient::int")]
+    pub version: i64,
+    /// Incremental update of an existing config.
+    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    pub incremental: Option<bool>,
+    /// Disable loggers not named here.
+    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    pub disable_existing_loggers: Option<bool>,
+    /// Formatter definitions by id.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub formatters: Option<serde_yaml::Mapping>,
+    /// Filter definitions by id.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub filters: Option<serde_yaml::Mapping>,
+    /// Handler definitions by id.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub handlers: Option<serde_yaml::Mapping>,
+    /// Logger settings by logger name.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub loggers: Option<serde_yaml::Mapping>,
+    /// The root logger's settings.
+    #[serde(default)]
+    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    pub root: Option<serde_yaml::Mapping>,
+}
 
 /// Where a handler writes.
 #[derive(Debug, Clone, PartialEq)]

@@ -9,7 +9,6 @@ use crate::job::RunRecord;
 use chrono::{DateTime, Timelike, Utc};
 use minijinja::value::Value;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 /// One run, as the reporters see it.
 #[derive(Debug, Clone)]
@@ -138,21 +137,10 @@ fn template_environment(job_env: &[(String, String)], host: &str) -> Value {
     Value::from(env)
 }
 
-/// The daemon's host name: `$HOSTNAME` when set, else the system's.
-pub fn host_name() -> &'static str {
-    static HOST: OnceLock<String> = OnceLock::new();
-    HOST.get_or_init(|| {
-        std::env::var("HOSTNAME")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .or_else(|| {
-                nix::unistd::gethostname()
-                    .ok()
-                    .and_then(|h| h.into_string().ok())
-            })
-            .unwrap_or_default()
-    })
-}
+/// The daemon's host name. It asks the OS, so it lives in the platform
+/// module; re-exported here because the report context is where templates
+/// and hooks read it.
+pub use crate::platform::host_name;
 
 /// An instant the way Python's `datetime.isoformat()` writes an aware UTC
 /// time: microseconds only when non-zero, `+00:00` offset.

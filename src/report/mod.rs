@@ -5,15 +5,15 @@
 //! ([`LogReporter`]). A reporter that fails is logged and never holds up
 //! the others.
 
-pub mod context;
-pub mod http;
-pub mod mail;
+pub(crate) mod context;
+pub(crate) mod http;
+pub(crate) mod mail;
 
-pub mod secret;
-pub mod sentry;
-pub mod shell;
+pub(crate) mod secret;
+pub(crate) mod sentry;
+pub(crate) mod shell;
 pub mod templates;
-pub mod webhook;
+pub(crate) mod webhook;
 
 use crate::config::model::report::{MailReport, SentryReport, ShellReport, WebhookReport};
 use crate::config::model::Report;

@@ -4,7 +4,7 @@
 
 use super::report::{FailureHook, ReportHook};
 use super::values::{bool_or_map, Command, Environment, Nullable, Schedule};
-use crate::config::lenient;
+use crate::compat::lenient;
 use crate::config::merge::{merge_as_leaf, merge_fields};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

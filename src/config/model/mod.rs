@@ -9,8 +9,8 @@ pub mod values;
 pub mod web;
 
 pub use job::{
-    ClusterPolicy, ConcurrencyPolicy, ConcurrencyScope, FailsWhen, JobSecret, JobSpec,
-    MonitorResources, OnMissed, Priority, Sla, Statsd,
+    ClusterPolicy, ConcurrencyPolicy, ConcurrencyScope, FailsWhen, JobSpec, OnMissed, Priority,
+    Statsd,
 };
 pub use report::{FailureHook, Report, ReportHook, Retry};
 pub use sections::{
@@ -19,7 +19,7 @@ pub use sections::{
 pub use values::{Command, EnvVar, Environment, Nullable, Schedule, ScheduleFields, SecretSource};
 pub use web::WebConfig;
 
-use crate::config::lenient;
+use crate::compat::lenient;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -61,4 +61,31 @@ pub struct ConfigDocument {
     /// Push relay (not supported yet).
     #[serde(default)]
     pub push: Option<PushConfig>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The schema derives stay usable (a CRD will be generated from them):
+    /// field names as written in YAML, unknown keys refused, and the
+    /// hand-written schemas (nullable values, report extras) in place.
+    #[test]
+    fn the_document_schema_names_the_yaml_keys() {
+        let schema =
+            serde_json::to_value(schemars::schema_for!(ConfigDocument)).expect("a schema is JSON");
+        let properties = &schema["properties"];
+        for key in ["defaults", "jobs", "include", "web", "logging"] {
+            assert!(properties.get(key).is_some(), "no {key} in {properties}");
+        }
+        assert_eq!(schema["additionalProperties"], serde_json::json!(false));
+        let defs = schema["$defs"].as_object().expect("definitions");
+        let job = &defs["JobSpec"]["properties"];
+        assert!(job.get("killTimeout").is_some(), "{job}");
+        assert!(job.get("kill_timeout").is_none(), "{job}");
+        assert_eq!(
+            defs["ExtraValue"]["type"],
+            serde_json::json!(["string", "integer", "number", "boolean", "null"])
+        );
+    }
 }

@@ -2,7 +2,7 @@
 //! `onPermanentFailure` and `onLate` hooks, and the hooks themselves.
 
 use super::values::{Command, SecretSource};
-use crate::config::lenient;
+use crate::compat::lenient;
 use crate::config::merge::{merge_as_leaf, merge_fields};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -296,22 +296,13 @@ impl<'de> Deserialize<'de> for ExtraValue {
 }
 
 impl JsonSchema for ExtraValue {
-    fn schema_name() -> String {
-        "ExtraValue".to_owned()
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ExtraValue".into()
     }
-    fn json_schema(_gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
-        use schemars::schema::{InstanceType, SchemaObject, SingleOrVec};
-        SchemaObject {
-            instance_type: Some(SingleOrVec::Vec(vec![
-                InstanceType::String,
-                InstanceType::Integer,
-                InstanceType::Number,
-                InstanceType::Boolean,
-                InstanceType::Null,
-            ])),
-            ..Default::default()
-        }
-        .into()
+    fn json_schema(_generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": ["string", "integer", "number", "boolean", "null"]
+        })
     }
 }
 

@@ -1,7 +1,7 @@
 //! Value shapes shared by several config sections: commands, schedules,
 //! secret sources, environment entries and the "bool or map" toggles.
 
-use crate::config::lenient;
+use crate::compat::lenient;
 use crate::config::merge::{merge_as_leaf, merge_fields, Merge};
 use schemars::JsonSchema;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -266,14 +266,16 @@ impl<'de> Deserialize<'de> for Nullable<String> {
 }
 
 impl<T: JsonSchema> JsonSchema for Nullable<T> {
-    fn schema_name() -> String {
+    // Same schema as Option<T>, written inline: a reference would name a
+    // type that means nothing to someone writing YAML.
+    fn schema_name() -> std::borrow::Cow<'static, str> {
         <Option<T>>::schema_name()
     }
-    fn json_schema(gen: &mut schemars::gen::SchemaGenerator) -> schemars::schema::Schema {
-        <Option<T>>::json_schema(gen)
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        <Option<T>>::json_schema(generator)
     }
-    fn is_referenceable() -> bool {
-        false
+    fn inline_schema() -> bool {
+        true
     }
 }
 

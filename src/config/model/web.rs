@@ -1,7 +1,7 @@
 //! The `web:` section: listeners, auth and the metrics endpoint.
 
 use super::values::{bool_or_map, SecretSource};
-use crate::config::lenient;
+use crate::compat::lenient;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -197,11 +197,6 @@ pub fn opt_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Erro
     d.deserialize_any(OptionOf(BoolVisitor))
 }
 
-/// A required boolean field, accepting strictyaml's yes/no words.
-pub fn bool<'de, D: Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
-    d.deserialize_any(BoolVisitor)
-}
-
 /// An optional integer field; quoted digits are accepted.
 pub fn opt_int<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
     d.deserialize_any(OptionOf(IntVisitor))
