@@ -69,14 +69,6 @@ const KNOWN_VIOLATIONS: &[(&str, &str, &str)] = &[
         "metrics",
         "python_float moves to pyfmt (metrics branch)",
     ),
-    // job/run.rs imports report::context::host_name, which is now a
-    // re-export of platform::host_name; that import line is on the metrics
-    // branch's lines, so it changes to crate::platform::host_name at merge.
-    (
-        "job",
-        "report",
-        "host_name is platform's (one import to change)",
-    ),
 ];
 
 /// Two-way pairs between the child modules of one top-level module that

@@ -9,8 +9,8 @@ use super::outcome::{
 use crate::config::model::Command;
 use crate::config::JobConfig;
 use crate::metrics::statsd::StatsdTarget;
+use crate::platform::host_name;
 use crate::platform::{self, GroupSignal, JobChild, StopSignal};
-use crate::report::context::host_name;
 use chrono::Utc;
 use std::ffi::OsString;
 use std::io::Write;
