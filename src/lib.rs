@@ -15,4 +15,5 @@ pub mod platform;
 pub mod pyfmt;
 pub mod report;
 pub mod scheduler;
+pub mod source;
 pub mod web;
