@@ -52,16 +52,22 @@ impl JobSource for ChannelSource {
     }
 }
 
-/// A gate with a fixed answer that remembers every question.
+/// A gate with a fixed answer that remembers every question; retries
+/// first get the scripted answers in `retry_script`, in order.
 struct FakeGate {
     answer: Admission,
+    retry_script: Mutex<std::collections::VecDeque<Admission>>,
     asked: Arc<Mutex<Vec<(String, Trigger)>>>,
 }
 
 impl LeaderGate for FakeGate {
     fn admit(&self, job: &JobConfig, trigger: Trigger) -> Admission {
         self.asked.lock().unwrap().push((job.name.clone(), trigger));
-        self.answer
+        let scripted = match trigger {
+            Trigger::Retry => self.retry_script.lock().unwrap().pop_front(),
+            _ => None,
+        };
+        scripted.unwrap_or(self.answer)
     }
 }
 
@@ -133,6 +139,15 @@ struct Harness {
 }
 
 async fn start(initial: JobSet, answer: Admission, claim: SlotClaim) -> Harness {
+    start_scripted(initial, answer, Vec::new(), claim).await
+}
+
+async fn start_scripted(
+    initial: JobSet,
+    answer: Admission,
+    retry_script: Vec<Admission>,
+    claim: SlotClaim,
+) -> Harness {
     let (sets, rx) = mpsc::unbounded_channel();
     let asked = Arc::new(Mutex::new(Vec::new()));
     let slot_calls = Arc::new(Mutex::new(Vec::new()));
@@ -143,6 +158,7 @@ async fn start(initial: JobSet, answer: Admission, claim: SlotClaim) -> Harness 
             source: Box::new(ChannelSource { rx }),
             gate: Box::new(FakeGate {
                 answer,
+                retry_script: Mutex::new(retry_script.into()),
                 asked: Arc::clone(&asked),
             }),
             slots: Box::new(FakeSlots {
@@ -356,5 +372,54 @@ async fn a_claimed_slot_is_released_when_the_run_ends() {
         *h.slot_calls.lock().unwrap(),
         vec!["claim j".to_owned(), "release j".to_owned()]
     );
+    finish(h).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_asks_the_gate_again_and_waits_out_a_deferral() {
+    // Fails every minute; one retry 10 s after a failure.
+    let yaml = "jobs:\n  - name: j\n    command: \"false\"\n    schedule: \"* * * * *\"\n    \
+                onFailure:\n      retry:\n        maximumRetries: 1\n        initialDelay: 10\n        \
+                maximumDelay: 10\n        backoffMultiplier: 1\n";
+    let h = start_scripted(
+        job_set(yaml),
+        Admission::Launch,
+        vec![Admission::Defer],
+        SlotClaim::Claimed,
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(
+        runs(&h.control, "j", 1).await.len(),
+        1,
+        "the scheduled run failed"
+    );
+    // The retry comes due after 10 s; the gate defers it once.
+    tokio::time::advance(Duration::from_secs(10)).await;
+    let asked = Arc::clone(&h.asked);
+    settle_until(|| asked.lock().unwrap().len() >= 2).await;
+    assert_eq!(
+        *h.asked.lock().unwrap(),
+        vec![
+            ("j".to_owned(), Trigger::Schedule),
+            ("j".to_owned(), Trigger::Retry)
+        ]
+    );
+    assert_eq!(
+        h.control.runs("j").await.unwrap().len(),
+        1,
+        "a deferred retry waits"
+    );
+    assert_eq!(
+        h.control.job("j").await.unwrap().retry.map(|r| r.attempt),
+        Some(1),
+        "the ladder survives the deferral"
+    );
+    // Asked again after the recheck delay, the gate says yes.
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let retried = runs(&h.control, "j", 2).await;
+    assert_eq!(retried.len(), 2);
+    assert_eq!(retried[1].trigger, Trigger::Retry);
+    assert_eq!(h.asked.lock().unwrap().len(), 3);
     finish(h).await;
 }
