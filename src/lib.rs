@@ -33,4 +33,5 @@ pub mod platform;
 pub(crate) mod pyfmt;
 pub mod report;
 pub mod scheduler;
+pub mod source;
 pub mod web;

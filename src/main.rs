@@ -3,10 +3,16 @@
 use clap::Parser;
 use cronstable::config::{self, ConfigError};
 use cronstable::logging::{self, LogFormat};
-use cronstable::scheduler::Scheduler;
+use cronstable::metrics::prometheus::Counters;
+use cronstable::scheduler::ports;
+use cronstable::scheduler::shutdown::{self, ShutdownHandle, StopCause};
+use cronstable::scheduler::{Ports, Scheduler};
+use cronstable::source::file::web_buckets;
+use cronstable::source::{FileSource, ReloadTrigger};
 use cronstable::{fingerprint, platform, report, web};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
 /// A fast cron daemon, drop-in compatible with the Python cronstable.
 #[derive(Parser, Debug)]
@@ -113,7 +119,10 @@ fn main() -> ExitCode {
     run_daemon(cli.config, loaded)
 }
 
-/// Runs the scheduler on a single-threaded runtime until shutdown.
+/// Runs the scheduler on a single-threaded runtime until shutdown. This is
+/// where the implementations of the scheduler's ports are picked (today:
+/// the file source, no leader election, no cluster slots, in-memory run
+/// history) and where signals are caught, once, for the whole daemon.
 fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -125,20 +134,63 @@ fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let scheduler = Scheduler::new(config, loaded, report::default_reporter());
+    let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
+    let buckets = web_buckets(loaded.sections.web.as_ref().map(|w| &w.value));
+    let counters = Arc::new(Mutex::new(Counters::new(start_time, buckets.as_deref())));
+    let (source, initial) = FileSource::open(config, loaded, Arc::clone(&counters));
+    let web_config = source.web_config();
+    let reload = source.reload_trigger();
+    let (shutdown, stop) = shutdown::channel();
+    let scheduler = Scheduler::new(
+        initial,
+        Ports {
+            source: Box::new(source),
+            gate: Box::new(ports::Standalone),
+            slots: Box::new(ports::NoSlots),
+            store: Box::new(ports::MemoryStore::default()),
+            clock: Arc::new(ports::SystemClock),
+            reporter: report::default_reporter(),
+            counters,
+            shutdown: shutdown.clone(),
+        },
+    );
     platform::release_free_memory();
-    let web_config = scheduler.web_config();
     let control = scheduler.control();
-    match runtime.block_on(async move {
+    runtime.block_on(async move {
+        // Installed before the scheduler starts (and its @reboot jobs), so
+        // no signal arrives while the default action would still kill us.
+        let signals = match (platform::ShutdownSignals::new(), platform::reload_signals()) {
+            (Ok(stops), Ok(hangups)) => (stops, hangups),
+            (Err(err), _) | (_, Err(err)) => {
+                tracing::error!(target: "cronstable", "cannot install signal handlers: {err}");
+                return ExitCode::from(1);
+            }
+        };
+        let forwarder = tokio::spawn(forward_signals(signals.0, signals.1, shutdown, reload));
         let web = tokio::spawn(web::supervise(web_config, control));
-        let result = scheduler.run().await;
+        scheduler.run(stop).await;
         web.abort();
-        result
-    }) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            tracing::error!(target: "cronstable", "cannot install signal handlers: {err}");
-            ExitCode::from(1)
+        forwarder.abort();
+        ExitCode::SUCCESS
+    })
+}
+
+/// The daemon's one signal handler: SIGINT/SIGTERM ask the scheduler to
+/// drain (every later one too: the scheduler says it is still waiting),
+/// SIGHUP asks the file source to reload now.
+async fn forward_signals(
+    mut stops: platform::ShutdownSignals,
+    mut hangups: platform::ReloadSignals,
+    shutdown: ShutdownHandle,
+    reload: ReloadTrigger,
+) {
+    loop {
+        tokio::select! {
+            name = stops.recv() => shutdown.stop(StopCause::Signal(name)),
+            Some(()) = hangups.recv() => {
+                tracing::info!(target: "cronstable::scheduler", "Reload requested (SIGHUP); reloading configuration");
+                reload.trigger();
+            }
         }
     }
 }

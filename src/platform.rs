@@ -782,9 +782,13 @@ impl ShutdownSignals {
     }
 }
 
+/// The SIGHUP deliveries (reload requests), as a stream.
+#[cfg(unix)]
+pub type ReloadSignals = tokio::signal::unix::Signal;
+
 /// A stream of SIGHUP deliveries (reload requests).
 #[cfg(unix)]
-pub fn reload_signals() -> std::io::Result<tokio::signal::unix::Signal> {
+pub fn reload_signals() -> std::io::Result<ReloadSignals> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
 }
 

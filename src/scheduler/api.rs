@@ -3,10 +3,10 @@
 
 use super::control::{ActivityRow, Control, ControlError, JobSnapshot, RetryView, RunSummary};
 use super::pause;
+use super::ports;
 use super::Scheduler;
 use crate::job::{RunHandle, RunRecord, Trigger};
 use crate::metrics::prometheus::{self, DaemonGauges, JobGauges};
-use chrono::Utc;
 use std::sync::Arc;
 
 impl Scheduler {
@@ -19,8 +19,8 @@ impl Scheduler {
             Control::Runs { job, reply } => {
                 let runs = self.job(&job).map(|_| {
                     let mut runs: Vec<RunRecord> = self
-                        .history
-                        .newest_first(&job)
+                        .store
+                        .runs_newest_first(&job)
                         .into_iter()
                         .cloned()
                         .collect();
@@ -47,8 +47,8 @@ impl Scheduler {
                     .iter()
                     .map(|job| {
                         let mut runs: Vec<ActivityRow> = self
-                            .history
-                            .newest_first(&job.name)
+                            .store
+                            .runs_newest_first(&job.name)
                             .into_iter()
                             .map(|r| {
                                 let summary = RunSummary::of(r);
@@ -78,7 +78,7 @@ impl Scheduler {
             } => {
                 let result = match self.job(&job) {
                     None => Err(ControlError::NotFound(job)),
-                    Some(_) => pause::window(&request, Utc::now())
+                    Some(_) => pause::window(&request, self.clock.now())
                         .map_err(ControlError::BadRequest)
                         .inspect(|window| {
                             tracing::info!(
@@ -93,7 +93,7 @@ impl Scheduler {
                                     format!(": {}", window.note)
                                 }
                             );
-                            self.pauses.insert(job.clone(), window.clone());
+                            self.store.set_pause(&job, window.clone());
                         }),
                 };
                 let _ = reply.send(result);
@@ -102,7 +102,7 @@ impl Scheduler {
                 let result = match self.job(&job) {
                     None => Err(ControlError::NotFound(job)),
                     Some(_) => {
-                        if self.pauses.remove(&job).is_some() {
+                        if self.store.clear_pause(&job) {
                             tracing::info!(target: "cronstable::scheduler", "Job {job} resumed");
                         }
                         Ok(())
@@ -173,7 +173,7 @@ impl Scheduler {
     }
 
     fn snapshots(&self, only: Option<&str>) -> Vec<JobSnapshot> {
-        let now = Utc::now();
+        let now = self.clock.now();
         self.jobs
             .iter()
             .filter(|j| only.is_none_or(|name| j.name == name))
@@ -189,7 +189,7 @@ impl Scheduler {
                     .and_then(|c| c.next_after(now, &job.time_base));
                 let never_fires =
                     job.enabled && job.parsed_schedule.cron().is_some() && next_fire.is_none();
-                let runs = self.history.newest_first(&job.name);
+                let runs = self.store.runs_newest_first(&job.name);
                 let history = runs
                     .iter()
                     .take(20)
@@ -205,8 +205,8 @@ impl Scheduler {
                     last_run: runs.first().map(|r| RunSummary::of(r)),
                     history,
                     paused: self
-                        .pauses
-                        .get(&job.name)
+                        .store
+                        .pause(&job.name)
                         .filter(|w| w.until > now)
                         .cloned(),
                     retry: self.retries.get(&job.name).map(|state| RetryView {
@@ -220,18 +220,14 @@ impl Scheduler {
     }
 
     fn render_metrics(&self, format: prometheus::Format) -> String {
-        let now = Utc::now();
+        let now = self.clock.now();
         let jobs = self
             .jobs
             .iter()
             .map(|job| JobGauges {
                 name: &job.name,
                 schedule: &job.schedule,
-                cluster_policy: match job.cluster_policy {
-                    crate::config::model::ClusterPolicy::Leader => "Leader",
-                    crate::config::model::ClusterPolicy::PreferLeader => "PreferLeader",
-                    crate::config::model::ClusterPolicy::EveryNode => "EveryNode",
-                },
+                cluster_policy: ports::cluster_policy_name(job.cluster_policy),
                 enabled: job.enabled,
                 running: self
                     .running
@@ -245,11 +241,11 @@ impl Scheduler {
                     .and_then(|c| c.next_after(now, &job.time_base))
                     .map(|t| t.timestamp_micros() as f64 / 1e6),
                 last_run: self
-                    .history
-                    .newest_first(&job.name)
+                    .store
+                    .runs_newest_first(&job.name)
                     .into_iter()
                     .find(|r| r.skip_reason.is_none()),
-                paused: self.pauses.get(&job.name).is_some_and(|w| w.until > now),
+                paused: self.store.pause(&job.name).is_some_and(|w| w.until > now),
             })
             .collect();
         let gauges = DaemonGauges {
@@ -257,6 +253,6 @@ impl Scheduler {
             job_set_id: &self.job_set_id,
             jobs,
         };
-        prometheus::render(&self.counters, &gauges, format)
+        ports::with_counters(&self.counters, |c| prometheus::render(c, &gauges, format))
     }
 }

@@ -1,37 +1,43 @@
 //! The scheduler: one task that owns the job table, the running instances,
-//! the retry ladders and the run history. It wakes at each boundary, hot
-//! reloads the config when it changed (or on SIGHUP), launches due jobs
-//! through one set of gates, collects finished runs, drives retries and
-//! reports, and drains on shutdown.
+//! the retry ladders and the launch gates. It wakes at each boundary, asks
+//! its job source for a new set, launches due jobs through one set of
+//! gates, collects finished runs, drives retries and reports, and drains
+//! when main asks it to stop.
+//!
+//! Everything outside that core is reached through [`ports`]: where jobs
+//! come from, whether this node may launch, the cluster slot, where runs
+//! are recorded, and the clock. The scheduler reads no file and catches no
+//! signal; `main.rs` picks the implementations and owns shutdown.
 
 mod api;
 pub mod control;
+mod finish;
 pub mod history;
+mod launch;
 pub mod pause;
+pub mod ports;
 pub mod retry;
+pub mod shutdown;
+#[cfg(test)]
+mod tests;
 pub mod tick;
-pub mod watch;
 
-use crate::config::model::{ConcurrencyPolicy, WebConfig};
-use crate::config::{self, JobConfig};
-use crate::cronexpr::Schedule;
-use crate::job::{self, RunHandle, RunRecord, RunRequest, Trigger};
-use crate::metrics::prometheus::Counters;
-use crate::platform;
-use crate::report::{Hook, ReportFuture, Reporter};
+use crate::config::JobConfig;
+use crate::job::{self, RunHandle, RunRecord, Trigger};
+use crate::report::{ReportFuture, Reporter};
 use chrono::{DateTime, Utc};
 use control::{Control, ControlHandle};
-use history::RunHistory;
-use pause::PauseWindow;
+use ports::{Clock, JobSet, JobSource, LeaderGate, RunStore, SharedCounters, SlotLock};
 use retry::RetryLadder;
-use std::collections::HashMap;
-use std::path::PathBuf;
+use shutdown::{ShutdownRequests, StopCause};
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 use tick::Cadence;
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
-use watch::ConfigStamp;
+
+pub use shutdown::ShutdownHandle;
 
 /// Messages the scheduler task receives from the tasks it started.
 #[derive(Debug)]
@@ -55,15 +61,42 @@ struct RetryState {
     timer: Option<AbortHandle>,
 }
 
+/// The implementations the scheduler runs against; `main.rs` picks them,
+/// tests pass fakes.
+pub struct Ports {
+    /// Where job sets come from.
+    pub source: Box<dyn JobSource>,
+    /// Whether this node may launch a scheduled job or a retry.
+    pub gate: Box<dyn LeaderGate>,
+    /// The cluster slot of `concurrencyScope: cluster` jobs.
+    pub slots: Box<dyn SlotLock>,
+    /// Run history, pending retries, pauses.
+    pub store: Box<dyn RunStore>,
+    /// Wall-clock time.
+    pub clock: Arc<dyn Clock>,
+    /// Where finished runs are reported.
+    pub reporter: Arc<dyn Reporter>,
+    /// The Prometheus counters (shared with the source's reload gauges).
+    pub counters: SharedCounters,
+    /// The token callers use to stop the scheduler; the control handle
+    /// hands it to the HTTP shutdown route.
+    pub shutdown: ShutdownHandle,
+}
+
 /// The daemon's scheduling core.
 pub struct Scheduler {
-    config_path: PathBuf,
     jobs: Vec<Arc<JobConfig>>,
     by_name: HashMap<String, usize>,
-    stamp: ConfigStamp,
     running: HashMap<String, Vec<RunHandle>>,
     retries: HashMap<String, RetryState>,
-    history: RunHistory,
+    source: Box<dyn JobSource>,
+    gate: Box<dyn LeaderGate>,
+    slots: Box<dyn SlotLock>,
+    /// Jobs whose cluster slot this node holds (released with the last
+    /// local instance).
+    held_slots: HashSet<String>,
+    store: Box<dyn RunStore>,
+    clock: Arc<dyn Clock>,
     reporter: Arc<dyn Reporter>,
     events_tx: mpsc::UnboundedSender<Event>,
     events_rx: mpsc::UnboundedReceiver<Event>,
@@ -72,11 +105,9 @@ pub struct Scheduler {
     stopping: bool,
     control_tx: mpsc::UnboundedSender<Control>,
     control_rx: mpsc::UnboundedReceiver<Control>,
-    pauses: HashMap<String, PauseWindow>,
     last_output: HashMap<String, Arc<job::LiveOutput>>,
-    counters: Counters,
+    counters: SharedCounters,
     job_set_id: String,
-    web_tx: tokio::sync::watch::Sender<Option<WebConfig>>,
     reports: tokio::task::JoinSet<()>,
     shutdown: ShutdownHandle,
     /// The newest boundary whose due jobs were launched (or deliberately
@@ -84,54 +115,27 @@ pub struct Scheduler {
     evaluated: DateTime<Utc>,
 }
 
-/// Asks a running scheduler for the graceful shutdown a SIGTERM starts:
-/// stop launching, drain the running jobs, return from
-/// [`Scheduler::run`]. Cheap to clone; asking more than once changes
-/// nothing.
-#[derive(Debug, Clone, Default)]
-pub struct ShutdownHandle {
-    notify: Arc<tokio::sync::Notify>,
-}
-
-impl ShutdownHandle {
-    /// Requests the graceful shutdown (from any task, before or while the
-    /// scheduler runs).
-    pub fn trigger(&self) {
-        // A stored permit: a request made before `run` polls is not lost.
-        self.notify.notify_one();
-    }
-
-    async fn requested(&self) {
-        self.notify.notified().await;
-    }
-}
-
 /// How long shutdown waits for reports still being delivered.
 const REPORT_DRAIN: Duration = Duration::from_secs(30);
 
 impl Scheduler {
-    /// A scheduler over an already loaded config.
-    pub fn new(
-        config_path: PathBuf,
-        loaded: config::LoadedConfig,
-        reporter: Arc<dyn Reporter>,
-    ) -> Self {
+    /// A scheduler over the source's first job set.
+    pub fn new(initial: JobSet, ports: Ports) -> Self {
         let (events_tx, events_rx) = mpsc::unbounded_channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();
-        let stamp = ConfigStamp::take(&config_path, &loaded.files);
-        let web = loaded.sections.web.clone().map(|w| w.value);
-        let buckets = web_buckets(web.as_ref());
-        let (web_tx, _) = tokio::sync::watch::channel(web);
-        let start_time = Utc::now().timestamp_micros() as f64 / 1e6;
+        let evaluated = ports.clock.now();
         let mut scheduler = Scheduler {
-            config_path,
             jobs: Vec::new(),
             by_name: HashMap::new(),
-            stamp,
             running: HashMap::new(),
             retries: HashMap::new(),
-            history: RunHistory::default(),
-            reporter,
+            source: ports.source,
+            gate: ports.gate,
+            slots: ports.slots,
+            held_slots: HashSet::new(),
+            store: ports.store,
+            clock: ports.clock,
+            reporter: ports.reporter,
             events_tx,
             events_rx,
             next_run_id: 1,
@@ -139,16 +143,14 @@ impl Scheduler {
             stopping: false,
             control_tx,
             control_rx,
-            pauses: HashMap::new(),
             last_output: HashMap::new(),
-            counters: Counters::new(start_time, buckets.as_deref()),
+            counters: ports.counters,
             job_set_id: String::new(),
-            web_tx,
             reports: tokio::task::JoinSet::new(),
-            shutdown: ShutdownHandle::default(),
-            evaluated: Utc::now(),
+            shutdown: ports.shutdown,
+            evaluated,
         };
-        scheduler.install_jobs(loaded.jobs);
+        scheduler.install_jobs(initial);
         scheduler
     }
 
@@ -157,38 +159,26 @@ impl Scheduler {
         ControlHandle::new(self.control_tx.clone(), self.shutdown.clone())
     }
 
-    /// A handle that starts the same graceful shutdown as SIGTERM (for
-    /// callers such as an HTTP shutdown route).
-    pub fn shutdown_handle(&self) -> ShutdownHandle {
-        self.shutdown.clone()
-    }
-
-    /// The `web` section of the running config; changes on every reload
-    /// that changes it (None: no web section).
-    pub fn web_config(&self) -> tokio::sync::watch::Receiver<Option<WebConfig>> {
-        self.web_tx.subscribe()
-    }
-
-    fn install_jobs(&mut self, jobs: Vec<JobConfig>) {
-        let id = crate::fingerprint::job_set_id(&jobs);
+    fn install_jobs(&mut self, set: JobSet) {
         // Logged at start and then only when a reload changes the set, so
         // the line marks the moments the fleet's job set moved.
-        if id != self.job_set_id {
+        if set.job_set_id != self.job_set_id {
             tracing::info!(
                 target: "cronstable::scheduler",
-                "Job set id: {id} ({} job{})",
-                jobs.len(),
-                if jobs.len() == 1 { "" } else { "s" }
+                "Job set id: {} ({} job{})",
+                set.job_set_id,
+                set.jobs.len(),
+                if set.jobs.len() == 1 { "" } else { "s" }
             );
         }
-        self.job_set_id = id;
+        self.job_set_id = set.job_set_id;
         // The merged spec only served the load; a 10,000-job table is
         // about a third smaller without it.
         // Built into a fresh Vec: collecting straight from `jobs` would
         // reuse its allocation (sized for whole JobConfigs) for the
         // pointers, keeping megabytes alive for nothing.
-        let mut table = Vec::with_capacity(jobs.len());
-        for mut job in jobs {
+        let mut table = Vec::with_capacity(set.jobs.len());
+        for mut job in set.jobs {
             job.spec = None;
             table.push(Arc::new(job));
         }
@@ -200,12 +190,12 @@ impl Scheduler {
             .map(|(i, j)| (j.name.clone(), i))
             .collect();
         let by_name = &self.by_name;
-        self.history.retain_jobs(|name| by_name.contains_key(name));
-        self.pauses.retain(|name, _| by_name.contains_key(name));
+        self.store.retain_jobs(&|name| by_name.contains_key(name));
         self.last_output
             .retain(|name, _| by_name.contains_key(name));
-        self.counters
-            .retain_jobs(self.jobs.iter().map(|j| j.name.as_str()));
+        ports::with_counters(&self.counters, |c| {
+            c.retain_jobs(self.jobs.iter().map(|j| j.name.as_str()))
+        });
     }
 
     fn job(&self, name: &str) -> Option<Arc<JobConfig>> {
@@ -225,47 +215,64 @@ impl Scheduler {
         }
     }
 
-    /// Runs until SIGINT/SIGTERM (or [`ShutdownHandle::trigger`]), then
-    /// drains running jobs. Further signals during the drain change
-    /// nothing: only SIGKILL stops the daemon without it.
-    pub async fn run(mut self) -> std::io::Result<()> {
-        let mut hangups = platform::reload_signals()?;
-        let mut signals = platform::ShutdownSignals::new()?;
-        let shutdown = self.shutdown.clone();
-
+    /// Runs until a stop request arrives on `stop` (a signal main caught,
+    /// or [`ShutdownHandle::trigger`]), then drains running jobs. Further
+    /// requests during the drain change nothing but a log line.
+    pub async fn run(mut self, mut stop: ShutdownRequests) {
         self.launch_reboot_jobs();
         // Nothing at or before the start instant is due: the first pass is
         // the first boundary after it.
-        self.evaluated = tick::floor(Utc::now(), self.cadence());
-        loop {
-            let sleep = sleep_until_wall(tick::next_boundary(self.evaluated, self.cadence()));
+        self.evaluated = tick::floor(self.clock.now(), self.cadence());
+        let cause = loop {
+            let sleep = self
+                .clock
+                .sleep_until(tick::next_boundary(self.evaluated, self.cadence()));
             tokio::select! {
                 _ = sleep => {
-                    self.reload_if_changed(false);
+                    let started = self.clock.now();
+                    if let Some(set) = self.source.poll() {
+                        self.swap(set, started);
+                    }
                     self.launch_passed_boundaries();
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
-                _ = hangups.recv() => {
-                    tracing::info!(target: "cronstable::scheduler", "Reload requested (SIGHUP); reloading configuration");
-                    // Boundaries that pass while the reload works are not
-                    // lost: the sleep above is already due when the loop
-                    // comes back, and that pass fires them.
-                    self.reload_if_changed(true);
+                set = self.source.next() => {
+                    // Boundaries that passed while the source worked are
+                    // not lost: the sleep above is already due when the
+                    // loop comes back, and that pass fires them.
+                    let started = set.requested_at.min(self.clock.now());
+                    self.swap(set, started);
                 }
-                name = signals.recv() => {
-                    // The original says nothing here; the next line
-                    // ("Shutting down ...") is the one operators match.
-                    tracing::debug!(target: "cronstable::scheduler", "{name} received");
-                    break;
-                }
-                _ = shutdown.requested() => {
-                    tracing::info!(target: "cronstable::scheduler", "shutdown requested");
-                    break;
-                }
+                cause = stop.recv() => break cause,
+            }
+        };
+        match cause {
+            StopCause::Signal(name) => {
+                // The original says nothing here; the next line
+                // ("Shutting down ...") is the one operators match.
+                tracing::debug!(target: "cronstable::scheduler", "{name} received")
+            }
+            StopCause::Request => {
+                tracing::info!(target: "cronstable::scheduler", "shutdown requested")
             }
         }
-        self.drain(&mut signals).await
+        self.drain(&mut stop).await
+    }
+
+    /// Installs a new job set from the source. The catch-up state is
+    /// rebased on the cadence change, so a reload never loses or doubles
+    /// a boundary (see [`tick::rebase`]).
+    fn swap(&mut self, set: JobSet, started: DateTime<Utc>) {
+        let cadence = self.cadence();
+        let count = set.jobs.len();
+        self.install_jobs(set);
+        crate::platform::release_free_memory();
+        tracing::debug!(
+            target: "cronstable::scheduler",
+            "configuration reloaded: {count} job(s)"
+        );
+        self.evaluated = tick::rebase(self.evaluated, started, cadence, self.cadence());
     }
 
     /// Launches the jobs due at every boundary that passed since the last
@@ -273,7 +280,7 @@ impl Scheduler {
     fn launch_passed_boundaries(&mut self) {
         let due = tick::due(
             self.evaluated,
-            Utc::now(),
+            self.clock.now(),
             self.cadence(),
             tick::CATCH_UP_WINDOW,
         );
@@ -296,6 +303,7 @@ impl Scheduler {
                 due.fire.len()
             );
         }
+        self.renew_slots();
         for at in due.fire {
             self.launch_due(at);
         }
@@ -303,7 +311,7 @@ impl Scheduler {
     }
 
     /// Stops launching, drops pending retries and waits for running jobs.
-    async fn drain(&mut self, signals: &mut platform::ShutdownSignals) -> std::io::Result<()> {
+    async fn drain(&mut self, stop: &mut ShutdownRequests) {
         self.stopping = true;
         tracing::info!(
             target: "cronstable::scheduler",
@@ -317,14 +325,16 @@ impl Scheduler {
             tokio::select! {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
-                name = signals.recv() => {
+                cause = stop.recv() => {
                     // The manual: a second signal does not change the
                     // shutdown sequence. Say so, so the operator knows.
-                    let count: usize = self.running.values().map(Vec::len).sum();
-                    tracing::info!(
-                        target: "cronstable::scheduler",
-                        "{name} received again: still waiting for {count} running job(s) to finish"
-                    );
+                    if let StopCause::Signal(name) = cause {
+                        let count: usize = self.running.values().map(Vec::len).sum();
+                        tracing::info!(
+                            target: "cronstable::scheduler",
+                            "{name} received again: still waiting for {count} running job(s) to finish"
+                        );
+                    }
                 }
             }
         }
@@ -344,463 +354,6 @@ impl Scheduler {
                 );
             }
         }
-        Ok(())
-    }
-
-    fn reload_if_changed(&mut self, force: bool) {
-        if !force && !self.stamp.changed(&self.config_path) {
-            return;
-        }
-        let started = Utc::now();
-        let cadence = self.cadence();
-        self.reload();
-        self.evaluated = tick::rebase(self.evaluated, started, cadence, self.cadence());
-    }
-
-    fn reload(&mut self) {
-        match config::load_path(&self.config_path) {
-            Ok(loaded) => {
-                for warning in &loaded.warnings {
-                    tracing::warn!(target: "cronstable::config", "{warning}");
-                }
-                self.stamp = ConfigStamp::take(&self.config_path, &loaded.files);
-                crate::logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
-                let count = loaded.jobs.len();
-                let web = loaded.sections.web.map(|w| w.value);
-                self.counters
-                    .set_buckets(web_buckets(web.as_ref()).as_deref());
-                self.web_tx.send_if_modified(|current| {
-                    let changed = *current != web;
-                    *current = web;
-                    changed
-                });
-                self.counters.last_reload_ok = Some(true);
-                self.counters.last_reload_success =
-                    Some(Utc::now().timestamp_micros() as f64 / 1e6);
-                self.install_jobs(loaded.jobs);
-                platform::release_free_memory();
-                tracing::debug!(
-                    target: "cronstable::scheduler",
-                    "configuration reloaded: {count} job(s)"
-                );
-            }
-            Err(err) => {
-                self.counters.last_reload_ok = Some(false);
-                // Keep running the last good config; remember the broken
-                // state so the same error is not logged on every pass.
-                self.stamp = ConfigStamp::take(&self.config_path, &self.stamp_files());
-                // The original's wording and logger (`cronstable`, not
-                // `cronstable.config`): alerts match on this prefix.
-                tracing::error!(
-                    target: "cronstable::scheduler",
-                    "Error in configuration file(s), so not updating any of the config.:\n{err}"
-                );
-            }
-        }
-    }
-
-    fn stamp_files(&self) -> Vec<PathBuf> {
-        self.stamp.files().to_vec()
-    }
-
-    fn launch_reboot_jobs(&mut self) {
-        let due: Vec<Arc<JobConfig>> = self
-            .jobs
-            .iter()
-            .filter(|j| j.enabled && matches!(j.parsed_schedule, Schedule::Reboot))
-            .cloned()
-            .collect();
-        for job in due {
-            self.launch_scheduled(job);
-        }
-    }
-
-    fn launch_due(&mut self, at: DateTime<Utc>) {
-        let due: Vec<Arc<JobConfig>> = self
-            .jobs
-            .iter()
-            .filter(|j| {
-                j.enabled
-                    && j.parsed_schedule
-                        .cron()
-                        .is_some_and(|c| c.matches(at, &j.time_base))
-            })
-            .cloned()
-            .collect();
-        for job in due {
-            if self.is_paused(&job.name, at) {
-                self.record_skipped(&job, at);
-                continue;
-            }
-            self.launch_scheduled(job);
-        }
-    }
-
-    fn is_paused(&mut self, name: &str, now: DateTime<Utc>) -> bool {
-        match self.pauses.get(name) {
-            Some(window) if window.until > now => true,
-            Some(_) => {
-                if let Some(window) = self.pauses.remove(name) {
-                    tracing::info!(
-                        target: "cronstable::scheduler",
-                        "Job {name}: pause expired at {}; scheduled runs resume",
-                        crate::report::context::python_isoformat(window.until)
-                    );
-                }
-                false
-            }
-            None => false,
-        }
-    }
-
-    /// A due slot of a paused job: recorded as skipped, never launched.
-    fn record_skipped(&mut self, job: &JobConfig, at: DateTime<Utc>) {
-        let run_id = self.next_run_id;
-        self.next_run_id += 1;
-        let mut record = lost_run(job.name.clone(), run_id);
-        record.started_at = at;
-        record.finished_at = at;
-        record.retcode = 0;
-        record.fail_reason = None;
-        record.skip_reason = Some("paused".into());
-        if let Some(window) = self.pauses.get(&job.name) {
-            tracing::info!(
-                target: "cronstable::scheduler",
-                "Job {} skipped: paused until {}{}",
-                job.name,
-                crate::report::context::python_isoformat(window.until),
-                if window.note.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", window.note)
-                }
-            );
-        }
-        self.counters.record_run(&record);
-        self.history.record(record);
-    }
-
-    /// A scheduled fire: Forbid leaves the retry sequence alone; otherwise
-    /// the job's retries restart from a fresh ladder.
-    fn launch_scheduled(&mut self, job: Arc<JobConfig>) {
-        if self.stopping {
-            return;
-        }
-        if job.concurrency_policy == ConcurrencyPolicy::Forbid && self.is_running(&job.name) {
-            self.warn_still_running(&job);
-            return;
-        }
-        self.cancel_retries(&job.name);
-        if let Some(ladder) = RetryLadder::arm(&job.retry) {
-            let generation = self.bump_generation();
-            self.retries.insert(
-                job.name.clone(),
-                RetryState {
-                    ladder,
-                    generation,
-                    timer: None,
-                },
-            );
-        }
-        self.maybe_launch(job, Trigger::Schedule, 0);
-    }
-
-    fn bump_generation(&mut self) -> u64 {
-        self.next_generation += 1;
-        self.next_generation
-    }
-
-    fn is_running(&self, name: &str) -> bool {
-        self.running
-            .get(name)
-            .is_some_and(|runs| runs.iter().any(|r| !r.has_ended()))
-    }
-
-    fn warn_still_running(&self, job: &JobConfig) {
-        // An overlap the default Allow permits is routine: INFO; one that
-        // skips or cancels a run is worth a WARNING.
-        if job.concurrency_policy == ConcurrencyPolicy::Allow {
-            tracing::info!(
-                target: "cronstable::scheduler",
-                "Job {}: still running and concurrencyPolicy is {:?}",
-                job.name,
-                job.concurrency_policy
-            );
-        } else {
-            tracing::warn!(
-                target: "cronstable::scheduler",
-                "Job {}: still running and concurrencyPolicy is {:?}",
-                job.name,
-                job.concurrency_policy
-            );
-        }
-    }
-
-    /// The launch gates, in one place: Allow runs alongside, Forbid skips,
-    /// Replace cancels every running instance and launches once they end.
-    fn maybe_launch(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
-        if self.is_running(&job.name) {
-            self.warn_still_running(&job);
-            match job.concurrency_policy {
-                ConcurrencyPolicy::Allow => {}
-                ConcurrencyPolicy::Forbid => return,
-                ConcurrencyPolicy::Replace => {
-                    let live: Vec<RunHandle> = self
-                        .running
-                        .get(&job.name)
-                        .map(|runs| runs.iter().filter(|r| !r.has_ended()).cloned().collect())
-                        .unwrap_or_default();
-                    for handle in &live {
-                        handle.replace();
-                    }
-                    let events = self.events_tx.clone();
-                    let name = job.name.clone();
-                    tokio::spawn(async move {
-                        for handle in &live {
-                            handle.wait_ended().await;
-                        }
-                        let _ = events.send(Event::Replacement {
-                            job: name,
-                            trigger,
-                            attempt,
-                        });
-                    });
-                    return;
-                }
-            }
-        }
-        self.spawn_run(job, trigger, attempt);
-    }
-
-    fn spawn_run(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
-        let run_id = self.next_run_id;
-        self.next_run_id += 1;
-        tracing::info!(target: "cronstable::scheduler", "Starting job {}", job.name);
-        let (handle, task) = job::start(RunRequest {
-            job: Arc::clone(&job),
-            trigger,
-            attempt,
-            run_id,
-        });
-        self.running
-            .entry(job.name.clone())
-            .or_default()
-            .push(handle);
-        let events = self.events_tx.clone();
-        let name = job.name.clone();
-        tokio::spawn(async move {
-            match task.await {
-                Ok(record) => {
-                    let _ = events.send(Event::Finished(Box::new(record)));
-                }
-                Err(err) => {
-                    tracing::error!(
-                        target: "cronstable::scheduler",
-                        "Job {name}: its run task failed ({err}); please report this as a bug"
-                    );
-                    // Unblock the concurrency gates for this run anyway.
-                    let _ = events.send(Event::Finished(Box::new(lost_run(name, run_id))));
-                }
-            }
-        });
-    }
-
-    fn handle_event(&mut self, event: Event) {
-        match event {
-            Event::Finished(record) => self.handle_finished(*record),
-            Event::RetryDue { job, generation } => self.handle_retry_due(&job, generation),
-            Event::Replacement {
-                job,
-                trigger,
-                attempt,
-            } => {
-                if self.stopping {
-                    return;
-                }
-                if let Some(config) = self.job(&job) {
-                    self.spawn_run(config, trigger, attempt);
-                }
-            }
-        }
-    }
-
-    fn handle_finished(&mut self, record: RunRecord) {
-        self.keep_last_output(&record.job, record.run_id);
-        if let Some(runs) = self.running.get_mut(&record.job) {
-            runs.retain(|r| r.run_id != record.run_id);
-            if runs.is_empty() {
-                self.running.remove(&record.job);
-            }
-        }
-        if record.replaced {
-            // A replaced instance is not a run: no history row, no count,
-            // no report (only this line says it happened).
-            tracing::info!(
-                target: "cronstable::scheduler",
-                "Job {} was replaced by a newer instance",
-                record.job
-            );
-            return;
-        }
-        let job = self.job(&record.job);
-        self.counters.record_run(&record);
-        self.history.record(record.clone());
-        if record.cancelled {
-            tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled via the web UI", record.job);
-            return;
-        }
-        let Some(job) = job else {
-            // The job left the config while it ran: nothing to report to.
-            return;
-        };
-        // One line for every finished run, success or failure, in the
-        // original's shape (Python spellings: `true`/`false` lowercased,
-        // the reason as a repr or `None`), so log alerts carry over.
-        tracing::info!(
-            target: "cronstable::scheduler",
-            "Job {} exit code {}; has stdout: {}, has stderr: {}; fail_reason: {}",
-            job.name,
-            record.retcode,
-            !record.stdout.text.is_empty(),
-            !record.stderr.text.is_empty(),
-            match &record.fail_reason {
-                Some(reason) => crate::pyfmt::py_repr(&minijinja::Value::from(reason.as_str())),
-                None => "None".to_owned(),
-            }
-        );
-        if self.stopping {
-            tracing::debug!(
-                target: "cronstable::scheduler",
-                "Job {}: finished during shutdown; not reported",
-                job.name
-            );
-            return;
-        }
-        match &record.fail_reason {
-            None => {
-                self.cancel_retries(&job.name);
-                let delivery = self.reporter.report(Hook::Success, &job, &record);
-                self.deliver(delivery);
-            }
-            Some(_) => {
-                // The failed run's captured output, one INFO line per
-                // stream, trailing whitespace trimmed (the original's form).
-                for (title, text) in [
-                    ("STDOUT", &record.stdout.text),
-                    ("STDERR", &record.stderr.text),
-                ] {
-                    if !text.is_empty() {
-                        tracing::info!(
-                            target: "cronstable::scheduler",
-                            "Job {} {title}:\n{}",
-                            job.name,
-                            text.trim_end()
-                        );
-                    }
-                }
-                let failure = self.reporter.report(Hook::Failure, &job, &record);
-                let permanent = self
-                    .schedule_retry_or_give_up(&job)
-                    .then(|| self.reporter.report(Hook::PermanentFailure, &job, &record));
-                // One delivery for both hooks: every onFailure reporter is
-                // done (or timed out) before any onPermanentFailure one
-                // starts, so a receiver never sees them out of order.
-                self.deliver(Box::pin(async move {
-                    failure.await;
-                    if let Some(permanent) = permanent {
-                        permanent.await;
-                    }
-                }));
-            }
-        }
-    }
-
-    /// Arms the next retry of a failed run; true when none is left (the
-    /// failure is permanent and the caller reports it).
-    fn schedule_retry_or_give_up(&mut self, job: &Arc<JobConfig>) -> bool {
-        let Some(state) = self.retries.get_mut(&job.name) else {
-            self.counters.record_permanent_failure(&job.name);
-            return true;
-        };
-        if state.ladder.exhausted() {
-            tracing::debug!(
-                target: "cronstable::scheduler",
-                "Job {} has been retried {} times",
-                job.name,
-                state.ladder.count()
-            );
-            self.cancel_retries(&job.name);
-            self.counters.record_permanent_failure(&job.name);
-            return true;
-        }
-        if let Some(timer) = state.timer.take() {
-            timer.abort();
-        }
-        let delay = state.ladder.next_delay();
-        let generation = state.generation;
-        let attempt = state.ladder.count();
-        tracing::info!(
-            target: "cronstable::scheduler",
-            "Cron job {} scheduled to be retried (#{attempt}) in {delay:.1} seconds",
-            job.name
-        );
-        let events = self.events_tx.clone();
-        let name = job.name.clone();
-        let timer = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs_f64(delay.max(0.0))).await;
-            let _ = events.send(Event::RetryDue {
-                job: name,
-                generation,
-            });
-        });
-        state.timer = Some(timer.abort_handle());
-        false
-    }
-
-    fn handle_retry_due(&mut self, name: &str, generation: u64) {
-        let Some(state) = self.retries.get_mut(name) else {
-            return;
-        };
-        if state.generation != generation || self.stopping {
-            return;
-        }
-        let attempt = state.ladder.count();
-        let now = Utc::now();
-        if let Some(until) = self.pauses.get(name).map(|w| w.until).filter(|u| *u > now) {
-            // A pending retry waits out the pause instead of running in it.
-            let events = self.events_tx.clone();
-            let job = name.to_owned();
-            let wait = (until - now).to_std().unwrap_or_default();
-            let timer = tokio::spawn(async move {
-                tokio::time::sleep(wait).await;
-                let _ = events.send(Event::RetryDue { job, generation });
-            });
-            if let Some(state) = self.retries.get_mut(name) {
-                state.timer = Some(timer.abort_handle());
-            }
-            return;
-        }
-        if let Some(state) = self.retries.get_mut(name) {
-            state.timer = None;
-        }
-        match self.job(name) {
-            Some(job) => {
-                self.counters.record_retry(name);
-                self.maybe_launch(job, Trigger::Retry, attempt)
-            }
-            None => {
-                // The job disappeared in a reload: its retries go with it.
-                self.retries.remove(name);
-            }
-        }
-    }
-
-    fn cancel_retries(&mut self, name: &str) {
-        if let Some(state) = self.retries.remove(name) {
-            if let Some(timer) = state.timer {
-                timer.abort();
-            }
-        }
     }
 
     /// Runs a report delivery in the background; shutdown waits for it.
@@ -811,13 +364,7 @@ impl Scheduler {
     }
 }
 
-fn web_buckets(web: Option<&WebConfig>) -> Option<Vec<f64>> {
-    web.and_then(|w| w.metrics.as_ref())
-        .and_then(|m| m.duration_buckets.clone())
-}
-
-fn lost_run(job: String, run_id: u64) -> RunRecord {
-    let now = Utc::now();
+fn lost_run(job: String, run_id: u64, now: DateTime<Utc>) -> RunRecord {
     RunRecord {
         run_id,
         job,
@@ -835,17 +382,5 @@ fn lost_run(job: String, run_id: u64) -> RunRecord {
         timed_out: false,
         start_error: None,
         skip_reason: None,
-    }
-}
-
-/// Sleeps until the wall-clock instant `at` (re-checking the clock, so a
-/// timer that fires a hair early does not start a pass before `at`).
-async fn sleep_until_wall(at: DateTime<Utc>) {
-    loop {
-        let remaining = at - Utc::now();
-        match remaining.to_std() {
-            Ok(d) if !d.is_zero() => tokio::time::sleep(d).await,
-            _ => return,
-        }
     }
 }

@@ -1,0 +1,281 @@
+//! The launch side of the scheduler: which jobs are due, and the gates a
+//! launch goes through (pause, leader gate, local concurrency policy,
+//! cluster slot) before a run starts.
+
+use super::ports::{needs_slot, Admission, SlotClaim};
+use super::{lost_run, Event, RetryState, Scheduler};
+use crate::config::model::ConcurrencyPolicy;
+use crate::config::JobConfig;
+use crate::cronexpr::Schedule;
+use crate::job::{self, RunHandle, RunRequest, Trigger};
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+impl Scheduler {
+    pub(super) fn launch_reboot_jobs(&mut self) {
+        let due: Vec<Arc<JobConfig>> = self
+            .jobs
+            .iter()
+            .filter(|j| j.enabled && matches!(j.parsed_schedule, Schedule::Reboot))
+            .cloned()
+            .collect();
+        for job in due {
+            self.launch_scheduled(job);
+        }
+    }
+
+    pub(super) fn launch_due(&mut self, at: DateTime<Utc>) {
+        let due: Vec<Arc<JobConfig>> = self
+            .jobs
+            .iter()
+            .filter(|j| {
+                j.enabled
+                    && j.parsed_schedule
+                        .cron()
+                        .is_some_and(|c| c.matches(at, &j.time_base))
+            })
+            .cloned()
+            .collect();
+        for job in due {
+            if self.is_paused(&job.name, at) {
+                self.record_skipped(&job, at);
+                continue;
+            }
+            self.launch_scheduled(job);
+        }
+    }
+
+    pub(super) fn is_paused(&mut self, name: &str, now: DateTime<Utc>) -> bool {
+        match self.store.pause(name) {
+            Some(window) if window.until > now => true,
+            Some(window) => {
+                let until = window.until;
+                self.store.clear_pause(name);
+                tracing::info!(
+                    target: "cronstable::scheduler",
+                    "Job {name}: pause expired at {}; scheduled runs resume",
+                    crate::report::context::python_isoformat(until)
+                );
+                false
+            }
+            None => false,
+        }
+    }
+
+    /// A due slot of a paused job: recorded as skipped, never launched.
+    fn record_skipped(&mut self, job: &JobConfig, at: DateTime<Utc>) {
+        let run_id = self.next_run_id;
+        self.next_run_id += 1;
+        let mut record = lost_run(job.name.clone(), run_id, at);
+        record.retcode = 0;
+        record.fail_reason = None;
+        record.skip_reason = Some("paused".into());
+        if let Some(window) = self.store.pause(&job.name) {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {} skipped: paused until {}{}",
+                job.name,
+                crate::report::context::python_isoformat(window.until),
+                if window.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", window.note)
+                }
+            );
+        }
+        super::ports::with_counters(&self.counters, |c| c.record_run(&record));
+        self.store.record_run(record);
+    }
+
+    /// A scheduled fire: the leader gate decides whether this node runs
+    /// it at all; Forbid leaves the retry sequence alone; otherwise the
+    /// job's retries restart from a fresh ladder.
+    fn launch_scheduled(&mut self, job: Arc<JobConfig>) {
+        if self.stopping {
+            return;
+        }
+        if self.gate.admit(&job, Trigger::Schedule) != Admission::Launch {
+            // Another node runs it (or leadership is unsettled): nothing
+            // happens here for this occurrence, retries included.
+            tracing::debug!(
+                target: "cronstable::scheduler",
+                "Job {}: not launched on this node (leader gate)",
+                job.name
+            );
+            return;
+        }
+        if job.concurrency_policy == ConcurrencyPolicy::Forbid && self.is_running(&job.name) {
+            self.warn_still_running(&job);
+            return;
+        }
+        self.cancel_retries(&job.name);
+        if let Some(ladder) = super::RetryLadder::arm(&job.retry) {
+            let generation = self.bump_generation();
+            self.retries.insert(
+                job.name.clone(),
+                RetryState {
+                    ladder,
+                    generation,
+                    timer: None,
+                },
+            );
+        }
+        self.maybe_launch(job, Trigger::Schedule, 0);
+    }
+
+    pub(super) fn bump_generation(&mut self) -> u64 {
+        self.next_generation += 1;
+        self.next_generation
+    }
+
+    pub(super) fn is_running(&self, name: &str) -> bool {
+        self.running
+            .get(name)
+            .is_some_and(|runs| runs.iter().any(|r| !r.has_ended()))
+    }
+
+    fn warn_still_running(&self, job: &JobConfig) {
+        // An overlap the default Allow permits is routine: INFO; one that
+        // skips or cancels a run is worth a WARNING.
+        if job.concurrency_policy == ConcurrencyPolicy::Allow {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {}: still running and concurrencyPolicy is {:?}",
+                job.name,
+                job.concurrency_policy
+            );
+        } else {
+            tracing::warn!(
+                target: "cronstable::scheduler",
+                "Job {}: still running and concurrencyPolicy is {:?}",
+                job.name,
+                job.concurrency_policy
+            );
+        }
+    }
+
+    /// The launch gates, in one place: Allow runs alongside, Forbid skips,
+    /// Replace cancels every running instance and launches once they end.
+    /// The local check runs first; a launch that clears it then claims the
+    /// job's cluster slot (`concurrencyScope: cluster` only).
+    pub(super) fn maybe_launch(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        if self.is_running(&job.name) {
+            self.warn_still_running(&job);
+            match job.concurrency_policy {
+                ConcurrencyPolicy::Allow => {}
+                ConcurrencyPolicy::Forbid => return,
+                ConcurrencyPolicy::Replace => {
+                    let live: Vec<RunHandle> = self
+                        .running
+                        .get(&job.name)
+                        .map(|runs| runs.iter().filter(|r| !r.has_ended()).cloned().collect())
+                        .unwrap_or_default();
+                    for handle in &live {
+                        handle.replace();
+                    }
+                    let events = self.events_tx.clone();
+                    let name = job.name.clone();
+                    tokio::spawn(async move {
+                        for handle in &live {
+                            handle.wait_ended().await;
+                        }
+                        let _ = events.send(Event::Replacement {
+                            job: name,
+                            trigger,
+                            attempt,
+                        });
+                    });
+                    return;
+                }
+            }
+        }
+        if !self.claim_slot(&job) {
+            return;
+        }
+        self.spawn_run(job, trigger, attempt);
+    }
+
+    /// The cluster gate behind the local check: true when the launch may
+    /// go ahead.
+    pub(super) fn claim_slot(&mut self, job: &JobConfig) -> bool {
+        if !needs_slot(job) || self.held_slots.contains(&job.name) {
+            return true;
+        }
+        match self.slots.claim(job) {
+            SlotClaim::Claimed => {
+                self.held_slots.insert(job.name.clone());
+                true
+            }
+            SlotClaim::HeldBy(node) => {
+                // The manual's wording for Forbid; Replace across nodes
+                // (asking the holder to yield) arrives with the state
+                // store, until then it skips the same way.
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "Job {} skipped: its cluster concurrency slot is held by {node} \
+                     (concurrencyPolicy: {:?}, concurrencyScope: cluster)",
+                    job.name,
+                    job.concurrency_policy
+                );
+                false
+            }
+            SlotClaim::Unavailable(why) => {
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "Job {}: cannot claim its cluster concurrency slot ({why}); enforcing \
+                     concurrencyPolicy on this node only for this run (onStoreUnavailable: degrade)",
+                    job.name
+                );
+                true
+            }
+        }
+    }
+
+    /// Keeps held cluster slots alive at every pass.
+    pub(super) fn renew_slots(&mut self) {
+        for name in &self.held_slots {
+            if !self.slots.renew(name) {
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "Job {name}: its cluster concurrency slot was lost while it is still running \
+                     here; the run continues"
+                );
+            }
+        }
+    }
+
+    pub(super) fn spawn_run(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        let run_id = self.next_run_id;
+        self.next_run_id += 1;
+        tracing::info!(target: "cronstable::scheduler", "Starting job {}", job.name);
+        let (handle, task) = job::start(RunRequest {
+            job: Arc::clone(&job),
+            trigger,
+            attempt,
+            run_id,
+        });
+        self.running
+            .entry(job.name.clone())
+            .or_default()
+            .push(handle);
+        let events = self.events_tx.clone();
+        let name = job.name.clone();
+        let clock = Arc::clone(&self.clock);
+        tokio::spawn(async move {
+            match task.await {
+                Ok(record) => {
+                    let _ = events.send(Event::Finished(Box::new(record)));
+                }
+                Err(err) => {
+                    tracing::error!(
+                        target: "cronstable::scheduler",
+                        "Job {name}: its run task failed ({err}); please report this as a bug"
+                    );
+                    // Unblock the concurrency gates for this run anyway.
+                    let lost = lost_run(name, run_id, clock.now());
+                    let _ = events.send(Event::Finished(Box::new(lost)));
+                }
+            }
+        });
+    }
+}

@@ -1,0 +1,292 @@
+//! The ports the scheduler depends on, and today's implementations.
+//!
+//! The scheduler owns the job table, the running instances and the launch
+//! gates; everything it asks the outside world goes through one of these
+//! small traits. A new backend (the Kubernetes job source, a leadership
+//! backend, a shared state store) implements a port and is named in
+//! `main.rs`; the scheduler itself does not change.
+//!
+//! | Port          | Role                                                        | Today            |
+//! |---------------|-------------------------------------------------------------|------------------|
+//! | [`JobSource`] | delivers each new validated job set                         | `source::FileSource` |
+//! | [`LeaderGate`]| "may this node launch this job now?" (clusterPolicy)        | [`Standalone`]   |
+//! | [`SlotLock`]  | the cluster-wide slot of a `concurrencyScope: cluster` job  | [`NoSlots`]      |
+//! | [`RunStore`]  | finished runs, pending retries and pauses                   | [`MemoryStore`]  |
+//! | [`Clock`]     | wall-clock time and waiting for it                          | [`SystemClock`]  |
+
+use super::history::RunHistory;
+use super::pause::PauseWindow;
+use crate::config::model::{ClusterPolicy, ConcurrencyScope};
+use crate::config::JobConfig;
+use crate::job::{RunRecord, Trigger};
+use crate::metrics::prometheus::Counters;
+use chrono::{DateTime, Utc};
+use futures_util::future::BoxFuture;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// One validated job set, as a source hands it to the scheduler.
+#[derive(Debug)]
+pub struct JobSet {
+    /// Every job, in the order the source defines (the API lists them so).
+    pub jobs: Vec<JobConfig>,
+    /// The job-set id of `jobs` (computed by the source, which knows when
+    /// its input changed; the scheduler only installs and reports it).
+    pub job_set_id: String,
+    /// Where the jobs came from, for log lines and the next engineer:
+    /// file paths for the file source, object names for Kubernetes.
+    pub sources: Vec<String>,
+    /// When the source began producing this set (a reload's start). The
+    /// scheduler keeps boundaries that passed since then due, so a slow
+    /// load never loses a fire.
+    pub requested_at: DateTime<Utc>,
+}
+
+/// Where the scheduler's jobs come from.
+///
+/// A source has two ways to deliver a set, both consumed by the scheduler
+/// task so the table swap always goes through the boundary catch-up:
+/// [`JobSource::poll`] is asked at the start of every scheduler pass (so a
+/// change that lands before a boundary applies to that boundary's fires, as
+/// the original's per-pass config check does), and [`JobSource::next`] is
+/// awaited alongside the scheduler's other events for changes announced
+/// out of band (a SIGHUP, a watch event). A source that cannot produce a
+/// valid set keeps quiet: the running jobs stay as they are.
+pub trait JobSource: Send {
+    /// A new set, if the source has one right now. Must not block for
+    /// long: the scheduler's pass waits for it.
+    fn poll(&mut self) -> Option<JobSet>;
+
+    /// Resolves with the next set announced out of band; pending forever
+    /// when the source has no such channel. Must be cancel-safe: the
+    /// scheduler drops the future whenever another event wins the select.
+    fn next(&mut self) -> BoxFuture<'_, JobSet>;
+}
+
+/// The leader gate's answer for one launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// Launch here.
+    Launch,
+    /// Not here, not now, and not worth asking again for this occurrence
+    /// (another node owns the job). A scheduled fire is skipped; a retry
+    /// ladder ends here, as another node now owns the job.
+    Skip,
+    /// Not now, but the denial is transient (lost quorum, a converging
+    /// view). A scheduled fire is skipped like [`Admission::Skip`]; a
+    /// pending retry is deferred and asks again.
+    Defer,
+}
+
+/// "May this node launch this job now?"
+///
+/// Consulted for scheduled launches (boundaries, catch-up, `@reboot`) and
+/// before every automatic retry; manual starts through the API are never
+/// gated, so an operator can run a job on any node. The answer follows the
+/// job's `clusterPolicy`: `Leader` launches only on the elected leader (and
+/// fails closed when leadership is unknown), `PreferLeader` on the lowest
+/// reachable agreeing node (and runs anyway when it cannot tell: never-skip,
+/// may double-run), `EveryNode` always launches.
+pub trait LeaderGate: Send {
+    /// The verdict for one launch of `job` caused by `trigger` (never
+    /// [`Trigger::Manual`]: those are not gated).
+    fn admit(&self, job: &JobConfig, trigger: Trigger) -> Admission;
+}
+
+/// The gate of a daemon without leader election: every node runs every
+/// job, whatever its `clusterPolicy` says (the manual: election off, run).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Standalone;
+
+impl LeaderGate for Standalone {
+    fn admit(&self, _job: &JobConfig, _trigger: Trigger) -> Admission {
+        Admission::Launch
+    }
+}
+
+/// What a slot claim found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotClaim {
+    /// The slot is ours (or already was: claims are counted per job).
+    Claimed,
+    /// A live instance on another node holds it; the name is that node's.
+    HeldBy(String),
+    /// The store cannot answer (down, hung, untrustworthy locks); the text
+    /// says why. The scheduler then enforces the policy on this node only
+    /// for this run (the documented `onStoreUnavailable: degrade`).
+    Unavailable(String),
+}
+
+/// The cluster-wide slot of a job with `concurrencyScope: cluster`.
+///
+/// The local concurrency check always runs first; a launch that clears it
+/// then claims the job's slot, so Forbid and Replace also see instances on
+/// other nodes sharing the state store. Jobs with `concurrencyScope: node`
+/// or `concurrencyPolicy: Allow` never reach the lock. The scheduler
+/// releases the slot when the job's last local instance ends; a TTL backend
+/// also renews it while runs last, so a crashed holder frees it after one
+/// TTL.
+pub trait SlotLock: Send {
+    /// Claims `job`'s slot for a launch about to happen here.
+    fn claim(&mut self, job: &JobConfig) -> SlotClaim;
+    /// Keeps a held slot alive; false when it was lost (taken over after a
+    /// store outage). The run continues either way: work is never killed
+    /// over a store blip.
+    fn renew(&mut self, job: &str) -> bool;
+    /// Gives the slot back (the job's last local instance ended).
+    fn release(&mut self, job: &str);
+}
+
+/// No state store configured: there is no cluster, so every claim
+/// succeeds and the local check is the whole story.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSlots;
+
+impl SlotLock for NoSlots {
+    fn claim(&mut self, _job: &JobConfig) -> SlotClaim {
+        SlotClaim::Claimed
+    }
+    fn renew(&mut self, _job: &str) -> bool {
+        true
+    }
+    fn release(&mut self, _job: &str) {}
+}
+
+/// True when a launch of `job` must also hold its cluster slot.
+pub fn needs_slot(job: &JobConfig) -> bool {
+    job.concurrency_scope == ConcurrencyScope::Cluster
+        && job.concurrency_policy != crate::config::model::ConcurrencyPolicy::Allow
+}
+
+/// The `clusterPolicy` spelling the metrics and API show.
+pub fn cluster_policy_name(policy: ClusterPolicy) -> &'static str {
+    match policy {
+        ClusterPolicy::Leader => "Leader",
+        ClusterPolicy::PreferLeader => "PreferLeader",
+        ClusterPolicy::EveryNode => "EveryNode",
+    }
+}
+
+/// A retry waiting for its delay, as the store remembers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingRetry {
+    /// The attempt it will be (1 for the first retry).
+    pub attempt: u32,
+    /// When it is due (a pause may push it later).
+    pub due: DateTime<Utc>,
+}
+
+/// Where finished runs, pending retries and pauses are recorded and read
+/// back: the history behind `/jobs/{name}/runs`, the pause windows the
+/// launch gates honour. A durable store lets them survive a restart; the
+/// scheduler only ever talks to this trait.
+pub trait RunStore: Send {
+    /// Records a finished (or skipped) run.
+    fn record_run(&mut self, run: RunRecord);
+    /// A job's retained runs, newest first.
+    fn runs_newest_first(&self, job: &str) -> Vec<&RunRecord>;
+    /// Records a pause (replacing an older one).
+    fn set_pause(&mut self, job: &str, window: PauseWindow);
+    /// The job's recorded pause, lapsed or not.
+    fn pause(&self, job: &str) -> Option<&PauseWindow>;
+    /// Forgets a pause; true when there was one.
+    fn clear_pause(&mut self, job: &str) -> bool;
+    /// Records that a retry of `job` is pending.
+    fn set_retry(&mut self, job: &str, retry: PendingRetry);
+    /// Forgets `job`'s pending retry (it ran, or the ladder ended).
+    fn clear_retry(&mut self, job: &str);
+    /// The job's pending retry, if any.
+    fn pending_retry(&self, job: &str) -> Option<&PendingRetry>;
+    /// Forgets everything about jobs that are no longer configured.
+    fn retain_jobs(&mut self, keep: &dyn Fn(&str) -> bool);
+}
+
+/// The in-memory store: everything is lost on restart, as in the original
+/// without a state section.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    history: RunHistory,
+    pauses: HashMap<String, PauseWindow>,
+    retries: HashMap<String, PendingRetry>,
+}
+
+impl RunStore for MemoryStore {
+    fn record_run(&mut self, run: RunRecord) {
+        self.history.record(run);
+    }
+    fn runs_newest_first(&self, job: &str) -> Vec<&RunRecord> {
+        self.history.newest_first(job)
+    }
+    fn set_pause(&mut self, job: &str, window: PauseWindow) {
+        self.pauses.insert(job.to_owned(), window);
+    }
+    fn pause(&self, job: &str) -> Option<&PauseWindow> {
+        self.pauses.get(job)
+    }
+    fn clear_pause(&mut self, job: &str) -> bool {
+        self.pauses.remove(job).is_some()
+    }
+    fn set_retry(&mut self, job: &str, retry: PendingRetry) {
+        self.retries.insert(job.to_owned(), retry);
+    }
+    fn clear_retry(&mut self, job: &str) {
+        self.retries.remove(job);
+    }
+    fn pending_retry(&self, job: &str) -> Option<&PendingRetry> {
+        self.retries.get(job)
+    }
+    fn retain_jobs(&mut self, keep: &dyn Fn(&str) -> bool) {
+        self.history.retain_jobs(keep);
+        self.pauses.retain(|name, _| keep(name));
+        self.retries.retain(|name, _| keep(name));
+    }
+}
+
+/// Wall-clock time, and waiting until a wall-clock instant.
+///
+/// Schedules are wall-clock (a boundary is 12:00:00 UTC, not "60 s after
+/// start"), so the scheduler reads this clock for every decision; tests put
+/// a clock here that follows tokio's paused time instead of sleeping.
+pub trait Clock: Send + Sync {
+    /// The current instant.
+    fn now(&self) -> DateTime<Utc>;
+    /// Resolves once [`Clock::now`] has reached `at`.
+    fn sleep_until(&self, at: DateTime<Utc>) -> BoxFuture<'static, ()>;
+}
+
+/// The system's wall clock.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+
+    fn sleep_until(&self, at: DateTime<Utc>) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            // Re-reading the clock after each sleep: a timer that fires a
+            // hair early (or a clock step) must not start a pass before `at`.
+            loop {
+                match (at - Utc::now()).to_std() {
+                    Ok(d) if !d.is_zero() => tokio::time::sleep(d).await,
+                    _ => return,
+                }
+            }
+        })
+    }
+}
+
+/// The Prometheus counters, shared between the scheduler (runs, retries)
+/// and the job source (reload gauges, histogram buckets). Every holder
+/// runs on the daemon's one thread, so the lock is never contended.
+pub type SharedCounters = Arc<Mutex<Counters>>;
+
+/// Runs `f` on the shared counters; a poisoned lock (a panic while it was
+/// held) still yields the counters, which stay consistent per call.
+pub fn with_counters<T>(counters: &SharedCounters, f: impl FnOnce(&mut Counters) -> T) -> T {
+    let mut guard = counters
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    f(&mut guard)
+}

@@ -1,0 +1,425 @@
+//! The scheduler driven through its ports with fakes, under tokio's paused
+//! clock: time moves only when a test advances it, so boundaries are exact
+//! and nothing sleeps. Jobs are real processes (`true`).
+
+use super::control::ControlHandle;
+use super::ports::*;
+use super::shutdown;
+use super::{Ports, Scheduler};
+use crate::config::model::{ConcurrencyPolicy, ConcurrencyScope};
+use crate::config::{self, JobConfig, Source, SourceKind};
+use crate::job::{RunRecord, Trigger};
+use crate::metrics::prometheus::Counters;
+use crate::report::{Hook, ReportFuture, Reporter};
+use chrono::{DateTime, TimeZone, Utc};
+use futures_util::future::BoxFuture;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Wall time that follows tokio's (paused) clock from a fixed origin.
+struct PausedClock {
+    origin: DateTime<Utc>,
+    start: tokio::time::Instant,
+}
+
+impl Clock for PausedClock {
+    fn now(&self) -> DateTime<Utc> {
+        self.origin + chrono::TimeDelta::from_std(self.start.elapsed()).unwrap_or_default()
+    }
+    fn sleep_until(&self, at: DateTime<Utc>) -> BoxFuture<'static, ()> {
+        let offset = (at - self.origin).to_std().unwrap_or_default();
+        Box::pin(tokio::time::sleep_until(self.start + offset))
+    }
+}
+
+/// A source fed by the test over a channel.
+struct ChannelSource {
+    rx: mpsc::UnboundedReceiver<JobSet>,
+}
+
+impl JobSource for ChannelSource {
+    fn poll(&mut self) -> Option<JobSet> {
+        self.rx.try_recv().ok()
+    }
+    fn next(&mut self) -> BoxFuture<'_, JobSet> {
+        Box::pin(async move {
+            match self.rx.recv().await {
+                Some(set) => set,
+                None => std::future::pending().await,
+            }
+        })
+    }
+}
+
+/// A gate with a fixed answer that remembers every question; retries
+/// first get the scripted answers in `retry_script`, in order.
+struct FakeGate {
+    answer: Admission,
+    retry_script: Mutex<std::collections::VecDeque<Admission>>,
+    asked: Arc<Mutex<Vec<(String, Trigger)>>>,
+}
+
+impl LeaderGate for FakeGate {
+    fn admit(&self, job: &JobConfig, trigger: Trigger) -> Admission {
+        self.asked.lock().unwrap().push((job.name.clone(), trigger));
+        let scripted = match trigger {
+            Trigger::Retry => self.retry_script.lock().unwrap().pop_front(),
+            _ => None,
+        };
+        scripted.unwrap_or(self.answer)
+    }
+}
+
+/// A slot lock with a fixed claim answer that logs every call.
+struct FakeSlots {
+    claim: SlotClaim,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl SlotLock for FakeSlots {
+    fn claim(&mut self, job: &JobConfig) -> SlotClaim {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("claim {}", job.name));
+        self.claim.clone()
+    }
+    fn renew(&mut self, _job: &str) -> bool {
+        true
+    }
+    fn release(&mut self, job: &str) {
+        self.calls.lock().unwrap().push(format!("release {job}"));
+    }
+}
+
+/// A reporter that only remembers which hooks fired.
+#[derive(Default)]
+struct Hooks(Mutex<Vec<(String, Hook)>>);
+
+impl Reporter for Hooks {
+    fn report(&self, hook: Hook, job: &JobConfig, _record: &RunRecord) -> ReportFuture {
+        self.0.lock().unwrap().push((job.name.clone(), hook));
+        Box::pin(async {})
+    }
+}
+
+fn job_set(yaml: &str) -> JobSet {
+    let loaded = config::load_sources(&[Source {
+        name: "test.yaml".into(),
+        text: yaml.into(),
+        kind: SourceKind::Yaml,
+        include_dir: None,
+    }])
+    .expect("the test config loads");
+    JobSet {
+        job_set_id: crate::fingerprint::job_set_id(&loaded.jobs),
+        jobs: loaded.jobs,
+        sources: vec!["test.yaml".into()],
+        requested_at: origin(),
+    }
+}
+
+fn every_minute(name: &str) -> String {
+    format!("jobs:\n  - name: {name}\n    command: \"true\"\n    schedule: \"* * * * *\"\n")
+}
+
+/// Half a minute before a boundary.
+fn origin() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 30).unwrap()
+}
+
+struct Harness {
+    control: ControlHandle,
+    sets: mpsc::UnboundedSender<JobSet>,
+    asked: Arc<Mutex<Vec<(String, Trigger)>>>,
+    slot_calls: Arc<Mutex<Vec<String>>>,
+    stop: shutdown::ShutdownHandle,
+    task: tokio::task::JoinHandle<()>,
+}
+
+async fn start(initial: JobSet, answer: Admission, claim: SlotClaim) -> Harness {
+    start_scripted(initial, answer, Vec::new(), claim).await
+}
+
+async fn start_scripted(
+    initial: JobSet,
+    answer: Admission,
+    retry_script: Vec<Admission>,
+    claim: SlotClaim,
+) -> Harness {
+    let (sets, rx) = mpsc::unbounded_channel();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let slot_calls = Arc::new(Mutex::new(Vec::new()));
+    let (stop, requests) = shutdown::channel();
+    let scheduler = Scheduler::new(
+        initial,
+        Ports {
+            source: Box::new(ChannelSource { rx }),
+            gate: Box::new(FakeGate {
+                answer,
+                retry_script: Mutex::new(retry_script.into()),
+                asked: Arc::clone(&asked),
+            }),
+            slots: Box::new(FakeSlots {
+                claim,
+                calls: Arc::clone(&slot_calls),
+            }),
+            store: Box::new(MemoryStore::default()),
+            clock: Arc::new(PausedClock {
+                origin: origin(),
+                start: tokio::time::Instant::now(),
+            }),
+            reporter: Arc::new(Hooks::default()),
+            counters: Arc::new(Mutex::new(Counters::new(0.0, None))),
+            shutdown: stop.clone(),
+        },
+    );
+    let control = scheduler.control();
+    let task = tokio::spawn(scheduler.run(requests));
+    // Answered from inside the run loop: once it is, the scheduler has
+    // taken its start instant, so advancing the clock now crosses a
+    // boundary it waits for (rather than one it starts after).
+    control.job_set_id().await.expect("the scheduler runs");
+    Harness {
+        control,
+        sets,
+        asked,
+        slot_calls,
+        stop,
+        task,
+    }
+}
+
+/// Lets the runtime work (processes exit, events arrive) without moving
+/// the paused clock, until `done` says so or ten real seconds pass.
+async fn settle_until(mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() && std::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The job's runs once there are at least `want` (or after ten real
+/// seconds, whatever there is).
+async fn runs(control: &ControlHandle, job: &str, want: usize) -> Vec<RunRecord> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let runs = control.runs(job).await.expect("the job is configured");
+        if runs.len() >= want || std::time::Instant::now() >= deadline {
+            return runs;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+async fn finish(h: Harness) {
+    h.stop.trigger();
+    h.task.await.expect("the scheduler task ends cleanly");
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_boundary_fires_once_through_the_gate() {
+    let h = start(
+        job_set(&every_minute("j")),
+        Admission::Launch,
+        SlotClaim::Claimed,
+    )
+    .await;
+    // Before the boundary nothing is due.
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert!(runs(&h.control, "j", 0).await.is_empty());
+    assert!(h.asked.lock().unwrap().is_empty());
+
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let first = runs(&h.control, "j", 1).await;
+    assert_eq!(first.len(), 1, "one boundary, one run");
+    assert_eq!(first[0].trigger, Trigger::Schedule);
+    assert_eq!(first[0].retcode, 0);
+    assert_eq!(
+        *h.asked.lock().unwrap(),
+        vec![("j".to_owned(), Trigger::Schedule)]
+    );
+
+    tokio::time::advance(Duration::from_secs(60)).await;
+    assert_eq!(
+        runs(&h.control, "j", 2).await.len(),
+        2,
+        "the next boundary fires too"
+    );
+    // Node-scoped jobs never reach the slot lock.
+    assert!(h.slot_calls.lock().unwrap().is_empty());
+    finish(h).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reload_from_the_source_swaps_the_table() {
+    let h = start(
+        job_set(&every_minute("old")),
+        Admission::Launch,
+        SlotClaim::Claimed,
+    )
+    .await;
+    let old_id = h.control.job_set_id().await.unwrap();
+    let next = job_set(&every_minute("new"));
+    let new_id = next.job_set_id.clone();
+    assert_ne!(old_id, new_id);
+    h.sets.send(next).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while h.control.job_set_id().await.unwrap() != new_id && std::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(h.control.job_set_id().await.unwrap(), new_id);
+    assert!(h.control.runs("old").await.is_err(), "the old job is gone");
+
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let fired = runs(&h.control, "new", 1).await;
+    assert_eq!(fired.len(), 1, "the new table fires at the boundary");
+    assert_eq!(
+        *h.asked.lock().unwrap(),
+        vec![("new".to_owned(), Trigger::Schedule)]
+    );
+    finish(h).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_gate_saying_no_skips_scheduled_fires_but_not_manual_starts() {
+    let h = start(
+        job_set(&every_minute("j")),
+        Admission::Skip,
+        SlotClaim::Claimed,
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    for boundary in 1..=3 {
+        let asked = Arc::clone(&h.asked);
+        settle_until(|| asked.lock().unwrap().len() >= boundary).await;
+        assert_eq!(h.asked.lock().unwrap().len(), boundary);
+        tokio::time::advance(Duration::from_secs(60)).await;
+    }
+    assert!(
+        h.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|(job, trigger)| job == "j" && *trigger == Trigger::Schedule),
+        "only scheduled fires ask the gate"
+    );
+    assert!(h.control.runs("j").await.unwrap().is_empty(), "no fire ran");
+
+    let asked_before = h.asked.lock().unwrap().len();
+    h.control
+        .start("j")
+        .await
+        .expect("a manual start is accepted");
+    let manual = runs(&h.control, "j", 1).await;
+    assert_eq!(manual.len(), 1);
+    assert_eq!(manual[0].trigger, Trigger::Manual);
+    assert_eq!(
+        h.asked.lock().unwrap().len(),
+        asked_before,
+        "manual starts are not gated"
+    );
+    finish(h).await;
+}
+
+fn cluster_forbid(name: &str) -> JobSet {
+    let mut set = job_set(&every_minute(name));
+    // Set here rather than in YAML: the config refuses cluster scope while
+    // no state store exists, but the scheduler's gate must already work.
+    for job in &mut set.jobs {
+        job.concurrency_policy = ConcurrencyPolicy::Forbid;
+        job.concurrency_scope = ConcurrencyScope::Cluster;
+    }
+    set
+}
+
+#[tokio::test(start_paused = true)]
+async fn forbid_with_the_slot_held_elsewhere_skips_the_launch() {
+    let h = start(
+        cluster_forbid("j"),
+        Admission::Launch,
+        SlotClaim::HeldBy("node-b".into()),
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let calls = Arc::clone(&h.slot_calls);
+    settle_until(|| !calls.lock().unwrap().is_empty()).await;
+    assert_eq!(*h.slot_calls.lock().unwrap(), vec!["claim j".to_owned()]);
+    let snapshot = h.control.job("j").await.unwrap();
+    assert!(
+        !snapshot.running,
+        "the slot holder elsewhere forbids the launch"
+    );
+    assert!(h.control.runs("j").await.unwrap().is_empty());
+    finish(h).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_claimed_slot_is_released_when_the_run_ends() {
+    let h = start(cluster_forbid("j"), Admission::Launch, SlotClaim::Claimed).await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(
+        runs(&h.control, "j", 1).await.len(),
+        1,
+        "the claimed launch ran"
+    );
+    let calls = Arc::clone(&h.slot_calls);
+    settle_until(|| calls.lock().unwrap().len() >= 2).await;
+    assert_eq!(
+        *h.slot_calls.lock().unwrap(),
+        vec!["claim j".to_owned(), "release j".to_owned()]
+    );
+    finish(h).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_retry_asks_the_gate_again_and_waits_out_a_deferral() {
+    // Fails every minute; one retry 10 s after a failure.
+    let yaml = "jobs:\n  - name: j\n    command: \"false\"\n    schedule: \"* * * * *\"\n    \
+                onFailure:\n      retry:\n        maximumRetries: 1\n        initialDelay: 10\n        \
+                maximumDelay: 10\n        backoffMultiplier: 1\n";
+    let h = start_scripted(
+        job_set(yaml),
+        Admission::Launch,
+        vec![Admission::Defer],
+        SlotClaim::Claimed,
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(
+        runs(&h.control, "j", 1).await.len(),
+        1,
+        "the scheduled run failed"
+    );
+    // The retry comes due after 10 s; the gate defers it once.
+    tokio::time::advance(Duration::from_secs(10)).await;
+    let asked = Arc::clone(&h.asked);
+    settle_until(|| asked.lock().unwrap().len() >= 2).await;
+    assert_eq!(
+        *h.asked.lock().unwrap(),
+        vec![
+            ("j".to_owned(), Trigger::Schedule),
+            ("j".to_owned(), Trigger::Retry)
+        ]
+    );
+    assert_eq!(
+        h.control.runs("j").await.unwrap().len(),
+        1,
+        "a deferred retry waits"
+    );
+    assert_eq!(
+        h.control.job("j").await.unwrap().retry.map(|r| r.attempt),
+        Some(1),
+        "the ladder survives the deferral"
+    );
+    // Asked again after the recheck delay, the gate says yes.
+    tokio::time::advance(Duration::from_secs(5)).await;
+    let retried = runs(&h.control, "j", 2).await;
+    assert_eq!(retried.len(), 2);
+    assert_eq!(retried[1].trigger, Trigger::Retry);
+    assert_eq!(h.asked.lock().unwrap().len(), 3);
+    finish(h).await;
+}

@@ -1,0 +1,9 @@
+//! Job sources: where the scheduler's job sets come from. Each source
+//! implements [`crate::scheduler::ports::JobSource`]; `main.rs` picks one.
+//! The file source lives here; the Kubernetes source will live in
+//! `src/kube/`.
+
+pub mod file;
+pub mod stamp;
+
+pub use file::{FileSource, ReloadTrigger};
