@@ -7,4 +7,4 @@ pub(crate) mod run;
 
 pub use capture::{LiveEvent, LiveOutput, LiveSubscription};
 pub use outcome::{RunRecord, StreamOutput, Trigger};
-pub use run::{start, CancelKind, RunHandle, RunRequest};
+pub use run::{start, CancelKind, RunHandle, RunObserver, RunRequest};

@@ -8,7 +8,6 @@ use super::outcome::{
 };
 use crate::config::model::Command;
 use crate::config::JobConfig;
-use crate::metrics::statsd::StatsdTarget;
 use crate::platform::host_name;
 use crate::platform::{self, GroupSignal, JobChild, StopSignal};
 use chrono::Utc;
@@ -133,6 +132,17 @@ impl RunHandle {
     }
 }
 
+/// Hears when a run's command starts and when the run is over. The job
+/// layer defines it so that what listens (the statsd sender, in the
+/// metrics layer above) is passed in rather than imported.
+pub trait RunObserver: std::fmt::Debug + Send + Sync {
+    /// The command of a run of `job` was spawned.
+    fn started(&self, job: &JobConfig);
+    /// A run of `job` whose command was spawned has ended; `record` is
+    /// final (fail reason included).
+    fn finished(&self, job: &JobConfig, record: &RunRecord);
+}
+
 /// Everything needed to start one run.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
@@ -144,6 +154,8 @@ pub struct RunRequest {
     pub attempt: u32,
     /// Daemon-unique run number.
     pub run_id: u64,
+    /// Told when the command starts and when the run ends.
+    pub observer: Option<Arc<dyn RunObserver>>,
 }
 
 /// Starts a run: spawns the command now and returns the handle plus the
@@ -155,7 +167,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     let output = Arc::new(LiveOutput::new());
     let started_at = Utc::now();
     let job = Arc::clone(&request.job);
-    let statsd = job.statsd.as_ref().and_then(StatsdTarget::from_config);
+    let observer = request.observer.clone();
 
     // Spawning returns once the child has exec'd (posix_spawn): the pid is
     // known before the scheduler records the instance, so the API never
@@ -216,8 +228,8 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                     job.name,
                     pid.unwrap_or_default()
                 );
-                if let Some(target) = &statsd {
-                    target.send(&target.start_message());
+                if let Some(observer) = &observer {
+                    observer.started(&job);
                 }
                 let mut record = drive(&job, child, &cancel, &ended_tx, &output, base).await;
                 record.replaced = replaced.load(Ordering::SeqCst);
@@ -234,11 +246,8 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
             &record.stdout,
             &record.stderr,
         );
-        if let (Some(target), true) = (&statsd, record.start_error.is_none()) {
-            let ms = (record.finished_at - record.started_at)
-                .num_milliseconds()
-                .max(0) as u128;
-            target.send(&target.stop_message(!record.failed(), ms));
+        if let (Some(observer), true) = (&observer, record.start_error.is_none()) {
+            observer.finished(&job, &record);
         }
         record
     });

@@ -369,7 +369,7 @@ fn convert(value: &Value, spec: &Spec) -> String {
                 Value::Str(s) if spec.conversion == 's' => s.clone(),
                 Value::Str(s) => python_repr_str(s),
                 Value::Int(i) => i.to_string(),
-                Value::Float(f) => crate::metrics::prometheus::python_float(*f),
+                Value::Float(f) => crate::pyfmt::py_float(*f),
                 Value::None => "None".into(),
             };
             if let Some(p) = spec.precision {

@@ -1,10 +1,32 @@
 //! Prometheus metrics: cumulative per-job counters (kept across reloads,
 //! pruned for removed jobs) and the text / OpenMetrics exposition, with
 //! gauges computed at scrape time from a snapshot the scheduler provides.
+//!
+//! The exposition goes through the `prometheus-client` crate: a scrape
+//! builds a [`Registry`] in which each component registers a
+//! [`Collector`] for its own families (the daemon's, the per-job counters,
+//! the per-job state gauges, the cluster gauge); the crate's encoders write
+//! names, `_total` suffixes, label escaping and the `# EOF` trailer. One
+//! spelling the crate cannot produce is fixed afterwards: histogram bucket
+//! bounds. The original (Python's prometheus_client) writes `le="1.0"`, the
+//! crate's 0.0.4 encoder writes Go's `le="1"` and its OpenMetrics encoder
+//! writes `1e16` where Python writes `1e+16`. A series selector such as
+//! `le="1.0"` in a dashboard would silently stop matching, so
+//! `respell_bucket_bounds` rewrites each `le` value of the encoded text
+//! into Python's spelling. The crate's encoders are a closed set (no custom
+//! encoder can be plugged into a registry), so a pass over the text is the
+//! one way to get that spelling while keeping its registry and collectors.
 
 use crate::job::outcome::{Outcome, RunRecord};
+// One implementation of Python's float spelling, shared with the log and
+// report formatters; the name stays for the tests and readers here.
+use crate::pyfmt::py_float as python_float;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
+use std::sync::Arc;
 
 /// Default histogram bounds (seconds) of `cronstable_job_duration_seconds`.
 pub const DEFAULT_BUCKETS: [f64; 9] = [0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0];
@@ -87,7 +109,10 @@ const OUTCOMES: [Outcome; 4] = [
 #[derive(Debug, Clone)]
 pub struct Counters {
     bounds: Vec<f64>,
-    jobs: HashMap<String, JobCounters>,
+    /// Per-job counters behind an `Arc`: a scrape shares them with the
+    /// collectors (which must own what they encode) without copying, and a
+    /// later update copies one job's counters only while a scrape holds it.
+    jobs: HashMap<String, Arc<JobCounters>>,
     /// Unix time the daemon started.
     pub start_time: f64,
     /// Outcome of the latest config parse; `None` only before the first
@@ -122,7 +147,7 @@ impl Counters {
         let bounds = bounds.unwrap_or(&DEFAULT_BUCKETS).to_vec();
         if bounds != self.bounds {
             for counters in self.jobs.values_mut() {
-                counters.duration = Histogram::new(&bounds);
+                Arc::make_mut(counters).duration = Histogram::new(&bounds);
             }
             self.bounds = bounds;
         }
@@ -130,9 +155,11 @@ impl Counters {
 
     fn job(&mut self, name: &str) -> &mut JobCounters {
         let bounds = &self.bounds;
-        self.jobs
+        let counters = self
+            .jobs
             .entry(name.to_owned())
-            .or_insert_with(|| JobCounters::new(bounds))
+            .or_insert_with(|| Arc::new(JobCounters::new(bounds)));
+        Arc::make_mut(counters)
     }
 
     /// Records a finished (or skipped) run. Replaced runs are not runs.
@@ -172,7 +199,9 @@ impl Counters {
         let keep: std::collections::HashSet<&str> = names.collect();
         self.jobs.retain(|name, _| keep.contains(name.as_str()));
         for name in keep {
-            self.job(name);
+            if !self.jobs.contains_key(name) {
+                self.job(name);
+            }
         }
     }
 }
@@ -236,56 +265,6 @@ impl Format {
     }
 }
 
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-/// Spells a float the way Python's `repr(float)` does, which is how the
-/// original writes histogram bounds: dashboards and alert rules select on
-/// `le="1.0"`, so `le="1"` would be a different series to them.
-pub fn python_float(v: f64) -> String {
-    if v.is_nan() {
-        return "nan".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if v == 0.0 {
-        return if v.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    // `{:e}` gives the shortest digits that round-trip, like Python's
-    // repr; only the layout (fixed or scientific) differs and is redone.
-    let sci = format!("{:e}", v.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let sign = if v < 0.0 { "-" } else { "" };
-    // Python switches to scientific notation below 1e-4 and from 1e16.
-    if !(-4..16).contains(&exp) {
-        let (head, tail) = digits.split_at(1);
-        let frac = if tail.is_empty() {
-            String::new()
-        } else {
-            format!(".{tail}")
-        };
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{head}{frac}e{esign}{:02}", exp.abs());
-    }
-    let point = exp + 1; // digits before the decimal point
-    let body = if point <= 0 {
-        format!("0.{}{digits}", "0".repeat((-point) as usize))
-    } else if (point as usize) >= digits.len() {
-        format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
-    } else {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{int}.{frac}")
-    };
-    format!("{sign}{body}")
-}
-
 /// The `le` label value of a bucket bound: `+Inf`, else Python's repr.
 fn bucket_bound(v: f64) -> String {
     if v.is_infinite() && v > 0.0 {
@@ -295,276 +274,476 @@ fn bucket_bound(v: f64) -> String {
     }
 }
 
-fn number(v: f64) -> String {
-    if v.is_infinite() {
-        if v > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        format!("{v}")
-    }
+/// What one scrape encodes: the counters and the scheduler's gauges,
+/// owned, because the registry's collectors must be `'static`.
+#[derive(Debug)]
+struct Scrape {
+    version: String,
+    job_set_id: String,
+    start_time: f64,
+    last_reload_ok: Option<bool>,
+    last_reload_success: Option<f64>,
+    cluster_enabled: bool,
+    jobs: Vec<JobRow>,
 }
 
-struct Writer {
-    out: String,
-    format: Format,
+/// One configured job at scrape time.
+#[derive(Debug)]
+struct JobRow {
+    name: String,
+    schedule: String,
+    cluster_policy: String,
+    enabled: bool,
+    running: usize,
+    next_run: Option<f64>,
+    last_run: Option<LastRun>,
+    paused: bool,
+    counters: Arc<JobCounters>,
 }
 
-impl Writer {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let declared = match (self.format, kind) {
-            (Format::OpenMetrics, "counter") => name.trim_end_matches("_total"),
-            _ => name,
-        };
-        let _ = writeln!(self.out, "# HELP {declared} {help}");
-        let _ = writeln!(self.out, "# TYPE {declared} {kind}");
-    }
+/// The facts the gauges read from the latest finished run.
+#[derive(Debug)]
+struct LastRun {
+    finished: f64,
+    duration: Option<f64>,
+    retcode: i32,
+    success: bool,
+}
 
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        self.out.push_str(name);
-        if !labels.is_empty() {
-            self.out.push('{');
-            for (i, (k, v)) in labels.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(',');
-                }
-                let _ = write!(self.out, "{k}=\"{}\"", escape(v));
-            }
-            self.out.push('}');
+impl Scrape {
+    fn take(counters: &Counters, gauges: &DaemonGauges) -> Scrape {
+        // Jobs without counters yet (none recorded since they appeared)
+        // read as zero, sharing one empty set.
+        let empty = Arc::new(JobCounters::new(&counters.bounds));
+        let jobs = gauges
+            .jobs
+            .iter()
+            .map(|g| JobRow {
+                name: g.name.to_owned(),
+                schedule: g.schedule.to_owned(),
+                cluster_policy: g.cluster_policy.to_owned(),
+                enabled: g.enabled,
+                running: g.running,
+                next_run: g.next_run,
+                last_run: g.last_run.map(|r| LastRun {
+                    finished: r.finished_at.timestamp_micros() as f64 / 1e6,
+                    duration: r.duration_seconds(),
+                    retcode: r.retcode,
+                    success: r.outcome() == Outcome::Success,
+                }),
+                paused: g.paused,
+                counters: Arc::clone(counters.jobs.get(g.name).unwrap_or(&empty)),
+            })
+            .collect();
+        Scrape {
+            version: gauges.version.to_owned(),
+            job_set_id: gauges.job_set_id.to_owned(),
+            start_time: counters.start_time,
+            last_reload_ok: counters.last_reload_ok,
+            last_reload_success: counters.last_reload_success,
+            cluster_enabled: counters.cluster_enabled,
+            jobs,
         }
-        let _ = writeln!(self.out, " {}", number(value));
     }
+}
+
+/// A gauge value: integers print without a fraction (`1`), times and
+/// durations as floats.
+fn gauge(encoder: &mut MetricEncoder, value: &impl GaugeValue) -> Result<(), std::fmt::Error> {
+    value.encode_to(encoder)
+}
+
+/// The two value kinds the gauges here carry.
+trait GaugeValue {
+    fn encode_to(&self, encoder: &mut MetricEncoder) -> Result<(), std::fmt::Error>;
+}
+
+impl GaugeValue for i64 {
+    fn encode_to(&self, encoder: &mut MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(self)
+    }
+}
+
+impl GaugeValue for f64 {
+    fn encode_to(&self, encoder: &mut MetricEncoder) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(self)
+    }
+}
+
+/// A family with a single unlabelled gauge sample.
+fn single_gauge(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    value: &impl GaugeValue,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    gauge(&mut family, value)
+}
+
+/// The daemon's own families: build info, start time, job set, job
+/// counts and the outcome of the latest configuration parse.
+#[derive(Debug)]
+struct DaemonFamilies(Arc<Scrape>);
+
+impl Collector for DaemonFamilies {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let s = &*self.0;
+        let mut info = encoder.encode_descriptor(
+            "cronstable_info",
+            "cronstable build information.",
+            None,
+            MetricType::Gauge,
+        )?;
+        gauge(
+            &mut info.encode_family(&[("version", s.version.as_str())])?,
+            &1i64,
+        )?;
+        single_gauge(
+            &mut encoder,
+            "cronstable_start_time_seconds",
+            "Unix time this cronstable process started.",
+            &s.start_time,
+        )?;
+        let mut job_set = encoder.encode_descriptor(
+            "cronstable_job_set_info",
+            "Job-set id of the loaded configuration.",
+            None,
+            MetricType::Gauge,
+        )?;
+        gauge(
+            &mut job_set.encode_family(&[("job_set_id", s.job_set_id.as_str())])?,
+            &1i64,
+        )?;
+        let enabled = s.jobs.iter().filter(|j| j.enabled).count();
+        let mut jobs = encoder.encode_descriptor(
+            "cronstable_jobs",
+            "Configured jobs by state.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (state, count) in [("enabled", enabled), ("disabled", s.jobs.len() - enabled)] {
+            gauge(
+                &mut jobs.encode_family(&[("state", state)])?,
+                &(count as i64),
+            )?;
+        }
+        // Absent until the first parse, as in the original.
+        if let Some(ok) = s.last_reload_ok {
+            single_gauge(
+                &mut encoder,
+                "cronstable_config_last_reload_successful",
+                "Whether the latest configuration parse succeeded.",
+                &i64::from(ok),
+            )?;
+        }
+        if let Some(ts) = s.last_reload_success {
+            single_gauge(
+                &mut encoder,
+                "cronstable_config_last_reload_success_timestamp_seconds",
+                "Unix time of the latest successful configuration parse.",
+                &ts,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The per-job cumulative families: runs by outcome, the duration
+/// histogram, retries, permanent and start failures, and the times of the
+/// last success and failure.
+#[derive(Debug)]
+struct JobCounterFamilies(Arc<Scrape>);
+
+impl Collector for JobCounterFamilies {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let jobs = &self.0.jobs;
+        // Counter families are declared without `_total`: the encoders add
+        // it where each format wants it (everywhere in 0.0.4, on samples
+        // only in OpenMetrics).
+        let mut runs = encoder.encode_descriptor(
+            "cronstable_job_runs",
+            "Finished runs by outcome.",
+            None,
+            MetricType::Counter,
+        )?;
+        for job in jobs {
+            for outcome in OUTCOMES {
+                runs.encode_family(&[
+                    ("job_name", job.name.as_str()),
+                    ("status", outcome.as_str()),
+                ])?
+                .encode_counter::<NoLabelSet, u64, f64>(
+                    &job.counters.runs[outcome_index(outcome)],
+                    None,
+                )?;
+            }
+        }
+        let mut duration = encoder.encode_descriptor(
+            "cronstable_job_duration_seconds",
+            "Duration of finished runs.",
+            None,
+            MetricType::Histogram,
+        )?;
+        let mut buckets = Vec::new();
+        for job in jobs {
+            let h = &job.counters.duration;
+            // The encoders take per-bucket counts (they accumulate them);
+            // ours are cumulative already, and the `+Inf` bucket is explicit.
+            buckets.clear();
+            let mut below = 0;
+            for (bound, cumulative) in h.bounds.iter().zip(&h.counts) {
+                buckets.push((*bound, cumulative.saturating_sub(below)));
+                below = *cumulative;
+            }
+            buckets.push((f64::INFINITY, h.count.saturating_sub(below)));
+            duration
+                .encode_family(&[("job_name", job.name.as_str())])?
+                .encode_histogram::<NoLabelSet>(h.sum, h.count, &buckets, None)?;
+        }
+        type Count = fn(&JobCounters) -> u64;
+        let counter_families: [(&str, &str, Count); 3] = [
+            ("cronstable_job_retries", "Retry attempts launched.", |c| {
+                c.retries
+            }),
+            (
+                "cronstable_job_permanent_failures",
+                "Failures with no retry remaining.",
+                |c| c.permanent_failures,
+            ),
+            (
+                "cronstable_job_start_failures",
+                "Runs whose command could not be started.",
+                |c| c.start_failures,
+            ),
+        ];
+        for (name, help, get) in counter_families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for job in jobs {
+                family
+                    .encode_family(&[("job_name", job.name.as_str())])?
+                    .encode_counter::<NoLabelSet, u64, f64>(&get(&job.counters), None)?;
+            }
+        }
+        type Stamp = fn(&JobCounters) -> Option<f64>;
+        let timestamp_families: [(&str, &str, Stamp); 2] = [
+            (
+                "cronstable_job_last_success_timestamp_seconds",
+                "Unix time of the last successful finish.",
+                |c| c.last_success,
+            ),
+            (
+                "cronstable_job_last_failure_timestamp_seconds",
+                "Unix time of the last failed finish.",
+                |c| c.last_failure,
+            ),
+        ];
+        for (name, help, get) in timestamp_families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for job in jobs {
+                if let Some(ts) = get(&job.counters) {
+                    gauge(
+                        &mut family.encode_family(&[("job_name", job.name.as_str())])?,
+                        &ts,
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A gauge value of one job at scrape time.
+#[derive(Debug, Clone, Copy)]
+enum Reading {
+    Int(i64),
+    Float(f64),
+}
+
+/// The per-job state gauges, computed at scrape time.
+#[derive(Debug)]
+struct JobStateFamilies(Arc<Scrape>);
+
+impl Collector for JobStateFamilies {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let jobs = &self.0.jobs;
+        let mut info = encoder.encode_descriptor(
+            "cronstable_job_info",
+            "Static job configuration.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for job in jobs {
+            gauge(
+                &mut info.encode_family(&[
+                    ("job_name", job.name.as_str()),
+                    ("schedule", job.schedule.as_str()),
+                    ("cluster_policy", job.cluster_policy.as_str()),
+                ])?,
+                &1i64,
+            )?;
+        }
+        type Read = fn(&JobRow) -> Option<Reading>;
+        let families: [(&str, &str, Read); 8] = [
+            ("cronstable_job_enabled", "1 if the job is enabled.", |j| {
+                Some(Reading::Int(i64::from(j.enabled)))
+            }),
+            ("cronstable_job_running", "Running instances.", |j| {
+                Some(Reading::Int(i64::try_from(j.running).unwrap_or(i64::MAX)))
+            }),
+            (
+                "cronstable_job_next_run_timestamp_seconds",
+                "Unix time of the next scheduled run.",
+                |j| j.next_run.map(Reading::Float),
+            ),
+            (
+                "cronstable_job_last_run_timestamp_seconds",
+                "Unix time the most recent run finished.",
+                |j| j.last_run.as_ref().map(|r| Reading::Float(r.finished)),
+            ),
+            (
+                "cronstable_job_last_run_duration_seconds",
+                "Duration of the most recent run.",
+                |j| {
+                    j.last_run
+                        .as_ref()
+                        .and_then(|r| r.duration)
+                        .map(Reading::Float)
+                },
+            ),
+            (
+                "cronstable_job_last_run_exit_code",
+                "Exit code of the most recent run.",
+                |j| {
+                    j.last_run
+                        .as_ref()
+                        .map(|r| Reading::Int(i64::from(r.retcode)))
+                },
+            ),
+            (
+                "cronstable_job_last_run_success",
+                "1 if the most recent run succeeded.",
+                |j| {
+                    j.last_run
+                        .as_ref()
+                        .map(|r| Reading::Int(i64::from(r.success)))
+                },
+            ),
+            ("cronstable_job_paused", "1 while the job is paused.", |j| {
+                Some(Reading::Int(i64::from(j.paused)))
+            }),
+        ];
+        for (name, help, read) in families {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+            for job in jobs {
+                let Some(reading) = read(job) else { continue };
+                let labels = [("job_name", job.name.as_str())];
+                let mut sample = family.encode_family(&labels)?;
+                match reading {
+                    Reading::Int(v) => gauge(&mut sample, &v)?,
+                    Reading::Float(v) => gauge(&mut sample, &v)?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The cluster family. Without a cluster section the original still
+/// exports this one (as 0), and alert rules may select on it.
+#[derive(Debug)]
+struct ClusterFamilies(bool);
+
+impl Collector for ClusterFamilies {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        single_gauge(
+            &mut encoder,
+            "cronstable_cluster_enabled",
+            "Whether a cluster leadership backend is running on this node.",
+            &i64::from(self.0),
+        )
+    }
+}
+
+/// The registry of one scrape, each component's collector in the order
+/// its families appear in the exposition.
+fn registry(scrape: &Arc<Scrape>) -> Registry {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(DaemonFamilies(Arc::clone(scrape))));
+    registry.register_collector(Box::new(JobCounterFamilies(Arc::clone(scrape))));
+    registry.register_collector(Box::new(JobStateFamilies(Arc::clone(scrape))));
+    registry.register_collector(Box::new(ClusterFamilies(scrape.cluster_enabled)));
+    registry
 }
 
 /// Renders the exposition.
 pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> String {
-    let mut w = Writer {
-        out: String::with_capacity(256 + gauges.jobs.len() * 2048),
-        format,
+    let scrape = Arc::new(Scrape::take(counters, gauges));
+    let registry = registry(&scrape);
+    let mut out = String::with_capacity(256 + gauges.jobs.len() * 2048);
+    let encoded = match format {
+        Format::Text => prometheus_client::encoding::prometheus_text::encode(&mut out, &registry),
+        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
     };
-    w.family("cronstable_info", "gauge", "cronstable build information.");
-    w.sample("cronstable_info", &[("version", gauges.version)], 1.0);
-    w.family(
-        "cronstable_start_time_seconds",
-        "gauge",
-        "Unix time this cronstable process started.",
-    );
-    w.sample("cronstable_start_time_seconds", &[], counters.start_time);
-    w.family(
-        "cronstable_job_set_info",
-        "gauge",
-        "Job-set id of the loaded configuration.",
-    );
-    w.sample(
-        "cronstable_job_set_info",
-        &[("job_set_id", gauges.job_set_id)],
-        1.0,
-    );
-    let enabled = gauges.jobs.iter().filter(|j| j.enabled).count();
-    w.family("cronstable_jobs", "gauge", "Configured jobs by state.");
-    w.sample("cronstable_jobs", &[("state", "enabled")], enabled as f64);
-    w.sample(
-        "cronstable_jobs",
-        &[("state", "disabled")],
-        (gauges.jobs.len() - enabled) as f64,
-    );
-    if let Some(ok) = counters.last_reload_ok {
-        w.family(
-            "cronstable_config_last_reload_successful",
-            "gauge",
-            "Whether the latest configuration parse succeeded.",
-        );
-        w.sample(
-            "cronstable_config_last_reload_successful",
-            &[],
-            if ok { 1.0 } else { 0.0 },
+    // Writing into a String cannot fail and the collectors only pass the
+    // writer's errors on; should it ever happen, the scrape still gets
+    // what was written and the log says why it is short.
+    if let Err(err) = encoded {
+        tracing::error!(
+            target: "cronstable::prometheus",
+            "could not encode the metrics exposition: {err}"
         );
     }
-    if let Some(ts) = counters.last_reload_success {
-        w.family(
-            "cronstable_config_last_reload_success_timestamp_seconds",
-            "gauge",
-            "Unix time of the latest successful configuration parse.",
-        );
-        w.sample(
-            "cronstable_config_last_reload_success_timestamp_seconds",
-            &[],
-            ts,
-        );
-    }
+    respell_bucket_bounds(out)
+}
 
-    let empty = JobCounters::new(&counters.bounds);
-    let per_job: Vec<(&JobGauges, &JobCounters)> = gauges
-        .jobs
-        .iter()
-        .map(|g| (g, counters.jobs.get(g.name).unwrap_or(&empty)))
-        .collect();
-
-    w.family(
-        "cronstable_job_runs_total",
-        "counter",
-        "Finished runs by outcome.",
-    );
-    for (g, c) in &per_job {
-        for outcome in OUTCOMES {
-            w.sample(
-                "cronstable_job_runs_total",
-                &[("job_name", g.name), ("status", outcome.as_str())],
-                c.runs[outcome_index(outcome)] as f64,
-            );
-        }
-    }
-    w.family(
-        "cronstable_job_duration_seconds",
-        "histogram",
-        "Duration of finished runs.",
-    );
-    for (g, c) in &per_job {
-        for (bound, count) in c.duration.bounds.iter().zip(&c.duration.counts) {
-            w.sample(
-                "cronstable_job_duration_seconds_bucket",
-                &[("job_name", g.name), ("le", &bucket_bound(*bound))],
-                *count as f64,
-            );
-        }
-        w.sample(
-            "cronstable_job_duration_seconds_bucket",
-            &[("job_name", g.name), ("le", "+Inf")],
-            c.duration.count as f64,
-        );
-        w.sample(
-            "cronstable_job_duration_seconds_sum",
-            &[("job_name", g.name)],
-            c.duration.sum,
-        );
-        w.sample(
-            "cronstable_job_duration_seconds_count",
-            &[("job_name", g.name)],
-            c.duration.count as f64,
-        );
-    }
-    type Count = fn(&JobCounters) -> u64;
-    type Stamp = fn(&JobCounters) -> Option<f64>;
-    let counter_families: [(&str, &str, Count); 3] = [
-        (
-            "cronstable_job_retries_total",
-            "Retry attempts launched.",
-            |c| c.retries,
-        ),
-        (
-            "cronstable_job_permanent_failures_total",
-            "Failures with no retry remaining.",
-            |c| c.permanent_failures,
-        ),
-        (
-            "cronstable_job_start_failures_total",
-            "Runs whose command could not be started.",
-            |c| c.start_failures,
-        ),
-    ];
-    for (name, help, get) in counter_families {
-        w.family(name, "counter", help);
-        for (g, c) in &per_job {
-            w.sample(name, &[("job_name", g.name)], get(c) as f64);
-        }
-    }
-    let timestamp_families: [(&str, &str, Stamp); 2] = [
-        (
-            "cronstable_job_last_success_timestamp_seconds",
-            "Unix time of the last successful finish.",
-            |c| c.last_success,
-        ),
-        (
-            "cronstable_job_last_failure_timestamp_seconds",
-            "Unix time of the last failed finish.",
-            |c| c.last_failure,
-        ),
-    ];
-    for (name, help, get) in timestamp_families {
-        w.family(name, "gauge", help);
-        for (g, c) in &per_job {
-            if let Some(ts) = get(c) {
-                w.sample(name, &[("job_name", g.name)], ts);
+/// Rewrites every histogram bucket bound (`le="…"`) of an encoded
+/// exposition into Python's spelling (`1.0`, `1e+16`, `+Inf`); see the
+/// module documentation for why. Only sample lines of a `_bucket` series
+/// are looked at; the bounds seen are few, so each distinct spelling is
+/// converted once.
+fn respell_bucket_bounds(text: String) -> String {
+    const LE: &str = "le=\"";
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    let mut seen: Vec<(&str, String)> = Vec::new();
+    for line in text.split_inclusive('\n') {
+        let is_bucket = !line.starts_with('#')
+            && line
+                .split_once('{')
+                .is_some_and(|(name, _)| name.ends_with("_bucket"));
+        // Escaped label values never hold `="` (every `"` in them follows
+        // a backslash), so a `le="` on the line is the label itself,
+        // wherever the format puts it.
+        let found = is_bucket.then(|| line.rfind(LE)).flatten().and_then(|at| {
+            let start = at + LE.len();
+            let len = line[start..].find('"')?;
+            Some((start, start + len))
+        });
+        let Some((start, end)) = found else {
+            out.push_str(line);
+            continue;
+        };
+        let spelled = &line[start..end];
+        let python = match seen
+            .iter()
+            .find(|(crate_spelling, _)| *crate_spelling == spelled)
+        {
+            Some((_, python)) => python,
+            None => {
+                let python = match spelled.parse::<f64>() {
+                    Ok(v) => bucket_bound(v),
+                    // `+Inf` parses too; anything else is left as it is.
+                    Err(_) => spelled.to_owned(),
+                };
+                seen.push((spelled, python));
+                &seen[seen.len() - 1].1
             }
-        }
+        };
+        out.push_str(&line[..start]);
+        out.push_str(python);
+        out.push_str(&line[end..]);
     }
-    w.family("cronstable_job_info", "gauge", "Static job configuration.");
-    for g in &gauges.jobs {
-        w.sample(
-            "cronstable_job_info",
-            &[
-                ("job_name", g.name),
-                ("schedule", g.schedule),
-                ("cluster_policy", g.cluster_policy),
-            ],
-            1.0,
-        );
-    }
-    type Gauge = fn(&JobGauges) -> Option<f64>;
-    let gauge_families: [(&str, &str, Gauge); 8] = [
-        ("cronstable_job_enabled", "1 if the job is enabled.", |g| {
-            Some(f64::from(u8::from(g.enabled)))
-        }),
-        ("cronstable_job_running", "Running instances.", |g| {
-            Some(g.running as f64)
-        }),
-        (
-            "cronstable_job_next_run_timestamp_seconds",
-            "Unix time of the next scheduled run.",
-            |g| g.next_run,
-        ),
-        (
-            "cronstable_job_last_run_timestamp_seconds",
-            "Unix time the most recent run finished.",
-            |g| {
-                g.last_run
-                    .map(|r| r.finished_at.timestamp_micros() as f64 / 1e6)
-            },
-        ),
-        (
-            "cronstable_job_last_run_duration_seconds",
-            "Duration of the most recent run.",
-            |g| g.last_run.and_then(RunRecord::duration_seconds),
-        ),
-        (
-            "cronstable_job_last_run_exit_code",
-            "Exit code of the most recent run.",
-            |g| g.last_run.map(|r| f64::from(r.retcode)),
-        ),
-        (
-            "cronstable_job_last_run_success",
-            "1 if the most recent run succeeded.",
-            |g| {
-                g.last_run
-                    .map(|r| f64::from(u8::from(r.outcome() == Outcome::Success)))
-            },
-        ),
-        ("cronstable_job_paused", "1 while the job is paused.", |g| {
-            Some(f64::from(u8::from(g.paused)))
-        }),
-    ];
-    for (name, help, get) in gauge_families {
-        w.family(name, "gauge", help);
-        for g in &gauges.jobs {
-            if let Some(v) = get(g) {
-                w.sample(name, &[("job_name", g.name)], v);
-            }
-        }
-    }
-    // Without a cluster section the original still exports this one
-    // cluster family (as 0), and alert rules may select on it.
-    w.family(
-        "cronstable_cluster_enabled",
-        "gauge",
-        "Whether a cluster leadership backend is running on this node.",
-    );
-    w.sample(
-        "cronstable_cluster_enabled",
-        &[],
-        f64::from(u8::from(counters.cluster_enabled)),
-    );
-    if format == Format::OpenMetrics {
-        w.out.push_str("# EOF\n");
-    }
-    w.out
+    out
 }
 
 /// Groups samples by family for tests and tools: `name{labels}` → value.
@@ -713,6 +892,18 @@ mod tests {
 
     #[test]
     fn label_values_are_escaped() {
-        assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
+        let c = Counters::new(0.0, None);
+        let g = DaemonGauges {
+            version: "a\"b\\c\nd",
+            job_set_id: "v1:x",
+            jobs: vec![],
+        };
+        for format in [Format::Text, Format::OpenMetrics] {
+            let text = render(&c, &g, format);
+            assert!(
+                text.contains("cronstable_info{version=\"a\\\"b\\\\c\\nd\"} 1\n"),
+                "{text}"
+            );
+        }
     }
 }

@@ -3,7 +3,31 @@
 //! errors are logged.
 
 use crate::config::model::Statsd;
+use crate::config::JobConfig;
+use crate::job::{RunObserver, RunRecord};
 use std::net::UdpSocket;
+
+/// Sends each run's datagrams to its job's `statsd:` target, if it has
+/// one; the scheduler hands it to every run it starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StatsdEvents;
+
+impl RunObserver for StatsdEvents {
+    fn started(&self, job: &JobConfig) {
+        if let Some(target) = job.statsd.as_ref().and_then(StatsdTarget::from_config) {
+            target.send(&target.start_message());
+        }
+    }
+
+    fn finished(&self, job: &JobConfig, record: &RunRecord) {
+        if let Some(target) = job.statsd.as_ref().and_then(StatsdTarget::from_config) {
+            let ms = (record.finished_at - record.started_at)
+                .num_milliseconds()
+                .max(0) as u128;
+            target.send(&target.stop_message(!record.failed(), ms));
+        }
+    }
+}
 
 /// Where one job's metrics go.
 #[derive(Debug, Clone, PartialEq, Eq)]

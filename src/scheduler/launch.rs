@@ -253,6 +253,7 @@ impl Scheduler {
             trigger,
             attempt,
             run_id,
+            observer: Some(Arc::new(crate::metrics::statsd::StatsdEvents)),
         });
         self.running
             .entry(job.name.clone())
