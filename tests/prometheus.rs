@@ -183,6 +183,16 @@ fn start_prometheus(target_port: u16) -> Option<PrometheusServer> {
         _dir: dir,
     };
     wait_listening(port, LONG);
+    // The HTTP port opens before the storage is up; until then the API
+    // answers 503. /-/ready says when queries are served.
+    let began = std::time::Instant::now();
+    while get(port, "/-/ready").status != 200 {
+        assert!(
+            began.elapsed() < LONG,
+            "prometheus did not become ready within {LONG:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
     Some(server)
 }
 
