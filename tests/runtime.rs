@@ -473,11 +473,22 @@ jobs:
     );
     let escaped: i32 = d.wait_for_lines("escaped", 1, LONG)[0].parse().unwrap();
     d.wait_for_log("Job escapee exceeded its executionTimeout", 1, LONG);
+    // Each captured stream gets its own 30 s bound, stderr first and then
+    // stdout, so the stdout line comes about 60 s after the kill: wait
+    // with a margin past that.
     d.wait_for_log(
         "job escapee: stdout did not reach end-of-file within 30.0 seconds of the job being killed",
         1,
-        Duration::from_secs(60),
+        Duration::from_secs(90),
     );
+    let log = d.log();
+    let stderr_at = log
+        .find("job escapee: stderr did not reach end-of-file within 30.0 seconds")
+        .expect("the stderr bound is logged");
+    let stdout_at = log
+        .find("job escapee: stdout did not reach end-of-file within 30.0 seconds")
+        .expect("the stdout bound is logged");
+    assert!(stderr_at < stdout_at, "stderr's bound comes first:\n{log}");
     d.wait_for_log(
         "Job escapee exit code -100; has stdout: false, has stderr: false; \
          fail_reason: 'failsWhen=nonzeroReturn and retcode=-100'\n",
