@@ -1,9 +1,9 @@
 //! The command line as a user drives it: flags, exit codes, what goes to
 //! stdout and stderr.
 
-mod common;
+mod support;
 
-use common::{cronstable, write_tree};
+use support::cli::{cronstable, write_tree};
 
 const VALID: &str = "jobs:\n  - name: j\n    command: echo hi\n    schedule: '@daily'\n";
 

@@ -2,9 +2,9 @@
 //! names the file, the line where one exists, the job and the key. These
 //! pin the wording users see.
 
-mod common;
+mod support;
 
-use common::{cronstable, cronstable_env, write_tree};
+use support::cli::{cronstable, cronstable_env, write_tree};
 
 /// Validates `files` (the first one is passed to `-c`) and returns stderr,
 /// asserting exit code 1.

@@ -3,16 +3,13 @@
 //! signals, HOSTNAME injection, replaced instances that are not runs, and
 //! onFailure reports that finish before onPermanentFailure ones start.
 
-#[path = "common/daemon.rs"]
-mod daemon;
-#[path = "common/http.rs"]
-mod http;
+mod support;
 
-use daemon::{read_lines, Daemon};
-use http::{free_port, get, wait_listening};
 use nix::sys::signal::Signal;
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::daemon::{read_lines, Daemon};
+use support::http::{free_port, get, wait_listening};
 
 const LONG: Duration = Duration::from_secs(30);
 

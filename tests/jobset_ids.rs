@@ -2,7 +2,7 @@
 //! expected ids in tests/fixtures/jobset/expected.tsv were produced by
 //! running the original (`cronstable -c FIXTURE --job-set-id`).
 
-mod common;
+mod support;
 
 use std::path::PathBuf;
 
@@ -22,7 +22,7 @@ fn ids_match_the_original_on_every_fixture() {
     let mut mismatches = Vec::new();
     for line in expected.lines().filter(|l| !l.trim().is_empty()) {
         let (name, want) = line.split_once('\t').unwrap();
-        let run = common::cronstable(&["-c", name, "--job-set-id"], &dir);
+        let run = support::cli::cronstable(&["-c", name, "--job-set-id"], &dir);
         if let Some((_, feature)) = REFUSED_UNTIL_IMPLEMENTED.iter().find(|(f, _)| *f == name) {
             assert_eq!(run.code, Some(1), "{name} should be refused");
             assert!(
@@ -53,7 +53,7 @@ fn ids_match_the_original_on_every_fixture() {
 #[test]
 fn fixtures_meant_to_share_an_id_do() {
     let dir = fixtures();
-    let id = |name: &str| common::cronstable(&["-c", name, "--job-set-id"], &dir).stdout;
+    let id = |name: &str| support::cli::cronstable(&["-c", name, "--job-set-id"], &dir).stdout;
     assert_eq!(id("02-many-jobs.yaml"), id("03-many-jobs-reordered.yaml"));
     assert_eq!(id("06-defaults-block.yaml"), id("07-defaults-inlined.yaml"));
     assert_eq!(
@@ -67,12 +67,12 @@ fn fixtures_meant_to_share_an_id_do() {
 fn id_does_not_depend_on_the_working_directory() {
     let dir = fixtures();
     let absolute = dir.join("40-mixed-everything.yaml");
-    let from_root = common::cronstable(
+    let from_root = support::cli::cronstable(
         &["-c", absolute.to_str().unwrap(), "--job-set-id"],
         std::path::Path::new("/"),
     );
     let from_fixtures =
-        common::cronstable(&["-c", "40-mixed-everything.yaml", "--job-set-id"], &dir);
+        support::cli::cronstable(&["-c", "40-mixed-everything.yaml", "--job-set-id"], &dir);
     assert_eq!(from_root.code, Some(0), "{}", from_root.stderr);
     assert_eq!(from_root.stdout, from_fixtures.stdout);
 }

@@ -5,14 +5,11 @@
 //! side by side). Fail reasons follow the manual (Failure-Detection), which
 //! the original's later releases word differently.
 
-#[path = "common/daemon.rs"]
-mod daemon;
-#[path = "common/http.rs"]
-mod http;
+mod support;
 
-use daemon::Daemon;
 use nix::sys::signal::Signal;
 use std::time::Duration;
+use support::daemon::Daemon;
 
 const LONG: Duration = Duration::from_secs(30);
 
@@ -96,7 +93,7 @@ jobs:
 
 #[test]
 fn a_daemons_life_logs_the_originals_lines() {
-    let port = http::free_port();
+    let port = support::http::free_port();
     let mut d = Daemon::start(&CONFIG.replace("@PORT@", &port.to_string()));
     let id = job_set_id(&d);
 

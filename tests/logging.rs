@@ -3,13 +3,11 @@
 //! a `logging:` section's formatters and stream/file handlers, the
 //! `--log-format` alternatives, and a section changed on reload.
 
-mod common;
-#[path = "common/daemon.rs"]
-mod daemon;
+mod support;
 
-use common::{cronstable, write_tree};
-use daemon::Daemon;
 use std::time::{Duration, Instant};
+use support::cli::{cronstable, write_tree};
+use support::daemon::Daemon;
 
 const VALID: &str = "jobs:\n  - name: j\n    command: echo hi\n    schedule: '@daily'\n";
 

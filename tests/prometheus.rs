@@ -3,17 +3,14 @@
 //! tests/fixtures/prometheus), and a real Prometheus server scraping the
 //! built daemon, answering queries and evaluating the manual's alert rules.
 
-#[path = "common/daemon.rs"]
-mod daemon;
-#[path = "common/http.rs"]
-mod http;
+mod support;
 
-use daemon::Daemon;
-use http::{free_port, get, post, request, wait_listening};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::daemon::Daemon;
+use support::http::{free_port, get, post, request, wait_listening};
 
 const LONG: Duration = Duration::from_secs(30);
 

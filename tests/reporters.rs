@@ -3,17 +3,12 @@
 //! receivers for webhooks and Sentry envelopes, and shell commands writing
 //! their environment to files.
 
-#[path = "common/mod.rs"]
-mod common;
-#[path = "common/daemon.rs"]
-mod daemon;
-#[path = "common/receivers.rs"]
-mod receivers;
+mod support;
 
-use daemon::Daemon;
-use receivers::{HttpReceiver, Reply, SmtpSink};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
+use support::daemon::Daemon;
+use support::receivers::{HttpReceiver, Reply, SmtpSink};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -153,9 +148,11 @@ jobs:
         1,
         LONG,
     );
-    let pgid: i32 = daemon::read_lines(&d.path("pgid"))[0].parse().unwrap();
+    let pgid: i32 = support::daemon::read_lines(&d.path("pgid"))[0]
+        .parse()
+        .unwrap();
     assert!(
-        !daemon::group_alive(pgid),
+        !support::daemon::group_alive(pgid),
         "the reporter's group was killed"
     );
 }
@@ -408,7 +405,7 @@ jobs:
 #[test]
 fn html_success_mail_over_starttls() {
     let certs = tempfile::tempdir().unwrap();
-    let (cert, key) = receivers::self_signed(certs.path());
+    let (cert, key) = support::receivers::self_signed(certs.path());
     let smtp = SmtpSink::start_tls(&cert, &key);
     let d = Daemon::start(&config(
         r#"
@@ -448,7 +445,7 @@ jobs:
 #[test]
 fn mail_over_implicit_tls() {
     let certs = tempfile::tempdir().unwrap();
-    let (cert, key) = receivers::self_signed(certs.path());
+    let (cert, key) = support::receivers::self_signed(certs.path());
     let smtp = SmtpSink::start_implicit_tls(&cert, &key);
     let d = Daemon::start(&config(
         r#"
@@ -480,7 +477,7 @@ jobs:
 #[test]
 fn starttls_with_certificate_validation_refuses_a_self_signed_server() {
     let certs = tempfile::tempdir().unwrap();
-    let (cert, key) = receivers::self_signed(certs.path());
+    let (cert, key) = support::receivers::self_signed(certs.path());
     let smtp = SmtpSink::start_tls(&cert, &key);
     let d = Daemon::start(&config(
         r#"
@@ -574,7 +571,7 @@ fn a_broken_reporter_does_not_block_the_others() {
         body: String::new(),
         delay: Duration::from_secs(60),
     });
-    let closed = receivers::free_port();
+    let closed = support::receivers::free_port();
     let d = Daemon::start(&config(
         r#"
 jobs:
@@ -622,7 +619,7 @@ jobs:
         LONG,
     );
     hang.wait_for("/hang", 1, LONG);
-    let ticks_before = daemon::read_lines(&d.path("ticks")).len();
+    let ticks_before = support::daemon::read_lines(&d.path("ticks")).len();
     d.wait_for_lines("ticks", ticks_before + 2, LONG);
     d.wait_for_log(
         "Problem reporting job broken failure: webhook reporter: no response within 8 seconds",
@@ -633,7 +630,7 @@ jobs:
 
 #[test]
 fn a_broken_template_is_a_load_error_naming_the_key() {
-    let dir = common::write_tree(&[(
+    let dir = support::cli::write_tree(&[(
         "jobs.yaml",
         r#"
 jobs:
@@ -651,7 +648,7 @@ jobs:
     schedule: "@daily"
 "#,
     )]);
-    let run = common::cronstable(&["-c", "jobs.yaml", "-v"], dir.path());
+    let run = support::cli::cronstable(&["-c", "jobs.yaml", "-v"], dir.path());
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(
         run.stderr
@@ -660,7 +657,7 @@ jobs:
         run.stderr
     );
 
-    let dir = common::write_tree(&[(
+    let dir = support::cli::write_tree(&[(
         "jobs.yaml",
         r#"
 defaults:
@@ -674,7 +671,7 @@ jobs:
     schedule: "@daily"
 "#,
     )]);
-    let run = common::cronstable(&["-c", "jobs.yaml", "-v"], dir.path());
+    let run = support::cli::cronstable(&["-c", "jobs.yaml", "-v"], dir.path());
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(
         run.stderr
@@ -828,7 +825,7 @@ fn templates_render_exactly_like_jinja2() {
 fn the_reporting_page_examples_load_and_send_the_same_messages() {
     let plain = SmtpSink::start();
     let certs = tempfile::tempdir().unwrap();
-    let (cert, key) = receivers::self_signed(certs.path());
+    let (cert, key) = support::receivers::self_signed(certs.path());
     let tls = SmtpSink::start_tls(&cert, &key);
     let http = HttpReceiver::start();
     let secrets = tempfile::tempdir().unwrap();

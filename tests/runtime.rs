@@ -2,12 +2,11 @@
 //! written by jobs, the process table, signals, and statsd on a real UDP
 //! socket.
 
-#[path = "common/daemon.rs"]
-mod daemon;
+mod support;
 
-use daemon::{group_alive, read_lines, Daemon};
 use nix::sys::signal::Signal;
 use std::time::Duration;
+use support::daemon::{group_alive, read_lines, Daemon};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -393,14 +392,17 @@ jobs:
     );
     d.wait_for_lines("pgid", 1, LONG);
     let pgid: i32 = read_lines(&d.path("pgid"))[0].parse().unwrap();
-    assert!(!daemon::live_members(pgid).is_empty(), "the job is running");
+    assert!(
+        !support::daemon::live_members(pgid).is_empty(),
+        "the job is running"
+    );
     d.signal(Signal::SIGTERM);
     d.wait_for_log("Shutting down", 1, LONG);
     d.signal(Signal::SIGINT);
     d.wait_for_log("SIGINT received again", 1, LONG);
     if read_lines(&d.path("done")).is_empty() {
         assert!(
-            !daemon::live_members(pgid).is_empty(),
+            !support::daemon::live_members(pgid).is_empty(),
             "the second signal must not stop the job"
         );
     }

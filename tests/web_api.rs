@@ -2,14 +2,11 @@
 //! shapes, auth and scopes, the unix socket, manual start/cancel, pauses,
 //! and /metrics read by Prometheus's own Python parser.
 
-#[path = "common/daemon.rs"]
-mod daemon;
-#[path = "common/http.rs"]
-mod http;
+mod support;
 
-use daemon::Daemon;
-use http::{free_port, get, post, request, wait_listening};
 use std::time::{Duration, Instant};
+use support::daemon::Daemon;
+use support::http::{free_port, get, post, request, wait_listening};
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -361,7 +358,7 @@ fn unix_socket_listener_with_mode() {
     let mode =
         std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&socket).unwrap().permissions());
     assert_eq!(mode & 0o777, 0o600);
-    let reply = http::request_unix(&socket, "GET", "/version");
+    let reply = support::http::request_unix(&socket, "GET", "/version");
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body, env!("CARGO_PKG_VERSION"));
 }

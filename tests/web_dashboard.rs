@@ -2,15 +2,12 @@
 //! stream (SSE), node readings and history, the summary, the activity feed
 //! with its ETag, and a job's resources answer.
 
-#[path = "common/daemon.rs"]
-mod daemon;
-#[path = "common/http.rs"]
-mod http;
+mod support;
 
-use daemon::Daemon;
-use http::{free_port, get, post, request, wait_listening};
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
+use support::daemon::Daemon;
+use support::http::{free_port, get, post, request, wait_listening};
 
 const LONG: Duration = Duration::from_secs(20);
 

@@ -1,12 +1,8 @@
 //! `https://` listeners with a test CA made at test time: plain TLS, mutual
 //! TLS accept/reject, and a rotated certificate served without a restart.
 
-#[path = "common/daemon.rs"]
-mod daemon;
-#[path = "common/http.rs"]
-mod http;
+mod support;
 
-use daemon::Daemon;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
@@ -14,6 +10,7 @@ use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::daemon::Daemon;
 
 const LONG: Duration = Duration::from_secs(20);
 
@@ -117,11 +114,11 @@ fn https_listener_serves_with_the_configured_certificate() {
     let files = tempfile::tempdir().unwrap();
     let cert_path = write(files.path(), "server.pem", &cert);
     let key_path = write(files.path(), "server.key", &key);
-    let port = http::free_port();
+    let port = support::http::free_port();
     let _d = Daemon::start(&format!(
         "web:\n  listen:\n    - https://127.0.0.1:{port}\n  tls:\n    cert: {cert_path}\n    key: {key_path}\njobs: []\n"
     ));
-    http::wait_listening(port, LONG);
+    support::http::wait_listening(port, LONG);
     let body = tls_get(port, &pki.ca_pem, None).unwrap();
     assert_eq!(body, env!("CARGO_PKG_VERSION"));
     let other = Pki::new();
@@ -140,11 +137,11 @@ fn mutual_tls_accepts_signed_clients_and_rejects_others() {
     let cert_path = write(files.path(), "server.pem", &cert);
     let key_path = write(files.path(), "server.key", &key);
     let ca_path = write(files.path(), "clients.pem", &clients.ca_pem);
-    let port = http::free_port();
+    let port = support::http::free_port();
     let _d = Daemon::start(&format!(
         "web:\n  listen:\n    - https://127.0.0.1:{port}\n  tls:\n    cert: {cert_path}\n    key: {key_path}\n    clientCa: {ca_path}\njobs: []\n"
     ));
-    http::wait_listening(port, LONG);
+    support::http::wait_listening(port, LONG);
     let (client_cert, client_key) = clients.issue(&["client"]);
     assert!(tls_get(port, &pki.ca_pem, Some((&client_cert, &client_key))).is_ok());
     assert!(
@@ -165,11 +162,11 @@ fn a_rotated_certificate_is_served_without_a_restart() {
     let files = tempfile::tempdir().unwrap();
     let cert_path = write(files.path(), "server.pem", &cert);
     let key_path = write(files.path(), "server.key", &key);
-    let port = http::free_port();
+    let port = support::http::free_port();
     let d = Daemon::start(&format!(
         "web:\n  listen:\n    - https://127.0.0.1:{port}\n  tls:\n    cert: {cert_path}\n    key: {key_path}\njobs: []\n"
     ));
-    http::wait_listening(port, LONG);
+    support::http::wait_listening(port, LONG);
     assert!(tls_get(port, &first.ca_pem, None).is_ok());
     let second = Pki::new();
     let (cert, key) = second.issue(&["127.0.0.1"]);

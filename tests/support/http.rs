@@ -1,9 +1,6 @@
 //! A minimal HTTP/1.1 client for black-box tests (TCP and unix sockets), so
 //! the tests need no HTTP crate.
 
-// Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,5 @@
-//! Helpers shared by the black-box tests: run the built binary the way a
-//! user does and capture what it says.
-
-#![allow(dead_code)]
+//! Runs the built binary once, the way a user runs a command, and
+//! captures what it says (exit code, stdout, stderr).
 
 use std::path::Path;
 use std::process::Command;

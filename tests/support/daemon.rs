@@ -1,9 +1,6 @@
 //! A daemon under test: the built binary started on a config in a temp
 //! directory, its stderr collected, stopped when dropped.
 
-// Each test binary uses a different subset of these helpers.
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -2,8 +2,6 @@
 //! records what it is sent (webhooks, Sentry envelopes), and the aiosmtpd
 //! SMTP server from `tests/support/smtp_sink.py`.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -1,0 +1,13 @@
+//! What the black-box tests share: run the built binary once (`cli`), a
+//! daemon under test (`daemon`), a small HTTP client (`http`), and real
+//! receivers for reports (`receivers`, with `smtp_sink.py`).
+//!
+//! Every test binary declares `mod support;` and uses what it needs, so
+//! each binary leaves some helpers unused.
+
+#![allow(dead_code)]
+
+pub mod cli;
+pub mod daemon;
+pub mod http;
+pub mod receivers;
