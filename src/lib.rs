@@ -15,7 +15,9 @@
 //! - [`job`]: one run of a job: spawn, capture, deadline, outcome.
 //! - [`report`]: reporters (mail, Sentry, webhook, shell) and templates.
 //! - [`metrics`]: Prometheus and statsd output.
-//! - [`scheduler`]: the run loop, launch gates and control.
+//! - [`scheduler`]: the run loop, launch gates and control, and the ports
+//!   (job source, leader gate, slot lock, run store, clock) it depends on.
+//! - [`source`]: the file job source: config paths, change stamps, reloads.
 //! - [`web`]: the HTTP API and dashboard.
 //!
 //! Only what the binary, the tests, the benches and the examples use is

@@ -357,8 +357,9 @@ fn configure(section: Option<&LoggingConfig>) -> Result<(), String> {
     Ok(())
 }
 
-/// [`configure`], logging a failure as the original does (and carrying
-/// on with the logging already in force).
+/// Applies a `logging:` section (or the defaults when there is none),
+/// logging a failure as the original does and carrying on with the
+/// logging already in force.
 pub fn apply_section(section: Option<&LoggingConfig>) {
     if let Err(err) = configure(section) {
         tracing::error!(

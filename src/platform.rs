@@ -161,15 +161,20 @@ pub fn signal_group(pid: u32, sig: StopSignal, leader_reaped: bool) -> GroupSign
 /// Signals one process (the fallback when its group cannot be signalled).
 /// `Ok(false)` means it no longer exists.
 #[cfg(unix)]
-pub fn signal_process(pid: u32, sig: StopSignal) -> Result<bool, String> {
+pub fn signal_process(pid: u32, sig: StopSignal) -> std::io::Result<bool> {
     use nix::errno::Errno;
     use nix::sys::signal::kill;
     use nix::unistd::Pid;
-    let raw = i32::try_from(pid).map_err(|_| format!("pid {pid} out of range"))?;
+    let raw = i32::try_from(pid).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("pid {pid} out of range"),
+        )
+    })?;
     match kill(Pid::from_raw(raw), nix_signal(sig)) {
         Ok(()) => Ok(true),
         Err(Errno::ESRCH) => Ok(false),
-        Err(e) => Err(e.desc().to_owned()),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -596,27 +596,25 @@ fn send_stop(job: &JobConfig, child: &mut JobChild, pid: u32, reaped: bool, sig:
     if pid == 0 {
         return;
     }
-    let fallback_reason = match platform::signal_group(pid, sig, reaped) {
+    match platform::signal_group(pid, sig, reaped) {
         GroupSignal::Sent => return,
         GroupSignal::Empty if reaped => return,
-        GroupSignal::Empty => None,
+        GroupSignal::Empty => {}
         GroupSignal::Failed(reason) => {
             tracing::warn!(
                 target: "cronstable::job",
                 "could not signal the process group of pid {pid} ({reason}); falling back to signalling that process alone"
             );
-            Some(reason)
         }
-    };
+    }
     if reaped {
         return;
     }
     let result = match sig {
         StopSignal::Terminate => platform::signal_process(pid, sig),
-        StopSignal::Kill => child.start_kill().map(|_| true).map_err(|e| e.to_string()),
+        StopSignal::Kill => child.start_kill().map(|_| true),
     };
     if let Err(err) = result {
-        let _ = fallback_reason;
         tracing::warn!(
             target: "cronstable::job",
             "Job {}: could not signal its process (pid {pid}): {err}",

@@ -1,4 +1,4 @@
 //! Metrics: per-job statsd datagrams and the Prometheus exposition.
 
 pub mod prometheus;
-pub mod statsd;
+pub(crate) mod statsd;

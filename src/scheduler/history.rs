@@ -32,11 +32,6 @@ impl RunHistory {
             .unwrap_or_default()
     }
 
-    /// The job's most recent run.
-    pub fn last(&self, job: &str) -> Option<&RunRecord> {
-        self.runs.get(job).and_then(|r| r.back())
-    }
-
     /// Forgets jobs that are no longer configured.
     pub fn retain_jobs(&mut self, keep: impl Fn(&str) -> bool) {
         self.runs.retain(|name, _| keep(name));

@@ -10,17 +10,17 @@
 //! signal; `main.rs` picks the implementations and owns shutdown.
 
 mod api;
-pub mod control;
+pub(crate) mod control;
 mod finish;
-pub mod history;
+pub(crate) mod history;
 mod launch;
-pub mod pause;
+pub(crate) mod pause;
 pub mod ports;
-pub mod retry;
+pub(crate) mod retry;
 pub mod shutdown;
 #[cfg(test)]
 mod tests;
-pub mod tick;
+pub(crate) mod tick;
 
 use crate::config::JobConfig;
 use crate::job::{self, RunHandle, RunRecord, Trigger};

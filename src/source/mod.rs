@@ -4,6 +4,6 @@
 //! `src/kube/`.
 
 pub mod file;
-pub mod stamp;
+pub(crate) mod stamp;
 
 pub use file::{FileSource, ReloadTrigger};

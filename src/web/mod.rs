@@ -4,13 +4,13 @@
 //! listeners, and restarts them when a reload changes the section or the
 //! TLS files are rotated (an unchanged section keeps them running).
 
-pub mod auth;
-pub mod logs;
-pub mod node;
-pub mod preview;
+pub(crate) mod auth;
+pub(crate) mod logs;
+pub(crate) mod node;
+pub(crate) mod preview;
 pub mod routes;
-pub mod tls;
-pub mod views;
+pub(crate) mod tls;
+pub(crate) mod views;
 
 use crate::config::model::WebConfig;
 use crate::scheduler::control::ControlHandle;
