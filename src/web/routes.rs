@@ -251,7 +251,8 @@ async fn status(State(state): State<AppState>, headers: HeaderMap) -> ApiResult 
     let jobs = state.control.jobs().await?;
     let now = Utc::now();
     if wants_json(&headers) {
-        let rows: Vec<Value> = jobs.iter().map(|j| views::status_row(j, now)).collect();
+        let rows: Vec<views::StatusRow<'_>> =
+            jobs.iter().map(|j| views::status_row(j, now)).collect();
         return Ok(Json(rows).into_response());
     }
     let mut body = String::with_capacity(jobs.len() * 48);

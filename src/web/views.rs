@@ -19,26 +19,82 @@ fn is_reboot(job: &JobSnapshot) -> bool {
     job.config.parsed_schedule.cron().is_none()
 }
 
-/// One row of `GET /status` (JSON form).
-pub fn status_row(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
-    let name = &job.config.name;
-    if job.running {
-        let mut row = json!({"job": name, "status": "running", "pid": job.pids});
-        if job.never_fires {
-            row["never_fires"] = Value::Bool(true);
+/// One row of `GET /status` (JSON form), serialized straight from the
+/// snapshot: a 10,000-job answer builds no intermediate JSON maps.
+///
+/// Fields are declared in the order a JSON object map sorts its keys, so
+/// the bytes are the ones the map-based rows had.
+#[derive(Debug, serde::Serialize)]
+pub struct StatusRow<'a> {
+    job: &'a str,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    never_fires: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pid: Option<&'a [u32]>,
+    #[serde(skip_serializing_if = "ScheduledIn::is_absent")]
+    scheduled_in: ScheduledIn,
+    status: &'static str,
+}
+
+/// The `scheduled_in` member of a status row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ScheduledIn {
+    /// Not part of the row (running or disabled jobs).
+    Absent,
+    /// `"@reboot"`.
+    Reboot,
+    /// Seconds until the next fire, or `null` when there is none.
+    Seconds(Option<f64>),
+}
+
+impl ScheduledIn {
+    fn is_absent(&self) -> bool {
+        *self == ScheduledIn::Absent
+    }
+}
+
+impl serde::Serialize for ScheduledIn {
+    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ScheduledIn::Absent | ScheduledIn::Seconds(None) => out.serialize_none(),
+            ScheduledIn::Reboot => out.serialize_str("@reboot"),
+            ScheduledIn::Seconds(Some(secs)) => out.serialize_f64(*secs),
         }
-        return row;
+    }
+}
+
+/// One row of `GET /status` (JSON form).
+pub fn status_row(job: &JobSnapshot, now: DateTime<Utc>) -> StatusRow<'_> {
+    let row = |status, never_fires, pid, scheduled_in| StatusRow {
+        job: &job.config.name,
+        never_fires,
+        pid,
+        scheduled_in,
+        status,
+    };
+    if job.running {
+        return row(
+            "running",
+            job.never_fires,
+            Some(&job.pids[..]),
+            ScheduledIn::Absent,
+        );
     }
     if !job.config.enabled {
-        return json!({"job": name, "status": "disabled"});
+        return row("disabled", false, None, ScheduledIn::Absent);
     }
     if is_reboot(job) {
-        return json!({"job": name, "status": "scheduled", "scheduled_in": "@reboot"});
+        return row("scheduled", false, None, ScheduledIn::Reboot);
     }
     if job.never_fires {
-        return json!({"job": name, "status": "scheduled", "scheduled_in": null, "never_fires": true});
+        return row("scheduled", true, None, ScheduledIn::Seconds(None));
     }
-    json!({"job": name, "status": "scheduled", "scheduled_in": seconds_until(job.next_fire, now)})
+    row(
+        "scheduled",
+        false,
+        None,
+        ScheduledIn::Seconds(seconds_until(job.next_fire, now)),
+    )
 }
 
 /// One line of `GET /status` (text form).
