@@ -994,6 +994,11 @@ async fn custom_resource_schema_violations_are_422_naming_the_field() {
     bad["metadata"]["name"] = json!("wrong.example.com");
     let err = fake.install_crd(bad).expect_err("bad CRD name");
     assert_eq!(err.code, 422);
+    // The YAML route (for `cronstable crd` output) goes through the same
+    // create: the Widget CRD is already there.
+    let yaml = serde_yaml::to_string(&widget_crd()).expect("yaml");
+    let err = fake.install_crd_yaml(&yaml).expect_err("second install");
+    assert!(err.contains("already exists"), "{err}");
 }
 
 #[tokio::test]

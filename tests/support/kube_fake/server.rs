@@ -210,6 +210,12 @@ async fn dispatch(
     let rt = &route.rt;
     let ns = route.ns.clone().unwrap_or_default();
     let fv = field_validation(params)?;
+    // Writing for real on a dry run would be worse than refusing it.
+    if params.get("dryRun").is_some_and(|d| !d.is_empty()) {
+        return Err(bad_request(
+            "dryRun is not implemented by the fake API server",
+        ));
+    }
     let written = |w: Written, code: u16| respond(code, &w.object, &w.warnings);
     match (route.name.as_deref(), method.as_str()) {
         (None, "GET") => {

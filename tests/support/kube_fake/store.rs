@@ -17,11 +17,17 @@ use super::{RequestRecord, Settings};
 /// One served resource: a built-in kind or a version of a CRD.
 #[derive(Debug, Clone)]
 pub(crate) struct ResourceType {
+    /// API group ("" for core/v1).
     pub group: String,
+    /// Version served at this path.
     pub version: String,
+    /// Path segment of the collection (`configmaps`).
     pub plural: String,
+    /// Singular name, for discovery.
     pub singular: String,
+    /// Kind of the objects (`ConfigMap`).
     pub kind: String,
+    /// Namespaced (true) or cluster-scoped.
     pub namespaced: bool,
     /// Whether `/status` is a subresource (then the main resource ignores
     /// status changes and the subresource ignores everything else).
@@ -88,12 +94,17 @@ fn builtin(
 /// One change, as kept in the history and sent to watches.
 #[derive(Debug)]
 pub(crate) struct Change {
+    /// resourceVersion the change was stored at.
     pub rv: u64,
+    /// Group of the changed object.
     pub group: String,
+    /// Plural of the changed object.
     pub plural: String,
+    /// Namespace of the changed object ("" when cluster-scoped).
     pub namespace: String,
     /// ADDED, MODIFIED or DELETED.
     pub kind: &'static str,
+    /// The object as stored after the change (as last stored, for DELETED).
     pub object: Value,
     /// The object before a MODIFIED change, so a watch with a selector can
     /// turn "left the selection" into DELETED, as the watch cache does.
@@ -114,14 +125,19 @@ pub(crate) enum Feed {
 /// How strictly unknown fields are treated (`fieldValidation`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) enum FieldValidation {
+    /// Drop unknown fields silently.
     Ignore,
+    /// Drop unknown fields and say so in a Warning header (server default).
     Warn,
+    /// Refuse unknown fields with 400.
     Strict,
 }
 
 /// A successful write: the stored object and any warnings for the client.
 pub(crate) struct Written {
+    /// The object as stored.
     pub object: Value,
+    /// Texts for `Warning` headers.
     pub warnings: Vec<String>,
 }
 
@@ -223,6 +239,7 @@ fn random_suffix(seed: u64) -> String {
 }
 
 impl Store {
+    /// An empty store serving the built-in kinds.
     pub fn new(settings: Settings) -> Self {
         let event_fields = vec![
             "involvedObject.kind",
@@ -284,30 +301,37 @@ impl Store {
         }
     }
 
+    /// The current global resourceVersion.
     pub fn rv(&self) -> u64 {
         self.rv
     }
 
+    /// The knobs the fake was started with.
     pub fn settings(&self) -> &Settings {
         &self.settings
     }
 
+    /// The request log, oldest first.
     pub fn log(&self) -> &[RequestRecord] {
         &self.log
     }
 
+    /// Append one request to the log.
     pub fn record(&mut self, r: RequestRecord) {
         self.log.push(r);
     }
 
+    /// Forget the request log.
     pub fn clear_log(&mut self) {
         self.log.clear();
     }
 
+    /// Whether the outage switch is on.
     pub fn unavailable(&self) -> bool {
         self.unavailable
     }
 
+    /// Flip the outage switch; turning it on cuts open watches.
     pub fn set_unavailable(&mut self, down: bool) {
         self.unavailable = down;
         if down {
@@ -315,16 +339,19 @@ impl Store {
         }
     }
 
+    /// Compact all history and end open watches with 410 Expired.
     pub fn expire_history(&mut self) {
         self.history.clear();
         self.compacted = self.rv;
         let _ = self.feed.send(Feed::Expired);
     }
 
+    /// Every served resource type.
     pub fn types(&self) -> &[ResourceType] {
         &self.types
     }
 
+    /// The type served at group/version/plural, if any.
     pub fn find_type(&self, group: &str, version: &str, plural: &str) -> Option<ResourceType> {
         self.types
             .iter()
@@ -339,6 +366,7 @@ impl Store {
             .cloned()
     }
 
+    /// The stored object by apiVersion, kind, namespace and name.
     pub fn peek(&self, api_version: &str, kind: &str, ns: &str, name: &str) -> Option<Value> {
         let rt = self.type_for(api_version, kind)?;
         self.objects.get(&key(&rt, ns, name)).cloned()
@@ -500,6 +528,7 @@ impl Store {
         })
     }
 
+    /// List a collection (one namespace or all), filtered and paged.
     pub fn list(
         &self,
         rt: &ResourceType,
@@ -549,6 +578,7 @@ impl Store {
         }))
     }
 
+    /// One object, or 404.
     pub fn get(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
         self.objects
             .get(&key(rt, ns, name))
@@ -556,6 +586,7 @@ impl Store {
             .ok_or_else(|| status::not_found(&rt.target(name)))
     }
 
+    /// Create an object in `ns` (ignored for cluster-scoped types).
     pub fn create(
         &mut self,
         rt: &ResourceType,
@@ -771,10 +802,12 @@ impl Store {
     }
 
     /// The stored object, for applying a patch to.
+    /// The stored object a patch is applied to, or 404.
     pub fn current(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
         self.get(rt, ns, name)
     }
 
+    /// Delete an object (or mark it, while finalizers remain).
     pub fn delete(
         &mut self,
         rt: &ResourceType,
@@ -1062,6 +1095,7 @@ impl Store {
         }
     }
 
+    /// Create a CRD as a POST would, registering its types.
     pub fn create_crd(&mut self, crd: Value) -> Result<Value, ApiError> {
         let rt = self
             .find_type("apiextensions.k8s.io", "v1", "customresourcedefinitions")
@@ -1075,6 +1109,7 @@ impl Store {
             .map(|w| w.object)
     }
 
+    /// Create an object from its own apiVersion/kind/namespace (test seeding).
     pub fn seed(&mut self, obj: Value) -> Result<Value, ApiError> {
         let api_version = obj
             .get("apiVersion")
