@@ -1102,3 +1102,144 @@ async fn discovery_lists_the_served_resources() {
     let core = client.list_core_api_resources("v1").await.expect("/api/v1");
     assert!(core.resources.iter().any(|r| r.name == "configmaps"));
 }
+
+#[tokio::test]
+async fn event_recorder_creates_then_aggregates_by_patch() {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    let recorder = Recorder::new(client.clone(), Reporter::from("cronstable"));
+    let regarding = ObjectReference {
+        api_version: Some("example.com/v1".into()),
+        kind: Some("Widget".into()),
+        name: Some("w1".into()),
+        namespace: Some("default".into()),
+        uid: Some("u-1".into()),
+        ..Default::default()
+    };
+    let ev = Event {
+        type_: EventType::Warning,
+        reason: "RunFailed".into(),
+        note: Some("exit status 1".into()),
+        action: "Run".into(),
+        secondary: None,
+    };
+    recorder
+        .publish(&ev, &regarding)
+        .await
+        .expect("first publish creates");
+    recorder
+        .publish(&ev, &regarding)
+        .await
+        .expect("repeat publish patches");
+
+    let events: Api<K8sEvent> = Api::default_namespaced(client);
+    let list = events
+        .list(&ListParams::default())
+        .await
+        .expect("list events");
+    assert_eq!(
+        list.items.len(),
+        1,
+        "a repeat is aggregated, not a new object"
+    );
+    let stored = &list.items[0];
+    assert_eq!(stored.series.as_ref().map(|s| s.count), Some(2));
+    assert_eq!(stored.reason.as_deref(), Some("RunFailed"));
+    let writes: Vec<String> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.path
+                .starts_with("/apis/events.k8s.io/v1/namespaces/default/events")
+                && r.method != "GET"
+        })
+        .map(|r| r.method)
+        .collect();
+    assert_eq!(writes, ["POST", "PATCH"]);
+}
+
+#[tokio::test]
+async fn streaming_list_watcher_gets_initial_events_then_changes() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
+    cms.create(&PostParams::default(), &cm("one", json!({}), json!({})))
+        .await
+        .expect("create");
+
+    let mut events = watcher(cms.clone(), watcher::Config::default().streaming_lists()).boxed();
+    let mut initial = Vec::new();
+    loop {
+        match tokio::time::timeout(PATIENCE, events.try_next())
+            .await
+            .expect("event")
+            .expect("no error")
+            .expect("open")
+        {
+            watcher::Event::InitApply(o) => initial.push(o.metadata.name.unwrap_or_default()),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    assert_eq!(initial, ["one"]);
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| r.is_watch() || r.method != "GET"),
+        "a streaming list needs no list request"
+    );
+    cms.create(&PostParams::default(), &cm("two", json!({}), json!({})))
+        .await
+        .expect("create");
+    loop {
+        if let watcher::Event::Apply(o) = tokio::time::timeout(PATIENCE, events.try_next())
+            .await
+            .expect("event")
+            .expect("no error")
+            .expect("open")
+        {
+            assert_eq!(o.metadata.name.as_deref(), Some("two"));
+            break;
+        }
+    }
+}
+
+#[tokio::test]
+async fn finalizers_hold_deletion_until_removed() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    let api = widgets(&fake, client).await;
+    let mut w = widget("held", json!({"size": 1}));
+    w.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
+    api.create(&PostParams::default(), &w)
+        .await
+        .expect("create");
+
+    let marked = api
+        .delete("held", &DeleteParams::default())
+        .await
+        .expect("delete")
+        .left()
+        .expect("object back");
+    assert!(
+        marked.metadata.deletion_timestamp.is_some(),
+        "marked for deletion"
+    );
+    assert!(
+        api.get("held").await.is_ok(),
+        "still there while a finalizer remains"
+    );
+    api.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .expect("remove finalizer");
+    let (code, _, _) = api_error(api.get("held").await.expect_err("gone"));
+    assert_eq!(code, 404);
+}
