@@ -1243,3 +1243,126 @@ async fn finalizers_hold_deletion_until_removed() {
     let (code, _, _) = api_error(api.get("held").await.expect_err("gone"));
     assert_eq!(code, 404);
 }
+
+#[tokio::test]
+async fn built_in_kinds_are_checked_like_the_real_server() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    // Untyped access, so the bodies can carry what typed structs cannot.
+    let cms: Api<DynamicObject> = Api::default_namespaced_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            "configmaps",
+        ),
+    );
+    let raw = |name: &str, extra: Value| -> DynamicObject {
+        let mut v = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+        if let (Some(m), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            m.extend(e.clone());
+        }
+        serde_json::from_value(v).expect("dynamic object")
+    };
+
+    // Unknown fields: dropped by default, refused under Strict.
+    let kept = cms
+        .create(
+            &PostParams::default(),
+            &raw("loose", json!({"data": {"a": "1"}, "bogus": 1})),
+        )
+        .await
+        .expect("create");
+    assert!(kept.data.get("bogus").is_none(), "unknown field dropped");
+    assert_eq!(kept.data["data"]["a"], "1");
+    let strict = PatchParams {
+        field_validation: Some(ValidationDirective::Strict),
+        ..PatchParams::default()
+    };
+    let (code, _, message) = api_error(
+        cms.patch("loose", &strict, &Patch::Merge(json!({"bogus": 1})))
+            .await
+            .expect_err("strict unknown field"),
+    );
+    assert_eq!(code, 400);
+    assert!(message.contains("unknown field \"bogus\""), "{message}");
+
+    // A wrong type in a typed kind fails decoding (400), not validation.
+    let (code, reason, _) = api_error(
+        cms.create(
+            &PostParams::default(),
+            &raw("typed", json!({"data": {"n": 5}})),
+        )
+        .await
+        .expect_err("non-string data"),
+    );
+    assert_eq!((code, reason.as_str()), (400, "BadRequest"));
+
+    // An immutable ConfigMap keeps its data.
+    cms.create(
+        &PostParams::default(),
+        &raw("frozen", json!({"data": {"a": "1"}, "immutable": true})),
+    )
+    .await
+    .expect("create");
+    let (code, _, message) = api_error(
+        cms.patch(
+            "frozen",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"data": {"a": "2"}})),
+        )
+        .await
+        .expect_err("immutable"),
+    );
+    assert_eq!(code, 422);
+    assert!(message.contains("field is immutable"), "{message}");
+
+    // Lease durations must be positive.
+    let leases: Api<Lease> = Api::default_namespaced(client.clone());
+    let lease = Lease {
+        metadata: kube::api::ObjectMeta {
+            name: Some("l".into()),
+            ..Default::default()
+        },
+        spec: Some(LeaseSpec {
+            lease_duration_seconds: Some(0),
+            ..Default::default()
+        }),
+    };
+    let (code, _, message) = api_error(
+        leases
+            .create(&PostParams::default(), &lease)
+            .await
+            .expect_err("zero duration"),
+    );
+    assert_eq!(code, 422);
+    assert!(message.contains("spec.leaseDurationSeconds"), "{message}");
+
+    // events.k8s.io Events must name their reporter, action, reason and time.
+    let events: Api<DynamicObject> = Api::default_namespaced_with(
+        client,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("events.k8s.io", "v1", "Event"),
+            "events",
+        ),
+    );
+    let bare: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e1"}, "type": "Normal",
+    }))
+    .expect("event json");
+    let (code, _, message) = api_error(
+        events
+            .create(&PostParams::default(), &bare)
+            .await
+            .expect_err("bare event"),
+    );
+    assert_eq!(code, 422);
+    for field in [
+        "eventTime",
+        "reportingController",
+        "reportingInstance",
+        "action",
+        "reason",
+    ] {
+        assert!(message.contains(field), "{field} in {message}");
+    }
+}

@@ -265,25 +265,64 @@ impl Store {
         crd.status_sub = true;
         crd.generation = true;
         crd.delete_returns_object = true;
+        // The typed kinds' fields, as structural schemas, so unknown fields
+        // are pruned (or refused under Strict) and wrong types refused, as
+        // the real server's decoder does.
+        let mut configmap = builtin("", "v1", "configmaps", "ConfigMap", vec![]);
+        configmap.schema = Some(json!({"type": "object", "properties": {
+            "data": {"type": "object", "additionalProperties": {"type": "string"}},
+            "binaryData": {"type": "object", "additionalProperties": {"type": "string"}},
+            "immutable": {"type": "boolean"},
+        }}));
+        let mut lease = builtin("coordination.k8s.io", "v1", "leases", "Lease", vec![]);
+        lease.schema = Some(
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+                "holderIdentity": {"type": "string"},
+                "leaseDurationSeconds": {"type": "integer"},
+                "acquireTime": {"type": "string"},
+                "renewTime": {"type": "string"},
+                "leaseTransitions": {"type": "integer"},
+                "strategy": {"type": "string"},
+                "preferredHolder": {"type": "string"},
+            }}}}),
+        );
+        let mut new_event = builtin(
+            "events.k8s.io",
+            "v1",
+            "events",
+            "Event",
+            vec![
+                "regarding.kind",
+                "regarding.namespace",
+                "regarding.name",
+                "regarding.uid",
+                "reason",
+                "reportingController",
+                "type",
+            ],
+        );
+        let free = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+        new_event.schema = Some(json!({"type": "object", "properties": {
+            "eventTime": {"type": "string"},
+            "series": {"type": "object", "properties": {"count": {"type": "integer"}, "lastObservedTime": {"type": "string"}}},
+            "reportingController": {"type": "string"},
+            "reportingInstance": {"type": "string"},
+            "action": {"type": "string"},
+            "reason": {"type": "string"},
+            "regarding": free,
+            "related": free,
+            "note": {"type": "string"},
+            "type": {"type": "string"},
+            "deprecatedSource": free,
+            "deprecatedFirstTimestamp": {"type": "string"},
+            "deprecatedLastTimestamp": {"type": "string"},
+            "deprecatedCount": {"type": "integer"},
+        }}));
         let types = vec![
-            builtin("", "v1", "configmaps", "ConfigMap", vec![]),
+            configmap,
             builtin("", "v1", "events", "Event", event_fields),
-            builtin(
-                "events.k8s.io",
-                "v1",
-                "events",
-                "Event",
-                vec![
-                    "regarding.kind",
-                    "regarding.namespace",
-                    "regarding.name",
-                    "regarding.uid",
-                    "reason",
-                    "reportingController",
-                    "type",
-                ],
-            ),
-            builtin("coordination.k8s.io", "v1", "leases", "Lease", vec![]),
+            new_event,
+            lease,
             crd,
         ];
         let (feed, _) = broadcast::channel(4096);
@@ -447,14 +486,7 @@ impl Store {
         if rt.kind == "ConfigMap" {
             for field in ["data", "binaryData"] {
                 if let Some(map) = obj.get(field).and_then(Value::as_object) {
-                    for (k, v) in map {
-                        if !v.is_string() {
-                            causes.push(Cause {
-                                reason: "FieldValueInvalid",
-                                field: format!("{field}[{k}]"),
-                                detail: format!("Invalid value: {v}: must be a string"),
-                            });
-                        }
+                    for k in map.keys() {
                         let key_ok = !k.is_empty()
                             && k.len() <= 253
                             && k.chars()
@@ -490,6 +522,76 @@ impl Store {
                 }
             }
         }
+        if rt.kind == "Lease" {
+            let spec = obj.get("spec");
+            if let Some(d) = spec
+                .and_then(|s| s.get("leaseDurationSeconds"))
+                .and_then(Value::as_i64)
+            {
+                if d <= 0 {
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid",
+                        field: "spec.leaseDurationSeconds".into(),
+                        detail: format!("Invalid value: {d}: must be greater than 0"),
+                    });
+                }
+            }
+            if let Some(t) = spec
+                .and_then(|s| s.get("leaseTransitions"))
+                .and_then(Value::as_i64)
+            {
+                if t < 0 {
+                    causes.push(Cause {
+                        reason: "FieldValueInvalid",
+                        field: "spec.leaseTransitions".into(),
+                        detail: format!("Invalid value: {t}: must be greater than or equal to 0"),
+                    });
+                }
+            }
+        }
+        // events.k8s.io/v1 Events must say who reported what and when.
+        if rt.kind == "Event" && rt.group == "events.k8s.io" && old.is_none() {
+            for field in [
+                "eventTime",
+                "reportingController",
+                "reportingInstance",
+                "action",
+                "reason",
+            ] {
+                if obj
+                    .get(field)
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty)
+                {
+                    causes.push(Cause {
+                        reason: "FieldValueRequired",
+                        field: field.into(),
+                        detail: "Required value".into(),
+                    });
+                }
+            }
+            let kind = obj.get("type").and_then(Value::as_str).unwrap_or_default();
+            if kind != "Normal" && kind != "Warning" {
+                causes.push(Cause {
+                    reason: "FieldValueNotSupported",
+                    field: "type".into(),
+                    detail: format!(
+                        "Unsupported value: {kind:?}: supported values: \"Normal\", \"Warning\""
+                    ),
+                });
+            }
+            if obj
+                .pointer("/series/count")
+                .and_then(Value::as_i64)
+                .is_some_and(|c| c < 2)
+            {
+                causes.push(Cause {
+                    reason: "FieldValueInvalid",
+                    field: "series.count".into(),
+                    detail: "Invalid value: should be at least 2".into(),
+                });
+            }
+        }
         causes
     }
 
@@ -513,6 +615,18 @@ impl Store {
             return Err(bad_request(format!(
                 "strict decoding error: {}",
                 list.join(", ")
+            )));
+        }
+        if !out.causes.is_empty() && rt.builtin {
+            // For typed kinds a wrong type fails decoding: 400, not 422.
+            let texts: Vec<String> = out
+                .causes
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.detail))
+                .collect();
+            return Err(bad_request(format!(
+                "error decoding request body: {}",
+                texts.join(", ")
             )));
         }
         if !out.causes.is_empty() {
