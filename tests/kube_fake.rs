@@ -1366,3 +1366,58 @@ async fn built_in_kinds_are_checked_like_the_real_server() {
         assert!(message.contains(field), "{field} in {message}");
     }
 }
+
+#[tokio::test]
+async fn a_server_gone_from_the_network_refuses_then_returns_with_its_state() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_with_retry(&fake, false).await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
+    cms.create(
+        &PostParams::default(),
+        &cm("keep", json!({}), json!({"k": "v"})),
+    )
+    .await
+    .expect("create");
+    let rv_before = fake.resource_version();
+    let mut stream = cms
+        .watch(&WatchParams::default(), &rv_before.to_string())
+        .await
+        .expect("watch")
+        .boxed();
+
+    fake.go_down().await;
+    let end = tokio::time::timeout(PATIENCE, stream.next())
+        .await
+        .expect("watch ends");
+    assert!(end.is_none_or(|r| r.is_err()), "the open watch ended");
+    fake.clear_requests();
+    let err = cms.get("keep").await.expect_err("nobody listening");
+    assert!(
+        !matches!(err, kube::Error::Api(_)),
+        "a transport error, not an API answer: {err:?}"
+    );
+    assert!(fake.requests().is_empty(), "nothing reached the server");
+    // A raw connect is refused too.
+    assert!(
+        tokio::net::TcpStream::connect(fake.addr()).await.is_err(),
+        "port closed"
+    );
+
+    fake.come_back().await.expect("listens again");
+    let back = cms.get("keep").await.expect("back up");
+    assert_eq!(
+        back.data.and_then(|d| d.get("k").cloned()).as_deref(),
+        Some("v")
+    );
+    // Watches resume from the old version: nothing was lost.
+    cms.create(&PostParams::default(), &cm("later", json!({}), json!({})))
+        .await
+        .expect("create");
+    let mut resumed = cms
+        .watch(&WatchParams::default(), &rv_before.to_string())
+        .await
+        .expect("watch")
+        .boxed();
+    let ev = next_event(&mut resumed).await;
+    assert_eq!((ev.0.as_str(), ev.1.as_str()), ("ADDED", "later"));
+}

@@ -78,11 +78,34 @@ impl Shared {
     }
 }
 
+/// The serving task and the signal that asks it to stop gracefully.
+struct Running {
+    task: tokio::task::JoinHandle<()>,
+    stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Serve the router on `listener` until `stop` fires.
+fn serve(listener: tokio::net::TcpListener, shared: Arc<Shared>) -> Running {
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let app = server::router(shared);
+    let task = tokio::spawn(async move {
+        // The server only ends when asked to (go_down, drop), so an error
+        // here can only be a broken listener; the test will see its
+        // requests fail.
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    Running { task, stop }
+}
+
 /// A running fake API server. Dropping it stops the server.
 pub struct FakeApiServer {
     addr: SocketAddr,
     shared: Arc<Shared>,
-    task: tokio::task::JoinHandle<()>,
+    running: Mutex<Option<Running>>,
 }
 
 impl FakeApiServer {
@@ -99,14 +122,53 @@ impl FakeApiServer {
         let shared = Arc::new(Shared {
             store: Mutex::new(Store::new(settings)),
         });
-        let app = server::router(shared.clone());
-        let task = tokio::spawn(async move {
-            // The server only ends when the test drops the handle (abort), so
-            // an error here can only be a broken listener; the test will see
-            // its requests fail.
-            let _ = axum::serve(listener, app).await;
-        });
-        Ok(Self { addr, shared, task })
+        let running = serve(listener, shared.clone());
+        Ok(Self {
+            addr,
+            shared,
+            running: Mutex::new(Some(running)),
+        })
+    }
+
+    /// Take the server off the network: open watches are cut, keep-alive
+    /// connections closed and the port released, so clients get "connection
+    /// refused" (a dead API server, unlike the 503 switch). State is kept for
+    /// [`Self::come_back`].
+    pub async fn go_down(&self) {
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some(running) = running else { return };
+        // Cut watches first: graceful shutdown waits for open responses.
+        self.shared.lock().cut_watches();
+        let _ = running.stop.send(());
+        let mut task = running.task;
+        // In-flight requests get a moment to finish; then the task goes.
+        if tokio::time::timeout(Duration::from_secs(5), &mut task)
+            .await
+            .is_err()
+        {
+            task.abort();
+        }
+    }
+
+    /// Listen again on the same address after [`Self::go_down`], with every
+    /// object and the resourceVersion history as they were.
+    pub async fn come_back(&self) -> std::io::Result<()> {
+        if self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            return Ok(());
+        }
+        let listener = tokio::net::TcpListener::bind(self.addr).await?;
+        let running = serve(listener, self.shared.clone());
+        *self.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(running);
+        Ok(())
     }
 
     /// The base URL, e.g. `http://127.0.0.1:40123`.
@@ -187,6 +249,13 @@ impl FakeApiServer {
 
 impl Drop for FakeApiServer {
     fn drop(&mut self) {
-        self.task.abort();
+        if let Some(running) = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            running.task.abort();
+        }
     }
 }

@@ -378,6 +378,11 @@ impl Store {
         }
     }
 
+    /// End every open watch (the connection drops, as when a server dies).
+    pub fn cut_watches(&mut self) {
+        let _ = self.feed.send(Feed::Cut);
+    }
+
     /// Compact all history and end open watches with 410 Expired.
     pub fn expire_history(&mut self) {
         self.history.clear();
