@@ -994,6 +994,20 @@ async fn custom_resource_schema_violations_are_422_naming_the_field() {
     bad["metadata"]["name"] = json!("wrong.example.com");
     let err = fake.install_crd(bad).expect_err("bad CRD name");
     assert_eq!(err.code, 422);
+    // So is a schema that is not structural (a field without a type).
+    let mut loose = widget_crd();
+    loose["metadata"]["name"] = json!("gadgets.example.com");
+    loose["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget"});
+    loose["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["untyped"] = json!({"description": "no type"});
+    let err = fake.install_crd(loose).expect_err("non-structural schema");
+    assert_eq!(err.code, 422);
+    assert!(
+        err.message
+            .contains("properties[spec].properties[untyped].type: Required value"),
+        "{}",
+        err.message
+    );
     // The YAML route (for `cronstable crd` output) goes through the same
     // create: the Widget CRD is already there.
     let yaml = serde_yaml::to_string(&widget_crd()).expect("yaml");

@@ -434,3 +434,61 @@ fn combinators(value: &Value, schema: &Value, path: &str, out: &mut Outcome) {
         }
     }
 }
+
+/// Structural-schema rules a v1 CRD must meet (the real server refuses the
+/// CRD otherwise): every specified field, array item and additionalProperties
+/// schema has a `type` (unless int-or-string or preserve-unknown-fields),
+/// the root is an object, and `properties` and `additionalProperties` are
+/// not both set. `path` is the schema's field path in the CRD.
+pub fn structural_causes(schema: &Value, path: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        causes.push(Cause {
+            reason: "FieldValueInvalid",
+            field: format!("{path}.type"),
+            detail: "Invalid value: \"\": must be object at the root".into(),
+        });
+    }
+    structural_walk(schema, path, false, &mut causes);
+    causes
+}
+
+fn structural_walk(node: &Value, path: &str, needs_type: bool, causes: &mut Vec<Cause>) {
+    let exempt = node.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true))
+        || node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+    if needs_type
+        && !exempt
+        && node
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+    {
+        causes.push(Cause {
+            reason: "FieldValueRequired",
+            field: format!("{path}.type"),
+            detail: "Required value: must not be empty for specified object fields".into(),
+        });
+    }
+    if node.get("properties").is_some()
+        && node
+            .get("additionalProperties")
+            .is_some_and(|a| a.is_object())
+    {
+        causes.push(Cause {
+            reason: "FieldValueForbidden",
+            field: format!("{path}.additionalProperties"),
+            detail: "Forbidden: additionalProperties and properties are mutual exclusive".into(),
+        });
+    }
+    if let Some(props) = node.get("properties").and_then(Value::as_object) {
+        for (k, sub) in props {
+            structural_walk(sub, &format!("{path}.properties[{k}]"), true, causes);
+        }
+    }
+    if let Some(items) = node.get("items") {
+        structural_walk(items, &format!("{path}.items"), true, causes);
+    }
+    if let Some(add) = node.get("additionalProperties").filter(|a| a.is_object()) {
+        structural_walk(add, &format!("{path}.additionalProperties"), true, causes);
+    }
+}

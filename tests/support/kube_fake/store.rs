@@ -1145,6 +1145,12 @@ impl Store {
                 "Required value: schemas are required".into(),
             );
         }
+        for (i, v) in versions.iter().enumerate() {
+            if let Some(s) = v.pointer("/schema/openAPIV3Schema") {
+                let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+                causes.extend(schema::structural_causes(s, &path));
+            }
+        }
         if !causes.is_empty() {
             return Err(status::invalid(
                 "CustomResourceDefinition",
