@@ -10,4 +10,5 @@
 pub mod cli;
 pub mod daemon;
 pub mod http;
+pub mod kube_fake;
 pub mod receivers;
