@@ -6,9 +6,9 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceValidation, JSONSchemaProps,
 };
 use kube::CustomResource;
-use serde_json::{Map, Value};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
 /// A named set of cron jobs in one namespace: the YAML config's `jobs:` and
 /// `defaults:` as a Kubernetes object.
@@ -254,7 +254,12 @@ fn node_types(node: &Map<String, Value>) -> Vec<String> {
         add(t);
     }
     for key in ["anyOf", "oneOf"] {
-        for branch in node.get(key).and_then(Value::as_array).into_iter().flatten() {
+        for branch in node
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             if let Some(t) = branch.get("type") {
                 add(t);
             }
@@ -367,7 +372,8 @@ fn require_job_keys(value: &mut Value) {
             "required".to_owned(),
             serde_json::json!(["name", "command", "schedule"]),
         );
-        if let Some(Value::Object(name)) = job.get_mut("properties").and_then(|p| p.get_mut("name")) {
+        if let Some(Value::Object(name)) = job.get_mut("properties").and_then(|p| p.get_mut("name"))
+        {
             name.insert("minLength".to_owned(), Value::from(1));
             name.remove("nullable");
         }

@@ -6,5 +6,5 @@
 pub mod convert;
 pub mod crd;
 
-pub use convert::{job_name, to_source, ConvertError};
+pub use convert::{job_name, source_name, to_source, ConvertError, SetSource};
 pub use crd::{crd, crd_yaml, CrdError, CronJobSet, CronJobSetSpec, CronJobSetStatus};
