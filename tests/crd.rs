@@ -121,7 +121,8 @@ fn crd_is_valid_for_every_supported_kubernetes_minor() {
 /// Validates every document of `manifest` against the CRD's schema the way
 /// the API server applies it: `nullable` admits null, and unknown fields
 /// are refused (kubectl's strict field validation) except under
-/// `x-kubernetes-preserve-unknown-fields`. Prints one line per document:
+/// `x-kubernetes-preserve-unknown-fields`, and a list keyed by
+/// `x-kubernetes-list-map-keys` refuses two items with the same key. Prints one line per document:
 /// `ok` or `refused: <reason>`.
 const VALIDATOR: &str = r#"
 import sys, yaml, jsonschema
@@ -141,12 +142,39 @@ def api_server(node):
         if "enum" in node:
             node["enum"] = node["enum"] + [None]
     return node
+def duplicate_keys(node, value, path):
+    # x-kubernetes-list-type: map, which JSON schema cannot say: the
+    # listed key fields identify an item, so two items may not share them.
+    if not isinstance(node, dict):
+        return None
+    if isinstance(value, list) and node.get("x-kubernetes-list-type") == "map":
+        seen = set()
+        for item in value:
+            key = tuple(item.get(k) for k in node["x-kubernetes-list-map-keys"]) if isinstance(item, dict) else None
+            if key in seen:
+                return path + ": Duplicate value: " + repr(key)
+            seen.add(key)
+    if isinstance(value, list) and "items" in node:
+        for i, item in enumerate(value):
+            found = duplicate_keys(node["items"], item, path + "/" + str(i))
+            if found:
+                return found
+    if isinstance(value, dict):
+        for name, child in node.get("properties", {}).items():
+            if name in value:
+                found = duplicate_keys(child, value[name], (path + "/" if path else "") + name)
+                if found:
+                    return found
+    return None
 validator = jsonschema.Draft4Validator(api_server(schema))
 for doc in yaml.safe_load_all(open(sys.argv[2])):
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.path))
+    duplicate = duplicate_keys(schema, doc, "")
     if errors:
         e = errors[0]
         print("refused: " + "/".join(str(p) for p in e.path) + ": " + e.message)
+    elif duplicate:
+        print("refused: " + duplicate)
     else:
         print("ok")
 "#;
@@ -231,6 +259,9 @@ fn the_schema_refuses_bad_objects() {
             "suspend",
         ),
         ("no spec", String::new(), "spec"),
+        ("duplicate job name", format!("  jobs: [{{{job}}}, {{{job}}}]"), "Duplicate value: ('a',)"),
+        ("empty job name", "  jobs: [{name: '', command: 'true', schedule: '@daily'}]".to_owned(), "name"),
+        ("bad retry bound", format!("  jobs: [{{{job}, onFailure: {{retry: {{maximumRetries: 1, initialDelay: 1, maximumDelay: 0, backoffMultiplier: 2}}}}}}]"), "maximumDelay"),
     ];
     let dir = tempfile::tempdir().expect("temp dir");
     let manifest = dir.path().join("bad.yaml");

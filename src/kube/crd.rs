@@ -190,8 +190,9 @@ pub struct CrdError(String);
 ///    `x-kubernetes-preserve-unknown-fields`, the one structural way to
 ///    accept such a value; the loader checks their shape;
 /// 2. kube's own transforms (structural rewrite, optional enums);
-/// 3. after: the bounds the loader enforces become `minimum`s, so the API
-///    server refuses what the loader would.
+/// 3. after: the bounds the loader enforces become `minimum`s and a job
+///    list keyed by name refuses duplicates, so the API server refuses what
+///    the loader would; descriptions lose their rustdoc link brackets.
 pub fn schema() -> Result<JSONSchemaProps, CrdError> {
     // One generator per part: the root object itself is written here, as
     // kube's derive would, because its metadata has no schemars schema.
@@ -234,6 +235,7 @@ pub fn schema() -> Result<JSONSchemaProps, CrdError> {
     let mut value = schema.to_value();
     add_bounds(&mut value);
     require_job_keys(&mut value);
+    plain_descriptions(&mut value);
     serde_json::from_value(value).map_err(|e| CrdError(format!("not JSONSchemaProps: {e}")))
 }
 
@@ -319,6 +321,9 @@ const BOUNDS: &[(&str, f64, bool, Option<f64>)] = &[
     ("backoffMultiplier", 0.0, true, None),
     ("interval", 0.1, false, None),
     ("history", 0.0, false, Some(2000.0)),
+    ("maxTimeSinceSuccessSeconds", 0.0, true, None),
+    ("lateAfterSeconds", 0.0, true, None),
+    ("maxRuntimeSeconds", 0.0, true, None),
 ];
 
 /// Pass 3: adds the loader's bounds to every property they name.
@@ -377,5 +382,150 @@ fn require_job_keys(value: &mut Value) {
             name.insert("minLength".to_owned(), Value::from(1));
             name.remove("nullable");
         }
+    }
+    // A list keyed by `name`: the API server refuses two jobs of one name,
+    // as the loader does, and server-side apply merges jobs by name.
+    if let Some(Value::Object(jobs)) = value.pointer_mut("/properties/spec/properties/jobs") {
+        jobs.insert("x-kubernetes-list-type".to_owned(), Value::from("map"));
+        jobs.insert(
+            "x-kubernetes-list-map-keys".to_owned(),
+            serde_json::json!(["name"]),
+        );
+    }
+}
+
+/// Doc comments link types as ``[`Name`]``; `kubectl explain` shows the
+/// text raw, so the brackets go.
+fn plain_descriptions(value: &mut Value) {
+    match value {
+        Value::Object(node) => {
+            if let Some(Value::String(text)) = node.get_mut("description") {
+                *text = text.replace("[`", "`").replace("`]", "`");
+            }
+            node.values_mut().for_each(plain_descriptions);
+        }
+        Value::Array(items) => items.iter_mut().for_each(plain_descriptions),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema_value() -> Value {
+        serde_json::to_value(schema().expect("the schema generates")).expect("JSON")
+    }
+
+    /// Visits every schema node (root, properties, items, additional
+    /// properties) with its path.
+    fn each_node(node: &Value, path: &str, visit: &mut dyn FnMut(&str, &Map<String, Value>)) {
+        let Value::Object(map) = node else {
+            panic!("{path}: a schema node is not an object");
+        };
+        visit(path, map);
+        if let Some(Value::Object(properties)) = map.get("properties") {
+            for (name, child) in properties {
+                each_node(child, &format!("{path}.{name}"), visit);
+            }
+        }
+        if let Some(items) = map.get("items") {
+            each_node(items, &format!("{path}[]"), visit);
+        }
+        if let Some(extra @ Value::Object(_)) = map.get("additionalProperties") {
+            each_node(extra, &format!("{path}{{}}"), visit);
+        }
+    }
+
+    /// Kubernetes' structural-schema rules, checked here because no API
+    /// server runs in the tests (kubernetes-validate checks the CRD's
+    /// shape, not these): every node typed unless it preserves unknown
+    /// fields, no junctors or references, `properties` and `items` only
+    /// on their own types, no `additionalProperties` beside `properties`,
+    /// metadata left to the API server, and no `uniqueItems`.
+    #[test]
+    fn the_schema_is_structural() {
+        let schema = schema_value();
+        let mut nodes = 0;
+        each_node(&schema, "", &mut |path, node| {
+            nodes += 1;
+            let kind = node.get("type").and_then(Value::as_str);
+            let preserves =
+                node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true));
+            assert!(kind.is_some() || preserves, "{path}: untyped node {node:?}");
+            for banned in [
+                "anyOf",
+                "oneOf",
+                "allOf",
+                "not",
+                "$ref",
+                "$defs",
+                "definitions",
+                "uniqueItems",
+            ] {
+                assert!(!node.contains_key(banned), "{path}: has {banned}");
+            }
+            if node.contains_key("properties") {
+                assert_eq!(kind, Some("object"), "{path}");
+                assert!(!node.contains_key("additionalProperties"), "{path}");
+            }
+            if node.contains_key("items") {
+                assert_eq!(kind, Some("array"), "{path}");
+            }
+            if kind == Some("array") {
+                assert!(node.contains_key("items"), "{path}: an array without items");
+            }
+        });
+        assert!(nodes > 300, "only {nodes} nodes: the job schema is missing");
+        assert_eq!(
+            schema["properties"]["metadata"],
+            serde_json::json!({"type": "object"})
+        );
+    }
+
+    /// Strict types, enums, bounds and descriptions reach the job schema.
+    #[test]
+    fn the_job_schema_is_strict_and_described() {
+        let schema = schema_value();
+        let job = &schema["properties"]["spec"]["properties"]["jobs"]["items"]["properties"];
+        assert_eq!(job["captureStdout"]["type"], "boolean");
+        assert_eq!(
+            job["concurrencyPolicy"]["enum"],
+            serde_json::json!(["Allow", "Forbid", "Replace"])
+        );
+        assert_eq!(
+            job["onMissed"]["enum"],
+            serde_json::json!(["skip", "run-once", "run-all"])
+        );
+        assert_eq!(job["killTimeout"]["minimum"], serde_json::json!(0.0));
+        assert_eq!(
+            job["executionTimeout"]["exclusiveMinimum"],
+            serde_json::json!(true)
+        );
+        assert_eq!(
+            job["onFailure"]["properties"]["retry"]["properties"]["maximumRetries"]["minimum"],
+            serde_json::json!(-1.0)
+        );
+        assert_eq!(
+            job["monitorResources"]["properties"]["history"]["maximum"],
+            serde_json::json!(2000.0)
+        );
+        let jobs = &schema["properties"]["spec"]["properties"]["jobs"];
+        assert_eq!(
+            jobs["x-kubernetes-list-map-keys"],
+            serde_json::json!(["name"])
+        );
+        let mut undescribed = Vec::new();
+        each_node(&schema["properties"]["spec"], "spec", &mut |path, node| {
+            let described = node
+                .get("description")
+                .and_then(Value::as_str)
+                .is_some_and(|d| !d.is_empty() && !d.contains("[`"));
+            // List items and map values are described by their parent.
+            if !described && !path.ends_with("[]") && !path.ends_with('}') {
+                undescribed.push(path.to_owned());
+            }
+        });
+        assert!(undescribed.is_empty(), "no description: {undescribed:?}");
     }
 }
