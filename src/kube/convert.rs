@@ -227,6 +227,25 @@ suspend: true
         );
     }
 
+    /// `H` is seeded by the full scheduler name: the loaded schedule is the
+    /// one the engine resolves for `N:S:J`, not for the bare job name.
+    #[test]
+    fn h_is_seeded_by_the_full_name() {
+        let converted = to_source(&set("batch", "nightly", NIGHTLY)).expect("converts");
+        let loaded = load_sources(&[converted.source]).expect("the set loads");
+        let resolved =
+            |schedule: &crate::cronexpr::Schedule| schedule.cron().map(|c| c.resolved().to_owned());
+        let with_key = |key: &str| {
+            resolved(&crate::cronexpr::Schedule::parse("H 2 * * *", key).expect("parses"))
+        };
+        let loaded_slot = resolved(&loaded.jobs[0].parsed_schedule);
+        assert_eq!(loaded_slot, with_key("batch:nightly:backup"));
+        // The bare name or another namespace lands elsewhere (checked, so
+        // the comparison above can tell seeds apart).
+        assert_ne!(loaded_slot, with_key("backup"));
+        assert_ne!(loaded_slot, with_key("other:nightly:backup"));
+    }
+
     /// A set without a namespace is refused before the loader.
     #[test]
     fn metadata_is_required() {
