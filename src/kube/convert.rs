@@ -71,31 +71,31 @@ pub fn to_source(set: &CronJobSet) -> Result<SetSource, ConvertError> {
         .name
         .as_deref()
         .ok_or(ConvertError::Metadata("name"))?;
-    let yaml_error = |reason: String| ConvertError::Yaml {
-        namespace: namespace.to_owned(),
-        name: name.to_owned(),
-        reason,
-    };
     let mut document = Map::new();
     if let Some(defaults) = &set.spec.defaults {
-        let value = serde_json::to_value(defaults).map_err(|e| yaml_error(e.to_string()))?;
-        document.insert("defaults".to_owned(), without_nulls(value));
+        document.insert("defaults".to_owned(), defaults.clone());
     }
     let mut names = Vec::new();
     let mut jobs = Vec::with_capacity(set.spec.jobs.len());
     for job in &set.spec.jobs {
-        let mut value =
-            without_nulls(serde_json::to_value(job).map_err(|e| yaml_error(e.to_string()))?);
-        if let (Some(own), Value::Object(map)) = (job.name.as_deref(), &mut value) {
-            let scheduled = job_name(namespace, name, own);
-            map.insert("name".to_owned(), Value::String(scheduled.clone()));
-            names.push((own.to_owned(), scheduled));
+        let mut job = job.clone();
+        // A job without a string name is left as is: the loader's message
+        // about it names the object and the key.
+        if let Value::Object(map) = &mut job {
+            if let Some(own) = map.get("name").and_then(Value::as_str).map(str::to_owned) {
+                let scheduled = job_name(namespace, name, &own);
+                map.insert("name".to_owned(), Value::String(scheduled.clone()));
+                names.push((own, scheduled));
+            }
         }
-        jobs.push(value);
+        jobs.push(job);
     }
     document.insert("jobs".to_owned(), Value::Array(jobs));
-    let text =
-        serde_yaml::to_string(&Value::Object(document)).map_err(|e| yaml_error(e.to_string()))?;
+    let text = serde_yaml::to_string(&Value::Object(document)).map_err(|e| ConvertError::Yaml {
+        namespace: namespace.to_owned(),
+        name: name.to_owned(),
+        reason: e.to_string(),
+    })?;
     Ok(SetSource {
         source: Source {
             name: source_name(namespace, name),
@@ -106,22 +106,6 @@ pub fn to_source(set: &CronJobSet) -> Result<SetSource, ConvertError> {
         suspend: set.spec.suspend.unwrap_or(false),
         jobs: names,
     })
-}
-
-/// Drops the keys the job type writes as `null` because they were never
-/// set. `workingDirectory` is the exception: there `null` was written on
-/// purpose (it clears a default), and the unset case is not serialized.
-fn without_nulls(value: Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .filter(|(key, v)| !v.is_null() || key == "workingDirectory")
-                .map(|(key, v)| (key, without_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.into_iter().map(without_nulls).collect()),
-        other => other,
-    }
 }
 
 #[cfg(test)]
@@ -244,6 +228,21 @@ suspend: true
         // the comparison above can tell seeds apart).
         assert_ne!(loaded_slot, with_key("backup"));
         assert_ne!(loaded_slot, with_key("other:nightly:backup"));
+    }
+
+    /// A set means what the same YAML means in a file: an explicit `null`
+    /// (here: a shell reporter switched off) survives the conversion.
+    #[test]
+    fn explicit_nulls_are_kept() {
+        let spec = "jobs: [{name: a, command: 'true', schedule: '@daily', \
+                    onSuccess: {report: {shell: {command: null}}}}]";
+        let converted = to_source(&set("ns", "s", spec)).expect("converts");
+        assert!(
+            converted.source.text.contains("command: null"),
+            "{}",
+            converted.source.text
+        );
+        load_sources(&[converted.source]).expect("a null shell command loads");
     }
 
     /// A set without a namespace is refused before the loader.

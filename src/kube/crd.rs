@@ -32,11 +32,16 @@ use serde_json::{Map, Value};
 pub struct CronJobSetSpec {
     /// The jobs of this set: the job options of the YAML config, same names
     /// and meanings.
+    // Kept as the JSON the API server stored, described by the config's job
+    // type: converting writes it back out untouched, so a set means exactly
+    // what the same YAML means in a file (an explicit `null` included).
     #[serde(default)]
-    pub jobs: Vec<JobSpec>,
+    #[schemars(with = "Vec<JobSpec>")]
+    pub jobs: Vec<Value>,
     /// Options every job of this set inherits unless it sets them itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub defaults: Option<JobSpec>,
+    #[schemars(with = "Option<JobSpec>")]
+    pub defaults: Option<Value>,
     /// When true, this set's scheduled fires are skipped; manual starts
     /// through the API still run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
