@@ -259,6 +259,7 @@ fn the_schema_refuses_bad_objects() {
             "suspend",
         ),
         ("no spec", String::new(), "spec"),
+        ("schedule in defaults", "  defaults: {schedule: '@daily'}\n  jobs: []".to_owned(), "schedule"),
         ("duplicate job name", format!("  jobs: [{{{job}}}, {{{job}}}]"), "Duplicate value: ('a',)"),
         ("empty job name", "  jobs: [{name: '', command: 'true', schedule: '@daily'}]".to_owned(), "name"),
         ("bad retry bound", format!("  jobs: [{{{job}, onFailure: {{retry: {{maximumRetries: 1, initialDelay: 1, maximumDelay: 0, backoffMultiplier: 2}}}}}}]"), "maximumDelay"),

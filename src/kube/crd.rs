@@ -373,8 +373,9 @@ fn add_bounds(value: &mut Value) {
     }
 }
 
-/// A job of a set must name itself and say what to run and when; the shared
-/// job type leaves every key optional because `defaults` uses it too.
+/// A job of a set must name itself and say what to run and when, and
+/// `defaults` must not; the shared job type leaves every key optional
+/// because both places use it.
 fn require_job_keys(value: &mut Value) {
     let job = value.pointer_mut("/properties/spec/properties/jobs/items");
     if let Some(Value::Object(job)) = job {
@@ -386,6 +387,14 @@ fn require_job_keys(value: &mut Value) {
         {
             name.insert("minLength".to_owned(), Value::from(1));
             name.remove("nullable");
+        }
+    }
+    // `defaults` cannot carry what belongs on a job (the loader refuses
+    // it); left out of the schema, the API server refuses it as unknown.
+    let defaults = value.pointer_mut("/properties/spec/properties/defaults/properties");
+    if let Some(Value::Object(defaults)) = defaults {
+        for key in ["name", "command", "schedule"] {
+            defaults.remove(key);
         }
     }
     // A list keyed by `name`: the API server refuses two jobs of one name,
