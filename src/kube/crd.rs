@@ -399,12 +399,20 @@ fn require_job_keys(value: &mut Value) {
     }
     // A list keyed by `name`: the API server refuses two jobs of one name,
     // as the loader does, and server-side apply merges jobs by name.
-    if let Some(Value::Object(jobs)) = value.pointer_mut("/properties/spec/properties/jobs") {
-        jobs.insert("x-kubernetes-list-type".to_owned(), Value::from("map"));
-        jobs.insert(
-            "x-kubernetes-list-map-keys".to_owned(),
-            serde_json::json!(["name"]),
-        );
+    // The status lists follow the same convention: conditions by type (as
+    // in every Kubernetes API), job entries by name.
+    for (list, key) in [
+        ("/properties/spec/properties/jobs", "name"),
+        ("/properties/status/properties/conditions", "type"),
+        ("/properties/status/properties/jobs", "name"),
+    ] {
+        if let Some(Value::Object(list)) = value.pointer_mut(list) {
+            list.insert("x-kubernetes-list-type".to_owned(), Value::from("map"));
+            list.insert(
+                "x-kubernetes-list-map-keys".to_owned(),
+                serde_json::json!([key]),
+            );
+        }
     }
 }
 
