@@ -35,6 +35,12 @@ fi
 if command -v python3 >/dev/null 2>&1; then
   need_python_module jinja2 jinja2
 fi
+
+# tests/crd.rs checks the CRD with kubernetes-validate (offline schemas of
+# every Kubernetes minor) and the CRD's schema with its jsonschema.
+if command -v python3 >/dev/null 2>&1; then
+  need_python_module kubernetes_validate kubernetes-validate
+fi
 if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq openssl >/dev/null
 fi

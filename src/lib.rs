@@ -29,6 +29,7 @@ pub mod cronexpr;
 pub mod fingerprint;
 pub(crate) mod jinja;
 pub mod job;
+pub mod kube;
 pub mod logging;
 pub mod metrics;
 pub mod platform;

@@ -48,6 +48,17 @@ struct Cli {
     /// Print the version and exit.
     #[arg(long = "version")]
     version: bool,
+
+    /// A one-shot command instead of the daemon.
+    #[command(subcommand)]
+    command: Option<Subcommand>,
+}
+
+/// One-shot commands that print something and exit.
+#[derive(clap::Subcommand, Debug)]
+enum Subcommand {
+    /// Print the CronJobSet CustomResourceDefinition (YAML) and exit.
+    Crd,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -55,6 +66,21 @@ enum FormatArg {
     Basic,
     Text,
     Json,
+}
+
+/// `cronstable crd`: the CRD on stdout, for `kubectl apply -f -` or to
+/// compare with `crds/cronjobset.yaml`.
+fn print_crd() -> ExitCode {
+    match cronstable::kube::crd_yaml() {
+        Ok(yaml) => {
+            print!("{yaml}");
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            eprintln!("cronstable error: {err}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -69,6 +95,9 @@ fn main() -> ExitCode {
     if cli.version {
         println!("{}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
+    }
+    if let Some(Subcommand::Crd) = cli.command {
+        return print_crd();
     }
     let format = match cli.log_format {
         FormatArg::Basic => LogFormat::Basic,
