@@ -19,6 +19,8 @@
 //!   (job source, leader gate, slot lock, run store, clock) it depends on.
 //! - [`source`]: the file job source: config paths, change stamps, reloads.
 //! - [`web`]: the HTTP API and dashboard.
+//! - [`kube`]: the `CronJobSet` custom resource, its generated CRD and its
+//!   conversion into config sources (the in-pod controller comes next).
 //!
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.
