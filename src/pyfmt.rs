@@ -110,7 +110,10 @@ pub fn py_float(x: f64) -> String {
     out
 }
 
-fn repr_str(s: &str) -> String {
+/// Python's `repr()` of a str: single quotes unless the text holds a
+/// single quote and no double quote; backslash escapes for quotes,
+/// backslashes and control characters.
+pub(crate) fn repr_str(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

@@ -334,40 +334,12 @@ fn check_conversion(kind: Kind, spec: &Spec, key: &str, format: &str) -> Result<
     Ok(())
 }
 
-fn python_repr_str(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
 fn convert(value: &Value, spec: &Spec) -> String {
     let (body, numeric) = match spec.conversion {
         's' | 'r' | 'a' => {
             let mut text = match value {
                 Value::Str(s) if spec.conversion == 's' => s.clone(),
-                Value::Str(s) => python_repr_str(s),
+                Value::Str(s) => crate::pyfmt::repr_str(s),
                 Value::Int(i) => i.to_string(),
                 Value::Float(f) => crate::pyfmt::py_float(*f),
                 Value::None => "None".into(),
