@@ -10,15 +10,6 @@ use support::http::{free_port, get, post, request, wait_listening};
 
 const LONG: Duration = Duration::from_secs(20);
 
-fn start_with_web(web_extra: &str, jobs: &str) -> (Daemon, u16) {
-    let port = free_port();
-    let config =
-        format!("web:\n  listen:\n    - http://127.0.0.1:{port}\n{web_extra}jobs:\n{jobs}");
-    let d = Daemon::start(&config);
-    wait_listening(port, LONG);
-    (d, port)
-}
-
 const JOBS: &str = r#"  - name: tick
     command: "echo tick"
     captureStdout: true
@@ -48,7 +39,7 @@ fn wait_until(mut check: impl FnMut() -> bool, what: &str) {
 
 #[test]
 fn routes_answer_with_their_shapes() {
-    let (_d, port) = start_with_web("", JOBS);
+    let (_d, port) = Daemon::start_with_web("", JOBS);
     let version = get(port, "/version");
     assert_eq!(version.status, 200);
     assert_eq!(version.body, env!("CARGO_PKG_VERSION"));
@@ -149,7 +140,7 @@ fn routes_answer_with_their_shapes() {
 
 #[test]
 fn manual_start_honors_forbid_and_cancel_is_not_a_failure() {
-    let (d, port) = start_with_web("", JOBS);
+    let (d, port) = Daemon::start_with_web("", JOBS);
     let started = post(port, "/jobs/sleeper/start");
     assert_eq!(started.status, 200);
     assert_eq!(started.json()["started"], "sleeper");
@@ -193,7 +184,7 @@ fn manual_start_honors_forbid_and_cancel_is_not_a_failure() {
 
 #[test]
 fn pause_skips_fires_until_resumed() {
-    let (_d, port) = start_with_web("", JOBS);
+    let (_d, port) = Daemon::start_with_web("", JOBS);
     let paused = request(
         port,
         "POST",
@@ -247,7 +238,7 @@ fn bearer_token_auth_and_scopes() {
   metrics:
     public: true
 "#;
-    let (_d, port) = start_with_web(web, JOBS);
+    let (_d, port) = Daemon::start_with_web(web, JOBS);
     let bearer = |t: &str| format!("Bearer {t}");
     assert_eq!(get(port, "/status").status, 200, "anonymous view");
     let wrong = request(
@@ -321,7 +312,7 @@ fn bearer_token_auth_and_scopes() {
 #[test]
 fn token_required_without_anonymous_scopes() {
     let web = "  authToken:\n    value: s3cret\n";
-    let (_d, port) = start_with_web(web, JOBS);
+    let (_d, port) = Daemon::start_with_web(web, JOBS);
     let anonymous = get(port, "/status");
     assert_eq!(anonymous.status, 401);
     assert_eq!(get(port, "/metrics").status, 401);
@@ -338,7 +329,7 @@ fn token_required_without_anonymous_scopes() {
 #[test]
 fn extra_headers_are_added_without_touching_content_type() {
     let web = "  headers:\n    X-Frame-Options: DENY\n    Content-Type: text/evil\n";
-    let (_d, port) = start_with_web(web, JOBS);
+    let (_d, port) = Daemon::start_with_web(web, JOBS);
     let reply = request(port, "GET", "/jobs", &[], "");
     assert_eq!(reply.header("x-frame-options"), Some("DENY"));
     assert_eq!(reply.header("content-type"), Some("application/json"));
@@ -388,7 +379,7 @@ fn a_port_that_cannot_bind_is_skipped_and_the_rest_serve() {
 
 #[test]
 fn reload_moves_the_listener() {
-    let (d, port) = start_with_web("", JOBS);
+    let (d, port) = Daemon::start_with_web("", JOBS);
     let new_port = free_port();
     let config = std::fs::read_to_string(d.path("cronstable.yaml"))
         .unwrap()
@@ -443,7 +434,7 @@ for family in text_string_to_metric_families(sys.stdin.read()):
 
 #[test]
 fn metrics_parse_with_prometheus_client_and_counters_move() {
-    let (_d, port) = start_with_web("", JOBS);
+    let (_d, port) = Daemon::start_with_web("", JOBS);
     let count = |samples: &[String]| -> f64 {
         samples
             .iter()
@@ -506,7 +497,7 @@ fn openapi_document_and_router_list_the_same_routes() {
     served.sort();
     assert_eq!(documented, served);
     // And the router really serves each listed route (not a 404/405).
-    let (_d, port) = start_with_web("", JOBS);
+    let (_d, port) = Daemon::start_with_web("", JOBS);
     for (method, path) in &served {
         let concrete = path.replace("{name}", "tick");
         let concrete = if concrete == "/schedule/preview" {
@@ -537,7 +528,7 @@ fn schedule_why_explains_one_timestamp_field_by_field() {
     command: "true"
     schedule: "@reboot"
 "#;
-    let (_d, port) = start_with_web("", jobs);
+    let (_d, port) = Daemon::start_with_web("", jobs);
 
     // A Tuesday: every column but day-of-week matched.
     let reply = get(port, "/schedule/why?job=weekday-report&at=2026-07-14T09:00");
@@ -678,7 +669,7 @@ const DRAIN_JOB: &str = r#"  - name: slow
 
 #[test]
 fn shutdown_without_a_configured_token_is_refused_and_the_daemon_keeps_running() {
-    let (_d, port) = start_with_web("", JOBS);
+    let (_d, port) = Daemon::start_with_web("", JOBS);
     let refused = post(port, "/shutdown");
     assert_eq!(refused.status, 403);
     assert_eq!(refused.json()["error"], SHUTDOWN_REFUSED);
@@ -706,7 +697,7 @@ fn shutdown_with_a_token_drains_running_jobs_and_exits_zero() {
       label: ops
   anonymousScopes: [view]
 "#;
-    let (mut d, port) = start_with_web(web, DRAIN_JOB);
+    let (mut d, port) = Daemon::start_with_web(web, DRAIN_JOB);
     d.wait_for_lines("slow.started", 1, LONG);
     assert_eq!(post(port, "/shutdown").status, 403, "anonymous");
     let reader = request(
@@ -744,7 +735,7 @@ fn shutdown_with_a_token_drains_running_jobs_and_exits_zero() {
 
 #[test]
 fn shutdown_with_the_all_scopes_token() {
-    let (mut d, port) = start_with_web("  authToken:\n    value: s3cret\n", JOBS);
+    let (mut d, port) = Daemon::start_with_web("  authToken:\n    value: s3cret\n", JOBS);
     let accepted = request(
         port,
         "POST",

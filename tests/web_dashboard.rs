@@ -7,18 +7,9 @@ mod support;
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 use support::daemon::Daemon;
-use support::http::{free_port, get, post, request, wait_listening};
+use support::http::{get, post, request};
 
 const LONG: Duration = Duration::from_secs(20);
-
-fn start_with_web(web_extra: &str, jobs: &str) -> (Daemon, u16) {
-    let port = free_port();
-    let config =
-        format!("web:\n  listen:\n    - http://127.0.0.1:{port}\n{web_extra}jobs:\n{jobs}");
-    let d = Daemon::start(&config);
-    wait_listening(port, LONG);
-    (d, port)
-}
 
 fn wait_until(mut check: impl FnMut() -> bool, what: &str) {
     let start = Instant::now();
@@ -125,7 +116,7 @@ const TALKER: &str = r#"  - name: talker
 #[test]
 fn log_stream_replays_then_follows_a_running_job_then_ends() {
     let web = "  headers:\n    Cache-Control: no-store\n    X-Extra: yes\n";
-    let (d, port) = start_with_web(web, TALKER);
+    let (d, port) = Daemon::start_with_web(web, TALKER);
     assert_eq!(post(port, "/jobs/talker/start").status, 200);
     // The first lines are out before the viewer connects: they must come
     // from the replay buffer.
@@ -182,7 +173,7 @@ fn log_stream_replays_then_follows_a_running_job_then_ends() {
 
 #[test]
 fn log_stream_without_output_and_for_unknown_jobs() {
-    let (_d, port) = start_with_web("", TALKER);
+    let (_d, port) = Daemon::start_with_web("", TALKER);
     let never = get(port, "/jobs/never/logs");
     assert_eq!(never.status, 200);
     assert_eq!(never.header("x-accel-buffering"), Some("no"));
@@ -206,7 +197,7 @@ fn log_stream_without_output_and_for_unknown_jobs() {
 
 #[test]
 fn node_reports_the_host_and_the_daemon() {
-    let (_d, port) = start_with_web("", TALKER);
+    let (_d, port) = Daemon::start_with_web("", TALKER);
     let node = get(port, "/node").json();
     assert!(
         node["node_name"].as_str().is_some_and(|n| !n.is_empty()),
@@ -229,7 +220,7 @@ fn node_reports_the_host_and_the_daemon() {
 #[test]
 fn node_history_grows_per_interval_and_is_capped() {
     let web = "  nodeHistory:\n    interval: 1\n    points: 10\n";
-    let (_d, port) = start_with_web(web, TALKER);
+    let (_d, port) = Daemon::start_with_web(web, TALKER);
     let points = |port| {
         get(port, "/node/history").json()["points"]
             .as_array()
@@ -261,7 +252,7 @@ fn node_history_grows_per_interval_and_is_capped() {
         "the ring stays at web.nodeHistory.points"
     );
 
-    let (_d2, off) = start_with_web("  nodeHistory: false\n", TALKER);
+    let (_d2, off) = Daemon::start_with_web("  nodeHistory: false\n", TALKER);
     let history = get(off, "/node/history").json();
     assert_eq!(history["enabled"], false);
     assert_eq!(history["points"], serde_json::json!([]));
@@ -288,7 +279,7 @@ const FLEET: &str = r#"  - name: fails
 
 #[test]
 fn summary_counts_the_fleet() {
-    let (_d, port) = start_with_web("", FLEET);
+    let (_d, port) = Daemon::start_with_web("", FLEET);
     assert_eq!(post(port, "/jobs/fails/start").status, 200);
     assert_eq!(post(port, "/jobs/slow/start").status, 200);
     let pause = request(
@@ -330,7 +321,7 @@ fn summary_counts_the_fleet() {
 
 #[test]
 fn activity_feed_with_etag() {
-    let (_d, port) = start_with_web("", FLEET);
+    let (_d, port) = Daemon::start_with_web("", FLEET);
     let first = get(port, "/activity");
     assert_eq!(first.status, 200);
     let jobs = first.json()["jobs"].clone();
@@ -361,7 +352,7 @@ fn activity_feed_with_etag() {
 
 #[test]
 fn resources_answer_for_an_unmonitored_job() {
-    let (_d, port) = start_with_web("", FLEET);
+    let (_d, port) = Daemon::start_with_web("", FLEET);
     let r = get(port, "/jobs/soon/resources");
     assert_eq!(r.status, 200);
     assert_eq!(
@@ -379,7 +370,7 @@ fn new_routes_need_the_view_scope() {
     - value: reader
       scopes: [view]
 "#;
-    let (_d, port) = start_with_web(web, TALKER);
+    let (_d, port) = Daemon::start_with_web(web, TALKER);
     for path in [
         "/jobs/never/logs",
         "/jobs/never/resources",

@@ -30,6 +30,18 @@ fn collect<R: std::io::Read + Send + 'static>(stream: R, into: Arc<Mutex<String>
 impl Daemon {
     /// Writes `config` as `cronstable.yaml` in a new temp dir (with `{dir}`
     /// replaced by that directory) and starts the daemon on it.
+    /// A daemon whose config is a `web:` section listening on a free
+    /// loopback port (plus `web_extra`, indented as web keys) and `jobs`
+    /// (indented as list items); returns once the port answers.
+    pub fn start_with_web(web_extra: &str, jobs: &str) -> (Daemon, u16) {
+        let port = super::http::free_port();
+        let config =
+            format!("web:\n  listen:\n    - http://127.0.0.1:{port}\n{web_extra}jobs:\n{jobs}");
+        let d = Daemon::start(&config);
+        super::http::wait_listening(port, Duration::from_secs(20));
+        (d, port)
+    }
+
     pub fn start(config: &str) -> Daemon {
         Daemon::start_env(config, &[])
     }
