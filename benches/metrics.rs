@@ -7,7 +7,7 @@
 //! cost of one scrape body (the HTTP layer is not included).
 
 use chrono::{Duration, TimeZone, Utc};
-use cronstable::job::{RunRecord, StreamOutput, Trigger};
+use cronstable::job::{RunRecord, Trigger};
 use cronstable::metrics::prometheus::{render, Counters, DaemonGauges, Format, JobGauges};
 use divan::counter::BytesCount;
 use divan::{black_box, Bencher};
@@ -24,22 +24,11 @@ fn run(job: &str, run_id: u64, seconds: i64, retcode: i32, skipped: bool) -> Run
         .single()
         .unwrap_or_else(Utc::now);
     RunRecord {
-        run_id,
-        job: job.to_owned(),
-        trigger: Trigger::Schedule,
-        attempt: 0,
-        started_at,
         finished_at: started_at + Duration::milliseconds(seconds * 1000 + 250),
         pid: Some(1000),
         retcode,
-        fail_reason: None,
-        stdout: StreamOutput::default(),
-        stderr: StreamOutput::default(),
-        replaced: false,
-        cancelled: false,
-        timed_out: false,
-        start_error: None,
         skip_reason: skipped.then(|| "concurrencyPolicy Forbid".to_owned()),
+        ..RunRecord::begun(run_id, job.to_owned(), Trigger::Schedule, 0, started_at)
     }
 }
 

@@ -100,6 +100,38 @@ pub struct RunRecord {
     pub skip_reason: Option<String>,
 }
 
+impl RunRecord {
+    /// A run of `job` that began at `started_at` and has no outcome yet:
+    /// exit code 0, finished when it started, no output, no flags. Callers
+    /// fill in what they know with struct update syntax.
+    pub fn begun(
+        run_id: u64,
+        job: String,
+        trigger: Trigger,
+        attempt: u32,
+        started_at: DateTime<Utc>,
+    ) -> RunRecord {
+        RunRecord {
+            run_id,
+            job,
+            trigger,
+            attempt,
+            started_at,
+            finished_at: started_at,
+            pid: None,
+            retcode: 0,
+            fail_reason: None,
+            stdout: StreamOutput::default(),
+            stderr: StreamOutput::default(),
+            replaced: false,
+            cancelled: false,
+            timed_out: false,
+            start_error: None,
+            skip_reason: None,
+        }
+    }
+}
+
 /// The verdict the API and metrics show for a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

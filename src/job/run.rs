@@ -186,22 +186,14 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     };
     let task = tokio::spawn(async move {
         let base = RunRecord {
-            run_id: request.run_id,
-            job: job.name.clone(),
-            trigger: request.trigger,
-            attempt: request.attempt,
-            started_at,
-            finished_at: started_at,
             pid,
-            retcode: 0,
-            fail_reason: None,
-            stdout: StreamOutput::default(),
-            stderr: StreamOutput::default(),
-            replaced: false,
-            cancelled: false,
-            timed_out: false,
-            start_error: None,
-            skip_reason: None,
+            ..RunRecord::begun(
+                request.run_id,
+                job.name.clone(),
+                request.trigger,
+                request.attempt,
+                started_at,
+            )
         };
         let mut record = match spawned {
             Err(reason) => {

@@ -211,7 +211,7 @@ pub(crate) mod test_support {
     //! A job and a run record for reporter unit tests.
 
     use crate::config::{load_sources, JobConfig, Source, SourceKind};
-    use crate::job::{RunRecord, StreamOutput, Trigger};
+    use crate::job::{RunRecord, Trigger};
 
     /// A job loaded from a one-job YAML config.
     pub fn job(name: &str, command: &str) -> JobConfig {
@@ -232,22 +232,10 @@ pub(crate) mod test_support {
     pub fn record(name: &str, fail_reason: Option<&str>, retcode: i32) -> RunRecord {
         let now = chrono::Utc::now();
         RunRecord {
-            run_id: 1,
-            job: name.into(),
-            trigger: Trigger::Schedule,
-            attempt: 0,
-            started_at: now,
-            finished_at: now,
             pid: Some(1),
             retcode,
             fail_reason: fail_reason.map(str::to_owned),
-            stdout: StreamOutput::default(),
-            stderr: StreamOutput::default(),
-            replaced: false,
-            cancelled: false,
-            timed_out: false,
-            start_error: None,
-            skip_reason: None,
+            ..RunRecord::begun(1, name.into(), Trigger::Schedule, 0, now)
         }
     }
 }

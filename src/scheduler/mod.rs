@@ -366,21 +366,8 @@ impl Scheduler {
 
 fn lost_run(job: String, run_id: u64, now: DateTime<Utc>) -> RunRecord {
     RunRecord {
-        run_id,
-        job,
-        trigger: Trigger::Schedule,
-        attempt: 0,
-        started_at: now,
-        finished_at: now,
-        pid: None,
         retcode: -1,
         fail_reason: Some("the run task failed".into()),
-        stdout: Default::default(),
-        stderr: Default::default(),
-        replaced: false,
-        cancelled: false,
-        timed_out: false,
-        start_error: None,
-        skip_reason: None,
+        ..RunRecord::begun(run_id, job, Trigger::Schedule, 0, now)
     }
 }
