@@ -1435,3 +1435,77 @@ async fn a_server_gone_from_the_network_refuses_then_returns_with_its_state() {
     let ev = next_event(&mut resumed).await;
     assert_eq!((ev.0.as_str(), ev.1.as_str()), ("ADDED", "later"));
 }
+
+#[tokio::test]
+async fn delete_preconditions_refuse_a_changed_object() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    let cms: Api<ConfigMap> = Api::default_namespaced(client);
+    let created = cms
+        .create(
+            &PostParams::default(),
+            &cm("guarded", json!({}), json!({"k": "v"})),
+        )
+        .await
+        .expect("create");
+    let rv = created
+        .metadata
+        .resource_version
+        .clone()
+        .expect("a resourceVersion");
+    let uid = created.metadata.uid.clone().expect("a uid");
+    // The object moves on: the version the caller saw is stale.
+    cms.patch(
+        "guarded",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "w"}})),
+    )
+    .await
+    .expect("patch");
+    let (code, reason, message) = api_error(
+        cms.delete(
+            "guarded",
+            &DeleteParams::default().preconditions(kube::api::Preconditions {
+                resource_version: Some(rv.clone()),
+                uid: None,
+            }),
+        )
+        .await
+        .expect_err("stale resourceVersion"),
+    );
+    assert_eq!((code, reason.as_str()), (409, "Conflict"));
+    assert!(
+        message.contains(&format!("ResourceVersion in precondition: {rv}")),
+        "{message}"
+    );
+    let (code, _, message) = api_error(
+        cms.delete(
+            "guarded",
+            &DeleteParams::default().preconditions(kube::api::Preconditions {
+                resource_version: None,
+                uid: Some("not-the-uid".into()),
+            }),
+        )
+        .await
+        .expect_err("wrong uid"),
+    );
+    assert_eq!(code, 409);
+    assert!(
+        message.contains("UID in precondition: not-the-uid"),
+        "{message}"
+    );
+    // The right uid deletes it.
+    cms.delete(
+        "guarded",
+        &DeleteParams::default().preconditions(kube::api::Preconditions {
+            resource_version: None,
+            uid: Some(uid),
+        }),
+    )
+    .await
+    .expect("delete with the current uid");
+    assert_eq!(
+        api_error(cms.get("guarded").await.expect_err("gone")).0,
+        404
+    );
+}

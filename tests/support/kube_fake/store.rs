@@ -940,30 +940,22 @@ impl Store {
             .get(&key(rt, ns, name))
             .cloned()
             .ok_or_else(|| status::not_found(&target))?;
-        if let Some(uid) = options
-            .pointer("/preconditions/uid")
-            .and_then(Value::as_str)
-        {
-            if Some(uid) != meta_str(&old, "uid") {
+        // Delete preconditions: each names a metadata field that must
+        // still hold the given value (the message spells it as the real
+        // server does).
+        for (field, spelled) in [("uid", "UID"), ("resourceVersion", "ResourceVersion")] {
+            let Some(wanted) = options
+                .pointer(&format!("/preconditions/{field}"))
+                .and_then(Value::as_str)
+            else {
+                continue;
+            };
+            if Some(wanted) != meta_str(&old, field) {
                 return Err(status::precondition_failed(
                     &target,
                     &format!(
-                        "UID in precondition: {uid}, UID in object meta: {}",
-                        meta_str(&old, "uid").unwrap_or_default()
-                    ),
-                ));
-            }
-        }
-        if let Some(rv) = options
-            .pointer("/preconditions/resourceVersion")
-            .and_then(Value::as_str)
-        {
-            if Some(rv) != meta_str(&old, "resourceVersion") {
-                return Err(status::precondition_failed(
-                    &target,
-                    &format!(
-                        "ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                        meta_str(&old, "resourceVersion").unwrap_or_default()
+                        "{spelled} in precondition: {wanted}, {spelled} in object meta: {}",
+                        meta_str(&old, field).unwrap_or_default()
                     ),
                 ));
             }
