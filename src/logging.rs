@@ -136,6 +136,23 @@ struct Logger {
     propagate: bool,
 }
 
+/// The crates under the Kubernetes client (HTTP, HTTP/2, TLS, the
+/// client's request log). At `-l DEBUG` they would log every connection
+/// and request; the basic setup keeps them at INFO (a `logging:` section
+/// can still name them and lower the level).
+const TRANSPORT_LOGGERS: [&str; 7] = [
+    "hyper",
+    "hyper_util",
+    "h2",
+    "tower",
+    "rustls",
+    "kube_client",
+    "kube_runtime",
+];
+
+/// Python's INFO level number.
+const INFO_LEVELNO: i64 = 20;
+
 /// The logging tree in force: what `basicConfig` set up, or a section.
 #[derive(Clone)]
 struct Setup {
@@ -165,7 +182,17 @@ impl Setup {
                 })],
                 propagate: false,
             },
-            loggers: HashMap::new(),
+            loggers: TRANSPORT_LOGGERS
+                .iter()
+                .map(|name| {
+                    let quiet = Logger {
+                        level: Some(level.max(INFO_LEVELNO)),
+                        handlers: Vec::new(),
+                        propagate: true,
+                    };
+                    ((*name).to_owned(), quiet)
+                })
+                .collect(),
             disable_unlisted: false,
         }
     }

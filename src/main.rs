@@ -2,12 +2,13 @@
 
 use clap::Parser;
 use cronstable::config::{self, ConfigError};
+use cronstable::kube::{KubeOptions, SetScope};
 use cronstable::logging::{self, LogFormat};
 use cronstable::metrics::prometheus::Counters;
 use cronstable::scheduler::ports;
+use cronstable::scheduler::ports::JobSource;
 use cronstable::scheduler::shutdown::{self, ShutdownHandle, StopCause};
 use cronstable::scheduler::{Ports, Scheduler};
-use cronstable::source::file::web_buckets;
 use cronstable::source::{FileSource, ReloadTrigger};
 use cronstable::{fingerprint, platform, report, web};
 use std::path::PathBuf;
@@ -18,16 +19,59 @@ use std::sync::{Arc, Mutex};
 #[derive(Parser, Debug)]
 #[command(name = "cronstable", disable_version_flag = true)]
 struct Cli {
-    /// Configuration file, or a directory of *.yaml/*.yml files and crontabs.
-    #[arg(short = 'c', long = "config", value_name = "FILE-OR-DIR", default_value = platform::DEFAULT_CONFIG_PATH)]
-    config: PathBuf,
+    /// Configuration file, or a directory of *.yaml/*.yml files and crontabs
+    /// [default: /etc/cronstable.yaml; none with --kube].
+    #[arg(
+        short = 'c',
+        long = "config",
+        value_name = "FILE-OR-DIR",
+        env = "CRONSTABLE_CONFIG"
+    )]
+    config: Option<PathBuf>,
+
+    /// Kubernetes mode: also take jobs from CronJobSets and a ConfigMap.
+    #[arg(long = "kube", env = "CRONSTABLE_KUBE")]
+    kube: bool,
+
+    /// With --kube: the kubeconfig to use [default: the pod's service
+    /// account, else $KUBECONFIG or ~/.kube/config].
+    #[arg(
+        long = "kubeconfig",
+        value_name = "PATH",
+        env = "CRONSTABLE_KUBECONFIG"
+    )]
+    kubeconfig: Option<PathBuf>,
+
+    /// With --kube: the namespace of the ConfigMap and of the CronJobSets
+    /// taken [default: the pod's, else the kubeconfig context's, else default].
+    #[arg(long = "namespace", value_name = "NS", env = "CRONSTABLE_NAMESPACE")]
+    namespace: Option<String>,
+
+    /// With --kube: a ConfigMap whose *.yaml/*.yml keys are config files and
+    /// whose *.crontab/*.cron/crontab keys are crontabs.
+    #[arg(long = "configmap", value_name = "NAME", env = "CRONSTABLE_CONFIGMAP")]
+    configmap: Option<String>,
+
+    /// With --kube: which CronJobSets to take: namespace, all or none.
+    #[arg(
+        long = "cronjobsets",
+        value_name = "SCOPE",
+        env = "CRONSTABLE_CRONJOBSETS",
+        default_value = "namespace"
+    )]
+    cronjobsets: String,
+
+    /// With --kube: take only the CronJobSets matching this label selector.
+    #[arg(long = "selector", value_name = "LABELS", env = "CRONSTABLE_SELECTOR")]
+    selector: Option<String>,
 
     /// Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case).
     #[arg(
         short = 'l',
         long = "log-level",
         value_name = "LEVEL",
-        default_value = "INFO"
+        default_value = "INFO",
+        env = "CRONSTABLE_LOG_LEVEL"
     )]
     log_level: String,
 
@@ -106,18 +150,36 @@ fn main() -> ExitCode {
     };
     logging::init(level, format);
 
-    if cli.config.as_os_str() == platform::DEFAULT_CONFIG_PATH && !cli.config.exists() {
-        eprintln!(
-            "cronstable error: no configuration at the default location ({}); point -c/--config \
-             at a config file or directory",
-            platform::DEFAULT_CONFIG_PATH
-        );
-        return ExitCode::from(1);
-    }
+    let kube_options = match kube_options(&cli) {
+        Ok(options) => options,
+        Err(message) => {
+            eprintln!("cronstable: error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    let root = match (&cli.config, &kube_options) {
+        (Some(path), _) => Some(path.clone()),
+        (None, Some(_)) => None,
+        (None, None) => {
+            let default = PathBuf::from(platform::DEFAULT_CONFIG_PATH);
+            if !default.exists() {
+                eprintln!(
+                    "cronstable error: no configuration at the default location ({}); point \
+                     -c/--config at a config file or directory (or run with --kube)",
+                    platform::DEFAULT_CONFIG_PATH
+                );
+                return ExitCode::from(1);
+            }
+            Some(default)
+        }
+    };
 
-    let loaded = match config::load_path(&cli.config) {
-        Ok(loaded) => loaded,
-        Err(err) => return config_error(&err),
+    let loaded = match &root {
+        Some(root) => match config::load_path(root) {
+            Ok(loaded) => loaded,
+            Err(err) => return config_error(&err),
+        },
+        None => config::LoadedConfig::default(),
     };
     for warning in &loaded.warnings {
         tracing::warn!(target: "cronstable::config", "{warning}");
@@ -139,20 +201,56 @@ fn main() -> ExitCode {
     }
     // DEBUG: at INFO the start is announced by the job-set id line, as in
     // the original.
-    tracing::debug!(
-        target: "cronstable",
-        "configuration loaded from {}: {} job(s)",
-        cli.config.display(),
-        loaded.jobs.len()
-    );
-    run_daemon(cli.config, loaded)
+    if let Some(root) = &root {
+        tracing::debug!(
+            target: "cronstable",
+            "configuration loaded from {}: {} job(s)",
+            root.display(),
+            loaded.jobs.len()
+        );
+    }
+    run_daemon(root, loaded, kube_options)
+}
+
+/// The Kubernetes options of the command line, checked; None without
+/// `--kube` (and then the companion flags are refused, not ignored).
+fn kube_options(cli: &Cli) -> Result<Option<KubeOptions>, String> {
+    let scope = SetScope::parse(&cli.cronjobsets)?;
+    if !cli.kube {
+        let stray = [
+            (cli.kubeconfig.is_some(), "--kubeconfig"),
+            (cli.namespace.is_some(), "--namespace"),
+            (cli.configmap.is_some(), "--configmap"),
+            (cli.selector.is_some(), "--selector"),
+            (scope != SetScope::Namespace, "--cronjobsets"),
+        ];
+        if let Some((_, flag)) = stray.iter().find(|(given, _)| *given) {
+            return Err(format!("{flag} needs --kube"));
+        }
+        return Ok(None);
+    }
+    if let Some(selector) = &cli.selector {
+        cronstable::kube::options::check_selector(selector)?;
+    }
+    Ok(Some(KubeOptions {
+        kubeconfig: cli.kubeconfig.clone(),
+        namespace: cli.namespace.clone(),
+        configmap: cli.configmap.clone(),
+        scope,
+        selector: cli.selector.clone(),
+    }))
 }
 
 /// Runs the scheduler on a single-threaded runtime until shutdown. This is
-/// where the implementations of the scheduler's ports are picked (today:
-/// the file source, no leader election, no cluster slots, in-memory run
-/// history) and where signals are caught, once, for the whole daemon.
-fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
+/// where the implementations of the scheduler's ports are picked (the file
+/// source, or the Kubernetes source with `--kube`; no leader election, no
+/// cluster slots, in-memory run history) and where signals are caught,
+/// once, for the whole daemon.
+fn run_daemon(
+    root: Option<PathBuf>,
+    loaded: config::LoadedConfig,
+    kube: Option<KubeOptions>,
+) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -164,27 +262,8 @@ fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
         }
     };
     let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
-    let buckets = web_buckets(loaded.sections.web.as_ref().map(|w| &w.value));
+    let buckets = config::web_buckets(loaded.sections.web.as_ref().map(|w| &w.value));
     let counters = Arc::new(Mutex::new(Counters::new(start_time, buckets.as_deref())));
-    let (source, initial) = FileSource::open(config, loaded, Arc::clone(&counters));
-    let web_config = source.web_config();
-    let reload = source.reload_trigger();
-    let (shutdown, stop) = shutdown::channel();
-    let scheduler = Scheduler::new(
-        initial,
-        Ports {
-            source: Box::new(source),
-            gate: Box::new(ports::Standalone),
-            slots: Box::new(ports::NoSlots),
-            store: Box::new(ports::MemoryStore::default()),
-            clock: Arc::new(ports::SystemClock),
-            reporter: report::default_reporter(),
-            counters,
-            shutdown: shutdown.clone(),
-        },
-    );
-    platform::release_free_memory();
-    let control = scheduler.control();
     runtime.block_on(async move {
         // Installed before the scheduler starts (and its @reboot jobs), so
         // no signal arrives while the default action would still kill us.
@@ -195,6 +274,74 @@ fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
+        let (source, initial, web_config, reporter, status_writer, reload): (
+            Box<dyn JobSource>,
+            _,
+            _,
+            _,
+            _,
+            _,
+        ) = match (kube, root) {
+            (Some(options), root) => {
+                let mode = match cronstable::kube::start(
+                    &options,
+                    root,
+                    loaded,
+                    Arc::clone(&counters),
+                    report::default_reporter(),
+                )
+                .await
+                {
+                    Ok(mode) => mode,
+                    Err(err) => {
+                        tracing::error!(target: "cronstable", "Kubernetes mode: {err}");
+                        return ExitCode::from(1);
+                    }
+                };
+                let web_config = mode.source.web_config();
+                (
+                    Box::new(mode.source),
+                    mode.initial,
+                    web_config,
+                    mode.reporter,
+                    Some(mode.status),
+                    None,
+                )
+            }
+            (None, Some(root)) => {
+                let (source, initial) = FileSource::open(root, loaded, Arc::clone(&counters));
+                let web_config = source.web_config();
+                let reload = source.reload_trigger();
+                (
+                    Box::new(source),
+                    initial,
+                    web_config,
+                    report::default_reporter(),
+                    None,
+                    Some(reload),
+                )
+            }
+            (None, None) => unreachable!("main always resolves a config path without --kube"),
+        };
+        let (shutdown, stop) = shutdown::channel();
+        let scheduler = Scheduler::new(
+            initial,
+            Ports {
+                source,
+                gate: Box::new(ports::Standalone),
+                slots: Box::new(ports::NoSlots),
+                store: Box::new(ports::MemoryStore::default()),
+                clock: Arc::new(ports::SystemClock),
+                reporter,
+                counters: Arc::clone(&counters),
+                shutdown: shutdown.clone(),
+            },
+        );
+        platform::release_free_memory();
+        let control = scheduler.control();
+        if let Some(writer) = status_writer {
+            writer.start(control.clone(), Arc::clone(&counters));
+        }
         let forwarder = tokio::spawn(forward_signals(signals.0, signals.1, shutdown, reload));
         let web = tokio::spawn(web::supervise(web_config, control));
         scheduler.run(stop).await;
@@ -206,20 +353,29 @@ fn run_daemon(config: PathBuf, loaded: config::LoadedConfig) -> ExitCode {
 
 /// The daemon's one signal handler: SIGINT/SIGTERM ask the scheduler to
 /// drain (every later one too: the scheduler says it is still waiting),
-/// SIGHUP asks the file source to reload now.
+/// SIGHUP asks the file source to reload now. The Kubernetes source has
+/// nothing to reload on demand: it follows its watches and checks the
+/// files of `-c` at every pass.
 async fn forward_signals(
     mut stops: platform::ShutdownSignals,
     mut hangups: platform::ReloadSignals,
     shutdown: ShutdownHandle,
-    reload: ReloadTrigger,
+    reload: Option<ReloadTrigger>,
 ) {
     loop {
         tokio::select! {
             name = stops.recv() => shutdown.stop(StopCause::Signal(name)),
-            Some(()) = hangups.recv() => {
-                tracing::info!(target: "cronstable::scheduler", "Reload requested (SIGHUP); reloading configuration");
-                reload.trigger();
-            }
+            Some(()) = hangups.recv() => match &reload {
+                Some(reload) => {
+                    tracing::info!(target: "cronstable::scheduler", "Reload requested (SIGHUP); reloading configuration");
+                    reload.trigger();
+                }
+                None => tracing::info!(
+                    target: "cronstable::scheduler",
+                    "SIGHUP received: in Kubernetes mode the configuration follows the API server \
+                     and the files are checked at every pass; nothing to do"
+                ),
+            },
         }
     }
 }

@@ -79,6 +79,22 @@ enum Clash {
 }
 
 impl Sections {
+    /// The first top-level section key this holds, if any.
+    fn first_key(&self) -> Option<&'static str> {
+        [
+            (self.web.is_some(), "web"),
+            (self.logging.is_some(), "logging"),
+            (self.state.is_some(), "state"),
+            (self.cluster.is_some(), "cluster"),
+            (self.mcp.is_some(), "mcp"),
+            (self.notify.is_some(), "notify"),
+            (self.push.is_some(), "push"),
+            (!self.dags.is_empty(), "dags"),
+        ]
+        .into_iter()
+        .find_map(|(set, key)| set.then_some(key))
+    }
+
     fn adopt(&mut self, other: Sections, clash: Clash) -> Result<(), ConfigError> {
         fn take<T>(
             mine: &mut Option<Located<T>>,
@@ -180,6 +196,86 @@ pub fn load_sources(sources: &[Source]) -> Result<LoadedConfig, ConfigError> {
         return Err(one_or_many(errors));
     }
     loader.finish(jobs, sections)
+}
+
+/// Loads a file or directory (when given) and then in-memory sources as
+/// one config: the sources join the files as if they were more files of
+/// the directory (a ConfigMap's keys beside `-c`). Cross-source rules
+/// (one `web` section, unique job names, ...) hold across both.
+pub fn load_path_and_sources(
+    path: Option<&Path>,
+    sources: &[Source],
+) -> Result<LoadedConfig, ConfigError> {
+    let mut loader = Loader::new();
+    let mut jobs = Vec::new();
+    let mut sections = Sections::default();
+    let mut errors = Vec::new();
+    if let Some(path) = path {
+        let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
+        if meta.is_dir() {
+            let (dir_jobs, dir_sections) = loader.load_directory(path)?;
+            jobs = dir_jobs;
+            sections = dir_sections;
+        } else {
+            let parsed = loader.load_file(path, &mut Vec::new())?;
+            jobs = parsed.jobs;
+            sections = parsed.sections;
+        }
+    }
+    for source in sources {
+        match loader.parse_source(source, &mut Vec::new()) {
+            Ok(parsed) => {
+                jobs.extend(parsed.jobs);
+                sections.adopt(parsed.sections, Clash::Directory)?;
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(one_or_many(errors));
+    }
+    loader.finish(jobs, sections)
+}
+
+/// Loads sources that hold only jobs (and their `defaults`) on their own,
+/// and checks them against the `sections` of the config they are to join
+/// (a CronJobSet beside the ConfigMap's `state` or `notify` section).
+/// Sections written in `sources` are refused: they belong to the config
+/// the jobs join. Names are checked unique among these jobs only; the
+/// caller checks them against the rest.
+pub fn load_jobs_against(
+    sources: &[Source],
+    sections: &Sections,
+) -> Result<LoadedConfig, ConfigError> {
+    let mut loader = Loader::new();
+    let mut jobs = Vec::new();
+    let mut errors = Vec::new();
+    for source in sources {
+        match loader.parse_source(source, &mut Vec::new()) {
+            Ok(parsed) => {
+                if let Some(key) = parsed.sections.first_key() {
+                    errors.push(ConfigError::config(
+                        Location::source(source.name.clone()),
+                        format!("'{key}' cannot be configured here; only jobs and defaults can"),
+                    ));
+                }
+                jobs.extend(parsed.jobs);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(one_or_many(errors));
+    }
+    check_duplicate_names(&jobs)?;
+    sections_check::check_cross_sections(&jobs, sections, &mut loader.warnings.warnings)?;
+    Ok(LoadedConfig {
+        jobs,
+        sections: Sections::default(),
+        warnings: loader.warnings.warnings,
+        notes: loader.warnings.notes,
+        files: loader.files,
+    })
 }
 
 fn one_or_many(mut errors: Vec<ConfigError>) -> ConfigError {

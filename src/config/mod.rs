@@ -13,8 +13,19 @@ pub(crate) mod merge;
 pub(crate) mod model;
 pub(crate) mod sections;
 pub(crate) mod sections_check;
+pub mod stamp;
 pub(crate) mod validate;
 
 pub use error::{ConfigError, Location};
 pub use job::JobConfig;
-pub use load::{load_path, load_sources, LoadedConfig, Source, SourceKind};
+pub use load::{
+    load_jobs_against, load_path, load_path_and_sources, load_sources, LoadedConfig, Source,
+    SourceKind,
+};
+
+/// The `web.metrics.durationBuckets` of a web section, if set: the
+/// histogram bounds every source applies on load.
+pub fn web_buckets(web: Option<&model::WebConfig>) -> Option<Vec<f64>> {
+    web.and_then(|w| w.metrics.as_ref())
+        .and_then(|m| m.duration_buckets.clone())
+}

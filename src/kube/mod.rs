@@ -1,10 +1,139 @@
-//! Kubernetes: the `CronJobSet` custom resource, its CRD (generated from
-//! the config model's job type) and the conversion of a set into config
-//! sources the loader reads. Kubernetes types stay inside this module: what
-//! leaves it is plain config text.
+//! Kubernetes: the `CronJobSet` custom resource and its CRD, and the
+//! Kubernetes mode (`--kube`): the watches on the selected sets and the
+//! ConfigMap, the job source that assembles them with the files into one
+//! job table, the status writer and the event recorder. Kubernetes types
+//! stay inside this module: the scheduler sees a job source, plain
+//! config, and a control handle it answers.
 
+pub mod client;
 pub mod convert;
 pub mod crd;
+pub mod events;
+pub mod options;
+pub mod source;
+pub mod status;
+pub mod watch;
+pub mod writer;
 
 pub use convert::{job_name, source_name, to_source, ConvertError, SetSource};
 pub use crd::{crd, crd_yaml, CrdError, CronJobSet, CronJobSetSpec, CronJobSetStatus};
+pub use options::{KubeOptions, SetScope};
+
+use crate::config::LoadedConfig;
+use crate::metrics::kube::KubeStats;
+use crate::report::Reporter;
+use crate::scheduler::control::ControlHandle;
+use crate::scheduler::ports::{self, JobSet, SharedCounters};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::watch as channel;
+
+/// The Kubernetes mode, connected and watching, before the scheduler
+/// exists: main builds the scheduler over `source`, `initial` and
+/// `reporter`, then starts `status` with the scheduler's control handle.
+pub struct KubeMode {
+    /// The job source to hand the scheduler.
+    pub source: source::KubeSource,
+    /// Its first job set (the files' jobs).
+    pub initial: JobSet,
+    /// The reporter to hand the scheduler: the daemon's reporters plus
+    /// Events on failed runs of a set's jobs.
+    pub reporter: Arc<dyn Reporter>,
+    /// The status writer, ready to start.
+    pub status: StatusWriter,
+}
+
+/// The status writer before the scheduler exists.
+pub struct StatusWriter {
+    client: kube::Client,
+    reports: channel::Receiver<Arc<source::SetReports>>,
+    may_write: channel::Receiver<bool>,
+    node: String,
+}
+
+/// Connects (without waiting for the API server), starts the watches and
+/// the event recorder, and builds the source. `loaded` is the first load
+/// of `root` (empty without `-c`).
+pub async fn start(
+    options: &KubeOptions,
+    root: Option<PathBuf>,
+    loaded: LoadedConfig,
+    counters: SharedCounters,
+    reporter: Arc<dyn Reporter>,
+) -> Result<KubeMode, client::ClientError> {
+    let connection = client::connect(options).await?;
+    let namespace = connection.namespace.clone();
+    tracing::info!(
+        target: "cronstable::kube",
+        "Kubernetes mode: namespace {namespace}, credentials from {}, CronJobSets: {}{}, ConfigMap: {}",
+        connection.origin,
+        options.scope,
+        options
+            .selector
+            .as_deref()
+            .map(|s| format!(" matching '{s}'"))
+            .unwrap_or_default(),
+        options.configmap.as_deref().unwrap_or("none")
+    );
+    ports::with_counters(&counters, |c| {
+        c.kube = Some(KubeStats::new(
+            namespace.clone(),
+            options.configmap.clone(),
+            options.scope.as_str().to_owned(),
+            options.selector.clone(),
+        ))
+    });
+    // Without leader election this scheduler is the only writer (a
+    // dropped sender leaves the receiver reading `true` for good); a
+    // leadership backend will drive this flag.
+    let (_, may_write) = channel::channel(true);
+    let node = crate::platform::host_name().to_owned();
+    let sink = events::spawn(connection.client.clone(), node.clone(), may_write.clone());
+    let changes = watch::spawn(
+        connection.client.clone(),
+        &namespace,
+        options,
+        Arc::clone(&counters),
+    );
+    let (source, initial) = source::KubeSource::open(
+        root,
+        loaded,
+        namespace,
+        options.configmap.clone(),
+        changes,
+        counters,
+        sink.clone(),
+    );
+    let reporter: Arc<dyn Reporter> = Arc::new(events::EventingReporter::new(
+        reporter,
+        sink,
+        source.reports(),
+    ));
+    let status = StatusWriter {
+        client: connection.client,
+        reports: source.reports(),
+        may_write,
+        node,
+    };
+    Ok(KubeMode {
+        source,
+        initial,
+        reporter,
+        status,
+    })
+}
+
+impl StatusWriter {
+    /// Starts writing status; `control` reaches the scheduler.
+    pub fn start(self, control: ControlHandle, counters: SharedCounters) {
+        writer::spawn(
+            self.client,
+            self.reports,
+            control,
+            counters,
+            self.may_write,
+            self.node,
+            writer::WriterSettings::default(),
+        );
+    }
+}

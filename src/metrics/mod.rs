@@ -1,4 +1,5 @@
 //! Metrics: per-job statsd datagrams and the Prometheus exposition.
 
+pub mod kube;
 pub mod prometheus;
 pub(crate) mod statsd;

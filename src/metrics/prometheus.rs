@@ -51,6 +51,35 @@ impl Histogram {
         }
     }
 
+    /// Observations so far.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// Sum of the observations.
+    pub fn sum(&self) -> f64 {
+        self.sum
+    }
+
+    /// Per-bucket (not cumulative) counts with their upper bounds, the
+    /// last one `+Inf`: the shape the encoders take.
+    pub fn buckets(&self) -> Vec<(f64, u64)> {
+        let mut buckets = Vec::with_capacity(self.bounds.len() + 1);
+        self.buckets_into(&mut buckets);
+        buckets
+    }
+
+    /// [`Histogram::buckets`] into a buffer the caller reuses.
+    pub fn buckets_into(&self, buckets: &mut Vec<(f64, u64)>) {
+        buckets.clear();
+        let mut below = 0;
+        for (bound, cumulative) in self.bounds.iter().zip(&self.counts) {
+            buckets.push((*bound, cumulative.saturating_sub(below)));
+            below = *cumulative;
+        }
+        buckets.push((f64::INFINITY, self.count.saturating_sub(below)));
+    }
+
     /// Records one observation.
     pub fn observe(&mut self, value: f64) {
         for (bound, count) in self.bounds.iter().zip(self.counts.iter_mut()) {
@@ -123,6 +152,8 @@ pub struct Counters {
     /// Whether a cluster leadership backend runs on this node; this build
     /// has none, so it stays `false` and the gauge reads `0`.
     pub cluster_enabled: bool,
+    /// The Kubernetes mode's numbers (`None` without `--kube`).
+    pub kube: Option<super::kube::KubeStats>,
 }
 
 impl Counters {
@@ -138,6 +169,7 @@ impl Counters {
             last_reload_ok: Some(true),
             last_reload_success: Some(start_time),
             cluster_enabled: false,
+            kube: None,
         }
     }
 
@@ -284,6 +316,7 @@ struct Scrape {
     last_reload_ok: Option<bool>,
     last_reload_success: Option<f64>,
     cluster_enabled: bool,
+    kube: Option<super::kube::KubeStats>,
     jobs: Vec<JobRow>,
 }
 
@@ -342,6 +375,7 @@ impl Scrape {
             last_reload_ok: counters.last_reload_ok,
             last_reload_success: counters.last_reload_success,
             cluster_enabled: counters.cluster_enabled,
+            kube: counters.kube.clone(),
             jobs,
         }
     }
@@ -349,12 +383,15 @@ impl Scrape {
 
 /// A gauge value: integers print without a fraction (`1`), times and
 /// durations as floats.
-fn gauge(encoder: &mut MetricEncoder, value: &impl GaugeValue) -> Result<(), std::fmt::Error> {
+pub(super) fn gauge(
+    encoder: &mut MetricEncoder,
+    value: &impl GaugeValue,
+) -> Result<(), std::fmt::Error> {
     value.encode_to(encoder)
 }
 
 /// The two value kinds the gauges here carry.
-trait GaugeValue {
+pub(super) trait GaugeValue {
     fn encode_to(&self, encoder: &mut MetricEncoder) -> Result<(), std::fmt::Error>;
 }
 
@@ -371,7 +408,7 @@ impl GaugeValue for f64 {
 }
 
 /// A family with a single unlabelled gauge sample.
-fn single_gauge(
+pub(super) fn single_gauge(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
@@ -489,14 +526,8 @@ impl Collector for JobCounterFamilies {
         for job in jobs {
             let h = &job.counters.duration;
             // The encoders take per-bucket counts (they accumulate them);
-            // ours are cumulative already, and the `+Inf` bucket is explicit.
-            buckets.clear();
-            let mut below = 0;
-            for (bound, cumulative) in h.bounds.iter().zip(&h.counts) {
-                buckets.push((*bound, cumulative.saturating_sub(below)));
-                below = *cumulative;
-            }
-            buckets.push((f64::INFINITY, h.count.saturating_sub(below)));
+            // ours are cumulative, and the `+Inf` bucket is explicit.
+            h.buckets_into(&mut buckets);
             duration
                 .encode_family(&[("job_name", job.name.as_str())])?
                 .encode_histogram::<NoLabelSet>(h.sum, h.count, &buckets, None)?;
@@ -673,6 +704,9 @@ fn registry(scrape: &Arc<Scrape>) -> Registry {
     registry.register_collector(Box::new(JobCounterFamilies(Arc::clone(scrape))));
     registry.register_collector(Box::new(JobStateFamilies(Arc::clone(scrape))));
     registry.register_collector(Box::new(ClusterFamilies(scrape.cluster_enabled)));
+    if let Some(kube) = &scrape.kube {
+        registry.register_collector(Box::new(super::kube::KubeFamilies(kube.clone())));
+    }
     registry
 }
 

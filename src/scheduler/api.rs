@@ -1,7 +1,9 @@
 //! The scheduler's side of the HTTP API: answering control requests from
 //! its own state (snapshots, manual start and cancel, pauses, metrics).
 
-use super::control::{ActivityRow, Control, ControlError, JobSnapshot, RetryView, RunSummary};
+use super::control::{
+    ActivityRow, Control, ControlError, JobProgress, JobSnapshot, Progress, RetryView, RunSummary,
+};
 use super::pause;
 use super::ports;
 use super::Scheduler;
@@ -65,6 +67,14 @@ impl Scheduler {
                     .collect();
                 let _ = reply.send(rows);
             }
+            Control::Progress {
+                prefix,
+                since,
+                reply,
+            } => {
+                let answer = (since != Some(self.progress_version)).then(|| self.progress(&prefix));
+                let _ = reply.send(answer);
+            }
             Control::Start { job, reply } => {
                 let _ = reply.send(self.manual_start(&job));
             }
@@ -112,6 +122,9 @@ impl Scheduler {
             }
             Control::Metrics { format, reply } => {
                 let _ = reply.send(self.render_metrics(format));
+            }
+            Control::Kube { reply } => {
+                let _ = reply.send(ports::with_counters(&self.counters, |c| c.kube.clone()));
             }
             Control::JobSetId { reply } => {
                 let _ = reply.send(self.job_set_id.clone());
@@ -217,6 +230,40 @@ impl Scheduler {
                 }
             })
             .collect()
+    }
+
+    fn progress(&self, prefix: &str) -> Progress {
+        let now = self.clock.now();
+        let jobs = self
+            .jobs
+            .iter()
+            .filter(|j| j.name.starts_with(prefix))
+            .map(|job| {
+                let runs = self.store.runs_newest_first(&job.name);
+                JobProgress {
+                    name: job.name.clone(),
+                    active: self
+                        .running
+                        .get(&job.name)
+                        .map(|r| r.iter().filter(|h| !h.has_ended()).count())
+                        .unwrap_or(0),
+                    next_fire: job
+                        .parsed_schedule
+                        .cron()
+                        .and_then(|c| c.next_after(now, &job.time_base)),
+                    last_scheduled: self.last_scheduled.get(&job.name).copied(),
+                    last_run: runs.first().map(|r| RunSummary::of(r)),
+                    last_success: runs
+                        .iter()
+                        .find(|r| r.outcome() == crate::job::outcome::Outcome::Success)
+                        .map(|r| r.finished_at),
+                }
+            })
+            .collect();
+        Progress {
+            version: self.progress_version,
+            jobs,
+        }
     }
 
     fn render_metrics(&self, format: prometheus::Format) -> String {

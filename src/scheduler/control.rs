@@ -92,6 +92,36 @@ pub struct JobSnapshot {
     pub retry: Option<RetryView>,
 }
 
+/// What a status writer needs of one job: lighter than a [`JobSnapshot`]
+/// (no config, no history tail), so asking every second is cheap.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobProgress {
+    /// The job's name in the scheduler.
+    pub name: String,
+    /// Running instances.
+    pub active: usize,
+    /// Next scheduled fire (none for a job that never fires again or has
+    /// no calendar schedule).
+    pub next_fire: Option<DateTime<Utc>>,
+    /// When this node last launched the job for its schedule (boundaries,
+    /// catch-up, `@reboot`; not manual starts or retries).
+    pub last_scheduled: Option<DateTime<Utc>>,
+    /// Latest finished run.
+    pub last_run: Option<RunSummary>,
+    /// End of the latest successful run still in the history.
+    pub last_success: Option<DateTime<Utc>>,
+}
+
+/// Every job's progress, stamped with the scheduler's progress version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Moves whenever a run starts or ends or the job table changes; a
+    /// caller that passes it back as `since` gets nothing until it moves.
+    pub version: u64,
+    /// Jobs whose names start with the requested prefix, in table order.
+    pub jobs: Vec<JobProgress>,
+}
+
 /// One run as the activity heatmap plots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivityRow {
@@ -170,6 +200,21 @@ pub enum Control {
         format: Format,
         /// Answer.
         reply: oneshot::Sender<String>,
+    },
+    /// Progress of the jobs whose names start with `prefix`; `None` as
+    /// the answer when `since` equals the current version (nothing moved).
+    Progress {
+        /// Name prefix (empty: every job).
+        prefix: String,
+        /// The version the caller already has.
+        since: Option<u64>,
+        /// Answer.
+        reply: oneshot::Sender<Option<Progress>>,
+    },
+    /// The Kubernetes mode's state (None without `--kube`).
+    Kube {
+        /// Answer.
+        reply: oneshot::Sender<Option<crate::metrics::kube::KubeStats>>,
     },
     /// The job-set id of the loaded config.
     JobSetId {
@@ -278,6 +323,27 @@ impl ControlHandle {
     /// The metrics exposition.
     pub async fn metrics(&self, format: Format) -> Result<String, ControlError> {
         self.ask(|reply| Control::Metrics { format, reply }).await
+    }
+
+    /// Progress of the jobs named `prefix…`, or `None` when nothing moved
+    /// since version `since`.
+    pub async fn progress(
+        &self,
+        prefix: &str,
+        since: Option<u64>,
+    ) -> Result<Option<Progress>, ControlError> {
+        let prefix = prefix.to_owned();
+        self.ask(|reply| Control::Progress {
+            prefix,
+            since,
+            reply,
+        })
+        .await
+    }
+
+    /// The Kubernetes mode's state, `None` without `--kube`.
+    pub async fn kube(&self) -> Result<Option<crate::metrics::kube::KubeStats>, ControlError> {
+        self.ask(|reply| Control::Kube { reply }).await
     }
 
     /// The job-set id.

@@ -38,6 +38,7 @@ impl Scheduler {
     }
 
     fn handle_finished(&mut self, record: RunRecord) {
+        self.progress_version += 1;
         self.keep_last_output(&record.job, record.run_id);
         if let Some(runs) = self.running.get_mut(&record.job) {
             runs.retain(|r| r.run_id != record.run_id);

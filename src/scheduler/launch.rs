@@ -94,6 +94,14 @@ impl Scheduler {
         if self.stopping {
             return;
         }
+        if self.suspended.contains(&job.name) {
+            tracing::debug!(
+                target: "cronstable::scheduler",
+                "Job {}: not launched (its CronJobSet is suspended)",
+                job.name
+            );
+            return;
+        }
         if self.gate.admit(&job, Trigger::Schedule) != Admission::Launch {
             // Another node runs it (or leadership is unsettled): nothing
             // happens here for this occurrence, retries included.
@@ -248,6 +256,11 @@ impl Scheduler {
         let run_id = self.next_run_id;
         self.next_run_id += 1;
         tracing::info!(target: "cronstable::scheduler", "Starting job {}", job.name);
+        self.progress_version += 1;
+        if trigger == Trigger::Schedule {
+            self.last_scheduled
+                .insert(job.name.clone(), self.clock.now());
+        }
         let (handle, task) = job::start(RunRequest {
             job: Arc::clone(&job),
             trigger,

@@ -113,6 +113,14 @@ pub struct Scheduler {
     /// The newest boundary whose due jobs were launched (or deliberately
     /// passed over); the next pass starts after it.
     evaluated: DateTime<Utc>,
+    /// Jobs whose scheduled fires are held (a suspended CronJobSet's).
+    suspended: HashSet<String>,
+    /// When each job was last launched for its schedule.
+    last_scheduled: HashMap<String, DateTime<Utc>>,
+    /// Bumped whenever a run starts or ends or the table changes, so a
+    /// status writer polling [`ControlHandle::progress`] learns cheaply
+    /// that nothing moved.
+    progress_version: u64,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -149,6 +157,9 @@ impl Scheduler {
             reports: tokio::task::JoinSet::new(),
             shutdown: ports.shutdown,
             evaluated,
+            suspended: HashSet::new(),
+            last_scheduled: HashMap::new(),
+            progress_version: 0,
         };
         scheduler.install_jobs(initial);
         scheduler
@@ -172,6 +183,8 @@ impl Scheduler {
             );
         }
         self.job_set_id = set.job_set_id;
+        self.suspended = set.suspended;
+        self.progress_version += 1;
         // The merged spec only served the load; a 10,000-job table is
         // about a third smaller without it.
         // Built into a fresh Vec: collecting straight from `jobs` would
@@ -191,6 +204,8 @@ impl Scheduler {
             .collect();
         let by_name = &self.by_name;
         self.store.retain_jobs(&|name| by_name.contains_key(name));
+        self.last_scheduled
+            .retain(|name, _| by_name.contains_key(name));
         self.last_output
             .retain(|name, _| by_name.contains_key(name));
         ports::with_counters(&self.counters, |c| {

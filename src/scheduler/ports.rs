@@ -22,7 +22,7 @@ use crate::job::{RunRecord, Trigger};
 use crate::metrics::prometheus::Counters;
 use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 /// One validated job set, as a source hands it to the scheduler.
@@ -40,6 +40,11 @@ pub struct JobSet {
     /// scheduler keeps boundaries that passed since then due, so a slow
     /// load never loses a fire.
     pub requested_at: DateTime<Utc>,
+    /// Jobs whose scheduled fires (boundaries, catch-up, `@reboot`) are
+    /// held: a suspended CronJobSet's. Manual starts and the retries of a
+    /// run that already started still happen, as for a suspended
+    /// Kubernetes CronJob. Empty for files, which have no such switch.
+    pub suspended: HashSet<String>,
 }
 
 /// Where the scheduler's jobs come from.

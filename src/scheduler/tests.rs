@@ -117,6 +117,7 @@ fn job_set(yaml: &str) -> JobSet {
         jobs: loaded.jobs,
         sources: vec!["test.yaml".into()],
         requested_at: origin(),
+        suspended: Default::default(),
     }
 }
 

@@ -8,8 +8,9 @@
 //! config that fails to load keeps the running jobs: the error is logged
 //! once and nothing is delivered.
 
-use super::stamp::ConfigStamp;
 use crate::config::model::WebConfig;
+use crate::config::stamp::ConfigStamp;
+use crate::config::web_buckets;
 use crate::config::{self, LoadedConfig};
 use crate::scheduler::ports::{self, JobSet, JobSource, SharedCounters};
 use chrono::Utc;
@@ -40,12 +41,6 @@ pub struct FileSource {
     reload: ReloadTrigger,
     counters: SharedCounters,
     web_tx: watch::Sender<Option<WebConfig>>,
-}
-
-/// The `web.metrics.durationBuckets` of a web section, if set.
-pub fn web_buckets(web: Option<&WebConfig>) -> Option<Vec<f64>> {
-    web.and_then(|w| w.metrics.as_ref())
-        .and_then(|m| m.duration_buckets.clone())
 }
 
 impl FileSource {
@@ -129,6 +124,7 @@ fn job_set(
         jobs,
         sources: files.iter().map(|f| f.display().to_string()).collect(),
         requested_at,
+        suspended: Default::default(),
     }
 }
 

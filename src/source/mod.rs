@@ -1,9 +1,8 @@
 //! Job sources: where the scheduler's job sets come from. Each source
 //! implements [`crate::scheduler::ports::JobSource`]; `main.rs` picks one.
-//! The file source lives here; the Kubernetes source will live in
-//! `src/kube/`.
+//! The file source lives here; the Kubernetes source lives in
+//! `src/kube/source.rs`.
 
 pub mod file;
-pub(crate) mod stamp;
 
 pub use file::{FileSource, ReloadTrigger};

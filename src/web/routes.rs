@@ -85,6 +85,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/jobs/{name}/resume", post(resume)),
         ("POST", "/shutdown", post(shutdown)),
         ("GET", "/job-set-id", get(job_set_id)),
+        ("GET", "/kube", get(kube)),
         ("GET", "/metrics", get(metrics)),
         ("GET", "/schedule/preview", get(schedule_preview)),
         ("GET", "/schedule/why", get(schedule_why)),
@@ -349,6 +350,18 @@ async fn job_set_id(State(state): State<AppState>, headers: HeaderMap) -> ApiRes
         return Ok(Json(json!({"job_set_id": id, "jobs": count})).into_response());
     }
     Ok(text(id))
+}
+
+/// `GET /kube`: the Kubernetes mode's state (watch health, sets, status
+/// writes); 404 when the daemon runs without `--kube`.
+async fn kube(State(state): State<AppState>) -> ApiResult {
+    match state.control.kube().await? {
+        Some(stats) => Ok(Json(stats.to_json()).into_response()),
+        None => Err(ApiError(
+            StatusCode::NOT_FOUND,
+            "the daemon is not running in Kubernetes mode (start it with --kube)".into(),
+        )),
+    }
 }
 
 async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {

@@ -1,0 +1,107 @@
+//! Reaching the API server: which credentials, which namespace. Nothing
+//! here talks to the server; a client built while the API server is down
+//! simply fails its first requests, which the watchers retry.
+
+use super::options::KubeOptions;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::path::Path;
+
+/// Where the service account's files are mounted in a pod.
+const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+/// Why no client could be built.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The kubeconfig named by `--kubeconfig` cannot be used.
+    #[error("cannot use the kubeconfig {path}: {reason}")]
+    Kubeconfig {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
+    /// Neither a pod's service account nor a kubeconfig was found.
+    #[error(
+        "no Kubernetes credentials: not in a pod (KUBERNETES_SERVICE_HOST is unset) and no \
+         usable kubeconfig ({0}); pass --kubeconfig PATH or set KUBECONFIG"
+    )]
+    NoCredentials(String),
+    /// The pod's service account files are unusable.
+    #[error("cannot use the pod's service account: {0}")]
+    InCluster(String),
+    /// The client could not be built from a valid configuration.
+    #[error("cannot build the Kubernetes client: {0}")]
+    Build(String),
+}
+
+/// A connected-to-be client and the namespace it works in.
+pub struct Connection {
+    /// The client (no automatic retries: every caller bounds and retries
+    /// its own calls, so an outage is seen, counted and logged).
+    pub client: kube::Client,
+    /// The scheduler's namespace.
+    pub namespace: String,
+    /// Where the credentials came from, for the start-up log line.
+    pub origin: String,
+}
+
+/// Builds the client: `--kubeconfig` when given, else the pod's service
+/// account when running in a pod, else `$KUBECONFIG` or `~/.kube/config`.
+/// The namespace is `--namespace`, else the pod's, else the kubeconfig
+/// context's, else `default`.
+pub async fn connect(options: &KubeOptions) -> Result<Connection, ClientError> {
+    let in_pod = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
+    let (mut config, origin) = if let Some(path) = &options.kubeconfig {
+        let kubeconfig = Kubeconfig::read_from(path).map_err(|e| ClientError::Kubeconfig {
+            path: path.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| ClientError::Kubeconfig {
+                    path: path.display().to_string(),
+                    reason: e.to_string(),
+                })?;
+        (config, format!("kubeconfig {}", path.display()))
+    } else if in_pod {
+        let config =
+            kube::Config::incluster().map_err(|e| ClientError::InCluster(e.to_string()))?;
+        (config, "the pod's service account".to_owned())
+    } else {
+        let config = kube::Config::from_kubeconfig(&KubeConfigOptions::default())
+            .await
+            .map_err(|e| ClientError::NoCredentials(e.to_string()))?;
+        let origin = match std::env::var_os("KUBECONFIG") {
+            Some(path) => format!("kubeconfig {}", path.to_string_lossy()),
+            None => "kubeconfig ~/.kube/config".to_owned(),
+        };
+        (config, origin)
+    };
+    // The default client retries 429/503/504 inside a call for minutes;
+    // the watchers and the status writer have their own bounded backoff.
+    config.default_retry = false;
+    let namespace = options
+        .namespace
+        .clone()
+        .or_else(pod_namespace)
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let namespace = if namespace.is_empty() {
+        "default".to_owned()
+    } else {
+        namespace
+    };
+    let client = kube::Client::try_from(config).map_err(|e| ClientError::Build(e.to_string()))?;
+    Ok(Connection {
+        client,
+        namespace,
+        origin,
+    })
+}
+
+/// The pod's namespace from its service-account mount, when in a pod.
+fn pod_namespace() -> Option<String> {
+    let text = std::fs::read_to_string(Path::new(SERVICE_ACCOUNT_DIR).join("namespace")).ok()?;
+    let namespace = text.trim();
+    (!namespace.is_empty()).then(|| namespace.to_owned())
+}

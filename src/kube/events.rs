@@ -1,0 +1,224 @@
+//! Events on CronJobSets (and the ConfigMap): a refused spec, a failed
+//! run, a run that failed for good. Requests go through a queue to one
+//! task, so neither the source nor a finishing run ever waits on the API;
+//! the task publishes them with kube-runtime's recorder, which aggregates
+//! a repeat into the first event's `series.count` as Kubernetes' own
+//! recorders do. Only the writer of status (the leader) publishes: the
+//! others drop their requests.
+
+use super::source::{SetKey, SetReports};
+use crate::config::JobConfig;
+use crate::job::RunRecord;
+use crate::report::{Hook, ReportFuture, Reporter};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// Who the events say reported them.
+pub const REPORTING_CONTROLLER: &str = "cronstable.io/scheduler";
+
+/// How long one publication may take before it is given up.
+const PUBLISH_DEADLINE: Duration = Duration::from_secs(5);
+
+/// The API server refuses a `note` longer than this many bytes.
+const NOTE_LIMIT: usize = 1024;
+
+/// One event to publish.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRequest {
+    /// The object the event is about.
+    pub regarding: ObjectReference,
+    /// A CamelCase word (`InvalidSpec`, `RunFailed`, ...).
+    pub reason: &'static str,
+    /// What the scheduler did (`Load`, `Run`).
+    pub action: &'static str,
+    /// The human-readable text.
+    pub note: String,
+}
+
+/// Where requests are queued.
+pub type EventSink = mpsc::UnboundedSender<EventRequest>;
+
+fn set_reference(key: &SetKey, uid: Option<&str>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("cronstable.io/v1alpha1".to_owned()),
+        kind: Some("CronJobSet".to_owned()),
+        namespace: Some(key.namespace.clone()),
+        name: Some(key.name.clone()),
+        uid: uid.map(str::to_owned),
+        ..ObjectReference::default()
+    }
+}
+
+impl EventRequest {
+    /// A set the loader refused.
+    pub fn invalid_spec(key: &SetKey, uid: Option<&str>, message: String) -> Self {
+        EventRequest {
+            regarding: set_reference(key, uid),
+            reason: "InvalidSpec",
+            action: "Load",
+            note: message,
+        }
+    }
+
+    /// A ConfigMap whose config does not load.
+    pub fn invalid_config(namespace: &str, name: &str, message: String) -> Self {
+        EventRequest {
+            regarding: ObjectReference {
+                api_version: Some("v1".to_owned()),
+                kind: Some("ConfigMap".to_owned()),
+                namespace: Some(namespace.to_owned()),
+                name: Some(name.to_owned()),
+                ..ObjectReference::default()
+            },
+            reason: "InvalidConfig",
+            action: "Load",
+            note: message,
+        }
+    }
+}
+
+/// Cuts `text` to at most `limit` bytes on a character boundary, marking
+/// the cut.
+fn clip(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_owned();
+    }
+    let marker = " …";
+    let mut end = limit - marker.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{marker}", &text[..end])
+}
+
+/// Starts the publishing task; `may_write` says whether this scheduler
+/// writes (the leader, or the only scheduler).
+pub fn spawn(
+    client: kube::Client,
+    instance: String,
+    may_write: watch::Receiver<bool>,
+) -> EventSink {
+    let (tx, mut rx) = mpsc::unbounded_channel::<EventRequest>();
+    let recorder = Recorder::new(
+        client,
+        EventReporter {
+            controller: REPORTING_CONTROLLER.to_owned(),
+            instance: Some(instance),
+        },
+    );
+    tokio::spawn(async move {
+        while let Some(request) = rx.recv().await {
+            if !*may_write.borrow() {
+                continue;
+            }
+            let event = Event {
+                type_: EventType::Warning,
+                reason: request.reason.to_owned(),
+                note: Some(clip(&request.note, NOTE_LIMIT)),
+                action: request.action.to_owned(),
+                secondary: None,
+            };
+            let published = tokio::time::timeout(
+                PUBLISH_DEADLINE,
+                recorder.publish(&event, &request.regarding),
+            )
+            .await;
+            let failure = match published {
+                Ok(Ok(())) => None,
+                Ok(Err(err)) => Some(err.to_string()),
+                Err(_) => Some(format!("no answer within {} s", PUBLISH_DEADLINE.as_secs())),
+            };
+            if let Some(reason) = failure {
+                // Events are best effort: the status and the log say the
+                // same, so a lost event is a debug line, not an alarm.
+                tracing::debug!(
+                    target: "cronstable::kube",
+                    "could not record the {} event on {}/{}: {reason}",
+                    request.reason,
+                    request.regarding.namespace.as_deref().unwrap_or_default(),
+                    request.regarding.name.as_deref().unwrap_or_default()
+                );
+            }
+        }
+    });
+    tx
+}
+
+/// A reporter that also records an Event on the CronJobSet of a failed
+/// run, then hands the run to the daemon's reporters.
+pub struct EventingReporter {
+    inner: Arc<dyn Reporter>,
+    sink: EventSink,
+    reports: watch::Receiver<Arc<SetReports>>,
+}
+
+impl EventingReporter {
+    /// Wraps `inner`; `reports` tells which jobs belong to which set.
+    pub fn new(
+        inner: Arc<dyn Reporter>,
+        sink: EventSink,
+        reports: watch::Receiver<Arc<SetReports>>,
+    ) -> Self {
+        EventingReporter {
+            inner,
+            sink,
+            reports,
+        }
+    }
+
+    /// The set and the job's own name, when `job` is a set's job.
+    fn owner(&self, job: &str) -> Option<(SetKey, Option<String>, String)> {
+        let mut parts = job.splitn(3, ':');
+        let key = SetKey {
+            namespace: parts.next()?.to_owned(),
+            name: parts.next()?.to_owned(),
+        };
+        let reports = self.reports.borrow();
+        let report = reports.get(&key)?;
+        let own = report
+            .jobs
+            .iter()
+            .find(|(_, scheduled)| scheduled == job)
+            .map(|(own, _)| own.clone())?;
+        Some((key, report.uid.clone(), own))
+    }
+}
+
+impl Reporter for EventingReporter {
+    fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture {
+        let event = match hook {
+            Hook::Success => None,
+            Hook::Failure => Some(("RunFailed", "failed")),
+            Hook::PermanentFailure => Some(("RunPermanentlyFailed", "failed with no retry left")),
+        };
+        if let Some((reason, verb)) = event {
+            if let Some((key, uid, own)) = self.owner(&job.name) {
+                let why = record.fail_reason.as_deref().unwrap_or("failed");
+                let _ = self.sink.send(EventRequest {
+                    regarding: set_reference(&key, uid.as_deref()),
+                    reason,
+                    action: "Run",
+                    note: format!("Job {own} {verb} (exit code {}): {why}", record.retcode),
+                });
+            }
+        }
+        self.inner.report(hook, job, record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_notes_are_clipped_on_a_character_boundary() {
+        let text = "é".repeat(600);
+        let clipped = clip(&text, NOTE_LIMIT);
+        assert!(clipped.len() <= NOTE_LIMIT, "{}", clipped.len());
+        assert!(clipped.ends_with(" …"));
+        assert_eq!(clip("short", NOTE_LIMIT), "short");
+    }
+}

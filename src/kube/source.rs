@@ -1,0 +1,613 @@
+//! The Kubernetes job source: the files of `-c` (if any), the ConfigMap's
+//! keys and every selected CronJobSet, assembled into one job table and
+//! handed to the scheduler through the same [`JobSource`] port the file
+//! source uses, so a change swaps the table exactly as a file reload does.
+//!
+//! Isolation: each set is loaded on its own against the sections of the
+//! rest of the config. A set the loader refuses is left out (or, when it
+//! was accepted before, keeps running its last accepted spec) and reported
+//! on its status and with an Event; the other sets are untouched. A broken
+//! file or ConfigMap keeps the last good version of that part, as a broken
+//! file does without `--kube`.
+//!
+//! Cost: a change to one set loads that set only; the table is then the
+//! cached jobs of every set concatenated. A status write on a set (same
+//! `metadata.generation`) changes nothing and delivers nothing.
+
+use super::convert::{to_source, SetSource};
+use super::crd::{Condition, CronJobSet};
+use super::events::{EventRequest, EventSink};
+use super::watch::{Arrived, Change};
+use crate::config::model::WebConfig;
+use crate::config::sections::Sections;
+use crate::config::stamp::ConfigStamp;
+use crate::config::web_buckets;
+use crate::config::{self, JobConfig, LoadedConfig, Source, SourceKind};
+use crate::scheduler::ports::{self, JobSet, JobSource, SharedCounters};
+use chrono::Utc;
+use futures_util::future::BoxFuture;
+use kube::api::DynamicObject;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::{mpsc, watch};
+
+/// A set's identity: namespace and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SetKey {
+    /// The set's namespace.
+    pub namespace: String,
+    /// The set's name.
+    pub name: String,
+}
+
+impl SetKey {
+    /// The prefix every scheduler name of this set's jobs starts with.
+    pub fn job_prefix(&self) -> String {
+        super::convert::job_name(&self.namespace, &self.name, "")
+    }
+}
+
+/// What the source concluded about one set: what the status writer
+/// writes and the event recorder refers to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetReport {
+    /// The set.
+    pub key: SetKey,
+    /// Its `metadata.uid`.
+    pub uid: Option<String>,
+    /// The `metadata.generation` this verdict is about.
+    pub generation: Option<i64>,
+    /// `Ok` when the current spec loaded, else the loader's message.
+    pub verdict: Result<(), String>,
+    /// The generation whose jobs are scheduled when the current one was
+    /// refused (None: nothing of this set runs).
+    pub running_generation: Option<i64>,
+    /// `spec.suspend` of the jobs scheduled.
+    pub suspended: bool,
+    /// (name in the set, name in the scheduler) of every job scheduled.
+    pub jobs: Vec<(String, String)>,
+    /// The job-set id of this set's scheduled jobs.
+    pub job_set_id: Option<String>,
+    /// The conditions the object carried when first seen, so a restarted
+    /// scheduler keeps their transition times.
+    pub seen_conditions: Vec<Condition>,
+}
+
+/// Every selected set's report.
+pub type SetReports = BTreeMap<SetKey, Arc<SetReport>>;
+
+/// A set's spec as loaded once (cached until its generation or the rest
+/// of the config changes).
+#[derive(Debug, Clone)]
+struct Loaded {
+    generation: Option<i64>,
+    base_version: u64,
+    jobs: Arc<Vec<JobConfig>>,
+    names: Vec<(String, String)>,
+    suspend: bool,
+    job_set_id: String,
+}
+
+/// One selected set.
+#[derive(Debug)]
+struct SetEntry {
+    uid: Option<String>,
+    generation: Option<i64>,
+    /// The object as last seen (reloaded when its generation moves).
+    object: DynamicObject,
+    /// The verdict on `generation` against `base_version`, once checked.
+    checked: Option<(Option<i64>, u64, Result<(), String>)>,
+    /// The latest accepted spec.
+    good: Option<Loaded>,
+    seen_conditions: Vec<Condition>,
+}
+
+/// The files and the ConfigMap: the part of the config that may hold
+/// sections. Its last good load is kept.
+struct Base {
+    jobs: Vec<JobConfig>,
+    sections: Sections,
+    version: u64,
+}
+
+/// The Kubernetes job source (see the module documentation).
+pub struct KubeSource {
+    root: Option<PathBuf>,
+    stamp: Option<ConfigStamp>,
+    namespace: String,
+    configmap_name: Option<String>,
+    configmap: Option<BTreeMap<String, String>>,
+    base: Base,
+    base_dirty: bool,
+    sets: BTreeMap<SetKey, SetEntry>,
+    /// Sets whose jobs changed since the last delivery.
+    dirty: bool,
+    changes: mpsc::UnboundedReceiver<Arrived>,
+    /// The earliest change not yet in force.
+    pending_since: Option<Instant>,
+    last_id: String,
+    last_suspended: HashSet<String>,
+    counters: SharedCounters,
+    web_tx: watch::Sender<Option<WebConfig>>,
+    reports_tx: watch::Sender<Arc<SetReports>>,
+    events: EventSink,
+}
+
+impl KubeSource {
+    /// A source over the optional `-c` path (whose first load the caller
+    /// did) and the watch task's `changes`; returns the initial job set
+    /// (the files' jobs: the cluster's arrive when the watches list).
+    pub fn open(
+        root: Option<PathBuf>,
+        loaded: LoadedConfig,
+        namespace: String,
+        configmap_name: Option<String>,
+        changes: mpsc::UnboundedReceiver<Arrived>,
+        counters: SharedCounters,
+        events: EventSink,
+    ) -> (Self, JobSet) {
+        let stamp = root
+            .as_ref()
+            .map(|root| ConfigStamp::take(root, &loaded.files));
+        let web = loaded.sections.web.as_ref().map(|w| w.value.clone());
+        let (web_tx, _) = watch::channel(web);
+        let (reports_tx, _) = watch::channel(Arc::new(SetReports::new()));
+        let initial = JobSet {
+            job_set_id: crate::fingerprint::job_set_id(&loaded.jobs),
+            jobs: loaded.jobs.clone(),
+            sources: loaded
+                .files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect(),
+            requested_at: Utc::now(),
+            suspended: HashSet::new(),
+        };
+        let source = KubeSource {
+            root,
+            stamp,
+            namespace,
+            configmap_name,
+            configmap: None,
+            last_id: initial.job_set_id.clone(),
+            base: Base {
+                jobs: loaded.jobs,
+                sections: loaded.sections,
+                version: 0,
+            },
+            base_dirty: false,
+            sets: BTreeMap::new(),
+            dirty: false,
+            changes,
+            pending_since: None,
+            last_suspended: HashSet::new(),
+            counters,
+            web_tx,
+            reports_tx,
+            events,
+        };
+        (source, initial)
+    }
+
+    /// The `web` section of the running config (from the files or the
+    /// ConfigMap).
+    pub fn web_config(&self) -> watch::Receiver<Option<WebConfig>> {
+        self.web_tx.subscribe()
+    }
+
+    /// Every selected set's report, updated whenever a set is (re)checked.
+    pub fn reports(&self) -> watch::Receiver<Arc<SetReports>> {
+        self.reports_tx.subscribe()
+    }
+
+    /// Takes one change into the source's picture.
+    fn apply(&mut self, arrived: Arrived) {
+        self.pending_since.get_or_insert(arrived.at);
+        match arrived.change {
+            Change::SetsListed(objects) => {
+                let mut listed = BTreeMap::new();
+                for object in objects {
+                    if let Some(key) = key_of(&object) {
+                        listed.insert(key, object);
+                    }
+                }
+                let before = self.sets.len();
+                self.sets.retain(|key, _| listed.contains_key(key));
+                if self.sets.len() != before {
+                    self.dirty = true;
+                }
+                for (key, object) in listed {
+                    self.upsert(key, object);
+                }
+                // Re-examined even when nothing moved: the reports are
+                // published anew after every list.
+                self.dirty = true;
+            }
+            Change::SetApplied(object) => {
+                if let Some(key) = key_of(&object) {
+                    self.upsert(key, *object);
+                }
+            }
+            Change::SetDeleted { namespace, name } => {
+                let key = SetKey { namespace, name };
+                if self.sets.remove(&key).is_some() {
+                    self.dirty = true;
+                }
+            }
+            Change::ConfigMap(data) => {
+                if data != self.configmap {
+                    self.configmap = data;
+                    self.base_dirty = true;
+                }
+                self.dirty = true;
+            }
+        }
+    }
+
+    fn upsert(&mut self, key: SetKey, object: DynamicObject) {
+        let uid = object.metadata.uid.clone();
+        let generation = object.metadata.generation;
+        match self.sets.get_mut(&key) {
+            Some(entry) if entry.uid == uid && entry.generation == generation => {
+                // A status write or a label change: the spec is the same.
+                entry.object = object;
+            }
+            Some(entry) if entry.uid == uid => {
+                entry.generation = generation;
+                entry.object = object;
+                self.dirty = true;
+            }
+            _ => {
+                let seen_conditions = object
+                    .data
+                    .get("status")
+                    .and_then(|s| s.get("conditions"))
+                    .and_then(|c| serde_json::from_value(c.clone()).ok())
+                    .unwrap_or_default();
+                self.sets.insert(
+                    key,
+                    SetEntry {
+                        uid,
+                        generation,
+                        object,
+                        checked: None,
+                        good: None,
+                        seen_conditions,
+                    },
+                );
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Takes every change already waiting.
+    fn drain(&mut self) {
+        while let Ok(arrived) = self.changes.try_recv() {
+            self.apply(arrived);
+        }
+    }
+
+    /// Notices edited files of `-c`.
+    fn check_files(&mut self) {
+        if let (Some(root), Some(stamp)) = (&self.root, &self.stamp) {
+            if stamp.changed(root) {
+                self.base_dirty = true;
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Reloads the files and the ConfigMap; keeps the last good load (and
+    /// logs why) when they are broken.
+    fn reload_base(&mut self) {
+        self.base_dirty = false;
+        let sources = self.configmap_sources();
+        let loaded = config::load_path_and_sources(self.root.as_deref(), &sources);
+        if let (Some(root), Some(stamp)) = (&self.root, &mut self.stamp) {
+            let files = match &loaded {
+                Ok(loaded) => loaded.files.clone(),
+                Err(_) => stamp.files().to_vec(),
+            };
+            *stamp = ConfigStamp::take(root, &files);
+        }
+        match loaded {
+            Ok(loaded) => {
+                for warning in &loaded.warnings {
+                    tracing::warn!(target: "cronstable::config", "{warning}");
+                }
+                crate::logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
+                let web = loaded.sections.web.as_ref().map(|w| w.value.clone());
+                ports::with_counters(&self.counters, |c| {
+                    c.set_buckets(web_buckets(web.as_ref()).as_deref());
+                    c.last_reload_ok = Some(true);
+                    c.last_reload_success = Some(Utc::now().timestamp_micros() as f64 / 1e6);
+                });
+                self.web_tx.send_if_modified(|current| {
+                    let changed = *current != web;
+                    *current = web;
+                    changed
+                });
+                self.base = Base {
+                    jobs: strip_specs(loaded.jobs),
+                    sections: loaded.sections,
+                    version: self.base.version + 1,
+                };
+            }
+            Err(err) => {
+                ports::with_counters(&self.counters, |c| c.last_reload_ok = Some(false));
+                tracing::error!(
+                    target: "cronstable::scheduler",
+                    "Error in configuration file(s), so not updating any of the config.:\n{err}"
+                );
+                if let Some(name) = &self.configmap_name {
+                    if self.configmap.is_some() {
+                        let _ = self.events.send(EventRequest::invalid_config(
+                            &self.namespace,
+                            name,
+                            err.to_string(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The ConfigMap's keys as config sources, in key order.
+    fn configmap_sources(&self) -> Vec<Source> {
+        let (Some(name), Some(data)) = (&self.configmap_name, &self.configmap) else {
+            return Vec::new();
+        };
+        data.iter()
+            .filter_map(|(key, text)| {
+                let kind = SourceKind::of_path(Path::new(key))?;
+                Some(Source {
+                    name: format!("configmap/{}/{name}:{key}", self.namespace),
+                    text: text.clone(),
+                    kind,
+                    include_dir: None,
+                })
+            })
+            .collect()
+    }
+
+    /// Checks every set whose spec or base moved; events refusals.
+    fn check_sets(&mut self) {
+        let base_version = self.base.version;
+        for (key, entry) in &mut self.sets {
+            let current = (entry.generation, base_version);
+            if entry
+                .checked
+                .as_ref()
+                .is_some_and(|(g, b, _)| (*g, *b) == current)
+            {
+                continue;
+            }
+            let verdict = match load_set(&entry.object, &self.base.sections) {
+                Ok((set, loaded)) => {
+                    for warning in &loaded.warnings {
+                        tracing::warn!(target: "cronstable::config", "{warning}");
+                    }
+                    let jobs = strip_specs(loaded.jobs);
+                    entry.good = Some(Loaded {
+                        generation: entry.generation,
+                        base_version,
+                        job_set_id: crate::fingerprint::job_set_id(&jobs),
+                        jobs: Arc::new(jobs),
+                        names: set.jobs,
+                        suspend: set.suspend,
+                    });
+                    Ok(())
+                }
+                Err(message) => {
+                    tracing::error!(
+                        target: "cronstable::kube",
+                        "CronJobSet {}/{} refused (generation {}): {message}",
+                        key.namespace,
+                        key.name,
+                        entry.generation.unwrap_or(0)
+                    );
+                    let _ = self.events.send(EventRequest::invalid_spec(
+                        key,
+                        entry.uid.as_deref(),
+                        message.clone(),
+                    ));
+                    // An accepted spec checked against an older base must
+                    // still hold against this one to keep running.
+                    if let Some(good) = &entry.good {
+                        if good.base_version != base_version {
+                            entry.good = None;
+                        }
+                    }
+                    Err(message)
+                }
+            };
+            entry.checked = Some((entry.generation, base_version, verdict));
+        }
+    }
+
+    /// Builds the job table if anything moved; None when it is the one in
+    /// force.
+    fn assemble(&mut self) -> Option<JobSet> {
+        if !self.dirty && !self.base_dirty {
+            return None;
+        }
+        let requested_at = Utc::now();
+        if self.base_dirty {
+            self.reload_base();
+        }
+        self.check_sets();
+        self.dirty = false;
+        let mut names: HashSet<&str> = self.base.jobs.iter().map(|j| j.name.as_str()).collect();
+        let mut jobs: Vec<JobConfig> = self.base.jobs.clone();
+        let mut suspended = HashSet::new();
+        let mut reports = SetReports::new();
+        let (mut accepted, mut rejected, mut paused) = (0u64, 0u64, 0u64);
+        let mut sources: Vec<String> = Vec::new();
+        let mut clashes: Vec<(SetKey, String)> = Vec::new();
+        for (key, entry) in &self.sets {
+            let verdict = entry
+                .checked
+                .as_ref()
+                .map(|(_, _, v)| v.clone())
+                .unwrap_or(Ok(()));
+            let mut running = entry.good.as_ref();
+            if let Some(good) = running {
+                if let Some(clash) = good.jobs.iter().find(|j| names.contains(j.name.as_str())) {
+                    clashes.push((
+                        key.clone(),
+                        format!(
+                            "a job named '{}' is already defined elsewhere in the config; job \
+                             names must be unique across the whole config",
+                            clash.name
+                        ),
+                    ));
+                    running = None;
+                }
+            }
+            let verdict = match clashes.last() {
+                Some((clashed, message)) if clashed == key => Err(message.clone()),
+                _ => verdict,
+            };
+            if verdict.is_ok() {
+                accepted += 1;
+            } else {
+                rejected += 1;
+            }
+            if let Some(good) = running {
+                for job in good.jobs.iter() {
+                    names.insert(job.name.as_str());
+                }
+                jobs.extend(good.jobs.iter().cloned());
+                if good.suspend {
+                    paused += 1;
+                    suspended.extend(good.jobs.iter().map(|j| j.name.clone()));
+                }
+                sources.push(super::convert::source_name(&key.namespace, &key.name));
+            }
+            reports.insert(
+                key.clone(),
+                Arc::new(SetReport {
+                    key: key.clone(),
+                    uid: entry.uid.clone(),
+                    generation: entry.generation,
+                    running_generation: running.and_then(|g| g.generation),
+                    verdict,
+                    suspended: running.is_some_and(|g| g.suspend),
+                    jobs: running.map(|g| g.names.clone()).unwrap_or_default(),
+                    job_set_id: running.map(|g| g.job_set_id.clone()),
+                    seen_conditions: entry.seen_conditions.clone(),
+                }),
+            );
+        }
+        for (key, message) in clashes {
+            let uid = self.sets.get(&key).and_then(|e| e.uid.clone());
+            tracing::error!(
+                target: "cronstable::kube",
+                "CronJobSet {}/{} refused: {message}",
+                key.namespace,
+                key.name
+            );
+            let _ = self
+                .events
+                .send(EventRequest::invalid_spec(&key, uid.as_deref(), message));
+        }
+        self.reports_tx.send_replace(Arc::new(reports));
+        let job_set_id = crate::fingerprint::job_set_id(&jobs);
+        let pending_since = self.pending_since.take();
+        ports::with_counters(&self.counters, |c| {
+            if let Some(kube) = c.kube.as_mut() {
+                kube.sets_seen = self.sets.len() as u64;
+                kube.sets_accepted = accepted;
+                kube.sets_rejected = rejected;
+                kube.sets_suspended = paused;
+                if let Some(since) = pending_since {
+                    kube.apply_duration.observe(since.elapsed().as_secs_f64());
+                }
+            }
+        });
+        if job_set_id == self.last_id && suspended == self.last_suspended {
+            return None;
+        }
+        self.last_id = job_set_id.clone();
+        self.last_suspended = suspended.clone();
+        let mut all_sources: Vec<String> =
+            self.root.iter().map(|r| r.display().to_string()).collect();
+        if let (Some(name), Some(_)) = (&self.configmap_name, &self.configmap) {
+            all_sources.push(format!("configmap/{}/{name}", self.namespace));
+        }
+        all_sources.extend(sources);
+        Some(JobSet {
+            jobs,
+            job_set_id,
+            sources: all_sources,
+            requested_at,
+            suspended,
+        })
+    }
+}
+
+/// The set's namespace and name (every object from the API has both).
+fn key_of(object: &DynamicObject) -> Option<SetKey> {
+    Some(SetKey {
+        namespace: object.metadata.namespace.clone()?,
+        name: object.metadata.name.clone()?,
+    })
+}
+
+/// Loads one set on its own against the rest of the config's sections.
+fn load_set(
+    object: &DynamicObject,
+    sections: &Sections,
+) -> Result<(SetSource, LoadedConfig), String> {
+    let name = format!(
+        "cronjobset/{}/{}",
+        object.metadata.namespace.as_deref().unwrap_or_default(),
+        object.metadata.name.as_deref().unwrap_or_default()
+    );
+    let set: CronJobSet = object
+        .clone()
+        .try_parse()
+        .map_err(|e| format!("{name}: the object does not match the CronJobSet schema: {e}"))?;
+    let source = to_source(&set).map_err(|e| e.to_string())?;
+    let loaded = config::load_jobs_against(std::slice::from_ref(&source.source), sections)
+        .map_err(|e| e.to_string())?;
+    Ok((source, loaded))
+}
+
+/// Drops the merged specs: only the load needed them (see
+/// `Scheduler::install_jobs`), and the cache would otherwise double them.
+fn strip_specs(mut jobs: Vec<JobConfig>) -> Vec<JobConfig> {
+    for job in &mut jobs {
+        job.spec = None;
+    }
+    jobs
+}
+
+impl JobSource for KubeSource {
+    fn poll(&mut self) -> Option<JobSet> {
+        self.check_files();
+        self.drain();
+        self.assemble()
+    }
+
+    fn next(&mut self) -> BoxFuture<'_, JobSet> {
+        Box::pin(async move {
+            loop {
+                // Cancel-safe: a change is only taken off the channel
+                // together with the synchronous work that uses it.
+                let Some(arrived) = self.changes.recv().await else {
+                    // The watch task ended (the runtime is stopping).
+                    std::future::pending::<()>().await;
+                    continue;
+                };
+                self.apply(arrived);
+                self.drain();
+                if let Some(set) = self.assemble() {
+                    return set;
+                }
+            }
+        })
+    }
+}

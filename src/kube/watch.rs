@@ -1,0 +1,288 @@
+//! The watches: one on the selected CronJobSets, one on the ConfigMap.
+//! A task follows both with kube-runtime's watcher (list, then watch from
+//! the list's resourceVersion, relisting after a 410 or a broken stream,
+//! with capped exponential backoff) and forwards every change to the
+//! Kubernetes source as a [`Change`]. It also keeps the connection state:
+//! one warning when the API stops answering, one line when it is back,
+//! and the numbers behind `/kube` and the `cronstable_kube_*` metrics.
+
+use super::options::{KubeOptions, SetScope};
+use crate::scheduler::ports::{self, SharedCounters};
+use futures_util::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::watcher::{self, watcher, Event};
+use kube::runtime::WatchStreamExt;
+use std::collections::BTreeMap;
+use std::pin::Pin;
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+/// One change seen on the API server.
+#[derive(Debug)]
+pub enum Change {
+    /// Every selected set, after a (re)list: sets not in it are gone.
+    SetsListed(Vec<DynamicObject>),
+    /// A set was added or changed (status writes included).
+    SetApplied(Box<DynamicObject>),
+    /// A set was deleted (or stopped matching the selector).
+    SetDeleted {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
+    /// The ConfigMap's keys and values; `None` when it does not exist.
+    ConfigMap(Option<BTreeMap<String, String>>),
+}
+
+/// A change and the moment it arrived (for the apply-latency histogram).
+#[derive(Debug)]
+pub struct Arrived {
+    /// What changed.
+    pub change: Change,
+    /// When the watch delivered it.
+    pub at: Instant,
+}
+
+type Changes<K> = Pin<Box<dyn Stream<Item = Result<Event<K>, watcher::Error>> + Send>>;
+
+/// Starts the watch task; the receiver yields changes in arrival order.
+pub fn spawn(
+    client: kube::Client,
+    namespace: &str,
+    options: &KubeOptions,
+    counters: SharedCounters,
+) -> mpsc::UnboundedReceiver<Arrived> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let resource = ApiResource::erase::<super::CronJobSet>(&());
+    let sets: Option<Changes<DynamicObject>> = match options.scope {
+        SetScope::None => None,
+        scope => {
+            let api: Api<DynamicObject> = if scope == SetScope::All {
+                Api::all_with(client.clone(), &resource)
+            } else {
+                Api::namespaced_with(client.clone(), namespace, &resource)
+            };
+            let mut config = watcher::Config::default();
+            if let Some(selector) = &options.selector {
+                config = config.labels(selector);
+            }
+            Some(watcher(api, config).default_backoff().boxed())
+        }
+    };
+    let configmap: Option<Changes<ConfigMap>> = options.configmap.as_ref().map(|name| {
+        let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        watcher(api, config).default_backoff().boxed()
+    });
+    tokio::spawn(follow(sets, configmap, tx, counters));
+    rx
+}
+
+/// What the task remembers between events.
+struct Follower {
+    tx: mpsc::UnboundedSender<Arrived>,
+    health: Health,
+    /// Sets of a list in progress.
+    listing: Option<Vec<DynamicObject>>,
+    /// The ConfigMap as the list in progress found it.
+    listing_configmap: Option<Option<ConfigMap>>,
+    sets_listed: bool,
+    configmap_listed: bool,
+}
+
+async fn follow(
+    sets: Option<Changes<DynamicObject>>,
+    configmap: Option<Changes<ConfigMap>>,
+    tx: mpsc::UnboundedSender<Arrived>,
+    counters: SharedCounters,
+) {
+    let mut follower = Follower {
+        tx,
+        health: Health::new(counters),
+        listing: None,
+        listing_configmap: None,
+        sets_listed: sets.is_none(),
+        configmap_listed: configmap.is_none(),
+    };
+    let mut sets = sets.unwrap_or_else(|| futures_util::stream::pending().boxed());
+    let mut configmap = configmap.unwrap_or_else(|| futures_util::stream::pending().boxed());
+    follower
+        .health
+        .note_synced(follower.sets_listed && follower.configmap_listed);
+    loop {
+        let open = tokio::select! {
+            Some(event) = sets.next() => follower.on_set_event(event),
+            Some(event) = configmap.next() => follower.on_configmap_event(event),
+            else => false,
+        };
+        if !open {
+            // The source is gone (the daemon is stopping).
+            return;
+        }
+    }
+}
+
+impl Follower {
+    fn send(&self, change: Change) -> bool {
+        self.tx
+            .send(Arrived {
+                change,
+                at: Instant::now(),
+            })
+            .is_ok()
+    }
+
+    fn on_set_event(&mut self, event: Result<Event<DynamicObject>, watcher::Error>) -> bool {
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => {
+                self.health.failed("CronJobSets", &err);
+                return true;
+            }
+        };
+        self.health.answered();
+        match event {
+            Event::Init => {
+                self.listing = Some(Vec::new());
+                true
+            }
+            Event::InitApply(object) => {
+                self.listing.get_or_insert_with(Vec::new).push(object);
+                true
+            }
+            Event::InitDone => {
+                let listed = self.listing.take().unwrap_or_default();
+                self.sets_listed = true;
+                let open = self.send(Change::SetsListed(listed));
+                self.health
+                    .note_synced(self.sets_listed && self.configmap_listed);
+                open
+            }
+            Event::Apply(object) => {
+                self.health.note_event();
+                self.send(Change::SetApplied(Box::new(object)))
+            }
+            Event::Delete(object) => {
+                self.health.note_event();
+                self.send(Change::SetDeleted {
+                    namespace: object.metadata.namespace.unwrap_or_default(),
+                    name: object.metadata.name.unwrap_or_default(),
+                })
+            }
+        }
+    }
+
+    fn on_configmap_event(&mut self, event: Result<Event<ConfigMap>, watcher::Error>) -> bool {
+        let event = match event {
+            Ok(event) => event,
+            Err(err) => {
+                self.health.failed("ConfigMap", &err);
+                return true;
+            }
+        };
+        self.health.answered();
+        match event {
+            Event::Init => {
+                self.listing_configmap = Some(None);
+                true
+            }
+            Event::InitApply(object) => {
+                self.listing_configmap = Some(Some(object));
+                true
+            }
+            Event::InitDone => {
+                let found = self.listing_configmap.take().flatten();
+                self.configmap_listed = true;
+                let open = self.send(Change::ConfigMap(found.map(data_of)));
+                self.health
+                    .note_synced(self.sets_listed && self.configmap_listed);
+                open
+            }
+            Event::Apply(object) => {
+                self.health.note_event();
+                self.send(Change::ConfigMap(Some(data_of(object))))
+            }
+            Event::Delete(_) => {
+                self.health.note_event();
+                self.send(Change::ConfigMap(None))
+            }
+        }
+    }
+}
+
+/// A ConfigMap's text keys (binary keys cannot hold config).
+fn data_of(configmap: ConfigMap) -> BTreeMap<String, String> {
+    configmap.data.unwrap_or_default()
+}
+
+/// Whether the API answers, logged once per change of heart.
+struct Health {
+    counters: SharedCounters,
+    down_since: Option<Instant>,
+}
+
+impl Health {
+    fn new(counters: SharedCounters) -> Self {
+        Health {
+            counters,
+            down_since: None,
+        }
+    }
+
+    fn failed(&mut self, what: &str, err: &watcher::Error) {
+        let message = format!("{what}: {err}");
+        ports::with_counters(&self.counters, |c| {
+            if let Some(kube) = c.kube.as_mut() {
+                kube.connected = false;
+                kube.watch_restarts += 1;
+                kube.last_error = Some(message.clone());
+            }
+        });
+        if self.down_since.is_none() {
+            self.down_since = Some(Instant::now());
+            tracing::warn!(
+                target: "cronstable::kube",
+                "Kubernetes API unreachable ({message}); keeping the running config and retrying \
+                 with backoff"
+            );
+        }
+    }
+
+    fn answered(&mut self) {
+        ports::with_counters(&self.counters, |c| {
+            if let Some(kube) = c.kube.as_mut() {
+                kube.connected = true;
+                kube.last_error = None;
+            }
+        });
+        if let Some(since) = self.down_since.take() {
+            tracing::info!(
+                target: "cronstable::kube",
+                "Kubernetes API reachable again after {:.1} s; resynchronising",
+                since.elapsed().as_secs_f64()
+            );
+        }
+    }
+
+    fn note_event(&self) {
+        let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
+        ports::with_counters(&self.counters, |c| {
+            if let Some(kube) = c.kube.as_mut() {
+                kube.last_sync = Some(now);
+            }
+        });
+    }
+
+    fn note_synced(&self, synced: bool) {
+        if synced {
+            self.note_event();
+            ports::with_counters(&self.counters, |c| {
+                if let Some(kube) = c.kube.as_mut() {
+                    kube.synced = true;
+                }
+            });
+        }
+    }
+}

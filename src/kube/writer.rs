@@ -1,0 +1,243 @@
+//! The status writer: once a second it asks the scheduler what moved,
+//! computes each set's status ([`super::status::desired`]) and patches the
+//! sets whose status differs from what it last wrote. That makes the
+//! coalescing natural (at most one patch per object per tick, however
+//! many runs ended in between), keeps the scheduler free of any API call
+//! (it only answers a snapshot request), and lets a failed write be
+//! retried with backoff without holding anything else up. Only a writer
+//! allowed by `may_write` (the leader, or the only scheduler) writes.
+
+use super::crd::{Condition, CronJobSet, CronJobSetStatus};
+use super::source::{SetKey, SetReports};
+use super::status;
+use crate::scheduler::control::{ControlHandle, JobProgress, Progress};
+use crate::scheduler::ports::{self, SharedCounters};
+use chrono::Utc;
+use futures_util::stream::{self, StreamExt};
+use kube::api::{Api, Patch, PatchParams};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How the writer paces itself.
+#[derive(Debug, Clone, Copy)]
+pub struct WriterSettings {
+    /// Time between passes: the most often one object is patched.
+    pub interval: Duration,
+    /// How long one patch may take.
+    pub deadline: Duration,
+    /// The longest wait before retrying a failed patch.
+    pub max_backoff: Duration,
+    /// Patches in flight at once.
+    pub concurrency: usize,
+}
+
+impl Default for WriterSettings {
+    fn default() -> Self {
+        WriterSettings {
+            interval: Duration::from_secs(1),
+            deadline: Duration::from_secs(5),
+            max_backoff: Duration::from_secs(60),
+            concurrency: 8,
+        }
+    }
+}
+
+/// What was written to one set, and when a failed write may be retried.
+#[derive(Debug, Default)]
+struct Slot {
+    written: Option<CronJobSetStatus>,
+    failures: u32,
+    retry_at: Option<Instant>,
+}
+
+/// Starts the writer task.
+pub fn spawn(
+    client: kube::Client,
+    reports: watch::Receiver<Arc<SetReports>>,
+    control: ControlHandle,
+    counters: SharedCounters,
+    may_write: watch::Receiver<bool>,
+    node: String,
+    settings: WriterSettings,
+) {
+    tokio::spawn(run(
+        client, reports, control, counters, may_write, node, settings,
+    ));
+}
+
+async fn run(
+    client: kube::Client,
+    reports: watch::Receiver<Arc<SetReports>>,
+    control: ControlHandle,
+    counters: SharedCounters,
+    may_write: watch::Receiver<bool>,
+    node: String,
+    settings: WriterSettings,
+) {
+    let mut ticks = tokio::time::interval(settings.interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut slots: HashMap<SetKey, Slot> = HashMap::new();
+    let mut progress: Option<Progress> = None;
+    let mut outage_logged = false;
+    loop {
+        ticks.tick().await;
+        if !*may_write.borrow() {
+            // A writer that lost the right forgets what it wrote: when it
+            // gets it back, another writer may have written since.
+            slots.clear();
+            continue;
+        }
+        let now = Utc::now();
+        // Times move without a run starting (a next fire passes on a node
+        // that did not launch it): ask afresh when one written is past.
+        let stale = progress.as_ref().is_some_and(|p| {
+            p.jobs
+                .iter()
+                .any(|j| j.next_fire.is_some_and(|at| at <= now))
+        });
+        let since = if stale {
+            None
+        } else {
+            progress.as_ref().map(|p| p.version)
+        };
+        match control.progress("", since).await {
+            Ok(Some(fresh)) => progress = Some(fresh),
+            Ok(None) => {}
+            // The scheduler is gone: the daemon is stopping.
+            Err(_) => return,
+        }
+        let reports = reports.borrow().clone();
+        let empty = Vec::new();
+        let jobs = progress.as_ref().map(|p| &p.jobs).unwrap_or(&empty);
+        let index: HashMap<&str, &JobProgress> =
+            jobs.iter().map(|j| (j.name.as_str(), j)).collect();
+        slots.retain(|key, _| reports.contains_key(key));
+        let clock = Instant::now();
+        let mut due = Vec::new();
+        for (key, report) in reports.iter() {
+            let slot = slots.entry(key.clone()).or_default();
+            if slot.retry_at.is_some_and(|at| at > clock) {
+                continue;
+            }
+            let previous: &[Condition] = match &slot.written {
+                Some(written) => &written.conditions,
+                None => &report.seen_conditions,
+            };
+            let wanted = status::desired(report, &index, previous, &node, now);
+            if slot.written.as_ref() != Some(&wanted) {
+                due.push((key.clone(), wanted));
+            }
+        }
+        let results: Vec<(SetKey, CronJobSetStatus, Result<(), WriteError>)> = stream::iter(due)
+            .map(|(key, wanted)| {
+                let client = client.clone();
+                async move {
+                    let result = write(client, &key, &wanted, settings.deadline).await;
+                    (key, wanted, result)
+                }
+            })
+            .buffer_unordered(settings.concurrency.max(1))
+            .collect()
+            .await;
+        let mut written = 0u64;
+        let mut failed = 0u64;
+        let mut first_failure = None;
+        for (key, wanted, result) in results {
+            match result {
+                Ok(()) => {
+                    written += 1;
+                    slots.insert(
+                        key,
+                        Slot {
+                            written: Some(wanted),
+                            ..Slot::default()
+                        },
+                    );
+                }
+                Err(WriteError::Gone) => {
+                    // Deleted since: the next report drops it.
+                    slots.remove(&key);
+                }
+                Err(WriteError::Failed(reason)) => {
+                    failed += 1;
+                    let slot = slots.entry(key.clone()).or_default();
+                    slot.failures += 1;
+                    let backoff = settings
+                        .interval
+                        .saturating_mul(1 << slot.failures.min(6))
+                        .min(settings.max_backoff);
+                    slot.retry_at = Some(Instant::now() + backoff);
+                    first_failure.get_or_insert((key, reason));
+                }
+            }
+        }
+        ports::with_counters(&counters, |c| {
+            if let Some(kube) = c.kube.as_mut() {
+                kube.status_writes += written;
+                kube.status_write_failures += failed;
+            }
+        });
+        match first_failure {
+            Some((key, reason)) if !outage_logged => {
+                outage_logged = true;
+                tracing::warn!(
+                    target: "cronstable::kube",
+                    "could not write the status of CronJobSet {}/{} ({reason}); retrying with \
+                     backoff",
+                    key.namespace,
+                    key.name
+                );
+            }
+            None if written > 0 && outage_logged => {
+                outage_logged = false;
+                tracing::info!(target: "cronstable::kube", "status writes succeed again");
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Why a patch did not land.
+enum WriteError {
+    /// The object no longer exists.
+    Gone,
+    /// Anything else; retried.
+    Failed(String),
+}
+
+async fn write(
+    client: kube::Client,
+    key: &SetKey,
+    wanted: &CronJobSetStatus,
+    deadline: Duration,
+) -> Result<(), WriteError> {
+    let api: Api<CronJobSet> = Api::namespaced(client, &key.namespace);
+    let body = serde_json::json!({ "status": patch_body(wanted) });
+    let params = PatchParams::default();
+    let patch = Patch::Merge(&body);
+    match tokio::time::timeout(deadline, api.patch_status(&key.name, &params, &patch)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(kube::Error::Api(status))) if status.code == 404 => Err(WriteError::Gone),
+        Ok(Err(err)) => Err(WriteError::Failed(err.to_string())),
+        Err(_) => Err(WriteError::Failed(format!(
+            "no answer within {} s",
+            deadline.as_secs()
+        ))),
+    }
+}
+
+/// The merge-patch body: the whole status, with the optional top-level
+/// fields written as `null` when absent so a stale value is removed
+/// (lists are replaced whole by a merge patch anyway).
+fn patch_body(status: &CronJobSetStatus) -> serde_json::Value {
+    let mut body = serde_json::to_value(status).unwrap_or_default();
+    if let Some(map) = body.as_object_mut() {
+        for key in ["observedGeneration", "jobSetId", "lastScheduleTime"] {
+            map.entry(key).or_insert(serde_json::Value::Null);
+        }
+    }
+    body
+}
