@@ -136,22 +136,28 @@ struct Logger {
     propagate: bool,
 }
 
-/// The crates under the Kubernetes client (HTTP, HTTP/2, TLS, the
-/// client's request log). At `-l DEBUG` they would log every connection
-/// and request; the basic setup keeps them at INFO (a `logging:` section
-/// can still name them and lower the level).
-const TRANSPORT_LOGGERS: [&str; 7] = [
-    "hyper",
-    "hyper_util",
-    "h2",
-    "tower",
-    "rustls",
-    "kube_client",
-    "kube_runtime",
+/// The crates under the Kubernetes client and their floor level in the
+/// basic setup. At `-l DEBUG` the transport would log every connection and
+/// request, so it stays at INFO; the Kubernetes client logs every failed
+/// request as an error, which during an outage would repeat at each retry,
+/// while cronstable already says once that the API is unreachable, so it
+/// only speaks at CRITICAL. A `logging:` section can name any of them to
+/// change that.
+const TRANSPORT_LOGGERS: [(&str, i64); 7] = [
+    ("hyper", INFO_LEVELNO),
+    ("hyper_util", INFO_LEVELNO),
+    ("h2", INFO_LEVELNO),
+    ("tower", INFO_LEVELNO),
+    ("rustls", INFO_LEVELNO),
+    ("kube_client", CRITICAL_LEVELNO),
+    ("kube_runtime", CRITICAL_LEVELNO),
 ];
 
 /// Python's INFO level number.
 const INFO_LEVELNO: i64 = 20;
+
+/// Python's CRITICAL level number.
+const CRITICAL_LEVELNO: i64 = 50;
 
 /// The logging tree in force: what `basicConfig` set up, or a section.
 #[derive(Clone)]
@@ -184,9 +190,9 @@ impl Setup {
             },
             loggers: TRANSPORT_LOGGERS
                 .iter()
-                .map(|name| {
+                .map(|(name, floor)| {
                     let quiet = Logger {
-                        level: Some(level.max(INFO_LEVELNO)),
+                        level: Some(level.max(*floor)),
                         handlers: Vec::new(),
                         propagate: true,
                     };

@@ -611,3 +611,341 @@ impl JobSource for KubeSource {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::kube::KubeStats;
+    use crate::metrics::prometheus::Counters;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    struct Harness {
+        source: KubeSource,
+        tx: mpsc::UnboundedSender<Arrived>,
+        events: mpsc::UnboundedReceiver<EventRequest>,
+        counters: SharedCounters,
+    }
+
+    fn harness(configmap: Option<&str>, file_jobs: &str) -> Harness {
+        let loaded = config::load_sources(&[Source {
+            name: "files.yaml".into(),
+            text: file_jobs.into(),
+            kind: SourceKind::Yaml,
+            include_dir: None,
+        }])
+        .expect("the file part loads");
+        let counters: SharedCounters = Arc::new(Mutex::new(Counters::new(0.0, None)));
+        ports::with_counters(&counters, |c| {
+            c.kube = Some(KubeStats::new("ops".into(), None, "namespace".into(), None))
+        });
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (sink, events) = mpsc::unbounded_channel();
+        let (source, _) = KubeSource::open(
+            None,
+            loaded,
+            "ops".into(),
+            configmap.map(str::to_owned),
+            rx,
+            Arc::clone(&counters),
+            sink,
+        );
+        Harness {
+            source,
+            tx,
+            events,
+            counters,
+        }
+    }
+
+    fn set(name: &str, generation: i64, spec: serde_json::Value) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "cronstable.io/v1alpha1",
+            "kind": "CronJobSet",
+            "metadata": {
+                "name": name,
+                "namespace": "ops",
+                "uid": format!("uid-{name}"),
+                "generation": generation,
+                "resourceVersion": format!("{}", generation * 100),
+            },
+            "spec": spec,
+        }))
+        .expect("a set object")
+    }
+
+    fn job(name: &str, schedule: &str) -> serde_json::Value {
+        json!({"name": name, "command": "true", "schedule": schedule})
+    }
+
+    impl Harness {
+        fn send(&self, change: Change) {
+            self.tx
+                .send(Arrived {
+                    change,
+                    at: Instant::now(),
+                })
+                .expect("the source listens");
+        }
+
+        fn report(&self, name: &str) -> Arc<SetReport> {
+            let reports = self.source.reports_tx.borrow().clone();
+            let key = SetKey {
+                namespace: "ops".into(),
+                name: name.into(),
+            };
+            Arc::clone(reports.get(&key).expect("a report for the set"))
+        }
+
+        fn events(&mut self) -> Vec<EventRequest> {
+            let mut out = Vec::new();
+            while let Ok(e) = self.events.try_recv() {
+                out.push(e);
+            }
+            out
+        }
+    }
+
+    fn names(set: &JobSet) -> Vec<&str> {
+        set.jobs.iter().map(|j| j.name.as_str()).collect()
+    }
+
+    fn schedule_of<'a>(set: &'a JobSet, name: &str) -> &'a str {
+        &set.jobs
+            .iter()
+            .find(|j| j.name == name)
+            .expect("the job")
+            .schedule
+    }
+
+    #[test]
+    fn a_bad_set_is_left_out_alone_and_its_neighbours_load() {
+        let mut h = harness(
+            None,
+            "jobs:\n  - name: local\n    command: 'true'\n    schedule: '@daily'\n",
+        );
+        h.send(Change::SetsListed(vec![
+            set(
+                "good",
+                1,
+                json!({"jobs": [job("a", "*/5 * * * *"), job("b", "@hourly")]}),
+            ),
+            set("bad", 1, json!({"jobs": [job("x", "61 * * * *")]})),
+        ]));
+        let delivered = h.source.poll().expect("a new table");
+        assert_eq!(names(&delivered), ["local", "ops:good:a", "ops:good:b"]);
+        let bad = h.report("bad");
+        let message = bad.verdict.clone().expect_err("refused");
+        assert!(message.contains("cronjobset/ops/bad"), "{message}");
+        assert!(
+            message.contains("ops:bad:x") && message.contains("schedule"),
+            "{message}"
+        );
+        assert_eq!(bad.running_generation, None);
+        assert!(bad.jobs.is_empty());
+        let good = h.report("good");
+        assert_eq!(good.verdict, Ok(()));
+        assert_eq!(good.running_generation, Some(1));
+        assert_eq!(
+            good.jobs,
+            vec![
+                ("a".to_owned(), "ops:good:a".to_owned()),
+                ("b".to_owned(), "ops:good:b".to_owned())
+            ]
+        );
+        let events = h.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].reason, "InvalidSpec");
+        assert_eq!(events[0].regarding.name.as_deref(), Some("bad"));
+        assert_eq!(events[0].regarding.uid.as_deref(), Some("uid-bad"));
+        let kube = ports::with_counters(&h.counters, |c| c.kube.clone()).expect("stats");
+        assert_eq!(
+            (kube.sets_seen, kube.sets_accepted, kube.sets_rejected),
+            (2, 1, 1)
+        );
+        assert_eq!(kube.apply_duration.count(), 1);
+    }
+
+    #[test]
+    fn a_status_write_changes_nothing_and_a_spec_edit_swaps_the_table() {
+        let mut h = harness(None, "jobs: []\n");
+        h.send(Change::SetsListed(vec![set(
+            "s",
+            1,
+            json!({"jobs": [job("a", "@hourly")]}),
+        )]));
+        assert!(h.source.poll().is_some());
+        // Same generation, new resourceVersion and a status: our own write.
+        let mut written = set("s", 1, json!({"jobs": [job("a", "@hourly")]}));
+        written.metadata.resource_version = Some("101".into());
+        written.data["status"] = json!({"observedGeneration": 1});
+        h.send(Change::SetApplied(Box::new(written)));
+        assert!(
+            h.source.poll().is_none(),
+            "a status write must not swap the table"
+        );
+        h.send(Change::SetApplied(Box::new(set(
+            "s",
+            2,
+            json!({"jobs": [job("a", "@daily")]}),
+        ))));
+        let delivered = h.source.poll().expect("the edit lands");
+        assert_eq!(schedule_of(&delivered, "ops:s:a"), "@daily");
+        assert!(h.events().is_empty());
+    }
+
+    #[test]
+    fn a_breaking_edit_keeps_the_last_accepted_spec_running() {
+        let mut h = harness(None, "jobs: []\n");
+        h.send(Change::SetsListed(vec![set(
+            "s",
+            1,
+            json!({"jobs": [job("a", "@hourly")]}),
+        )]));
+        let first = h.source.poll().expect("loads");
+        h.send(Change::SetApplied(Box::new(set(
+            "s",
+            2,
+            json!({"jobs": [job("a", "not a schedule")]}),
+        ))));
+        assert!(h.source.poll().is_none(), "the running table stays");
+        let report = h.report("s");
+        assert!(report.verdict.is_err());
+        assert_eq!(report.generation, Some(2));
+        assert_eq!(report.running_generation, Some(1));
+        assert_eq!(report.jobs, vec![("a".to_owned(), "ops:s:a".to_owned())]);
+        assert_eq!(h.events().len(), 1);
+        // Fixing it swaps in the fix.
+        h.send(Change::SetApplied(Box::new(set(
+            "s",
+            3,
+            json!({"jobs": [job("a", "@daily")]}),
+        ))));
+        let fixed = h.source.poll().expect("the fix lands");
+        assert_ne!(fixed.job_set_id, first.job_set_id);
+        assert_eq!(h.report("s").verdict, Ok(()));
+    }
+
+    #[test]
+    fn suspend_marks_the_sets_jobs_and_delete_removes_them() {
+        let mut h = harness(None, "jobs: []\n");
+        h.send(Change::SetsListed(vec![
+            set("s", 1, json!({"jobs": [job("a", "@hourly")]})),
+            set("t", 1, json!({"jobs": [job("b", "@hourly")]})),
+        ]));
+        let first = h.source.poll().expect("loads");
+        assert!(first.suspended.is_empty());
+        h.send(Change::SetApplied(Box::new(set(
+            "s",
+            2,
+            json!({"jobs": [job("a", "@hourly")], "suspend": true}),
+        ))));
+        let suspended = h.source.poll().expect("suspend is a change");
+        assert_eq!(suspended.suspended, HashSet::from(["ops:s:a".to_owned()]));
+        assert_eq!(suspended.job_set_id, first.job_set_id, "same jobs");
+        assert!(h.report("s").suspended);
+        h.send(Change::SetDeleted {
+            namespace: "ops".into(),
+            name: "s".into(),
+        });
+        let after = h.source.poll().expect("the delete lands");
+        assert_eq!(names(&after), ["ops:t:b"]);
+        assert!(after.suspended.is_empty());
+        assert!(!h.source.reports_tx.borrow().contains_key(&SetKey {
+            namespace: "ops".into(),
+            name: "s".into()
+        }));
+    }
+
+    #[test]
+    fn a_relist_forgets_sets_that_are_gone() {
+        let mut h = harness(None, "jobs: []\n");
+        h.send(Change::SetsListed(vec![
+            set("s", 1, json!({"jobs": [job("a", "@hourly")]})),
+            set("t", 1, json!({"jobs": [job("b", "@hourly")]})),
+        ]));
+        assert!(h.source.poll().is_some());
+        h.send(Change::SetsListed(vec![set(
+            "t",
+            1,
+            json!({"jobs": [job("b", "@hourly")]}),
+        )]));
+        let after = h.source.poll().expect("s is gone");
+        assert_eq!(names(&after), ["ops:t:b"]);
+    }
+
+    #[test]
+    fn configmap_keys_are_config_and_a_broken_configmap_keeps_the_last_good_one() {
+        let mut h = harness(Some("cronstable"), "jobs: []\n");
+        let data = |yaml: &str| {
+            Some(BTreeMap::from([
+                ("jobs.yaml".to_owned(), yaml.to_owned()),
+                (
+                    "crontab".to_owned(),
+                    "*/10 * * * * echo from-crontab\n".to_owned(),
+                ),
+                ("README.md".to_owned(), "not config".to_owned()),
+            ]))
+        };
+        h.send(Change::ConfigMap(data(
+            "jobs:\n  - name: from-yaml\n    command: 'true'\n    schedule: '@hourly'\n",
+        )));
+        let loaded = h.source.poll().expect("the ConfigMap loads");
+        assert_eq!(loaded.jobs.len(), 2, "{:?}", names(&loaded));
+        assert!(names(&loaded).contains(&"from-yaml"));
+        assert!(loaded
+            .sources
+            .contains(&"configmap/ops/cronstable".to_owned()));
+        h.send(Change::ConfigMap(data(
+            "jobs:\n  - name: broken\n    schedule: '@hourly'\n",
+        )));
+        assert!(h.source.poll().is_none(), "the running config stays");
+        let events = h.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].reason, "InvalidConfig");
+        assert_eq!(events[0].regarding.kind.as_deref(), Some("ConfigMap"));
+        assert!(
+            events[0]
+                .note
+                .contains("configmap/ops/cronstable:jobs.yaml"),
+            "{}",
+            events[0].note
+        );
+        // The ConfigMap deleted: its jobs leave.
+        h.send(Change::ConfigMap(None));
+        let gone = h.source.poll().expect("the ConfigMap's jobs leave");
+        assert!(gone.jobs.is_empty());
+    }
+
+    #[test]
+    fn a_set_job_clashing_with_a_file_job_refuses_the_set() {
+        let mut h = harness(
+            None,
+            "jobs:\n  - name: 'ops:s:a'\n    command: 'true'\n    schedule: '@daily'\n",
+        );
+        h.send(Change::SetsListed(vec![set(
+            "s",
+            1,
+            json!({"jobs": [job("a", "@hourly")]}),
+        )]));
+        assert!(
+            h.source.poll().is_none(),
+            "only the file job runs, as before"
+        );
+        let report = h.report("s");
+        let message = report.verdict.clone().expect_err("refused");
+        assert!(message.contains("'ops:s:a'"), "{message}");
+        assert_eq!(report.running_generation, None);
+        assert_eq!(h.events()[0].reason, "InvalidSpec");
+    }
+
+    #[test]
+    fn a_sets_defaults_apply_to_its_jobs() {
+        let mut h = harness(None, "jobs: []\n");
+        let mut object = set("s", 1, json!({"jobs": [job("a", "@hourly")]}));
+        object.data["spec"]["defaults"] = json!({"killTimeout": 3});
+        h.send(Change::SetsListed(vec![object]));
+        let loaded = h.source.poll().expect("defaults are fine");
+        assert_eq!(loaded.jobs[0].kill_timeout, 3.0);
+    }
+}

@@ -233,6 +233,19 @@ impl Health {
 
     fn failed(&mut self, what: &str, err: &watcher::Error) {
         let message = format!("{what}: {err}");
+        if let watcher::Error::WatchError(status) = err {
+            if status.code == 410 {
+                // The history behind the watch was compacted: the watcher
+                // relists. Routine, not an outage.
+                ports::with_counters(&self.counters, |c| {
+                    if let Some(kube) = c.kube.as_mut() {
+                        kube.watch_restarts += 1;
+                    }
+                });
+                tracing::debug!(target: "cronstable::kube", "{message}; relisting");
+                return;
+            }
+        }
         ports::with_counters(&self.counters, |c| {
             if let Some(kube) = c.kube.as_mut() {
                 kube.connected = false;

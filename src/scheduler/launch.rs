@@ -36,6 +36,9 @@ impl Scheduler {
             })
             .cloned()
             .collect();
+        // Status shows the boundary a run was scheduled for, not the
+        // moment the pass got to it.
+        self.firing_at = Some(at);
         for job in due {
             if self.is_paused(&job.name, at) {
                 self.record_skipped(&job, at);
@@ -43,6 +46,7 @@ impl Scheduler {
             }
             self.launch_scheduled(job);
         }
+        self.firing_at = None;
     }
 
     pub(super) fn is_paused(&mut self, name: &str, now: DateTime<Utc>) -> bool {
@@ -258,8 +262,8 @@ impl Scheduler {
         tracing::info!(target: "cronstable::scheduler", "Starting job {}", job.name);
         self.progress_version += 1;
         if trigger == Trigger::Schedule {
-            self.last_scheduled
-                .insert(job.name.clone(), self.clock.now());
+            let at = self.firing_at.unwrap_or_else(|| self.clock.now());
+            self.last_scheduled.insert(job.name.clone(), at);
         }
         let (handle, task) = job::start(RunRequest {
             job: Arc::clone(&job),

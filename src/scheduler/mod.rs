@@ -115,8 +115,10 @@ pub struct Scheduler {
     evaluated: DateTime<Utc>,
     /// Jobs whose scheduled fires are held (a suspended CronJobSet's).
     suspended: HashSet<String>,
-    /// When each job was last launched for its schedule.
+    /// When each job was last launched for its schedule (the boundary).
     last_scheduled: HashMap<String, DateTime<Utc>>,
+    /// The boundary whose due jobs are being launched, while they are.
+    firing_at: Option<DateTime<Utc>>,
     /// Bumped whenever a run starts or ends or the table changes, so a
     /// status writer polling [`ControlHandle::progress`] learns cheaply
     /// that nothing moved.
@@ -159,6 +161,7 @@ impl Scheduler {
             evaluated,
             suspended: HashSet::new(),
             last_scheduled: HashMap::new(),
+            firing_at: None,
             progress_version: 0,
         };
         scheduler.install_jobs(initial);

@@ -424,3 +424,68 @@ async fn a_retry_asks_the_gate_again_and_waits_out_a_deferral() {
     assert_eq!(h.asked.lock().unwrap().len(), 3);
     finish(h).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_suspended_job_skips_its_fires_but_starts_by_hand_and_progress_reports_it() {
+    let mut set = job_set(&format!(
+        "{}{}",
+        every_minute("held"),
+        &every_minute("free")["jobs:\n".len()..]
+    ));
+    set.suspended.insert("held".to_owned());
+    let h = start(set, Admission::Launch, SlotClaim::Claimed).await;
+    let before = h
+        .control
+        .progress("", None)
+        .await
+        .unwrap()
+        .expect("a first answer");
+    assert_eq!(
+        h.control.progress("", Some(before.version)).await.unwrap(),
+        None,
+        "nothing moved"
+    );
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(runs(&h.control, "free", 1).await.len(), 1);
+    assert!(runs(&h.control, "held", 0).await.is_empty(), "suspended");
+    // Only the free job reached the gate.
+    assert_eq!(
+        *h.asked.lock().unwrap(),
+        vec![("free".to_owned(), Trigger::Schedule)]
+    );
+    h.control.start("held").await.expect("a manual start runs");
+    assert_eq!(
+        runs(&h.control, "held", 1).await[0].trigger,
+        Trigger::Manual
+    );
+    let after = h
+        .control
+        .progress("", Some(before.version))
+        .await
+        .unwrap()
+        .expect("runs moved the version");
+    let by_name = |name: &str| {
+        after
+            .jobs
+            .iter()
+            .find(|j| j.name == name)
+            .cloned()
+            .expect("the job")
+    };
+    let free = by_name("free");
+    assert_eq!(
+        free.last_scheduled,
+        Some(Utc.with_ymd_and_hms(2026, 11, 30, 12, 1, 0).unwrap())
+    );
+    assert!(free.last_success.is_some());
+    assert_eq!(free.last_run.as_ref().map(|r| r.exit_code), Some(Some(0)));
+    assert_eq!(
+        free.next_fire,
+        Some(Utc.with_ymd_and_hms(2026, 11, 30, 12, 2, 0).unwrap())
+    );
+    // A manual start is not a scheduled fire.
+    assert_eq!(by_name("held").last_scheduled, None);
+    let only_free = h.control.progress("fr", None).await.unwrap().unwrap();
+    assert_eq!(only_free.jobs.len(), 1);
+    finish(h).await;
+}

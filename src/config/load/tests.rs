@@ -330,3 +330,88 @@ fn logging_section_with_an_unknown_format_key_is_a_load_error() {
         "{err}"
     );
 }
+
+#[test]
+fn files_and_in_memory_sources_form_one_config() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "a.yaml",
+        "web:\n  listen: [http://127.0.0.1:8080]\njobs:\n  - name: a\n    command: echo\n    schedule: '@daily'\n",
+    );
+    let loaded = load_path_and_sources(
+        Some(dir.path()),
+        &[yaml(
+            "configmap/ops/c:b.yaml",
+            "jobs:\n  - name: b\n    command: echo\n    schedule: '@hourly'\n",
+        )],
+    )
+    .unwrap();
+    assert_eq!(loaded.jobs.len(), 2);
+    assert!(loaded.sections.web.is_some());
+    // A second web section in the ConfigMap clashes with the file's.
+    let err = load_path_and_sources(
+        Some(dir.path()),
+        &[yaml(
+            "configmap/ops/c:w.yaml",
+            "web:\n  listen: [http://127.0.0.1:9090]\n",
+        )],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("configmap/ops/c:w.yaml") && err.contains("'web'"),
+        "{err}"
+    );
+    // A duplicate job name across the two is refused too.
+    let err = load_path_and_sources(
+        Some(dir.path()),
+        &[yaml(
+            "configmap/ops/c:dup.yaml",
+            "jobs:\n  - name: a\n    command: echo\n    schedule: '@hourly'\n",
+        )],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("'a' is already defined"), "{err}");
+    // No path: the sources alone.
+    let alone = load_path_and_sources(None, &[yaml("m", "jobs: []\n")]).unwrap();
+    assert!(alone.jobs.is_empty());
+}
+
+#[test]
+fn jobs_loaded_against_sections_refuse_sections_of_their_own() {
+    let sections = Sections::default();
+    let ok = load_jobs_against(
+        &[yaml(
+            "cronjobset/ops/s",
+            "defaults:\n  killTimeout: 2\njobs:\n  - name: a\n    command: echo\n    schedule: '@daily'\n",
+        )],
+        &sections,
+    )
+    .unwrap();
+    assert_eq!(ok.jobs[0].kill_timeout, 2.0);
+    let err = load_jobs_against(
+        &[yaml(
+            "cronjobset/ops/s",
+            "web:\n  listen: [http://127.0.0.1:1]\njobs: []\n",
+        )],
+        &sections,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("cronjobset/ops/s") && err.contains("'web' cannot be configured here"),
+        "{err}"
+    );
+    let err = load_jobs_against(
+        &[yaml(
+            "cronjobset/ops/s",
+            "jobs:\n  - name: a\n    command: echo\n    schedule: '@daily'\n  - name: a\n    command: echo\n    schedule: '@daily'\n",
+        )],
+        &sections,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("already defined"), "{err}");
+}
