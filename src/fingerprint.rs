@@ -22,11 +22,14 @@ const LEGACY_REPORT_DEFAULTS: &str = include_str!("fingerprint/legacy_report_def
 
 /// The `v1:` job-set id of a set of jobs.
 pub fn job_set_id(jobs: &[JobConfig]) -> String {
-    let refs: Vec<&JobConfig> = jobs.iter().collect();
-    id_of(&refs)
+    id_from_digests(job_digests(jobs))
 }
 
-fn id_of(jobs: &[&JobConfig]) -> String {
+/// The `v1` digest of each job, in the order given: the parts
+/// [`job_set_id`] combines. A source that keeps them per group of jobs (a
+/// CronJobSet) computes the id of the whole config after a change without
+/// hashing the unchanged jobs again.
+pub fn job_digests<'a>(jobs: impl IntoIterator<Item = &'a JobConfig>) -> Vec<String> {
     let defaults = legacy_report_defaults();
     // Most jobs configure no reporters; their hook blocks are the built-in
     // one, serialized once here instead of once per job.
@@ -38,13 +41,23 @@ fn id_of(jobs: &[&JobConfig]) -> String {
         tree: defaults,
         unconfigured_report: cached,
     };
-    let mut digests: Vec<String> = jobs
-        .iter()
+    jobs.into_iter()
         .map(|j| hex_sha256(job_bytes(j, &defaults).as_bytes()))
-        .collect();
-    digests.sort_unstable();
-    let mut input = String::from("v1\n");
-    input.push_str(&digests.join("\n"));
+        .collect()
+}
+
+/// The job-set id of the jobs whose [`job_digests`] are given, in any
+/// order.
+pub fn id_from_digests<S: AsRef<str>>(mut digests: Vec<S>) -> String {
+    digests.sort_unstable_by(|a, b| a.as_ref().cmp(b.as_ref()));
+    let mut input = String::with_capacity(3 + digests.len() * 65);
+    input.push_str("v1\n");
+    for (i, digest) in digests.iter().enumerate() {
+        if i > 0 {
+            input.push('\n');
+        }
+        input.push_str(digest.as_ref());
+    }
     format!("v1:{}", hex_sha256(input.as_bytes()))
 }
 

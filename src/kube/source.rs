@@ -84,7 +84,10 @@ pub type SetReports = BTreeMap<SetKey, Arc<SetReport>>;
 struct Loaded {
     generation: Option<i64>,
     base_version: u64,
-    jobs: Arc<Vec<JobConfig>>,
+    jobs: Vec<Arc<JobConfig>>,
+    /// The jobs' fingerprint digests, kept so the whole table's id is
+    /// computed without hashing unchanged sets again.
+    digests: Vec<String>,
     names: Vec<(String, String)>,
     suspend: bool,
     job_set_id: String,
@@ -107,7 +110,8 @@ struct SetEntry {
 /// The files and the ConfigMap: the part of the config that may hold
 /// sections. Its last good load is kept.
 struct Base {
-    jobs: Vec<JobConfig>,
+    jobs: Vec<Arc<JobConfig>>,
+    digests: Vec<String>,
     sections: Sections,
     version: u64,
 }
@@ -154,9 +158,11 @@ impl KubeSource {
         let web = loaded.sections.web.as_ref().map(|w| w.value.clone());
         let (web_tx, _) = watch::channel(web);
         let (reports_tx, _) = watch::channel(Arc::new(SetReports::new()));
+        let digests = crate::fingerprint::job_digests(&loaded.jobs);
+        let jobs = config::shared_without_specs(loaded.jobs);
         let initial = JobSet {
-            job_set_id: crate::fingerprint::job_set_id(&loaded.jobs),
-            jobs: loaded.jobs.clone(),
+            job_set_id: crate::fingerprint::id_from_digests(digests.clone()),
+            jobs: jobs.clone(),
             sources: loaded
                 .files
                 .iter()
@@ -173,7 +179,8 @@ impl KubeSource {
             configmap: None,
             last_id: initial.job_set_id.clone(),
             base: Base {
-                jobs: loaded.jobs,
+                jobs,
+                digests,
                 sections: loaded.sections,
                 version: 0,
             },
@@ -330,7 +337,8 @@ impl KubeSource {
                     changed
                 });
                 self.base = Base {
-                    jobs: strip_specs(loaded.jobs),
+                    digests: crate::fingerprint::job_digests(&loaded.jobs),
+                    jobs: config::shared_without_specs(loaded.jobs),
                     sections: loaded.sections,
                     version: self.base.version + 1,
                 };
@@ -389,12 +397,13 @@ impl KubeSource {
                     for warning in &loaded.warnings {
                         tracing::warn!(target: "cronstable::config", "{warning}");
                     }
-                    let jobs = strip_specs(loaded.jobs);
+                    let digests = crate::fingerprint::job_digests(&loaded.jobs);
                     entry.good = Some(Loaded {
                         generation: entry.generation,
                         base_version,
-                        job_set_id: crate::fingerprint::job_set_id(&jobs),
-                        jobs: Arc::new(jobs),
+                        job_set_id: crate::fingerprint::id_from_digests(digests.clone()),
+                        digests,
+                        jobs: config::shared_without_specs(loaded.jobs),
                         names: set.jobs,
                         suspend: set.suspend,
                     });
@@ -431,6 +440,8 @@ impl KubeSource {
     /// force.
     fn assemble(&mut self) -> Option<JobSet> {
         if !self.dirty && !self.base_dirty {
+            // Only status writes or label changes arrived: nothing to time.
+            self.pending_since = None;
             return None;
         }
         let requested_at = Utc::now();
@@ -440,7 +451,8 @@ impl KubeSource {
         self.check_sets();
         self.dirty = false;
         let mut names: HashSet<&str> = self.base.jobs.iter().map(|j| j.name.as_str()).collect();
-        let mut jobs: Vec<JobConfig> = self.base.jobs.clone();
+        let mut jobs: Vec<Arc<JobConfig>> = self.base.jobs.clone();
+        let mut digests: Vec<&str> = self.base.digests.iter().map(String::as_str).collect();
         let mut suspended = HashSet::new();
         let mut reports = SetReports::new();
         let (mut accepted, mut rejected, mut paused) = (0u64, 0u64, 0u64);
@@ -480,6 +492,7 @@ impl KubeSource {
                     names.insert(job.name.as_str());
                 }
                 jobs.extend(good.jobs.iter().cloned());
+                digests.extend(good.digests.iter().map(String::as_str));
                 if good.suspend {
                     paused += 1;
                     suspended.extend(good.jobs.iter().map(|j| j.name.clone()));
@@ -514,7 +527,7 @@ impl KubeSource {
                 .send(EventRequest::invalid_spec(&key, uid.as_deref(), message));
         }
         self.reports_tx.send_replace(Arc::new(reports));
-        let job_set_id = crate::fingerprint::job_set_id(&jobs);
+        let job_set_id = crate::fingerprint::id_from_digests(digests);
         let pending_since = self.pending_since.take();
         ports::with_counters(&self.counters, |c| {
             if let Some(kube) = c.kube.as_mut() {
@@ -574,15 +587,6 @@ fn load_set(
     let loaded = config::load_jobs_against(std::slice::from_ref(&source.source), sections)
         .map_err(|e| e.to_string())?;
     Ok((source, loaded))
-}
-
-/// Drops the merged specs: only the load needed them (see
-/// `Scheduler::install_jobs`), and the cache would otherwise double them.
-fn strip_specs(mut jobs: Vec<JobConfig>) -> Vec<JobConfig> {
-    for job in &mut jobs {
-        job.spec = None;
-    }
-    jobs
 }
 
 impl JobSource for KubeSource {

@@ -82,12 +82,14 @@ async fn run(
     let mut slots: HashMap<SetKey, Slot> = HashMap::new();
     let mut progress: Option<Progress> = None;
     let mut outage_logged = false;
+    let mut last_reports: Option<Arc<SetReports>> = None;
     loop {
         ticks.tick().await;
         if !*may_write.borrow() {
             // A writer that lost the right forgets what it wrote: when it
             // gets it back, another writer may have written since.
             slots.clear();
+            last_reports = None;
             continue;
         }
         let now = Utc::now();
@@ -103,13 +105,27 @@ async fn run(
         } else {
             progress.as_ref().map(|p| p.version)
         };
-        match control.progress("", since).await {
-            Ok(Some(fresh)) => progress = Some(fresh),
-            Ok(None) => {}
+        let moved = match control.progress("", since).await {
+            Ok(Some(fresh)) => {
+                progress = Some(fresh);
+                true
+            }
+            Ok(None) => false,
             // The scheduler is gone: the daemon is stopping.
             Err(_) => return,
-        }
+        };
         let reports = reports.borrow().clone();
+        let retry_pending = slots.values().any(|s| s.retry_at.is_some());
+        if !moved
+            && !retry_pending
+            && last_reports
+                .as_ref()
+                .is_some_and(|r| Arc::ptr_eq(r, &reports))
+        {
+            // Nothing the statuses are made of changed since the last pass.
+            continue;
+        }
+        last_reports = Some(Arc::clone(&reports));
         let empty = Vec::new();
         let jobs = progress.as_ref().map(|p| &p.jobs).unwrap_or(&empty);
         let index: HashMap<&str, &JobProgress> =

@@ -28,8 +28,11 @@ use std::sync::{Arc, Mutex};
 /// One validated job set, as a source hands it to the scheduler.
 #[derive(Debug)]
 pub struct JobSet {
-    /// Every job, in the order the source defines (the API lists them so).
-    pub jobs: Vec<JobConfig>,
+    /// Every job, in the order the source defines (the API lists them so),
+    /// without its merged spec (only the load needs it). Shared, so a
+    /// source that keeps its jobs between deliveries hands out pointers,
+    /// not copies.
+    pub jobs: Vec<Arc<JobConfig>>,
     /// The job-set id of `jobs` (computed by the source, which knows when
     /// its input changed; the scheduler only installs and reports it).
     pub job_set_id: String,

@@ -114,7 +114,7 @@ fn job_set(yaml: &str) -> JobSet {
     .expect("the test config loads");
     JobSet {
         job_set_id: crate::fingerprint::job_set_id(&loaded.jobs),
-        jobs: loaded.jobs,
+        jobs: loaded.jobs.into_iter().map(Arc::new).collect(),
         sources: vec!["test.yaml".into()],
         requested_at: origin(),
         suspended: Default::default(),
@@ -331,6 +331,7 @@ fn cluster_forbid(name: &str) -> JobSet {
     // Set here rather than in YAML: the config refuses cluster scope while
     // no state store exists, but the scheduler's gate must already work.
     for job in &mut set.jobs {
+        let job = Arc::make_mut(job);
         job.concurrency_policy = ConcurrencyPolicy::Forbid;
         job.concurrency_scope = ConcurrencyScope::Cluster;
     }

@@ -119,9 +119,10 @@ fn job_set(
     files: &[PathBuf],
     requested_at: chrono::DateTime<Utc>,
 ) -> JobSet {
+    let job_set_id = crate::fingerprint::job_set_id(&jobs);
     JobSet {
-        job_set_id: crate::fingerprint::job_set_id(&jobs),
-        jobs,
+        job_set_id,
+        jobs: config::shared_without_specs(jobs),
         sources: files.iter().map(|f| f.display().to_string()).collect(),
         requested_at,
         suspended: Default::default(),
