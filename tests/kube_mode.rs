@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use support::kube_daemon::{
-    configmap, cronjobset, is_rfc3339_z, time_of, Cluster, KubeDaemon, Launch, PATIENCE,
+    configmap, cronjobset, is_rfc3339_z, is_utc_time, time_of, Cluster, KubeDaemon, Launch,
+    PATIENCE,
 };
 
 /// Seven fields: fires every second.
@@ -481,7 +482,7 @@ fn the_daemon_starts_with_the_api_down_and_takes_the_sets_when_it_answers() {
     d.wait_lines(&cluster, "waiting.log", 1);
     d.wait_until("synced", PATIENCE, || {
         let k = d.kube();
-        k["connected"] == true && k["synced"] == true && is_rfc3339_z(&k["lastSyncTime"])
+        k["connected"] == true && k["synced"] == true && is_utc_time(&k["lastSyncTime"])
     });
     assert_eq!(d.job_names(), ["file-tick", "team-a:waiting:tick"]);
     let files = cluster.lines("file.log").len();
@@ -728,7 +729,7 @@ fn kube_endpoint_and_metrics_show_the_state() {
     assert!(kube["selector"].is_null(), "{kube}");
     assert_eq!(kube["connected"], true, "{kube}");
     assert_eq!(kube["synced"], true, "{kube}");
-    assert!(is_rfc3339_z(&kube["lastSyncTime"]), "{kube}");
+    assert!(is_utc_time(&kube["lastSyncTime"]), "{kube}");
     assert!(time_of(&kube["lastSyncTime"]) >= started, "{kube}");
     assert!(kube["watchRestarts"].is_u64(), "{kube}");
     assert!(kube["lastError"].is_null(), "{kube}");
@@ -818,4 +819,71 @@ fn failed_runs_show_in_status_and_as_aggregated_warning_events() {
     );
     assert_eq!(failed[0]["type"], "Warning");
     assert_eq!(failed[0]["regarding"]["kind"], "CronJobSet");
+}
+
+/// Runs the binary with `args` (no inherited kube settings) and returns its
+/// exit code and stderr; kills it and panics if it is still running after
+/// the patience bound (a flag that should be refused was taken).
+fn run_briefly(args: &[&str], cwd: &std::path::Path) -> (Option<i32>, String) {
+    use std::io::Read;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_cronstable"))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("KUBECONFIG")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start the binary");
+    let start = Instant::now();
+    let code = loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            break status.code();
+        }
+        if start.elapsed() > PATIENCE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("cronstable {args:?} kept running");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    if let Some(mut stderr) = child.stderr.take() {
+        let _ = stderr.read_to_string(&mut err);
+    }
+    (code, err)
+}
+
+#[test]
+fn a_bad_scope_or_selector_is_refused_at_start() {
+    let cluster = Cluster::start();
+    let kubeconfig = cluster.kubeconfig.display().to_string();
+    let (code, err) = run_briefly(
+        &[
+            "--kube",
+            "--kubeconfig",
+            &kubeconfig,
+            "--cronjobsets",
+            "some",
+        ],
+        cluster.dir.path(),
+    );
+    assert_ne!(code, Some(0), "{err}");
+    assert!(
+        err.contains("--cronjobsets") && err.contains("some"),
+        "{err}"
+    );
+    let (code, err) = run_briefly(
+        &[
+            "--kube",
+            "--kubeconfig",
+            &kubeconfig,
+            "--selector",
+            "team=a,,",
+        ],
+        cluster.dir.path(),
+    );
+    assert_ne!(code, Some(0), "{err}");
+    assert!(err.contains("--selector"), "{err}");
 }

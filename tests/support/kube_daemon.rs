@@ -648,6 +648,13 @@ pub fn is_rfc3339_z(t: &Value) -> bool {
         && chrono::DateTime::parse_from_rfc3339(s).is_ok()
 }
 
+/// Whether `t` is an RFC 3339 UTC time ending in `Z`, any precision (the
+/// `/kube` answer is not bound to the status's seconds).
+pub fn is_utc_time(t: &Value) -> bool {
+    t.as_str()
+        .is_some_and(|s| s.ends_with('Z') && chrono::DateTime::parse_from_rfc3339(s).is_ok())
+}
+
 /// Parses an RFC 3339 time from the status.
 pub fn time_of(t: &Value) -> chrono::DateTime<chrono::Utc> {
     let s = t.as_str().unwrap_or_else(|| panic!("not a time: {t}"));
