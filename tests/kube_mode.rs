@@ -384,10 +384,17 @@ fn the_api_down_for_ten_seconds_keeps_jobs_running_and_status_catches_up() {
     });
 
     let down_at = Instant::now();
+    let seen_before = cluster.fake().requests().len();
     cluster.go_down();
-    d.wait_until("/kube connected false", PATIENCE, || {
-        d.kube()["connected"] == false
-    });
+    support::kube_daemon::wait_until(
+        "/kube connected false",
+        PATIENCE,
+        || d.kube()["connected"] == false,
+        || {
+            let after: Vec<_> = cluster.fake().requests().split_off(seen_before);
+            format!("requests from go_down on: {after:?}\nlog:\n{}", d.log())
+        },
+    );
     assert_eq!(d.metric("cronstable_kube_connected", &[]), Some(0.0));
     let during = cluster.lines("steady.log").len();
     d.wait_lines(&cluster, "steady.log", during + 3);
