@@ -1,6 +1,8 @@
 //! What the black-box tests share: run the built binary once (`cli`), a
-//! daemon under test (`daemon`), a small HTTP client (`http`), and real
-//! receivers for reports (`receivers`, with `smtp_sink.py`).
+//! daemon under test (`daemon`), a small HTTP client (`http`), a fake
+//! Kubernetes API server (`kube_fake`) and the daemon in Kubernetes mode
+//! against it (`kube_daemon`), and real receivers for reports
+//! (`receivers`, with `smtp_sink.py`).
 //!
 //! Every test binary declares `mod support;` and uses what it needs, so
 //! each binary leaves some helpers unused.
@@ -10,5 +12,6 @@
 pub mod cli;
 pub mod daemon;
 pub mod http;
+pub mod kube_daemon;
 pub mod kube_fake;
 pub mod receivers;

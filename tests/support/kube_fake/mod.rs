@@ -145,12 +145,23 @@ impl FakeApiServer {
         self.shared.lock().cut_watches();
         let _ = running.stop.send(());
         let mut task = running.task;
-        // In-flight requests get a moment to finish; then the task goes.
-        if tokio::time::timeout(Duration::from_secs(5), &mut task)
-            .await
-            .is_err()
-        {
-            task.abort();
+        // A client whose watch was just cut may open the next one on its
+        // kept-alive connection before the stop signal lands; graceful
+        // shutdown would wait on that stream, and aborting the server task
+        // leaves the connection's own task (and the watch) running. So keep
+        // cutting until the server has really stopped; in-flight requests
+        // get a few seconds to finish, then the task goes.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            self.shared.lock().cut_watches();
+            match tokio::time::timeout(Duration::from_millis(100), &mut task).await {
+                Ok(_) => break,
+                Err(_) if tokio::time::Instant::now() >= deadline => {
+                    task.abort();
+                    break;
+                }
+                Err(_) => {}
+            }
         }
     }
 
