@@ -10,7 +10,8 @@
 //!   patches per second and the daemon's CPU share over 20 s.
 //!
 //! Run with `cargo bench --bench kube` (or `scripts/bench.sh --kube`).
-//! Set `KUBE_BENCH_SETS` to change the number of sets.
+//! Set `KUBE_BENCH_SETS` to change the number of sets, `KUBE_BENCH_LOG` to
+//! a file to keep the daemon's DEBUG log (its timings of each apply).
 
 #[path = "../tests/support/kube_fake/mod.rs"]
 #[allow(dead_code)]
@@ -93,6 +94,8 @@ fn start_daemon(fake: &FakeApiServer) -> Daemon {
         .expect("kubeconfig");
     let port = free_port();
     let config = dir.path().join("web.yaml");
+    // KUBE_BENCH_LOG=FILE keeps the daemon's DEBUG log there.
+    let log = std::env::var_os("KUBE_BENCH_LOG");
     std::fs::write(
         &config,
         format!("web:\n  listen:\n    - http://127.0.0.1:{port}\njobs: []\n"),
@@ -104,9 +107,12 @@ fn start_daemon(fake: &FakeApiServer) -> Daemon {
         .arg(&kubeconfig)
         .arg("-c")
         .arg(&config)
-        .args(["-l", "WARNING"])
+        .args(["-l", if log.is_some() { "DEBUG" } else { "WARNING" }])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(match log.and_then(|p| std::fs::File::options().create(true).append(true).open(p).ok()) {
+            Some(file) => Stdio::from(file),
+            None => Stdio::null(),
+        })
         .spawn()
         .expect("the daemon starts");
     Daemon {
@@ -127,6 +133,18 @@ async fn get_json(client: &reqwest::Client, url: &str) -> Option<Value> {
     serde_json::from_str(&text).ok()
 }
 
+/// The id alone (text): cheap for the daemon to answer, so polling it
+/// does not slow down what is measured.
+async fn job_set_id(client: &reqwest::Client, port: u16) -> Option<String> {
+    let response = client
+        .get(format!("http://127.0.0.1:{port}/job-set-id"))
+        .send()
+        .await
+        .ok()?;
+    response.text().await.ok()
+}
+
+/// The id and the job count (JSON; the daemon counts its jobs for it).
 async fn job_set(client: &reqwest::Client, port: u16) -> Option<(String, u64)> {
     let v = get_json(client, &format!("http://127.0.0.1:{port}/job-set-id")).await?;
     Some((v["job_set_id"].as_str()?.to_owned(), v["jobs"].as_u64()?))
@@ -214,7 +232,7 @@ async fn run() {
     let mut latencies = Vec::new();
     for edit in 0..40usize {
         let set = (edit * 37) % sets;
-        let before = job_set(&client, daemon.port).await.map(|(id, _)| id);
+        let before = job_set_id(&client, daemon.port).await;
         let url = format!(
             "{}/apis/cronstable.io/v1alpha1/namespaces/{NAMESPACE}/cronjobsets/set-{set:04}",
             fake.url()
@@ -232,7 +250,7 @@ async fn run() {
             continue;
         }
         loop {
-            let now = job_set(&client, daemon.port).await.map(|(id, _)| id);
+            let now = job_set_id(&client, daemon.port).await;
             if now.is_some() && now != before {
                 latencies.push(sent.elapsed().as_secs_f64() * 1e3);
                 break;

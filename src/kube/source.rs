@@ -15,7 +15,7 @@
 //! `metadata.generation`) changes nothing and delivers nothing.
 
 use super::convert::{to_source, SetSource};
-use super::crd::{Condition, CronJobSet};
+use super::crd::{Condition, CronJobSet, CronJobSetSpec};
 use super::events::{EventRequest, EventSink};
 use super::watch::{Arrived, Change};
 use crate::config::model::WebConfig;
@@ -98,8 +98,9 @@ struct Loaded {
 struct SetEntry {
     uid: Option<String>,
     generation: Option<i64>,
-    /// The object as last seen (reloaded when its generation moves).
-    object: DynamicObject,
+    /// The spec as last seen (the rest of the object is not kept: a real
+    /// API server's `managedFields` alone can outweigh the jobs).
+    spec: serde_json::Value,
     /// The verdict on `generation` against `base_version`, once checked.
     checked: Option<(Option<i64>, u64, Result<(), String>)>,
     /// The latest accepted spec.
@@ -253,17 +254,21 @@ impl KubeSource {
         }
     }
 
-    fn upsert(&mut self, key: SetKey, object: DynamicObject) {
+    fn upsert(&mut self, key: SetKey, mut object: DynamicObject) {
         let uid = object.metadata.uid.clone();
         let generation = object.metadata.generation;
+        let spec = object
+            .data
+            .get_mut("spec")
+            .map(serde_json::Value::take)
+            .unwrap_or(serde_json::Value::Null);
         match self.sets.get_mut(&key) {
             Some(entry) if entry.uid == uid && entry.generation == generation => {
                 // A status write or a label change: the spec is the same.
-                entry.object = object;
             }
             Some(entry) if entry.uid == uid => {
                 entry.generation = generation;
-                entry.object = object;
+                entry.spec = spec;
                 self.dirty = true;
             }
             _ => {
@@ -278,7 +283,7 @@ impl KubeSource {
                     SetEntry {
                         uid,
                         generation,
-                        object,
+                        spec,
                         checked: None,
                         good: None,
                         seen_conditions,
@@ -392,7 +397,7 @@ impl KubeSource {
             {
                 continue;
             }
-            let verdict = match load_set(&entry.object, &self.base.sections) {
+            let verdict = match load_set(key, &entry.spec, &self.base.sections) {
                 Ok((set, loaded)) => {
                     for warning in &loaded.warnings {
                         tracing::warn!(target: "cronstable::config", "{warning}");
@@ -445,10 +450,12 @@ impl KubeSource {
             return None;
         }
         let requested_at = Utc::now();
+        let began = Instant::now();
         if self.base_dirty {
             self.reload_base();
         }
         self.check_sets();
+        let checked = began.elapsed();
         self.dirty = false;
         let mut names: HashSet<&str> = self.base.jobs.iter().map(|j| j.name.as_str()).collect();
         let mut jobs: Vec<Arc<JobConfig>> = self.base.jobs.clone();
@@ -540,6 +547,14 @@ impl KubeSource {
                 }
             }
         });
+        tracing::debug!(
+            target: "cronstable::kube",
+            "assembled {} job(s) from {} CronJobSet(s) in {:.1} ms ({:.1} ms loading)",
+            jobs.len(),
+            self.sets.len(),
+            began.elapsed().as_secs_f64() * 1e3,
+            checked.as_secs_f64() * 1e3
+        );
         if job_set_id == self.last_id && suspended == self.last_suspended {
             return None;
         }
@@ -571,18 +586,18 @@ fn key_of(object: &DynamicObject) -> Option<SetKey> {
 
 /// Loads one set on its own against the rest of the config's sections.
 fn load_set(
-    object: &DynamicObject,
+    key: &SetKey,
+    spec: &serde_json::Value,
     sections: &Sections,
 ) -> Result<(SetSource, LoadedConfig), String> {
-    let name = format!(
-        "cronjobset/{}/{}",
-        object.metadata.namespace.as_deref().unwrap_or_default(),
-        object.metadata.name.as_deref().unwrap_or_default()
-    );
-    let set: CronJobSet = object
-        .clone()
-        .try_parse()
-        .map_err(|e| format!("{name}: the object does not match the CronJobSet schema: {e}"))?;
+    let spec: CronJobSetSpec = serde_json::from_value(spec.clone()).map_err(|e| {
+        format!(
+            "{}: the spec does not match the CronJobSet schema: {e}",
+            super::convert::source_name(&key.namespace, &key.name)
+        )
+    })?;
+    let mut set = CronJobSet::new(&key.name, spec);
+    set.metadata.namespace = Some(key.namespace.clone());
     let source = to_source(&set).map_err(|e| e.to_string())?;
     let loaded = config::load_jobs_against(std::slice::from_ref(&source.source), sections)
         .map_err(|e| e.to_string())?;

@@ -283,11 +283,13 @@ impl Scheduler {
     fn swap(&mut self, set: JobSet, started: DateTime<Utc>) {
         let cadence = self.cadence();
         let count = set.jobs.len();
+        let began = std::time::Instant::now();
         self.install_jobs(set);
         crate::platform::release_free_memory();
         tracing::debug!(
             target: "cronstable::scheduler",
-            "configuration reloaded: {count} job(s)"
+            "configuration reloaded: {count} job(s) installed in {:.1} ms",
+            began.elapsed().as_secs_f64() * 1e3
         );
         self.evaluated = tick::rebase(self.evaluated, started, cadence, self.cadence());
     }
