@@ -109,10 +109,18 @@ fn start_daemon(fake: &FakeApiServer) -> Daemon {
         .arg(&config)
         .args(["-l", if log.is_some() { "DEBUG" } else { "WARNING" }])
         .stdout(Stdio::null())
-        .stderr(match log.and_then(|p| std::fs::File::options().create(true).append(true).open(p).ok()) {
-            Some(file) => Stdio::from(file),
-            None => Stdio::null(),
-        })
+        .stderr(
+            match log.and_then(|p| {
+                std::fs::File::options()
+                    .create(true)
+                    .append(true)
+                    .open(p)
+                    .ok()
+            }) {
+                Some(file) => Stdio::from(file),
+                None => Stdio::null(),
+            },
+        )
         .spawn()
         .expect("the daemon starts");
     Daemon {

@@ -959,6 +959,26 @@ mod tests {
     }
 
     #[test]
+    fn a_spec_of_the_wrong_shape_is_refused_with_the_objects_name() {
+        let mut h = harness(None, "jobs: []\n");
+        // The CRD's schema refuses this; an object stored before the CRD
+        // was installed (or with an older one) can still look like it.
+        h.send(Change::SetsListed(vec![set(
+            "odd",
+            1,
+            json!({"jobs": "not a list"}),
+        )]));
+        assert!(h.source.poll().is_none());
+        let message = h.report("odd").verdict.clone().expect_err("refused");
+        assert!(
+            message
+                .starts_with("cronjobset/ops/odd: the spec does not match the CronJobSet schema"),
+            "{message}"
+        );
+        assert_eq!(h.events()[0].reason, "InvalidSpec");
+    }
+
+    #[test]
     fn a_sets_defaults_apply_to_its_jobs() {
         let mut h = harness(None, "jobs: []\n");
         let mut object = set("s", 1, json!({"jobs": [job("a", "@hourly")]}));
