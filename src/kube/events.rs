@@ -6,7 +6,7 @@
 //! recorders do. Only the writer of status (the leader) publishes: the
 //! others drop their requests.
 
-use super::source::{SetKey, SetReports};
+use super::sets::{SetKey, SetReports};
 use crate::config::JobConfig;
 use crate::job::RunRecord;
 use crate::report::{Hook, ReportFuture, Reporter};

@@ -10,6 +10,7 @@ pub mod convert;
 pub mod crd;
 pub mod events;
 pub mod options;
+pub mod sets;
 pub mod source;
 pub mod status;
 pub mod watch;
@@ -46,7 +47,7 @@ pub struct KubeMode {
 /// The status writer before the scheduler exists.
 pub struct StatusWriter {
     client: kube::Client,
-    reports: channel::Receiver<Arc<source::SetReports>>,
+    reports: channel::Receiver<Arc<sets::SetReports>>,
     may_write: channel::Receiver<bool>,
     node: String,
 }

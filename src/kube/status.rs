@@ -5,7 +5,7 @@
 use super::crd::{
     Condition, ConditionStatus, ConditionType, CronJobSetStatus, JobStatus, RunResult,
 };
-use super::source::SetReport;
+use super::sets::SetReport;
 use crate::job::outcome::Outcome;
 use crate::scheduler::control::JobProgress;
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -140,7 +140,7 @@ fn outcome_name(outcome: Outcome) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kube::source::SetKey;
+    use crate::kube::sets::SetKey;
     use crate::scheduler::control::RunSummary;
     use chrono::TimeZone;
 

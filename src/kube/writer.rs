@@ -8,7 +8,7 @@
 //! allowed by `may_write` (the leader, or the only scheduler) writes.
 
 use super::crd::{Condition, CronJobSet, CronJobSetStatus};
-use super::source::{SetKey, SetReports};
+use super::sets::{SetKey, SetReports};
 use super::status;
 use crate::scheduler::control::{ControlHandle, JobProgress, Progress};
 use crate::scheduler::ports::{self, SharedCounters};

@@ -3,7 +3,7 @@
 //! Kubernetes source and status writer update them through the shared
 //! counters; `/metrics` and `GET /kube` read them.
 
-use super::prometheus::{gauge, single_gauge, Histogram};
+use super::encode::{gauge, single_gauge, Histogram};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
