@@ -685,6 +685,7 @@ fn environment_variables_work_like_flags() {
         assert_eq!(kube["namespace"], "team-b", "{kube}");
         assert_eq!(kube["selector"], "team=a", "{kube}");
         assert_eq!(kube["configMap"], "settings", "{kube}");
+        assert_eq!(kube["enabled"], true, "{kube}");
         assert_eq!(kube["cronJobSets"], "namespace", "{kube}");
     }
     // CRONSTABLE_LOG_LEVEL=DEBUG took effect as -l DEBUG does.
@@ -732,6 +733,7 @@ fn kube_endpoint_and_metrics_show_the_state() {
     let kube = d.kube();
     assert_eq!(kube["namespace"], "team-a", "{kube}");
     assert!(kube["configMap"].is_null(), "{kube}");
+    assert_eq!(kube["enabled"], true, "{kube}");
     assert_eq!(kube["cronJobSets"], "namespace", "{kube}");
     assert!(kube["selector"].is_null(), "{kube}");
     assert_eq!(kube["connected"], true, "{kube}");
@@ -780,11 +782,11 @@ fn kube_endpoint_and_metrics_show_the_state() {
 }
 
 #[test]
-fn kube_endpoint_is_404_without_kube() {
+fn kube_endpoint_says_disabled_without_kube() {
     let (_d, port) = support::daemon::Daemon::start_with_web("", "  []\n");
     let reply = support::http::get(port, "/kube");
-    assert_eq!(reply.status, 404, "{}", reply.body);
-    assert!(reply.json()["error"].is_string(), "{}", reply.body);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json(), json!({"enabled": false}), "{}", reply.body);
 }
 
 #[test]

@@ -79,9 +79,10 @@ impl KubeStats {
         }
     }
 
-    /// The JSON body of `GET /kube`.
+    /// The JSON body of `GET /kube` (`enabled` is always true here).
     pub fn to_json(&self) -> serde_json::Value {
         serde_json::json!({
+            "enabled": true,
             "namespace": self.namespace,
             "configMap": self.configmap,
             "cronJobSets": self.scope,

@@ -353,15 +353,14 @@ async fn job_set_id(State(state): State<AppState>, headers: HeaderMap) -> ApiRes
 }
 
 /// `GET /kube`: the Kubernetes mode's state (watch health, sets, status
-/// writes); 404 when the daemon runs without `--kube`.
+/// writes), or `{"enabled": false}` without `--kube` (the shape of
+/// `GET /cluster` without a cluster).
 async fn kube(State(state): State<AppState>) -> ApiResult {
-    match state.control.kube().await? {
-        Some(stats) => Ok(Json(stats.to_json()).into_response()),
-        None => Err(ApiError(
-            StatusCode::NOT_FOUND,
-            "the daemon is not running in Kubernetes mode (start it with --kube)".into(),
-        )),
-    }
+    let body = match state.control.kube().await? {
+        Some(stats) => stats.to_json(),
+        None => json!({"enabled": false}),
+    };
+    Ok(Json(body).into_response())
 }
 
 async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {
