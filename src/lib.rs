@@ -25,6 +25,7 @@
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.
 
+pub mod cluster;
 pub(crate) mod compat;
 pub mod config;
 pub mod cronexpr;

@@ -1,6 +1,7 @@
 //! The `cronstable` command line: parse arguments, set up logging, hand off.
 
 use clap::Parser;
+use cronstable::config::cluster::{Backend as ClusterBackendSettings, ClusterSettings};
 use cronstable::config::{self, ConfigError};
 use cronstable::kube::{KubeOptions, SetScope};
 use cronstable::logging::{self, LogFormat};
@@ -10,7 +11,7 @@ use cronstable::scheduler::ports::JobSource;
 use cronstable::scheduler::shutdown::{self, ShutdownHandle, StopCause};
 use cronstable::scheduler::{Ports, Scheduler};
 use cronstable::source::{FileSource, ReloadTrigger};
-use cronstable::{fingerprint, platform, report, web};
+use cronstable::{cluster, fingerprint, platform, report, web};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
@@ -274,80 +275,156 @@ fn run_daemon(
                 return ExitCode::from(1);
             }
         };
-        let (source, initial, web_config, reporter, status_writer, reload): (
-            Box<dyn JobSource>,
-            _,
-            _,
-            _,
-            _,
-            _,
-        ) = match (kube, root) {
-            (Some(options), root) => {
-                let mode = match cronstable::kube::start(
-                    &options,
-                    root,
-                    loaded,
-                    Arc::clone(&counters),
-                    report::default_reporter(),
-                )
-                .await
-                {
-                    Ok(mode) => mode,
-                    Err(err) => {
-                        tracing::error!(target: "cronstable", "Kubernetes mode: {err}");
-                        return ExitCode::from(1);
-                    }
-                };
-                let web_config = mode.source.web_config();
-                (
-                    Box::new(mode.source),
-                    mode.initial,
-                    web_config,
-                    mode.reporter,
-                    Some(mode.status),
-                    None,
-                )
-            }
-            (None, Some(root)) => {
-                let (source, initial) = FileSource::open(root, loaded, Arc::clone(&counters));
-                let web_config = source.web_config();
-                let reload = source.reload_trigger();
-                (
-                    Box::new(source),
-                    initial,
-                    web_config,
-                    report::default_reporter(),
-                    None,
-                    Some(reload),
-                )
-            }
-            (None, None) => unreachable!("main always resolves a config path without --kube"),
+        let (may_write_tx, may_write) = tokio::sync::watch::channel(true);
+        let sources = match open_sources(kube, root, loaded, &counters, may_write).await {
+            Ok(sources) => sources,
+            Err(code) => return code,
         };
+        let (gate, leadership) = cluster::supervise::start(
+            sources.cluster_config,
+            backend_factory(sources.kube_client),
+            Arc::clone(&counters),
+            may_write_tx,
+        )
+        .await;
         let (shutdown, stop) = shutdown::channel();
         let scheduler = Scheduler::new(
-            initial,
+            sources.initial,
             Ports {
-                source,
-                gate: Box::new(ports::Standalone),
+                source: sources.source,
+                gate: Box::new(gate),
                 slots: Box::new(ports::NoSlots),
                 store: Box::new(ports::MemoryStore::default()),
                 clock: Arc::new(ports::SystemClock),
-                reporter,
+                reporter: sources.reporter,
                 counters: Arc::clone(&counters),
                 shutdown: shutdown.clone(),
             },
         );
         platform::release_free_memory();
         let control = scheduler.control();
-        if let Some(writer) = status_writer {
+        if let Some(writer) = sources.status_writer {
             writer.start(control.clone(), Arc::clone(&counters));
         }
+        let reload = sources.reload;
+        let web_config = sources.web_config;
         let forwarder = tokio::spawn(forward_signals(signals.0, signals.1, shutdown, reload));
         let web = tokio::spawn(web::supervise(web_config, control));
         scheduler.run(stop).await;
+        // The gate asked for the release when the drain began; this waits
+        // (bounded) for it to land before the process exits.
+        leadership.stop().await;
         web.abort();
         forwarder.abort();
         ExitCode::SUCCESS
+    })
+}
+
+/// What the daemon's job source brings along.
+struct Sources {
+    source: Box<dyn JobSource>,
+    initial: ports::JobSet,
+    web_config: tokio::sync::watch::Receiver<Option<cronstable::config::WebConfig>>,
+    cluster_config: tokio::sync::watch::Receiver<Option<cronstable::config::ClusterConfig>>,
+    reporter: Arc<dyn report::Reporter>,
+    status_writer: Option<cronstable::kube::StatusWriter>,
+    reload: Option<ReloadTrigger>,
+    /// The Kubernetes mode's client and namespace, for the Lease backend.
+    kube_client: Option<(kube::Client, String)>,
+}
+
+/// The file source, or the Kubernetes source with `--kube`.
+async fn open_sources(
+    kube: Option<KubeOptions>,
+    root: Option<PathBuf>,
+    loaded: config::LoadedConfig,
+    counters: &ports::SharedCounters,
+    may_write: tokio::sync::watch::Receiver<bool>,
+) -> Result<Sources, ExitCode> {
+    match (kube, root) {
+        (Some(options), root) => {
+            let mode = cronstable::kube::start(
+                &options,
+                root,
+                loaded,
+                Arc::clone(counters),
+                report::default_reporter(),
+                may_write,
+            )
+            .await
+            .map_err(|err| {
+                tracing::error!(target: "cronstable", "Kubernetes mode: {err}");
+                ExitCode::from(1)
+            })?;
+            Ok(Sources {
+                web_config: mode.source.web_config(),
+                cluster_config: mode.source.cluster_config(),
+                source: Box::new(mode.source),
+                initial: mode.initial,
+                reporter: mode.reporter,
+                status_writer: Some(mode.status),
+                reload: None,
+                kube_client: Some((mode.client, mode.namespace)),
+            })
+        }
+        (None, Some(root)) => {
+            let (source, initial) = FileSource::open(root, loaded, Arc::clone(counters));
+            Ok(Sources {
+                web_config: source.web_config(),
+                cluster_config: source.cluster_config(),
+                reload: Some(source.reload_trigger()),
+                source: Box::new(source),
+                initial,
+                reporter: report::default_reporter(),
+                status_writer: None,
+                kube_client: None,
+            })
+        }
+        (None, None) => unreachable!("main always resolves a config path without --kube"),
+    }
+}
+
+/// How a `cluster` section becomes a running backend. The Lease backend
+/// shares the Kubernetes mode's client when there is one (its namespace
+/// the default for the Lease), else builds its own from
+/// `cluster.kubernetes.kubeconfig` / `apiServer` or the pod's account.
+fn backend_factory(
+    kube_client: Option<(kube::Client, String)>,
+) -> cluster::supervise::BackendFactory {
+    Box::new(move |settings: ClusterSettings| {
+        let shared = kube_client.clone();
+        Box::pin(async move {
+            match &settings.backend {
+                ClusterBackendSettings::Kubernetes(lease) => {
+                    let (client, namespace) = match shared {
+                        Some((client, namespace)) => (client, namespace),
+                        None => {
+                            let options = KubeOptions {
+                                kubeconfig: lease.kubeconfig.as_ref().map(PathBuf::from),
+                                namespace: lease.lease_namespace.clone(),
+                                ..KubeOptions::default()
+                            };
+                            let connection = cronstable::kube::client::connect_to(
+                                &options,
+                                lease.api_server.as_deref(),
+                            )
+                            .await
+                            .map_err(|e| e.to_string())?;
+                            (connection.client, connection.namespace)
+                        }
+                    };
+                    let namespace = lease.lease_namespace.clone().unwrap_or(namespace);
+                    let backend: Box<dyn cluster::Backend> = Box::new(
+                        cluster::kubernetes::KubernetesLease::new(client, namespace, lease),
+                    );
+                    Ok(backend)
+                }
+                other => Err(format!(
+                    "cluster.backend: {} is not built yet in this version of cronstable",
+                    other.name()
+                )),
+            }
+        })
     })
 }
 

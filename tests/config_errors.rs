@@ -330,7 +330,8 @@ fn unset_variable_names_value_path_and_variable() {
 fn sections_not_supported_yet_are_refused_by_name() {
     for (section, yaml) in [
         ("'state' section", "state:\n  path: /var/lib/cronstable\n"),
-        ("'cluster' section", "cluster:\n  backend: etcd\n"),
+        ("cluster.backend: gossip", "cluster:\n  backend: gossip\n"),
+        ("cluster.backend: gossip", "cluster:\n  nodeName: a\n"),
         (
             "'notify' section",
             "notify:\n  events:\n    - leader_change\n",
@@ -348,6 +349,57 @@ fn sections_not_supported_yet_are_refused_by_name() {
         &job_with("    sla:\n      lateAfterSeconds: 60\n"),
     )]);
     assert_contains(&err, &["job 'j': sla: SLA monitoring", "not supported yet"]);
+}
+
+#[test]
+fn cluster_section_rules_use_the_clustering_pages_messages() {
+    for (yaml, says) in [
+        (
+            "cluster:\n  backend: kubernetes\n  kubernetes:\n    leaseDurationSeconds: 10\n    renewDeadlineSeconds: 10\n",
+            "cluster.kubernetes.leaseDurationSeconds (10) must be greater than renewDeadlineSeconds (10)",
+        ),
+        (
+            "cluster:\n  backend: kubernetes\n  kubernetes:\n    leaseDurationSeconds: 15\n    renewDeadlineSeconds: 10\n    retryPeriodSeconds: 6\n",
+            "cluster.kubernetes: renewDeadlineSeconds (10) + retryPeriodSeconds (6) must be less than leaseDurationSeconds (15)",
+        ),
+        (
+            "cluster:\n  backend: kubernetes\n  kubernetes:\n    leaseName: Bad_Name\n",
+            "cluster.kubernetes.leaseName must be a valid RFC1123 name",
+        ),
+        (
+            "cluster:\n  backend: etcd\n  etcd:\n    ttl: 2\n",
+            "cluster.etcd.ttl must be >= 3 seconds",
+        ),
+        (
+            "cluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://u:p@127.0.0.1:2379']\n",
+            "must not embed credentials in the URL",
+        ),
+        (
+            "cluster:\n  backend: etcd\n  etcd:\n    username: root\n",
+            "cluster.etcd.username is set but no password is configured",
+        ),
+        (
+            "cluster:\n  backend: filesystem\n",
+            "cluster.filesystem.path is required and must be non-empty",
+        ),
+        (
+            "cluster:\n  backend: filesystem\n  filesystem:\n    path: /tmp/x\n  distribution: spread\n",
+            "cluster.distribution: spread is not supported with the 'filesystem' backend",
+        ),
+        (
+            "cluster:\n  backend: kubernetes\n  etcd:\n    ttl: 5\n",
+            "cluster.etcd is configured but cluster.backend is 'kubernetes'",
+        ),
+    ] {
+        let err = rejected(&[("c.yaml", yaml)]);
+        assert_contains(&err, &["c.yaml", says]);
+    }
+    let dir = write_tree(&[(
+        "c.yaml",
+        "cluster:\n  backend: kubernetes\n  kubernetes:\n    leaseName: cronstable-leader\n",
+    )]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
 }
 
 #[test]

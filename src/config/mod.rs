@@ -2,6 +2,7 @@
 //! in-memory sources (`load`), classic crontabs ([`crontab`]), and the
 //! rules a config must satisfy (`validate`, `sections_check`).
 
+pub mod cluster;
 pub mod crontab;
 pub(crate) mod defaults;
 pub(crate) mod error;
@@ -22,6 +23,7 @@ pub use load::{
     load_jobs_against, load_path, load_path_and_sources, load_sources, LoadedConfig, Source,
     SourceKind,
 };
+pub use model::{ClusterConfig, WebConfig};
 
 /// The `web.metrics.durationBuckets` of a web section, if set: the
 /// histogram bounds every source applies on load.

@@ -149,10 +149,22 @@ pub fn check_cross_sections(
         ));
     }
     if let Some(cluster) = &sections.cluster {
-        return Err(not_supported(
-            &cluster.source,
-            "the 'cluster' section (clustering and leader election)",
-        ));
+        match super::cluster::resolve(&cluster.value, crate::platform::host_name()) {
+            Err(message) => {
+                return Err(ConfigError::config(
+                    Location::source(&cluster.source),
+                    message,
+                ))
+            }
+            Ok(super::cluster::Resolved::Gossip) => {
+                return Err(not_supported(
+                    &cluster.source,
+                    "cluster.backend: gossip (peer-to-peer leader election; use the kubernetes, \
+                     etcd or filesystem backend)",
+                ));
+            }
+            Ok(super::cluster::Resolved::Lease { .. }) => {}
+        }
     }
     if let Some(dag) = sections.dags.first() {
         return Err(not_supported(

@@ -50,6 +50,15 @@ pub struct Connection {
 /// The namespace is `--namespace`, else the pod's, else the kubeconfig
 /// context's, else `default`.
 pub async fn connect(options: &KubeOptions) -> Result<Connection, ClientError> {
+    connect_to(options, None).await
+}
+
+/// [`connect`], with the API server's URL replaced by `api_server` when
+/// given (`cluster.kubernetes.apiServer`).
+pub async fn connect_to(
+    options: &KubeOptions,
+    api_server: Option<&str>,
+) -> Result<Connection, ClientError> {
     let in_pod = std::env::var_os("KUBERNETES_SERVICE_HOST").is_some();
     let (mut config, origin) = if let Some(path) = &options.kubeconfig {
         let kubeconfig = Kubeconfig::read_from(path).map_err(|e| ClientError::Kubeconfig {
@@ -78,6 +87,11 @@ pub async fn connect(options: &KubeOptions) -> Result<Connection, ClientError> {
         };
         (config, origin)
     };
+    if let Some(server) = api_server {
+        config.cluster_url = server
+            .parse()
+            .map_err(|e| ClientError::Build(format!("apiServer '{server}': {e}")))?;
+    }
     // The default client retries 429/503/504 inside a call for minutes;
     // the watchers and the status writer have their own bounded backoff.
     config.default_retry = false;

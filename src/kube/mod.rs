@@ -42,6 +42,10 @@ pub struct KubeMode {
     pub reporter: Arc<dyn Reporter>,
     /// The status writer, ready to start.
     pub status: StatusWriter,
+    /// The client, for the Lease backend to share.
+    pub client: kube::Client,
+    /// The scheduler's namespace.
+    pub namespace: String,
 }
 
 /// The status writer before the scheduler exists.
@@ -54,13 +58,15 @@ pub struct StatusWriter {
 
 /// Connects (without waiting for the API server), starts the watches and
 /// the event recorder, and builds the source. `loaded` is the first load
-/// of `root` (empty without `-c`).
+/// of `root` (empty without `-c`); `may_write` says when this scheduler
+/// writes status and Events (the leader's, or always without a cluster).
 pub async fn start(
     options: &KubeOptions,
     root: Option<PathBuf>,
     loaded: LoadedConfig,
     counters: SharedCounters,
     reporter: Arc<dyn Reporter>,
+    may_write: channel::Receiver<bool>,
 ) -> Result<KubeMode, client::ClientError> {
     let connection = client::connect(options).await?;
     let namespace = connection.namespace.clone();
@@ -84,10 +90,6 @@ pub async fn start(
             options.selector.clone(),
         ))
     });
-    // Without leader election this scheduler is the only writer (a
-    // dropped sender leaves the receiver reading `true` for good); a
-    // leadership backend will drive this flag.
-    let (_, may_write) = channel::channel(true);
     let node = crate::platform::host_name().to_owned();
     let sink = events::spawn(connection.client.clone(), node.clone(), may_write.clone());
     let changes = watch::spawn(
@@ -111,7 +113,7 @@ pub async fn start(
         source.reports(),
     ));
     let status = StatusWriter {
-        client: connection.client,
+        client: connection.client.clone(),
         reports: source.reports(),
         may_write,
         node,
@@ -121,6 +123,8 @@ pub async fn start(
         initial,
         reporter,
         status,
+        client: connection.client,
+        namespace: connection.namespace,
     })
 }
 

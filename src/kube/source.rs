@@ -19,7 +19,7 @@ use super::crd::{Condition, CronJobSet, CronJobSetSpec};
 use super::events::{EventRequest, EventSink};
 use super::sets::{SetKey, SetReport, SetReports};
 use super::watch::{Arrived, Change};
-use crate::config::model::WebConfig;
+use crate::config::model::{ClusterConfig, WebConfig};
 use crate::config::sections::Sections;
 use crate::config::stamp::ConfigStamp;
 use crate::config::web_buckets;
@@ -92,6 +92,7 @@ pub struct KubeSource {
     last_suspended: HashSet<String>,
     counters: SharedCounters,
     web_tx: watch::Sender<Option<WebConfig>>,
+    cluster_tx: watch::Sender<Option<ClusterConfig>>,
     reports_tx: watch::Sender<Arc<SetReports>>,
     events: EventSink,
 }
@@ -114,6 +115,8 @@ impl KubeSource {
             .map(|root| ConfigStamp::take(root, &loaded.files));
         let web = loaded.sections.web.as_ref().map(|w| w.value.clone());
         let (web_tx, _) = watch::channel(web);
+        let (cluster_tx, _) =
+            watch::channel(loaded.sections.cluster.as_ref().map(|c| c.value.clone()));
         let (reports_tx, _) = watch::channel(Arc::new(SetReports::new()));
         let digests = crate::fingerprint::job_digests(&loaded.jobs);
         let jobs = config::shared_without_specs(loaded.jobs);
@@ -149,6 +152,7 @@ impl KubeSource {
             last_suspended: HashSet::new(),
             counters,
             web_tx,
+            cluster_tx,
             reports_tx,
             events,
         };
@@ -159,6 +163,12 @@ impl KubeSource {
     /// ConfigMap).
     pub fn web_config(&self) -> watch::Receiver<Option<WebConfig>> {
         self.web_tx.subscribe()
+    }
+
+    /// The `cluster` section of the running config (from the files or the
+    /// ConfigMap).
+    pub fn cluster_config(&self) -> watch::Receiver<Option<ClusterConfig>> {
+        self.cluster_tx.subscribe()
     }
 
     /// Every selected set's report, updated whenever a set is (re)checked.
@@ -295,6 +305,12 @@ impl KubeSource {
                 self.web_tx.send_if_modified(|current| {
                     let changed = *current != web;
                     *current = web;
+                    changed
+                });
+                let cluster = loaded.sections.cluster.as_ref().map(|c| c.value.clone());
+                self.cluster_tx.send_if_modified(|current| {
+                    let changed = *current != cluster;
+                    *current = cluster;
                     changed
                 });
                 self.base = Base {

@@ -1,5 +1,6 @@
 //! Metrics: per-job statsd datagrams and the Prometheus exposition.
 
+pub mod cluster;
 pub(crate) mod encode;
 pub mod kube;
 pub mod prometheus;

@@ -91,11 +91,10 @@ pub struct Counters {
     pub last_reload_ok: Option<bool>,
     /// Unix time of the latest successful parse.
     pub last_reload_success: Option<f64>,
-    /// Whether a cluster leadership backend runs on this node; this build
-    /// has none, so it stays `false` and the gauge reads `0`.
-    pub cluster_enabled: bool,
     /// The Kubernetes mode's numbers (`None` without `--kube`).
     pub kube: Option<super::kube::KubeStats>,
+    /// The leadership state (`None` without a lease backend).
+    pub cluster: Option<super::cluster::ClusterStats>,
 }
 
 impl Counters {
@@ -110,8 +109,8 @@ impl Counters {
             start_time,
             last_reload_ok: Some(true),
             last_reload_success: Some(start_time),
-            cluster_enabled: false,
             kube: None,
+            cluster: None,
         }
     }
 
@@ -257,8 +256,8 @@ struct Scrape {
     start_time: f64,
     last_reload_ok: Option<bool>,
     last_reload_success: Option<f64>,
-    cluster_enabled: bool,
     kube: Option<super::kube::KubeStats>,
+    cluster: Option<super::cluster::ClusterStats>,
     jobs: Vec<JobRow>,
 }
 
@@ -316,8 +315,8 @@ impl Scrape {
             start_time: counters.start_time,
             last_reload_ok: counters.last_reload_ok,
             last_reload_success: counters.last_reload_success,
-            cluster_enabled: counters.cluster_enabled,
             kube: counters.kube.clone(),
+            cluster: counters.cluster.clone(),
             jobs,
         }
     }
@@ -585,22 +584,6 @@ impl Collector for JobStateFamilies {
     }
 }
 
-/// The cluster family. Without a cluster section the original still
-/// exports this one (as 0), and alert rules may select on it.
-#[derive(Debug)]
-struct ClusterFamilies(bool);
-
-impl Collector for ClusterFamilies {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        single_gauge(
-            &mut encoder,
-            "cronstable_cluster_enabled",
-            "Whether a cluster leadership backend is running on this node.",
-            &i64::from(self.0),
-        )
-    }
-}
-
 /// The registry of one scrape, each component's collector in the order
 /// its families appear in the exposition.
 fn registry(scrape: &Arc<Scrape>) -> Registry {
@@ -608,7 +591,10 @@ fn registry(scrape: &Arc<Scrape>) -> Registry {
     registry.register_collector(Box::new(DaemonFamilies(Arc::clone(scrape))));
     registry.register_collector(Box::new(JobCounterFamilies(Arc::clone(scrape))));
     registry.register_collector(Box::new(JobStateFamilies(Arc::clone(scrape))));
-    registry.register_collector(Box::new(ClusterFamilies(scrape.cluster_enabled)));
+    registry.register_collector(Box::new(super::cluster::ClusterFamilies {
+        stats: scrape.cluster.clone(),
+        now: std::time::Instant::now(),
+    }));
     if let Some(kube) = &scrape.kube {
         registry.register_collector(Box::new(super::kube::KubeFamilies(kube.clone())));
     }

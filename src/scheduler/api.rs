@@ -126,6 +126,13 @@ impl Scheduler {
             Control::Kube { reply } => {
                 let _ = reply.send(ports::with_counters(&self.counters, |c| c.kube.clone()));
             }
+            Control::Cluster { reply } => {
+                let now = std::time::Instant::now();
+                let body = ports::with_counters(&self.counters, |c| {
+                    c.cluster.as_ref().map(|s| s.to_json(&self.job_set_id, now))
+                });
+                let _ = reply.send(body);
+            }
             Control::JobSetId { reply } => {
                 let _ = reply.send(self.job_set_id.clone());
             }

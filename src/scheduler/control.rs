@@ -216,6 +216,11 @@ pub enum Control {
         /// Answer.
         reply: oneshot::Sender<Option<crate::metrics::kube::KubeStats>>,
     },
+    /// The body of `GET /cluster` (None without a lease backend).
+    Cluster {
+        /// Answer.
+        reply: oneshot::Sender<Option<serde_json::Value>>,
+    },
     /// The job-set id of the loaded config.
     JobSetId {
         /// Answer.
@@ -344,6 +349,12 @@ impl ControlHandle {
     /// The Kubernetes mode's state, `None` without `--kube`.
     pub async fn kube(&self) -> Result<Option<crate::metrics::kube::KubeStats>, ControlError> {
         self.ask(|reply| Control::Kube { reply }).await
+    }
+
+    /// The leadership state as `GET /cluster` shows it, `None` without a
+    /// lease backend.
+    pub async fn cluster(&self) -> Result<Option<serde_json::Value>, ControlError> {
+        self.ask(|reply| Control::Cluster { reply }).await
     }
 
     /// The job-set id.

@@ -332,6 +332,7 @@ impl Scheduler {
     /// Stops launching, drops pending retries and waits for running jobs.
     async fn drain(&mut self, stop: &mut ShutdownRequests) {
         self.stopping = true;
+        self.gate.step_down();
         tracing::info!(
             target: "cronstable::scheduler",
             "Shutting down (after currently running jobs finish)..."

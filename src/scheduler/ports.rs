@@ -99,6 +99,12 @@ pub trait LeaderGate: Send {
     /// The verdict for one launch of `job` caused by `trigger` (never
     /// [`Trigger::Manual`]: those are not gated).
     fn admit(&self, job: &JobConfig, trigger: Trigger) -> Admission;
+
+    /// The scheduler starts its drain: a gate backed by a lease gives it
+    /// up now (the seed: release before the drain), so a survivor takes
+    /// over at once while this node's running jobs finish. Must not
+    /// block; the release runs elsewhere.
+    fn step_down(&mut self) {}
 }
 
 /// The gate of a daemon without leader election: every node runs every

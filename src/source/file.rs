@@ -8,7 +8,7 @@
 //! config that fails to load keeps the running jobs: the error is logged
 //! once and nothing is delivered.
 
-use crate::config::model::WebConfig;
+use crate::config::model::{ClusterConfig, WebConfig};
 use crate::config::stamp::ConfigStamp;
 use crate::config::web_buckets;
 use crate::config::{self, LoadedConfig};
@@ -41,6 +41,7 @@ pub struct FileSource {
     reload: ReloadTrigger,
     counters: SharedCounters,
     web_tx: watch::Sender<Option<WebConfig>>,
+    cluster_tx: watch::Sender<Option<ClusterConfig>>,
 }
 
 impl FileSource {
@@ -50,6 +51,7 @@ impl FileSource {
         let stamp = ConfigStamp::take(&root, &loaded.files);
         let web = loaded.sections.web.map(|w| w.value);
         let (web_tx, _) = watch::channel(web);
+        let (cluster_tx, _) = watch::channel(loaded.sections.cluster.map(|c| c.value));
         let set = job_set(loaded.jobs, &loaded.files, Utc::now());
         let source = FileSource {
             root,
@@ -57,6 +59,7 @@ impl FileSource {
             reload: ReloadTrigger::default(),
             counters,
             web_tx,
+            cluster_tx,
         };
         (source, set)
     }
@@ -70,6 +73,12 @@ impl FileSource {
     /// that changes it (None: no web section).
     pub fn web_config(&self) -> watch::Receiver<Option<WebConfig>> {
         self.web_tx.subscribe()
+    }
+
+    /// The `cluster` section of the running config; changes on every
+    /// reload that changes it (None: no cluster section).
+    pub fn cluster_config(&self) -> watch::Receiver<Option<ClusterConfig>> {
+        self.cluster_tx.subscribe()
     }
 
     /// Loads the config now; None (and the running jobs stay) when it is
@@ -92,6 +101,12 @@ impl FileSource {
                 self.web_tx.send_if_modified(|current| {
                     let changed = *current != web;
                     *current = web;
+                    changed
+                });
+                let cluster = loaded.sections.cluster.map(|c| c.value);
+                self.cluster_tx.send_if_modified(|current| {
+                    let changed = *current != cluster;
+                    *current = cluster;
                     changed
                 });
                 Some(job_set(loaded.jobs, &loaded.files, requested_at))

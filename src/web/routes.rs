@@ -86,6 +86,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/shutdown", post(shutdown)),
         ("GET", "/job-set-id", get(job_set_id)),
         ("GET", "/kube", get(kube)),
+        ("GET", "/cluster", get(cluster)),
         ("GET", "/metrics", get(metrics)),
         ("GET", "/schedule/preview", get(schedule_preview)),
         ("GET", "/schedule/why", get(schedule_why)),
@@ -350,6 +351,16 @@ async fn job_set_id(State(state): State<AppState>, headers: HeaderMap) -> ApiRes
         return Ok(Json(json!({"job_set_id": id, "jobs": count})).into_response());
     }
     Ok(text(id))
+}
+
+/// `GET /cluster`: the leadership backend's view (the Clustering page's
+/// shape), or `{"enabled": false, "peers": []}` without one.
+async fn cluster(State(state): State<AppState>) -> ApiResult {
+    let body = match state.control.cluster().await? {
+        Some(view) => view,
+        None => json!({"enabled": false, "peers": []}),
+    };
+    Ok(Json(body).into_response())
 }
 
 /// `GET /kube`: the Kubernetes mode's state (watch health, sets, status

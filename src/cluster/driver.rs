@@ -1,0 +1,234 @@
+//! Runs a backend: one bounded round now (so the state is real before the
+//! scheduler's first pass), then one every period; keeps the leadership
+//! state in the shared counters (for the gate, `GET /cluster` and the
+//! metrics), logs the transitions once each, publishes whether this node
+//! may write Kubernetes status, and releases the lease when asked to step
+//! down (the scheduler's drain starts) before the process exits.
+
+use super::Backend;
+use crate::metrics::cluster::ClusterStats;
+use crate::scheduler::ports::{self, SharedCounters};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// A running leadership backend.
+pub struct Leadership {
+    task: JoinHandle<()>,
+    step_down: watch::Sender<bool>,
+    leading: watch::Receiver<bool>,
+    release_deadline: Duration,
+}
+
+impl Leadership {
+    /// Starts `backend` after one initial round. `node_name` and
+    /// `connect_timeout` come from the `cluster` section.
+    pub async fn start(
+        mut backend: Box<dyn Backend>,
+        node_name: String,
+        connect_timeout: Duration,
+        counters: SharedCounters,
+    ) -> Leadership {
+        tracing::info!(target: "cronstable::cluster", "{}", backend.start_line());
+        ports::with_counters(&counters, |c| {
+            let mut stats = ClusterStats::new(backend.name(), node_name.clone());
+            stats.running = true;
+            stats.lease = backend.lease_view();
+            c.cluster = Some(stats);
+        });
+        let (leading_tx, leading) = watch::channel(false);
+        let (step_down, mut stop) = watch::channel(false);
+        let mut tracker = Tracker {
+            counters: counters.clone(),
+            was_leader: false,
+            was_quorate: false,
+            failing: false,
+            leading_tx,
+        };
+        let first = run_round(backend.as_mut()).await;
+        if let Some(error) = &first.error {
+            tracing::warn!(
+                target: "cronstable::cluster",
+                "cluster: {} initial round failed: {error}",
+                backend.name()
+            );
+            tracker.failing = true;
+        }
+        tracker.apply(backend.as_ref(), &first);
+        let task = tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(backend.period()) => {}
+                    _ = stop.wait_for(|down| *down) => break,
+                }
+                let round = run_round(backend.as_mut()).await;
+                tracker.note_failure(backend.name(), &round);
+                tracker.apply(backend.as_ref(), &round);
+            }
+            tracker.step_down(backend.as_mut(), connect_timeout).await;
+        });
+        Leadership {
+            task,
+            step_down,
+            leading,
+            release_deadline: connect_timeout,
+        }
+    }
+
+    /// True while this node leads (for the Kubernetes status writer).
+    pub fn leading(&self) -> watch::Receiver<bool> {
+        self.leading.clone()
+    }
+
+    /// The sender the scheduler's gate pulls when the drain starts.
+    pub fn step_down_handle(&self) -> watch::Sender<bool> {
+        self.step_down.clone()
+    }
+
+    /// Steps down (if the gate did not already) and waits, bounded, for
+    /// the release to finish.
+    pub async fn stop(self) {
+        let _ = self.step_down.send(true);
+        let deadline = self.release_deadline + Duration::from_secs(1);
+        if tokio::time::timeout(deadline, self.task).await.is_err() {
+            tracing::debug!(
+                target: "cronstable::cluster",
+                "cluster: the lease release did not finish in time"
+            );
+        }
+    }
+}
+
+async fn run_round(backend: &mut dyn Backend) -> super::Round {
+    let deadline = backend.round_deadline();
+    match tokio::time::timeout(deadline, backend.round()).await {
+        Ok(round) => round,
+        Err(_) => super::Round {
+            error: Some(format!("no answer within {:.0} s", deadline.as_secs_f64())),
+            ..super::Round::default()
+        },
+    }
+}
+
+/// Folds rounds into the shared state and logs what changed.
+struct Tracker {
+    counters: SharedCounters,
+    was_leader: bool,
+    was_quorate: bool,
+    failing: bool,
+    leading_tx: watch::Sender<bool>,
+}
+
+impl Tracker {
+    fn note_failure(&mut self, backend: &str, round: &super::Round) {
+        match (&round.error, self.failing) {
+            (Some(error), false) => {
+                // Once per outage, not per round.
+                tracing::warn!(
+                    target: "cronstable::cluster",
+                    "cluster: {backend} lease round failed: {error}"
+                );
+                self.failing = true;
+            }
+            (None, true) => self.failing = false,
+            _ => {}
+        }
+    }
+
+    fn apply(&mut self, backend: &dyn Backend, round: &super::Round) {
+        let now = Instant::now();
+        let (leader, quorate) = ports::with_counters(&self.counters, |c| {
+            let Some(stats) = c.cluster.as_mut() else {
+                return (false, false);
+            };
+            stats.leading_until = round.leading_until.map(Instant::into_std);
+            if round.answered {
+                stats.quorate_until = Some((now + backend.quorum_window()).into_std());
+                stats.holder = round.holder.clone();
+            }
+            if round.error.is_some() {
+                stats.round_failures += 1;
+            }
+            stats.lease = backend.lease_view();
+            let std_now = now.into_std();
+            let (leader, quorate) = (stats.is_leader(std_now), stats.is_quorate(std_now));
+            if leader != self.was_leader {
+                stats.leader_transitions += 1;
+            }
+            if quorate != self.was_quorate {
+                stats.quorum_transitions += 1;
+            }
+            (leader, quorate)
+        });
+        if quorate != self.was_quorate {
+            if quorate {
+                tracing::info!(target: "cronstable::cluster", "cluster: this node joined quorum");
+            } else {
+                tracing::warn!(
+                    target: "cronstable::cluster",
+                    "cluster: this node left quorum; no majority reachable, so Leader jobs cannot \
+                     run until one is"
+                );
+            }
+            self.was_quorate = quorate;
+        }
+        if leader != self.was_leader {
+            if leader {
+                tracing::info!(
+                    target: "cronstable::cluster",
+                    "cluster: this node acquired scheduled-job leadership"
+                );
+            } else {
+                tracing::warn!(
+                    target: "cronstable::cluster",
+                    "cluster: this node lost scheduled-job leadership"
+                );
+            }
+            self.was_leader = leader;
+        }
+        self.leading_tx.send_if_modified(|current| {
+            let changed = *current != leader;
+            *current = leader;
+            changed
+        });
+    }
+
+    /// Releases the lease before the drain: Leader jobs stop here at once
+    /// and a survivor takes over without waiting out the lease.
+    async fn step_down(&mut self, backend: &mut dyn Backend, deadline: Duration) {
+        tracing::info!(target: "cronstable::cluster", "Stopping cluster manager");
+        ports::with_counters(&self.counters, |c| {
+            if let Some(stats) = c.cluster.as_mut() {
+                stats.stepped_down = true;
+            }
+        });
+        let _ = self.leading_tx.send(false);
+        let released = tokio::time::timeout(deadline, backend.release()).await;
+        let failure = match released {
+            Ok(Ok(())) => None,
+            Ok(Err(e)) => Some(e),
+            Err(_) => Some(format!("no answer within {} s", deadline.as_secs())),
+        };
+        if let Some(reason) = failure {
+            tracing::debug!(
+                target: "cronstable::cluster",
+                "cluster: {} lease release failed: {reason}",
+                backend.name()
+            );
+        }
+        if self.was_leader {
+            ports::with_counters(&self.counters, |c| {
+                if let Some(stats) = c.cluster.as_mut() {
+                    stats.leader_transitions += 1;
+                    stats.leading_until = None;
+                }
+            });
+            tracing::warn!(
+                target: "cronstable::cluster",
+                "cluster: this node lost scheduled-job leadership"
+            );
+            self.was_leader = false;
+        }
+    }
+}

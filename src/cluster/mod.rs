@@ -1,0 +1,72 @@
+//! Leadership backends behind the scheduler's leader gate: a Kubernetes
+//! Lease ([`kubernetes`]), an etcd lease and a lease file in a shared
+//! directory. Each backend implements [`Backend`] (one bounded election
+//! round, and a release); [`driver`] runs the rounds, keeps the state the
+//! gate, `GET /cluster` and the metrics read, logs the transitions, and
+//! releases the lease when the scheduler starts its drain. [`ClusterGate`]
+//! is the scheduler's `LeaderGate` over that state.
+
+pub mod driver;
+pub mod election;
+pub mod gate;
+pub mod kubernetes;
+pub mod supervise;
+
+pub use driver::Leadership;
+pub use gate::ClusterGate;
+
+use futures_util::future::BoxFuture;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// What one election round found.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Round {
+    /// Until when this node leads (None: it does not).
+    pub leading_until: Option<Instant>,
+    /// The store answered (evidence of quorum, whoever leads).
+    pub answered: bool,
+    /// The holder as read (display name, without the token), if any.
+    pub holder: Option<String>,
+    /// What went wrong, when the round failed.
+    pub error: Option<String>,
+}
+
+/// A leadership store.
+pub trait Backend: Send {
+    /// `kubernetes`, `etcd` or `filesystem`.
+    fn name(&self) -> &'static str;
+    /// The INFO line logged when the backend starts.
+    fn start_line(&self) -> String;
+    /// One round: read the lease, decide, write. The driver bounds it by
+    /// [`Backend::round_deadline`]; an unanswered round changes nothing
+    /// (leadership runs out on its own deadline).
+    fn round(&mut self) -> BoxFuture<'_, Round>;
+    /// Gives the lease up if this node holds it (best effort; the driver
+    /// bounds it by the connect timeout).
+    fn release(&mut self) -> BoxFuture<'_, Result<(), String>>;
+    /// Time between rounds.
+    fn period(&self) -> Duration;
+    /// How long one round may take.
+    fn round_deadline(&self) -> Duration;
+    /// How long a successful read keeps this node quorate.
+    fn quorum_window(&self) -> Duration;
+    /// The `lease` block of `GET /cluster` (its `holder` is filled in by
+    /// the state).
+    fn lease_view(&self) -> serde_json::Value;
+}
+
+/// A per-process token appended to the holder identity (`name#token`),
+/// so two processes with the same node name never both hold the lease.
+pub fn process_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}

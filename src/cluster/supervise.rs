@@ -1,0 +1,155 @@
+//! Keeps the leadership backend in step with the `cluster` section, as
+//! the web listeners follow the `web` section: started when the section
+//! appears, restarted (the old lease released first) when it changes,
+//! stopped when it goes, and stepped down when the scheduler drains.
+
+use super::driver::Leadership;
+use super::gate::ClusterGate;
+use super::Backend;
+use crate::config::cluster::{self, ClusterSettings, Resolved};
+use crate::config::model::ClusterConfig;
+use crate::metrics::cluster::ClusterStats;
+use crate::scheduler::ports::{self, SharedCounters};
+use futures_util::future::BoxFuture;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// Builds a backend for resolved settings. main supplies it: it owns the
+/// Kubernetes client the Lease backend shares with the Kubernetes mode.
+pub type BackendFactory = Box<
+    dyn Fn(ClusterSettings) -> BoxFuture<'static, Result<Box<dyn Backend>, String>> + Send + Sync,
+>;
+
+/// The running supervisor.
+pub struct Supervisor {
+    task: JoinHandle<()>,
+    step_down: watch::Sender<bool>,
+}
+
+/// Starts leadership for the section in force (its first round done
+/// before this returns, so the gate knows the truth at the first pass)
+/// and follows `sections`. Returns the scheduler's gate and the
+/// supervisor; `may_write_tx` is kept true while this node may write
+/// Kubernetes status (always without a cluster section; while leading
+/// with one).
+pub async fn start(
+    mut sections: watch::Receiver<Option<ClusterConfig>>,
+    factory: BackendFactory,
+    counters: SharedCounters,
+    may_write_tx: watch::Sender<bool>,
+) -> (ClusterGate, Supervisor) {
+    let (step_down, mut stop) = watch::channel(false);
+    let initial = sections.borrow_and_update().clone();
+    let mut running = launch(initial.as_ref(), &factory, &counters, &may_write_tx).await;
+    let mut current = initial;
+    let gate = ClusterGate::new(counters.clone(), step_down.clone());
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = sections.changed() => {
+                    if changed.is_err() {
+                        // The source is gone: keep what runs until the
+                        // drain asks us to step down.
+                        stepped_down(&mut stop).await;
+                        break;
+                    }
+                    let next = sections.borrow_and_update().clone();
+                    if next == current {
+                        continue;
+                    }
+                    if let Some(leadership) = running.take() {
+                        tracing::info!(
+                            target: "cronstable::cluster",
+                            "cluster: configuration changed, stopping"
+                        );
+                        leadership.stop().await;
+                    }
+                    ports::with_counters(&counters, |c| c.cluster = None);
+                    running = launch(next.as_ref(), &factory, &counters, &may_write_tx).await;
+                    current = next;
+                }
+                _ = stepped_down(&mut stop) => break,
+            }
+        }
+        if let Some(leadership) = running.take() {
+            leadership.stop().await;
+        }
+    });
+    (gate, Supervisor { task, step_down })
+}
+
+/// Resolves once the step-down flag is up (the guard `wait_for` returns
+/// is dropped here, so no lock is held across an await).
+async fn stepped_down(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|down| *down).await;
+}
+
+/// Starts the backend of `section`, if it names one; on a start failure
+/// the state says so (Leader jobs fail closed, PreferLeader runs).
+async fn launch(
+    section: Option<&ClusterConfig>,
+    factory: &BackendFactory,
+    counters: &SharedCounters,
+    may_write_tx: &watch::Sender<bool>,
+) -> Option<Leadership> {
+    let Some(section) = section else {
+        let _ = may_write_tx.send(true);
+        return None;
+    };
+    let (settings, advisories) = match cluster::resolve(section, crate::platform::host_name()) {
+        Ok(Resolved::Lease {
+            settings,
+            advisories,
+        }) => (settings, advisories),
+        // The loader refuses these; a section that got here anyway runs
+        // nothing rather than something wrong.
+        Ok(Resolved::Gossip) | Err(_) => return None,
+    };
+    for line in advisories {
+        tracing::warn!(target: "cronstable::cluster", "{line}");
+    }
+    let node_name = settings.node_name.clone();
+    let backend_name = settings.backend.name();
+    let timeout = Duration::from_secs(settings.connect_timeout);
+    let _ = may_write_tx.send(false);
+    match factory(*settings).await {
+        Ok(backend) => {
+            let leadership = Leadership::start(backend, node_name, timeout, counters.clone()).await;
+            let mut leading = leadership.leading();
+            let tx = may_write_tx.clone();
+            let _ = tx.send(*leading.borrow_and_update());
+            tokio::spawn(async move {
+                while leading.changed().await.is_ok() {
+                    let now = *leading.borrow_and_update();
+                    let _ = tx.send(now);
+                }
+            });
+            Some(leadership)
+        }
+        Err(err) => {
+            tracing::error!(target: "cronstable::cluster", "cluster: failed to start: {err}");
+            ports::with_counters(counters, |c| {
+                c.cluster = Some(ClusterStats::new(backend_name, node_name));
+            });
+            None
+        }
+    }
+}
+
+impl Supervisor {
+    /// Steps down (if the scheduler's drain did not already) and waits,
+    /// bounded, for the lease to be released.
+    pub async fn stop(self) {
+        let _ = self.step_down.send(true);
+        if tokio::time::timeout(Duration::from_secs(15), self.task)
+            .await
+            .is_err()
+        {
+            tracing::debug!(
+                target: "cronstable::cluster",
+                "cluster: the leadership backend did not stop in time"
+            );
+        }
+    }
+}
