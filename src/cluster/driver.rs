@@ -89,7 +89,7 @@ impl Leadership {
     /// Steps down (if the gate did not already) and waits, bounded, for
     /// the release to finish.
     pub async fn stop(self) {
-        let _ = self.step_down.send(true);
+        self.step_down.send_replace(true);
         let deadline = self.release_deadline + Duration::from_secs(1);
         if tokio::time::timeout(deadline, self.task).await.is_err() {
             tracing::debug!(
@@ -230,5 +230,121 @@ impl Tracker {
             );
             self.was_leader = false;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Round;
+    use crate::metrics::prometheus::Counters;
+    use futures_util::future::BoxFuture;
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    /// Rounds answered from a script; counts releases.
+    struct Scripted {
+        rounds: Arc<Mutex<VecDeque<Round>>>,
+        released: Arc<Mutex<u32>>,
+    }
+
+    impl Backend for Scripted {
+        fn name(&self) -> &'static str {
+            "kubernetes"
+        }
+        fn start_line(&self) -> String {
+            "scripted".into()
+        }
+        fn round(&mut self) -> BoxFuture<'_, Round> {
+            let next = self.rounds.lock().unwrap().pop_front();
+            Box::pin(async move {
+                match next {
+                    Some(round) => round,
+                    // An exhausted script hangs: the driver's deadline
+                    // turns that into an unanswered round.
+                    None => std::future::pending().await,
+                }
+            })
+        }
+        fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
+            *self.released.lock().unwrap() += 1;
+            Box::pin(async { Ok(()) })
+        }
+        fn period(&self) -> Duration {
+            Duration::from_secs(1)
+        }
+        fn round_deadline(&self) -> Duration {
+            Duration::from_secs(2)
+        }
+        fn quorum_window(&self) -> Duration {
+            Duration::from_secs(4)
+        }
+        fn lease_view(&self) -> serde_json::Value {
+            serde_json::json!({"name": "l", "holder": null, "expiry": null})
+        }
+    }
+
+    fn leading_for(secs: u64) -> Round {
+        Round {
+            leading_until: Some(Instant::now() + Duration::from_secs(secs)),
+            answered: true,
+            holder: Some("me".into()),
+            error: None,
+        }
+    }
+
+    fn stats(counters: &SharedCounters) -> ClusterStats {
+        ports::with_counters(counters, |c| c.cluster.clone()).expect("state")
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rounds_drive_the_state_and_stepping_down_releases() {
+        let counters: SharedCounters = Arc::new(Mutex::new(Counters::new(0.0, None)));
+        let rounds = Arc::new(Mutex::new(VecDeque::from([
+            leading_for(2),
+            leading_for(2),
+            Round {
+                answered: true,
+                holder: Some("other".into()),
+                ..Round::default()
+            },
+        ])));
+        let released = Arc::new(Mutex::new(0));
+        let leadership = Leadership::start(
+            Box::new(Scripted {
+                rounds: Arc::clone(&rounds),
+                released: Arc::clone(&released),
+            }),
+            "me".into(),
+            Duration::from_secs(1),
+            Arc::clone(&counters),
+        )
+        .await;
+        let mut leading = leadership.leading();
+        // The initial round ran before start returned.
+        let now = Instant::now().into_std();
+        assert!(stats(&counters).is_leader(now));
+        assert!(*leading.borrow_and_update());
+        assert_eq!(stats(&counters).leader_transitions, 1);
+        // Second round renews; the third sees another holder.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let s = stats(&counters);
+        let now = Instant::now().into_std();
+        assert!(!s.is_leader(now));
+        assert!(s.is_quorate(now));
+        assert_eq!(s.leader(now).as_deref(), Some("other"));
+        assert_eq!(s.leader_transitions, 2);
+        assert!(!*leading.borrow_and_update());
+        // The script is exhausted: rounds time out, quorum lapses after
+        // the window, with one warning for the whole outage.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let s = stats(&counters);
+        let now = Instant::now().into_std();
+        assert!(!s.is_quorate(now));
+        assert!(s.round_failures >= 2, "{}", s.round_failures);
+        assert_eq!(s.quorum_transitions, 2, "joined, then left");
+        leadership.stop().await;
+        assert_eq!(*released.lock().unwrap(), 1);
+        assert!(stats(&counters).stepped_down);
     }
 }

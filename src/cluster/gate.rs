@@ -64,6 +64,107 @@ impl LeaderGate for ClusterGate {
     }
 
     fn step_down(&mut self) {
-        let _ = self.step_down.send(true);
+        self.step_down.send_replace(true);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{load_sources, Source, SourceKind};
+    use crate::metrics::cluster::ClusterStats;
+    use crate::metrics::prometheus::Counters;
+    use std::sync::{Arc, Mutex};
+    use std::time::Duration;
+
+    fn job(policy: &str) -> JobConfig {
+        let yaml = format!(
+            "jobs:\n  - name: j\n    command: 'true'\n    schedule: '@hourly'\n    clusterPolicy: {policy}\n"
+        );
+        let mut loaded = load_sources(&[Source {
+            name: "t.yaml".into(),
+            text: yaml,
+            kind: SourceKind::Yaml,
+            include_dir: None,
+        }])
+        .expect("loads");
+        loaded.jobs.remove(0)
+    }
+
+    /// A gate over a state with the given facts (None: no cluster).
+    fn gate(state: Option<(bool, bool, Option<&str>, bool)>) -> ClusterGate {
+        let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
+        if let Some((leader, quorate, holder, running)) = state {
+            let now = std::time::Instant::now();
+            let mut stats = ClusterStats::new("kubernetes", "me".into());
+            stats.running = running;
+            let later = now + Duration::from_secs(60);
+            stats.leading_until = leader.then_some(later);
+            stats.quorate_until = quorate.then_some(later);
+            stats.holder = holder.map(str::to_owned);
+            counters.lock().unwrap().cluster = Some(stats);
+        }
+        let (tx, _) = watch::channel(false);
+        ClusterGate::new(counters, tx)
+    }
+
+    #[test]
+    fn the_policies_follow_the_clustering_page() {
+        use Admission::*;
+        // (leader, quorate, holder, running) -> Leader, PreferLeader, EveryNode
+        let table: [(Option<(bool, bool, Option<&str>, bool)>, [Admission; 3]); 6] = [
+            // No cluster section: every node runs everything.
+            (None, [Launch, Launch, Launch]),
+            // This node leads.
+            (
+                Some((true, true, Some("me"), true)),
+                [Launch, Launch, Launch],
+            ),
+            // Another node is known to lead.
+            (
+                Some((false, true, Some("other"), true)),
+                [Skip, Skip, Launch],
+            ),
+            // The store is silent: Leader fails closed (and retries
+            // wait), PreferLeader runs anyway.
+            (
+                Some((false, false, Some("other"), true)),
+                [Defer, Launch, Launch],
+            ),
+            // Quorate, but nobody holds the lease.
+            (Some((false, true, None, true)), [Skip, Launch, Launch]),
+            // The backend failed to start.
+            (Some((false, false, None, false)), [Defer, Launch, Launch]),
+        ];
+        for (state, expected) in table {
+            let g = gate(state);
+            let got = [
+                g.admit(&job("Leader"), Trigger::Schedule),
+                g.admit(&job("PreferLeader"), Trigger::Schedule),
+                g.admit(&job("EveryNode"), Trigger::Schedule),
+            ];
+            assert_eq!(got, expected, "{state:?}");
+        }
+    }
+
+    #[test]
+    fn after_stepping_down_leader_jobs_stop_here_at_once() {
+        let mut g = gate(Some((true, true, Some("me"), true)));
+        assert_eq!(
+            g.admit(&job("Leader"), Trigger::Schedule),
+            Admission::Launch
+        );
+        g.step_down();
+        ports::with_counters(&g.counters, |c| {
+            if let Some(s) = c.cluster.as_mut() {
+                s.stepped_down = true;
+            }
+        });
+        assert_eq!(g.admit(&job("Leader"), Trigger::Schedule), Admission::Defer);
+        assert_eq!(
+            g.admit(&job("EveryNode"), Trigger::Schedule),
+            Admission::Launch
+        );
+        assert!(*g.step_down.borrow(), "the driver was told");
     }
 }

@@ -141,7 +141,7 @@ impl Supervisor {
     /// Steps down (if the scheduler's drain did not already) and waits,
     /// bounded, for the lease to be released.
     pub async fn stop(self) {
-        let _ = self.step_down.send(true);
+        self.step_down.send_replace(true);
         if tokio::time::timeout(Duration::from_secs(15), self.task)
             .await
             .is_err()
