@@ -291,3 +291,104 @@ fn only_the_leader_writes_cronjobset_status() {
     let result: Value = cluster.status("team-a", "nightly")["jobs"][0]["lastResult"].clone();
     assert!(result["node"].is_string(), "{result}");
 }
+
+#[test]
+fn a_changed_cluster_section_restarts_the_backend_and_a_removed_one_stops_it() {
+    let cluster = Cluster::start();
+    let a = start_node(&cluster, "a");
+    wait_until(
+        "the node leads",
+        PATIENCE,
+        || a.get_json("/cluster")["is_leader"] == true,
+        || a.log(),
+    );
+    // Rename the Lease: the old one is released, the new one taken.
+    let config = std::fs::read_to_string(&a.config_path).expect("the config");
+    let renamed = config.replace(
+        "  kubernetes:\n",
+        "  kubernetes:\n    leaseName: renamed-leader\n",
+    );
+    std::fs::write(&a.config_path, renamed).expect("rewrite the config");
+    wait_until(
+        "the new Lease is held",
+        PATIENCE,
+        || {
+            cluster
+                .fake()
+                .get(
+                    "coordination.k8s.io/v1",
+                    "Lease",
+                    "team-a",
+                    "renamed-leader",
+                )
+                .and_then(|l| l["spec"]["holderIdentity"].as_str().map(str::to_owned))
+                .is_some_and(|h| h.starts_with("a#"))
+        },
+        || a.log(),
+    );
+    assert!(
+        a.log().contains("cluster: configuration changed, stopping"),
+        "{}",
+        a.log()
+    );
+    let old = cluster
+        .fake()
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "team-a",
+            "cronstable-leader",
+        )
+        .expect("the old Lease is still there");
+    assert!(
+        old["spec"]["holderIdentity"].is_null(),
+        "released on the change: {old}"
+    );
+    assert_eq!(a.get_json("/cluster")["lease"]["name"], "renamed-leader");
+    // Remove the section: no election, every job runs, /cluster says so.
+    let without = strip_cluster_section(&config);
+    std::fs::write(&a.config_path, without).expect("rewrite the config");
+    wait_until(
+        "no cluster any more",
+        PATIENCE,
+        || a.get_json("/cluster") == json!({"enabled": false, "peers": []}),
+        || a.log(),
+    );
+    let released = cluster
+        .fake()
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "team-a",
+            "renamed-leader",
+        )
+        .expect("the renamed Lease");
+    assert!(released["spec"]["holderIdentity"].is_null(), "{released}");
+    let before = read_lines(&cluster.path("fires")).len();
+    wait_until(
+        "the Leader job still runs without a cluster",
+        PATIENCE,
+        || read_lines(&cluster.path("fires")).len() > before + 1,
+        || a.log(),
+    );
+}
+
+/// The config without its `cluster:` block (every line from `cluster:` up
+/// to the next top-level key).
+fn strip_cluster_section(config: &str) -> String {
+    let mut out = Vec::new();
+    let mut inside = false;
+    for line in config.lines() {
+        if line.starts_with("cluster:") {
+            inside = true;
+            continue;
+        }
+        if inside && !line.starts_with(' ') {
+            inside = false;
+        }
+        if !inside {
+            out.push(line);
+        }
+    }
+    out.join("\n") + "\n"
+}

@@ -65,7 +65,19 @@ pub async fn start(
                         );
                         leadership.stop().await;
                     }
-                    ports::with_counters(&counters, |c| c.cluster = None);
+                    ports::with_counters(&counters, |c| {
+                        // Between the old backend and the new one Leader
+                        // jobs stay closed; only a removed section opens
+                        // every job to every node.
+                        match (next.is_some(), c.cluster.as_mut()) {
+                            (true, Some(stats)) => {
+                                stats.running = false;
+                                stats.leading_until = None;
+                            }
+                            (true, None) => {}
+                            (false, _) => c.cluster = None,
+                        }
+                    });
                     running = launch(next.as_ref(), &factory, &counters, &may_write_tx).await;
                     current = next;
                 }

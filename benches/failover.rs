@@ -1,0 +1,234 @@
+//! Leader failover, whole process: three release binaries electing through
+//! a Kubernetes Lease on the tests' fake API server, one Leader job firing
+//! every second that appends `<node> <second>` to a shared file, and the
+//! leader killed (`kill -9`, then restarted) every 20 seconds.
+//!
+//! Printed (nothing asserted): fires observed, seconds run twice (goal 0),
+//! seconds not run, each takeover's time after the kill, and the Lease
+//! requests per second per replica at the default timings.
+//!
+//! Run with `cargo bench --bench failover`; `FAILOVER_SECONDS` sets the
+//! length of the kill phase (default 300).
+
+#[path = "../tests/support/kube_fake/mod.rs"]
+#[allow(dead_code)]
+mod kube_fake;
+
+use kube_fake::FakeApiServer;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NODES: [&str; 3] = ["a", "b", "c"];
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    runtime.block_on(run());
+}
+
+struct Node {
+    name: &'static str,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+impl Node {
+    fn start(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_cronstable"))
+            .arg("-c")
+            .arg(&self.config)
+            .args(["-l", "WARNING"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the daemon starts");
+        self.child = Some(child);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn write_config(dir: &Path, node: &str, kubeconfig: &Path, timings: &str) -> PathBuf {
+    let path = dir.join(format!("{node}.yaml"));
+    let text = format!(
+        "cluster:\n  backend: kubernetes\n  nodeName: {node}\n  kubernetes:\n    kubeconfig: \
+         {kc}\n    leaseNamespace: default\n{timings}jobs:\n  - name: tick\n    command: echo \
+         {node} $(date +%s) >> {d}/fires\n    schedule: '* * * * * * *'\n",
+        kc = kubeconfig.display(),
+        d = dir.display()
+    );
+    std::fs::write(&path, text).expect("config");
+    path
+}
+
+fn fires(dir: &Path) -> BTreeMap<u64, Vec<String>> {
+    let text = std::fs::read_to_string(dir.join("fires")).unwrap_or_default();
+    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        if let (Some(node), Some(Ok(second))) = (parts.next(), parts.next().map(str::parse)) {
+            out.entry(second).or_default().push(node.to_owned());
+        }
+    }
+    out
+}
+
+fn last_runner(dir: &Path) -> Option<(u64, String)> {
+    fires(dir)
+        .into_iter()
+        .next_back()
+        .and_then(|(s, nodes)| nodes.into_iter().next().map(|n| (s, n)))
+}
+
+async fn run() {
+    let seconds: u64 = std::env::var("FAILOVER_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    let mut rows = Vec::new();
+
+    // Phase 1: requests per replica at the default timings (retry 2 s).
+    {
+        let fake = FakeApiServer::start().await.expect("the fake starts");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        fake.write_kubeconfig(&kubeconfig, "default")
+            .expect("kubeconfig");
+        let mut nodes: Vec<Node> = NODES
+            .iter()
+            .map(|n| Node {
+                name: n,
+                config: write_config(dir.path(), n, &kubeconfig, ""),
+                child: None,
+            })
+            .collect();
+        for node in &mut nodes {
+            node.start();
+        }
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        fake.clear_requests();
+        let window = Duration::from_secs(30);
+        tokio::time::sleep(window).await;
+        let lease_requests = fake
+            .requests()
+            .iter()
+            .filter(|r| r.path.contains("/leases"))
+            .count();
+        rows.push((
+            "Lease requests per replica at the defaults (duration 15, renew 10, retry 2)"
+                .to_owned(),
+            format!(
+                "{:.2} /s (3 replicas, {} requests in {} s)",
+                lease_requests as f64 / 3.0 / window.as_secs_f64(),
+                lease_requests,
+                window.as_secs()
+            ),
+        ));
+    }
+
+    // Phase 2: kill the leader every 20 s.
+    let fake = FakeApiServer::start().await.expect("the fake starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let kubeconfig = dir.path().join("kubeconfig");
+    fake.write_kubeconfig(&kubeconfig, "default")
+        .expect("kubeconfig");
+    let timings =
+        "    leaseDurationSeconds: 4\n    renewDeadlineSeconds: 2\n    retryPeriodSeconds: 1\n";
+    let mut nodes: Vec<Node> = NODES
+        .iter()
+        .map(|n| Node {
+            name: n,
+            config: write_config(dir.path(), n, &kubeconfig, timings),
+            child: None,
+        })
+        .collect();
+    for node in &mut nodes {
+        node.start();
+    }
+    // Wait for the first fire.
+    let begin = Instant::now();
+    while last_runner(dir.path()).is_none() && begin.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let Some((first_second, _)) = last_runner(dir.path()) else {
+        eprintln!("no fire within 30 s");
+        return;
+    };
+    let start = Instant::now();
+    let mut takeovers = Vec::new();
+    while start.elapsed() < Duration::from_secs(seconds) {
+        tokio::time::sleep(Duration::from_secs(20)).await;
+        let Some((_, leader)) = last_runner(dir.path()) else {
+            continue;
+        };
+        let Some(node) = nodes.iter_mut().find(|n| n.name == leader) else {
+            continue;
+        };
+        let killed = Instant::now();
+        node.kill();
+        // Restart it at once: it rejoins as a follower.
+        node.start();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some((_, runner)) = last_runner(dir.path()) {
+                if runner != leader {
+                    takeovers.push(killed.elapsed().as_secs_f64());
+                    break;
+                }
+            }
+            if Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    let observed = fires(dir.path());
+    let last_second = observed.keys().next_back().copied().unwrap_or(first_second);
+    let doubles = observed.values().filter(|n| n.len() > 1).count();
+    let missed = (first_second..=last_second)
+        .filter(|s| !observed.contains_key(s))
+        .count();
+    rows.push((
+        format!(
+            "fires over {} s, leader killed every 20 s ({} kills)",
+            last_second - first_second + 1,
+            takeovers.len()
+        ),
+        format!(
+            "{} seconds run, {doubles} run twice, {missed} not run",
+            observed.len()
+        ),
+    ));
+    if !takeovers.is_empty() {
+        takeovers.sort_by(f64::total_cmp);
+        rows.push((
+            "takeover after kill -9 (duration 4, renew 2, retry 1)".to_owned(),
+            format!(
+                "min {:.1} s, median {:.1} s, max {:.1} s",
+                takeovers[0],
+                takeovers[takeovers.len() / 2],
+                takeovers[takeovers.len() - 1]
+            ),
+        ));
+    }
+    println!("| Leader failover, Kubernetes Lease | value |");
+    println!("|---|---|");
+    for (what, value) in rows {
+        println!("| {what} | {value} |");
+    }
+}
