@@ -91,8 +91,11 @@ mod tests {
         loaded.jobs.remove(0)
     }
 
+    /// (leader, quorate, holder, running) of a test state.
+    type Facts = (bool, bool, Option<&'static str>, bool);
+
     /// A gate over a state with the given facts (None: no cluster).
-    fn gate(state: Option<(bool, bool, Option<&str>, bool)>) -> ClusterGate {
+    fn gate(state: Option<Facts>) -> ClusterGate {
         let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
         if let Some((leader, quorate, holder, running)) = state {
             let now = std::time::Instant::now();
@@ -112,7 +115,7 @@ mod tests {
     fn the_policies_follow_the_clustering_page() {
         use Admission::*;
         // (leader, quorate, holder, running) -> Leader, PreferLeader, EveryNode
-        let table: [(Option<(bool, bool, Option<&str>, bool)>, [Admission; 3]); 6] = [
+        let table: [(Option<Facts>, [Admission; 3]); 6] = [
             // No cluster section: every node runs everything.
             (None, [Launch, Launch, Launch]),
             // This node leads.
