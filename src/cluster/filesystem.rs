@@ -1069,22 +1069,18 @@ mod tests {
             .count();
         assert_eq!(leftovers, 0, "no temp files left behind");
         use std::os::unix::fs::PermissionsExt;
-        let mode = |p: &Path| std::fs::metadata(p).map(|m| m.permissions().mode() & 0o777);
-        assert_eq!(
-            mode(&dir.path().join("default/leases")).ok(),
-            Some(0o700 & !umask())
-        );
-        assert_eq!(
-            mode(&dir.path().join("default/leases/cluster%2Fleader.lock")).ok(),
-            Some(0o600 & !umask())
-        );
-    }
-
-    fn umask() -> u32 {
-        // Read without changing it for long: set, then put back.
-        let old = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
-        nix::sys::stat::umask(old);
-        old.bits()
+        for private in [
+            "default",
+            "default/leases",
+            "default/tmp",
+            "default/leases/cluster%2Fleader.lock",
+            "default/leases/cluster%2Fleader.lease",
+        ] {
+            let mode = std::fs::metadata(dir.path().join(private))
+                .map(|m| m.permissions().mode())
+                .expect("stat");
+            assert_eq!(mode & 0o077, 0, "{private} is private: {mode:o}");
+        }
     }
 
     #[tokio::test]
