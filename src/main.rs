@@ -419,6 +419,18 @@ fn backend_factory(
                     );
                     Ok(backend)
                 }
+                ClusterBackendSettings::Filesystem(store) => {
+                    let timeout = std::time::Duration::from_secs(settings.connect_timeout);
+                    let backend: Box<dyn cluster::Backend> = Box::new(
+                        cluster::filesystem::FilesystemLease::open(
+                            store,
+                            &settings.node_name,
+                            timeout,
+                        )
+                        .await?,
+                    );
+                    Ok(backend)
+                }
                 other => Err(format!(
                     "cluster.backend: {} is not built yet in this version of cronstable",
                     other.name()

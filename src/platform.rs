@@ -814,6 +814,163 @@ pub fn release_free_memory() {
 pub fn release_free_memory() {}
 
 // ---------------------------------------------------------------------
+// Files of the shared-directory lease (`cluster.backend: filesystem`):
+// private modes, advisory locks, directory syncs and the mount table.
+// ---------------------------------------------------------------------
+
+/// Creates `path` and its missing parents with mode 0700 (narrowed by the
+/// umask): the shared directory may hold job state nobody else should
+/// read. Directories that already exist keep their modes.
+#[cfg(unix)]
+pub fn create_private_dirs(path: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+}
+
+/// Opens (creating it 0600 if needed) a file for reading and writing; the
+/// lease's lock side file.
+#[cfg(unix)]
+pub fn open_private_rw(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Creates a new file 0600 for writing, failing if it exists (temp files
+/// written before an atomic rename).
+#[cfg(unix)]
+pub fn create_private_new(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Takes an exclusive advisory lock (`flock`) on `file`, waiting as long
+/// as another holder keeps it. The lock goes with the open file: closing
+/// (dropping) `file` releases it.
+#[cfg(unix)]
+pub fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    loop {
+        // SAFETY: flock on a descriptor this File owns for the call.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        // A signal handler interrupting the wait is not a failure.
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// Tries to take an exclusive advisory lock on `file` without waiting:
+/// `Ok(false)` when someone else holds it.
+#[cfg(unix)]
+pub fn try_lock_exclusive(file: &std::fs::File) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a descriptor this File owns for the call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let err = std::io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        return Ok(false);
+    }
+    Err(err)
+}
+
+/// True when two metadata describe the same file (device and inode): the
+/// lock taken on an open file still guards what its path names.
+#[cfg(unix)]
+pub fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+/// Flushes a directory's entries (a rename into it survives a crash).
+#[cfg(unix)]
+pub fn sync_dir(path: &std::path::Path) -> std::io::Result<()> {
+    std::fs::File::open(path)?.sync_all()
+}
+
+/// The filesystem type and mount options of the mount holding `path`
+/// (from `/proc/mounts`), or None when it cannot be told.
+#[cfg(target_os = "linux")]
+pub fn mount_of(path: &std::path::Path) -> Option<(String, String)> {
+    let path = std::fs::canonicalize(path).ok()?;
+    let table = std::fs::read_to_string("/proc/mounts").ok()?;
+    longest_mount(&table, &path)
+}
+
+/// The filesystem type and mount options of the mount holding `path`:
+/// never known here (no mount table to read).
+#[cfg(not(target_os = "linux"))]
+pub fn mount_of(_path: &std::path::Path) -> Option<(String, String)> {
+    None
+}
+
+/// The entry of a `/proc/mounts` text whose mount point is the longest
+/// prefix of `path` (later entries win a tie: they are mounted on top).
+fn longest_mount(table: &str, path: &std::path::Path) -> Option<(String, String)> {
+    let mut best: Option<(usize, String, String)> = None;
+    for line in table.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(_source), Some(point), Some(fstype), Some(options)) =
+            (fields.next(), fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let point = unescape_mount_field(point);
+        let point = std::path::Path::new(&point);
+        if !path.starts_with(point) {
+            continue;
+        }
+        let depth = point.components().count();
+        if best.as_ref().is_none_or(|(d, _, _)| depth >= *d) {
+            best = Some((depth, fstype.to_owned(), options.to_owned()));
+        }
+    }
+    best.map(|(_, fstype, options)| (fstype, options))
+}
+
+/// Undoes the octal escapes (`\040` for a space) of a mount table field.
+fn unescape_mount_field(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && i + 3 < bytes.len() {
+            let digits = &bytes[i + 1..i + 4];
+            if digits.iter().all(|d| (b'0'..=b'7').contains(d)) {
+                let value = digits.iter().fold(0u32, |v, d| v * 8 + u32::from(d - b'0'));
+                if let Ok(value) = u8::try_from(value) {
+                    out.push(value);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+// ---------------------------------------------------------------------
 // Node readings for `GET /node` and the node-history sampler. Raw
 // counters only; the web layer turns two readings into percentages.
 // ---------------------------------------------------------------------
@@ -1044,5 +1201,32 @@ mod node_reading_tests {
             assert!(r.host_mem.1 > 0 && r.cpu_count > 0);
             assert!(r.proc_rss_bytes.unwrap_or(0) > 0);
         }
+    }
+}
+
+#[cfg(test)]
+mod mount_table_tests {
+    use super::*;
+
+    #[test]
+    fn the_deepest_mount_point_holding_the_path_wins() {
+        let table = "/dev/sda1 / ext4 rw,relatime 0 0\n\
+                     srv:/export /mnt/shared nfs4 rw,vers=4.2,local_lock=none 0 0\n\
+                     tmpfs /mnt/shared\\040dir tmpfs rw 0 0\n";
+        let path = std::path::Path::new("/mnt/shared/cronstable/default");
+        assert_eq!(
+            longest_mount(table, path),
+            Some(("nfs4".to_owned(), "rw,vers=4.2,local_lock=none".to_owned()))
+        );
+        let spaced = std::path::Path::new("/mnt/shared dir/x");
+        assert_eq!(
+            longest_mount(table, spaced).map(|m| m.0),
+            Some("tmpfs".to_owned())
+        );
+        let other = std::path::Path::new("/var/lib/x");
+        assert_eq!(
+            longest_mount(table, other).map(|m| m.0),
+            Some("ext4".to_owned())
+        );
     }
 }
