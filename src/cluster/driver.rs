@@ -50,8 +50,8 @@ impl Leadership {
         if let Some(error) = &first.error {
             tracing::warn!(
                 target: "cronstable::cluster",
-                "cluster: {} initial round failed: {error}",
-                backend.name()
+                "{}",
+                backend.initial_failure_line(error)
             );
             tracker.failing = true;
         }
@@ -63,7 +63,7 @@ impl Leadership {
                     _ = stop.wait_for(|down| *down) => break,
                 }
                 let round = run_round(backend.as_mut()).await;
-                tracker.note_failure(backend.name(), &round);
+                tracker.note_failure(backend.as_ref(), &round);
                 tracker.apply(backend.as_ref(), &round);
             }
             tracker.step_down(backend.as_mut(), connect_timeout).await;
@@ -121,13 +121,14 @@ struct Tracker {
 }
 
 impl Tracker {
-    fn note_failure(&mut self, backend: &str, round: &super::Round) {
+    fn note_failure(&mut self, backend: &dyn Backend, round: &super::Round) {
         match (&round.error, self.failing) {
             (Some(error), false) => {
                 // Once per outage, not per round.
                 tracing::warn!(
                     target: "cronstable::cluster",
-                    "cluster: {backend} lease round failed: {error}"
+                    "{}",
+                    backend.round_failure_line(error)
                 );
                 self.failing = true;
             }

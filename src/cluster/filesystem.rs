@@ -841,6 +841,14 @@ impl Backend for FilesystemLease {
             "expiry": self.expiry,
         })
     }
+
+    fn initial_failure_line(&self, error: &str) -> String {
+        format!("cluster: filesystem election: first round did not complete ({error}); starting unquorate")
+    }
+
+    fn round_failure_line(&self, error: &str) -> String {
+        format!("cluster: filesystem election round failed: {error}")
+    }
 }
 
 #[cfg(test)]

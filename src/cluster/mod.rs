@@ -55,6 +55,17 @@ pub trait Backend: Send {
     /// The `lease` block of `GET /cluster` (its `holder` is filled in by
     /// the state).
     fn lease_view(&self) -> serde_json::Value;
+
+    /// The WARNING when the first round fails (the original's wording
+    /// differs per backend).
+    fn initial_failure_line(&self, error: &str) -> String {
+        format!("cluster: {} initial round failed: {error}", self.name())
+    }
+
+    /// The WARNING when a round fails (once per outage).
+    fn round_failure_line(&self, error: &str) -> String {
+        format!("cluster: {} lease round failed: {error}", self.name())
+    }
 }
 
 /// A per-process token appended to the holder identity (`name#token`),
