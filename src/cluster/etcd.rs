@@ -533,7 +533,7 @@ mod tests {
         assert_eq!(period_for(15), Duration::from_secs(5));
         assert_eq!(round_deadline_for(3), Duration::from_secs(1));
         assert_eq!(round_deadline_for(15), Duration::from_secs(9));
-        assert_eq!(round_deadline_for(10).as_millis(), 5667);
+        assert_eq!(round_deadline_for(10).as_millis(), 5666);
     }
 
     #[test]
