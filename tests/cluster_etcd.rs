@@ -350,3 +350,115 @@ fn an_etcd_outage_stands_the_leader_down_and_a_leader_returns_with_etcd() {
     }
     assert_eq!(double_runs(&cluster.fires()), vec![]);
 }
+
+#[test]
+fn over_tls_with_a_user_it_leads_and_logs_in_again_when_its_token_is_revoked() {
+    if !etcd::available() {
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let pki = tempfile::tempdir().expect("pki dir");
+    let write = |name: &str, text: &str| {
+        let path = pki.path().join(name);
+        std::fs::write(&path, text).expect("write pki file");
+        path.display().to_string()
+    };
+    let ca_key = KeyPair::generate().expect("ca key");
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("ca params");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = params.self_signed(&ca_key).expect("ca");
+    // etcd's JSON gateway refuses a client certificate that carries a
+    // CommonName when --client-cert-auth is on (it would not be used as the
+    // user), so both certificates have an empty subject.
+    let issue = |names: &[&str]| {
+        let key = KeyPair::generate().expect("key");
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
+                .expect("params");
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        let cert = params.signed_by(&key, &ca, &ca_key).expect("cert");
+        (cert.pem(), key.serialize_pem())
+    };
+    let ca_file = write("ca.pem", &ca.pem());
+    let (server_cert, server_key) = issue(&["127.0.0.1", "localhost"]);
+    let (client_cert, client_key) = issue(&["cronstable"]);
+    let server_cert = write("server.pem", &server_cert);
+    let server_key = write("server.key", &server_key);
+    let client_cert = write("client.pem", &client_cert);
+    let client_key = write("client.key", &client_key);
+    let password = write("password", "s3cret\n");
+
+    let etcd = Etcd::start_tls(&server_cert, &server_key, &ca_file, 300);
+    let tls_port = etcd.tls_port.expect("tls port");
+    etcd.call(
+        "/v3/auth/user/add",
+        &serde_json::json!({"name": "root", "password": "s3cret"}),
+    );
+    etcd.call(
+        "/v3/auth/user/grant",
+        &serde_json::json!({"user": "root", "role": "root"}),
+    );
+    etcd.call("/v3/auth/enable", &serde_json::json!({}));
+
+    let fires = pki.path().join("fires");
+    let port = free_port();
+    let config = format!(
+        "cluster:\n  backend: etcd\n  nodeName: solo\n  etcd:\n    endpoints: [https://127.0.0.1:{tls_port}]\n    ttl: {TTL}\n    username: root\n    password: {{fromFile: {password}}}\n    tls: {{ca: {ca_file}, cert: {client_cert}, key: {client_key}}}\n\
+         web:\n  listen:\n    - http://127.0.0.1:{port}\n\
+         jobs:\n  - name: tick\n    command: echo \"solo $(date +%s)\" >> {fires}\n    schedule: \"* * * * * * *\"\n",
+        fires = fires.display(),
+    );
+    let daemon = Daemon::start(&config);
+    wait_listening(port, Duration::from_secs(20));
+    let leading = |what: &str| {
+        let start = Instant::now();
+        loop {
+            let view = get(port, "/cluster").json();
+            if view["is_leader"] == true && view["quorate"] == true {
+                return view;
+            }
+            assert!(
+                start.elapsed() < PATIENCE,
+                "{what}: {view}\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let view = leading("never led over TLS with a user");
+    assert_eq!(view["lease"]["holder"], "solo", "{view}");
+
+    // Turning auth off and on again drops every token etcd issued: the
+    // daemon's next request is refused with 401, and it must log in again
+    // and keep leading (its lease and key survive).
+    let login = etcd.call(
+        "/v3/auth/authenticate",
+        &serde_json::json!({"name": "root", "password": "s3cret"}),
+    );
+    let token = login["token"].as_str().expect("token").to_owned();
+    etcd.call_as(Some(&token), "/v3/auth/disable", &serde_json::json!({}));
+    etcd.call("/v3/auth/enable", &serde_json::json!({}));
+    let revoked_at = now_secs();
+    let lease_before = view["lease"]["leaseId"].clone();
+    let start = Instant::now();
+    while !read_lines(&fires).iter().any(|l| {
+        l.split_once(' ')
+            .and_then(|(_, s)| s.trim().parse::<u64>().ok())
+            .is_some_and(|s| s >= revoked_at + TTL + 1)
+    }) {
+        assert!(
+            start.elapsed() < PATIENCE,
+            "no fires after the tokens were revoked:\n{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let view = leading("lost leadership after the tokens were revoked");
+    assert_eq!(view["lease"]["leaseId"], lease_before, "{view}");
+    assert!(
+        !daemon.log().contains("lease round failed"),
+        "{}",
+        daemon.log()
+    );
+}

@@ -41,11 +41,41 @@ pub struct Etcd {
     peer_port: u16,
     data: tempfile::TempDir,
     log: std::path::PathBuf,
+    /// A second, TLS client port (see [`Etcd::start_tls`]).
+    pub tls_port: Option<u16>,
+    /// Flags added to etcd's command line.
+    extra: Vec<String>,
 }
 
 impl Etcd {
     /// Starts a fresh member and waits until it answers `/health`.
     pub fn start() -> Etcd {
+        Etcd::start_with(None, Vec::new())
+    }
+
+    /// Starts a member that also serves clients over TLS on
+    /// [`Etcd::tls_port`] with `cert`/`key` (files), asks clients there
+    /// for a certificate signed by `ca`, and keeps auth tokens `token_ttl`
+    /// seconds. The plain port stays for the test's own setup calls.
+    pub fn start_tls(cert: &str, key: &str, ca: &str, token_ttl: u64) -> Etcd {
+        let extra = [
+            "--cert-file",
+            cert,
+            "--key-file",
+            key,
+            "--trusted-ca-file",
+            ca,
+            "--client-cert-auth",
+            "--auth-token-ttl",
+            &token_ttl.to_string(),
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect();
+        Etcd::start_with(Some(super::http::free_port()), extra)
+    }
+
+    fn start_with(tls_port: Option<u16>, extra: Vec<String>) -> Etcd {
         let binary = binary().expect("etcd is installed (check etcd::available first)");
         let data = if std::path::Path::new("/dev/shm").is_dir() {
             tempfile::tempdir_in("/dev/shm")
@@ -61,6 +91,8 @@ impl Etcd {
             peer_port: super::http::free_port(),
             data,
             log,
+            tls_port,
+            extra,
         };
         etcd.resume();
         etcd
@@ -74,7 +106,10 @@ impl Etcd {
     /// Starts the member again (same ports, same data) after [`Etcd::stop`].
     pub fn resume(&mut self) {
         assert!(self.child.is_none(), "etcd already runs");
-        let client = self.endpoint();
+        let mut client = self.endpoint();
+        if let Some(port) = self.tls_port {
+            client.push_str(&format!(",https://127.0.0.1:{port}"));
+        }
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -92,6 +127,7 @@ impl Etcd {
             .args(["--initial-cluster", &format!("test={peer}")])
             // One member: a short election timeout makes it leader fast.
             .args(["--heartbeat-interval", "50", "--election-timeout", "300"])
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))
@@ -150,7 +186,18 @@ impl Etcd {
 
     /// POSTs a v3 JSON gateway request and returns the answer.
     pub fn call(&self, path: &str, body: &serde_json::Value) -> serde_json::Value {
-        let reply = super::http::request(self.port, "POST", path, &[], &body.to_string());
+        self.call_as(None, path, body)
+    }
+
+    /// [`Etcd::call`] with an auth token.
+    pub fn call_as(
+        &self,
+        token: Option<&str>,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> serde_json::Value {
+        let headers: Vec<(&str, &str)> = token.map(|t| ("Authorization", t)).into_iter().collect();
+        let reply = super::http::request(self.port, "POST", path, &headers, &body.to_string());
         assert_eq!(reply.status, 200, "etcd {path}: {}", reply.body);
         reply.json()
     }
