@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite from a clean checkout. Installs what the tests
-# need when it is missing (Python test peers, openssl; later suites add
-# etcd here), then runs cargo.
+# need when it is missing (Python test peers, openssl, prometheus,
+# etcd), then runs cargo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -58,6 +58,22 @@ if ! command -v prometheus >/dev/null 2>&1; then
   else
     echo "scripts/test.sh: prometheus is not installed (apt-get install prometheus as root);" \
       "the real-Prometheus test will be skipped" >&2
+  fi
+fi
+
+# tests/cluster_etcd.rs runs the etcd backend against a real etcd server
+# (Debian's etcd-server, etcd 3.4, speaks the v3 JSON gateway the backend
+# uses). Installed like prometheus: as root when missing; without root the
+# etcd tests skip themselves outside CI and fail under it.
+if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
+  if [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null
+  elif [ "${CI:-}" = "true" ]; then
+    echo "scripts/test.sh: etcd is missing and cannot be installed without root" >&2
+    exit 1
+  else
+    echo "scripts/test.sh: etcd is not installed (apt-get install etcd-server as root);" \
+      "the etcd backend tests will be skipped" >&2
   fi
 fi
 

@@ -431,10 +431,17 @@ fn backend_factory(
                     );
                     Ok(backend)
                 }
-                other => Err(format!(
-                    "cluster.backend: {} is not built yet in this version of cronstable",
-                    other.name()
-                )),
+                ClusterBackendSettings::Etcd(etcd) => {
+                    let backend: Box<dyn cluster::Backend> = Box::new(
+                        cluster::etcd::EtcdLease::connect(
+                            etcd,
+                            settings.node_name.clone(),
+                            std::time::Duration::from_secs(settings.connect_timeout),
+                        )
+                        .await?,
+                    );
+                    Ok(backend)
+                }
             }
         })
     })

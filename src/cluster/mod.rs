@@ -8,6 +8,7 @@
 
 pub mod driver;
 pub mod election;
+pub mod etcd;
 pub mod filesystem;
 pub mod gate;
 pub mod kubernetes;

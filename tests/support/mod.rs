@@ -1,5 +1,5 @@
 //! What the black-box tests share: run the built binary once (`cli`), a
-//! daemon under test (`daemon`), a small HTTP client (`http`), a fake
+//! daemon under test (`daemon`), a real etcd server (`etcd`), a small HTTP client (`http`), a fake
 //! Kubernetes API server (`kube_fake`) and the daemon in Kubernetes mode
 //! against it (`kube_daemon`), and real receivers for reports
 //! (`receivers`, with `smtp_sink.py`).
@@ -11,6 +11,7 @@
 
 pub mod cli;
 pub mod daemon;
+pub mod etcd;
 pub mod http;
 pub mod kube_daemon;
 pub mod kube_fake;

@@ -1,0 +1,662 @@
+//! The `etcd` backend: a lease kept alive every `max(1 s, ttl/3)` and one
+//! key, `electionName`, written by a create-if-absent transaction that
+//! binds it to that lease and holds this node's name. The fence is the
+//! lease id: this node leads while the key is bound to its own lease, and
+//! only until the last keepalive's start plus the lease TTL minus one
+//! second, so a node whose rounds stall demotes itself before etcd frees
+//! the key for the others. A keepalive that finds the lease gone fences at
+//! once; the next grant re-campaigns. A graceful release revokes the
+//! lease, which deletes the key at once.
+//!
+//! It speaks etcd's v3 JSON gateway (`/v3/...`, keys and values base64)
+//! over the HTTP client the reporters already use, rather than the gRPC
+//! client crate: no `protoc` at build time and no gRPC stack in the
+//! binary, and the requests are the ones the original sends.
+
+use super::{Backend, Round};
+use crate::config::cluster::EtcdSettings;
+use crate::report::secret::{self, Secret};
+use base64::engine::general_purpose::STANDARD as B64;
+use base64::Engine as _;
+use futures_util::future::BoxFuture;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Below this effective TTL the leader window (TTL minus the one-second
+/// skew margin, renewed every second) is too short to lead stably.
+const MIN_USABLE_TTL: u64 = 3;
+
+/// The margin a leader stops before its lease's expiry, so etcd's clock
+/// and ours may differ by up to that much.
+const SKEW: Duration = Duration::from_secs(1);
+
+/// What the holder is shown as when the key exists but its value does not
+/// decode (a quorate follower must still know someone leads).
+const UNKNOWN_HOLDER: &str = "<unknown holder>";
+
+/// The etcd lease backend.
+pub struct EtcdLease {
+    http: reqwest::Client,
+    endpoints: Vec<String>,
+    /// Where the next round starts probing the endpoints (rotated every
+    /// round so one half-open endpoint is not always waited on first).
+    offset: usize,
+    election_name: String,
+    node_name: String,
+    /// `ttl` as configured.
+    ttl: u64,
+    /// The TTL etcd granted, never above the configured one.
+    effective_ttl: u64,
+    /// The effective TTL is below [`MIN_USABLE_TTL`] (logged once per
+    /// transition).
+    ttl_collapsed: bool,
+    connect_timeout: Duration,
+    credentials: Option<(String, Secret)>,
+    token: Option<String>,
+    /// The lease this node keeps alive (None: none granted, or lost).
+    lease_id: Option<i64>,
+    /// Leading until this instant (None: not leading).
+    leading_until: Option<Instant>,
+    /// When the lease expires for others, while leading (display only).
+    expiry: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Why a request failed.
+#[derive(Debug)]
+enum Failure {
+    /// etcd answered 401: the token expired or is missing.
+    Unauthorized(String),
+    /// Anything else (no endpoint answered, an error status, a bad body).
+    Other(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Unauthorized(text) | Failure::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+/// The key as a round read it.
+#[derive(Debug, Clone, PartialEq)]
+struct KeyValue {
+    /// The lease the key is bound to (0: none).
+    lease: i64,
+    /// The decoded value (the holder's node name), if it decodes.
+    value: Option<String>,
+}
+
+fn b64(text: &str) -> String {
+    B64.encode(text.as_bytes())
+}
+
+/// An int64 as the gateway writes it: a JSON string (or, from a lenient
+/// proxy, a number).
+fn int64(value: Option<&Value>) -> Option<i64> {
+    match value? {
+        Value::String(s) => s.parse().ok(),
+        Value::Number(n) => n.as_i64(),
+        _ => None,
+    }
+}
+
+/// The first key-value of a range response (`kvs`), if any.
+fn first_kv(range: &Value) -> Option<KeyValue> {
+    let kv = range.get("kvs")?.as_array()?.first()?;
+    Some(KeyValue {
+        lease: int64(kv.get("lease")).unwrap_or(0),
+        value: kv
+            .get("value")
+            .and_then(Value::as_str)
+            .and_then(|v| B64.decode(v).ok())
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+    })
+}
+
+/// The create-if-absent transaction: put `value` at `key` bound to
+/// `lease` only if the key was never created (or was deleted); otherwise
+/// read it back.
+fn campaign_body(key: &str, value: &str, lease: i64) -> Value {
+    let key = b64(key);
+    json!({
+        "compare": [{
+            "key": key,
+            "result": "EQUAL",
+            "target": "CREATE",
+            "create_revision": "0",
+        }],
+        "success": [{
+            "requestPut": {"key": key, "value": b64(value), "lease": lease.to_string()}
+        }],
+        "failure": [{"requestRange": {"key": key}}],
+    })
+}
+
+/// What a campaign transaction's answer says: whether it put the key, and
+/// the key as read when it did not.
+fn campaign_outcome(answer: &Value) -> (bool, Option<KeyValue>) {
+    let succeeded = answer
+        .get("succeeded")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let kv = answer
+        .get("responses")
+        .and_then(Value::as_array)
+        .and_then(|responses| responses.first())
+        .and_then(|r| r.get("response_range").or_else(|| r.get("responseRange")))
+        .and_then(first_kv);
+    (succeeded, kv)
+}
+
+/// The TTL of a keepalive answer; None when etcd says the lease is gone
+/// (no TTL, or one <= 0).
+fn keepalive_ttl(answer: &Value) -> Option<i64> {
+    let result = answer.get("result").unwrap_or(answer);
+    int64(result.get("TTL")).filter(|ttl| *ttl > 0)
+}
+
+/// `max(1 s, ttl/3)`: the time between rounds.
+fn period_for(ttl: u64) -> Duration {
+    Duration::from_secs_f64((ttl as f64 / 3.0).max(1.0))
+}
+
+/// `max(1 s, ttl - period - 1 s)`: what one round may take.
+fn round_deadline_for(ttl: u64) -> Duration {
+    let period = period_for(ttl).as_secs_f64();
+    Duration::from_secs_f64((ttl as f64 - period - 1.0).max(1.0))
+}
+
+/// A MicroTime, as the other lease backends show their expiry.
+fn micro_time(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+fn read_file(path: &str, what: &str) -> Result<Vec<u8>, String> {
+    std::fs::read(path).map_err(|e| format!("{what} {path} could not be read: {e}"))
+}
+
+impl EtcdLease {
+    /// A backend for the resolved settings: resolves the password and
+    /// loads the TLS files (errors name the key), builds the HTTP client.
+    /// Nothing is sent to etcd yet.
+    pub async fn connect(
+        settings: &EtcdSettings,
+        node_name: String,
+        connect_timeout: Duration,
+    ) -> Result<EtcdLease, String> {
+        let password = secret::resolve(settings.password.as_ref(), "cluster.etcd.password").await?;
+        let credentials = match (&settings.username, password) {
+            (Some(user), Some(password)) => Some((user.clone(), password)),
+            (Some(_), None) => {
+                return Err(
+                    "cluster.etcd.username is set but no password is configured; set \
+                     cluster.etcd.password (value/fromFile/fromEnvVar)"
+                        .to_owned(),
+                )
+            }
+            // A password without a user name has no one to log in as.
+            (None, _) => None,
+        };
+        // Redirects are not followed: a real etcd answers directly, and a
+        // redirect could carry the token elsewhere or to plain HTTP.
+        let mut builder = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(connect_timeout)
+            .timeout(connect_timeout);
+        if let Some(ca) = &settings.ca {
+            let pem = read_file(ca, "cluster.etcd.tls.ca")?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("cluster.etcd.tls.ca {ca} is not a PEM certificate: {e}"))?;
+            if certs.is_empty() {
+                return Err(format!("cluster.etcd.tls.ca {ca} holds no PEM certificate"));
+            }
+            for cert in certs {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        if let (Some(cert), Some(key)) = (&settings.cert, &settings.key) {
+            let mut pem = read_file(cert, "cluster.etcd.tls.cert")?;
+            pem.push(b'\n');
+            pem.extend(read_file(key, "cluster.etcd.tls.key")?);
+            let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                format!("cluster.etcd.tls.cert/key {cert}, {key} are not a PEM certificate and key: {e}")
+            })?;
+            builder = builder.identity(identity);
+        }
+        let http = builder
+            .build()
+            .map_err(|e| format!("cluster.etcd: cannot build the HTTP client: {e}"))?;
+        Ok(EtcdLease {
+            http,
+            endpoints: settings
+                .endpoints
+                .iter()
+                .map(|e| e.trim_end_matches('/').to_owned())
+                .collect(),
+            offset: 0,
+            election_name: settings.election_name.clone(),
+            node_name,
+            ttl: settings.ttl,
+            effective_ttl: settings.ttl,
+            ttl_collapsed: false,
+            connect_timeout,
+            credentials,
+            token: None,
+            lease_id: None,
+            leading_until: None,
+            expiry: None,
+        })
+    }
+
+    /// Each request's own bound: a fifth of the round's, so a round's few
+    /// requests (and a failover to the next endpoint) fit in it.
+    fn request_timeout(&self) -> Duration {
+        (round_deadline_for(self.effective_ttl) / 5).min(self.connect_timeout)
+    }
+
+    /// One POST, tried on each endpoint in turn (from this round's
+    /// offset) until one answers 2xx with a JSON object.
+    async fn post_once(&self, path: &str, body: &Value) -> Result<Value, Failure> {
+        let count = self.endpoints.len();
+        let mut last = String::from("no endpoint configured");
+        for i in 0..count {
+            let endpoint = &self.endpoints[(self.offset + i) % count];
+            let mut request = self
+                .http
+                .post(format!("{endpoint}{path}"))
+                .timeout(self.request_timeout())
+                .header("content-type", "application/json")
+                .body(body.to_string());
+            if let Some(token) = &self.token {
+                request = request.header("authorization", token.as_str());
+            }
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(err) => {
+                    last = format!("{endpoint}: {err}");
+                    continue;
+                }
+            };
+            let status = response.status();
+            let text = match response.text().await {
+                Ok(text) => text,
+                Err(err) => {
+                    last = format!("{endpoint}: {err}");
+                    continue;
+                }
+            };
+            if status == reqwest::StatusCode::UNAUTHORIZED {
+                return Err(Failure::Unauthorized(format!(
+                    "{endpoint}{path}: 401 {}",
+                    text.trim()
+                )));
+            }
+            if !status.is_success() {
+                last = format!("{endpoint}{path}: HTTP {} {}", status.as_u16(), text.trim());
+                continue;
+            }
+            match serde_json::from_str::<Value>(&text) {
+                Ok(value) if value.is_object() => return Ok(value),
+                _ => last = format!("{endpoint}{path}: the answer is not a JSON object"),
+            }
+        }
+        Err(Failure::Other(format!("all etcd endpoints failed: {last}")))
+    }
+
+    /// Logs in (when a user is configured and no token is held).
+    async fn authenticate(&mut self) -> Result<(), String> {
+        let Some((user, password)) = &self.credentials else {
+            return Ok(());
+        };
+        let body = json!({"name": user, "password": password.expose()});
+        self.token = None;
+        let answer = self
+            .post_once("/v3/auth/authenticate", &body)
+            .await
+            .map_err(|e| format!("authentication failed: {e}"))?;
+        let token = answer
+            .get("token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| "authentication failed: etcd returned no token".to_owned())?;
+        self.token = Some(token.to_owned());
+        Ok(())
+    }
+
+    /// A POST with the auth token; a 401 (the token expired) logs in again
+    /// once and retries.
+    async fn post(&mut self, path: &str, body: &Value) -> Result<Value, String> {
+        if self.credentials.is_some() && self.token.is_none() {
+            self.authenticate().await?;
+        }
+        match self.post_once(path, body).await {
+            Ok(value) => Ok(value),
+            Err(Failure::Unauthorized(_)) if self.credentials.is_some() => {
+                self.authenticate().await?;
+                self.post_once(path, body).await.map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Adopts the TTL etcd granted or kept alive (never above the
+    /// configured one: a fence longer than the server's lease would let
+    /// two nodes lead), logging the collapse below the usable floor and
+    /// the recovery once each.
+    fn narrow_ttl(&mut self, granted: i64) {
+        let effective = (granted.max(1) as u64).min(self.ttl).max(1);
+        let usable = effective >= MIN_USABLE_TTL;
+        if !usable && !self.ttl_collapsed {
+            tracing::warn!(
+                target: "cronstable::cluster",
+                "cluster: etcd granted a lease ttl of {effective}s, below the {MIN_USABLE_TTL}s \
+                 needed for a usable leader window; Leader jobs will not run on this node until \
+                 etcd returns a larger ttl (check etcd's --min-lease-ttl and load)"
+            );
+        } else if usable && self.ttl_collapsed {
+            tracing::info!(
+                target: "cronstable::cluster",
+                "cluster: etcd lease ttl recovered to {effective}s; leader window restored"
+            );
+        }
+        self.ttl_collapsed = !usable;
+        self.effective_ttl = effective;
+    }
+
+    /// Forgets leadership at once (the lease is gone or was given up).
+    fn fence(&mut self) {
+        self.leading_until = None;
+        self.expiry = None;
+    }
+
+    /// The round's requests; `anchor` was taken before the first was sent.
+    async fn exchange(&mut self, anchor: Instant) -> Result<Option<KeyValue>, String> {
+        if let Some(id) = self.lease_id {
+            let answer = self
+                .post("/v3/lease/keepalive", &json!({"ID": id.to_string()}))
+                .await?;
+            if answer.get("error").is_some() {
+                return Err(format!("keepalive failed: {answer}"));
+            }
+            match keepalive_ttl(&answer) {
+                Some(ttl) => self.narrow_ttl(ttl),
+                None => {
+                    // etcd already freed the key: trusting the old
+                    // deadline could make two leaders.
+                    self.lease_id = None;
+                    self.fence();
+                }
+            }
+        }
+        let mut fresh = false;
+        if self.lease_id.is_none() {
+            let answer = self
+                .post("/v3/lease/grant", &json!({"TTL": self.ttl.to_string()}))
+                .await?;
+            let id = int64(answer.get("ID"))
+                .filter(|id| *id != 0)
+                .ok_or_else(|| format!("lease grant returned no lease: {answer}"))?;
+            let granted = int64(answer.get("TTL")).unwrap_or(self.ttl as i64);
+            self.lease_id = Some(id);
+            self.narrow_ttl(granted);
+            fresh = true;
+        }
+        let Some(id) = self.lease_id else {
+            return Err("no lease".to_owned());
+        };
+        let key = b64(&self.election_name);
+        // Steady state reads; the transaction (a write) runs only when the
+        // key is absent or this node's lease is new.
+        let current = if fresh {
+            None
+        } else {
+            let answer = self.post("/v3/kv/range", &json!({"key": key})).await?;
+            first_kv(&answer)
+        };
+        let (won, holder) = match current {
+            Some(kv) => (kv.lease == id, Some(kv)),
+            None => {
+                let body = campaign_body(&self.election_name, &self.node_name, id);
+                let answer = self.post("/v3/kv/txn", &body).await?;
+                let (succeeded, kv) = campaign_outcome(&answer);
+                let ours = kv.as_ref().is_some_and(|kv| kv.lease == id);
+                (succeeded || ours, kv)
+            }
+        };
+        if won {
+            let window = Duration::from_secs(self.effective_ttl).saturating_sub(SKEW);
+            if window.is_zero() {
+                self.fence();
+            } else {
+                self.leading_until = Some(anchor + window);
+                self.expiry = Some(chrono::Utc::now() + window);
+            }
+            Ok(Some(KeyValue {
+                lease: id,
+                value: Some(self.node_name.clone()),
+            }))
+        } else {
+            self.fence();
+            Ok(holder)
+        }
+    }
+
+    async fn run_round(&mut self) -> Round {
+        self.offset = self.offset.wrapping_add(1);
+        let anchor = Instant::now();
+        match self.exchange(anchor).await {
+            Ok(kv) => Round {
+                leading_until: self.leading_until,
+                answered: true,
+                holder: kv.map(|kv| kv.value.unwrap_or_else(|| UNKNOWN_HOLDER.to_owned())),
+                error: None,
+            },
+            Err(error) => Round {
+                // An unanswered round changes nothing: a lease still held
+                // runs out on its own deadline.
+                leading_until: self.leading_until,
+                answered: false,
+                holder: None,
+                error: Some(error),
+            },
+        }
+    }
+
+    async fn run_release(&mut self) -> Result<(), String> {
+        self.fence();
+        let Some(id) = self.lease_id.take() else {
+            return Ok(());
+        };
+        // Revoking deletes every key bound to the lease: the election key
+        // is gone at once and a survivor's next round wins it.
+        self.post("/v3/lease/revoke", &json!({"ID": id.to_string()}))
+            .await
+            .map(|_| ())
+    }
+}
+
+impl Backend for EtcdLease {
+    fn name(&self) -> &'static str {
+        "etcd"
+    }
+
+    fn start_line(&self) -> String {
+        format!(
+            "cluster: etcd backend, identity '{}', election key '{}', ttl {}s, endpoints {}",
+            self.node_name,
+            self.election_name,
+            self.ttl,
+            self.endpoints.join(", ")
+        )
+    }
+
+    fn round(&mut self) -> BoxFuture<'_, Round> {
+        Box::pin(self.run_round())
+    }
+
+    fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(self.run_release())
+    }
+
+    fn period(&self) -> Duration {
+        period_for(self.effective_ttl)
+    }
+
+    fn round_deadline(&self) -> Duration {
+        round_deadline_for(self.effective_ttl)
+    }
+
+    fn quorum_window(&self) -> Duration {
+        Duration::from_secs(self.effective_ttl)
+    }
+
+    fn lease_view(&self) -> Value {
+        json!({
+            "electionName": self.election_name,
+            "identity": self.node_name,
+            "holder": null,
+            "leaseId": self.lease_id.map(|id| id.to_string()),
+            "expiry": self.expiry.map(micro_time),
+        })
+    }
+
+    fn round_failure_line(&self, error: &str) -> String {
+        format!("cluster: etcd round failed: {error}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cadence_follows_the_ttl() {
+        assert_eq!(period_for(3), Duration::from_secs(1));
+        assert_eq!(period_for(15), Duration::from_secs(5));
+        assert_eq!(round_deadline_for(3), Duration::from_secs(1));
+        assert_eq!(round_deadline_for(15), Duration::from_secs(9));
+        assert_eq!(round_deadline_for(10).as_millis(), 5666);
+    }
+
+    #[test]
+    fn the_campaign_is_create_if_absent_bound_to_the_lease() {
+        let body = campaign_body("cronstable/leader", "a", 7587);
+        assert_eq!(body["compare"][0]["target"], "CREATE");
+        assert_eq!(body["compare"][0]["create_revision"], "0");
+        assert_eq!(body["compare"][0]["key"], "Y3JvbnN0YWJsZS9sZWFkZXI=");
+        assert_eq!(body["success"][0]["requestPut"]["value"], "YQ==");
+        assert_eq!(body["success"][0]["requestPut"]["lease"], "7587");
+        assert_eq!(
+            body["failure"][0]["requestRange"]["key"],
+            "Y3JvbnN0YWJsZS9sZWFkZXI="
+        );
+    }
+
+    #[test]
+    fn a_lost_campaign_reads_the_holder_and_its_lease() {
+        let answer = json!({
+            "header": {"revision": "9"},
+            "responses": [{"response_range": {"kvs": [{
+                "key": "Y3JvbnN0YWJsZS9sZWFkZXI=", "value": "Yg==", "lease": "42"
+            }], "count": "1"}}]
+        });
+        let (succeeded, kv) = campaign_outcome(&answer);
+        assert!(!succeeded);
+        assert_eq!(
+            kv,
+            Some(KeyValue {
+                lease: 42,
+                value: Some("b".to_owned())
+            })
+        );
+        let won = json!({"succeeded": true, "responses": [{"response_put": {}}]});
+        assert_eq!(campaign_outcome(&won), (true, None));
+    }
+
+    #[test]
+    fn a_keepalive_without_a_positive_ttl_means_the_lease_is_gone() {
+        assert_eq!(
+            keepalive_ttl(&json!({"result": {"ID": "1", "TTL": "3"}})),
+            Some(3)
+        );
+        assert_eq!(keepalive_ttl(&json!({"result": {"ID": "1"}})), None);
+        assert_eq!(
+            keepalive_ttl(&json!({"result": {"ID": "1", "TTL": "-1"}})),
+            None
+        );
+        assert_eq!(keepalive_ttl(&json!({"result": {"TTL": 0}})), None);
+    }
+
+    #[test]
+    fn an_undecodable_value_is_an_unknown_holder_not_no_holder() {
+        let range = json!({"kvs": [{"value": "%%%", "lease": "5"}]});
+        let kv = first_kv(&range).expect("a key");
+        assert_eq!(kv.lease, 5);
+        assert_eq!(kv.value, None);
+        assert_eq!(first_kv(&json!({"count": "0"})), None);
+    }
+
+    fn settings(ttl: u64) -> EtcdSettings {
+        EtcdSettings {
+            endpoints: vec!["http://127.0.0.1:1/".to_owned()],
+            election_name: "cronstable/leader".to_owned(),
+            ttl,
+            username: None,
+            password: None,
+            ca: None,
+            cert: None,
+            key: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_smaller_granted_ttl_is_honoured_and_never_raised() {
+        let mut lease = EtcdLease::connect(&settings(15), "a".into(), Duration::from_secs(10))
+            .await
+            .expect("backend");
+        lease.narrow_ttl(6);
+        assert_eq!(lease.effective_ttl, 6);
+        assert_eq!(lease.period(), Duration::from_secs(2));
+        lease.narrow_ttl(60);
+        assert_eq!(lease.effective_ttl, 15);
+        lease.narrow_ttl(0);
+        assert_eq!(lease.effective_ttl, 1);
+        assert!(lease.ttl_collapsed);
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_store_fails_the_round_and_keeps_no_leadership() {
+        let mut lease = EtcdLease::connect(&settings(3), "a".into(), Duration::from_secs(1))
+            .await
+            .expect("backend");
+        let round = lease.round().await;
+        assert!(!round.answered);
+        assert_eq!(round.leading_until, None);
+        let error = round.error.expect("an error");
+        assert!(error.contains("all etcd endpoints failed"), "{error}");
+        assert_eq!(lease.lease_view()["leaseId"], Value::Null);
+    }
+
+    #[tokio::test]
+    async fn a_username_needs_a_password_and_tls_files_must_load() {
+        let mut s = settings(3);
+        s.username = Some("root".to_owned());
+        let err = EtcdLease::connect(&s, "a".into(), Duration::from_secs(1))
+            .await
+            .err()
+            .expect("refused");
+        assert!(err.contains("no password is configured"), "{err}");
+        let mut s = settings(3);
+        s.ca = Some("/nonexistent/ca.pem".to_owned());
+        let err = EtcdLease::connect(&s, "a".into(), Duration::from_secs(1))
+            .await
+            .err()
+            .expect("refused");
+        assert!(
+            err.starts_with("cluster.etcd.tls.ca /nonexistent/ca.pem could not be read"),
+            "{err}"
+        );
+    }
+}
