@@ -229,8 +229,8 @@ fn one_leader_runs_each_fire_and_a_killed_leader_is_replaced_after_its_ttl() {
     let takeover = first.saturating_sub(killed_at);
     eprintln!("kill -9 takeover by {new_leader}: first fire {takeover} s after the kill second");
     assert!(
-        takeover <= TTL + PERIOD + 1,
-        "takeover after {takeover} s exceeds ttl + keepalive period + 1 s: {:?}",
+        takeover <= TTL + PERIOD + 3,
+        "takeover after {takeover} s exceeds ttl + keepalive period (+3 s slack for a loaded machine): {:?}",
         cluster.fires()
     );
     cluster.nodes.remove(&leader);
@@ -277,7 +277,7 @@ fn a_sigtermed_leader_revokes_its_lease_before_the_drain() {
     // A revoked key is free at once: the next round (one period) wins it,
     // well inside the ttl a kill -9 waits out.
     assert!(
-        takeover <= PERIOD + 2,
+        takeover <= PERIOD + 4,
         "takeover after {takeover} s: {:?}",
         cluster.fires()
     );
