@@ -58,12 +58,12 @@ backend when there are replicas and no `cluster` section. */}}
 {{- else }}
 {{- $found := false }}
 {{- range (default (list) (get (default (dict) $config.web) "listen")) }}
-{{- if and (kindIs "string" .) (hasPrefix "http" .) (hasSuffix (printf ":%d" $port) .) }}
+{{- if and (kindIs "string" .) (regexMatch (printf "^http://(0\\.0\\.0\\.0|\\[::\\]):%d/?$" $port) .) }}
 {{- $found = true }}
 {{- end }}
 {{- end }}
 {{- if not $found }}
-{{- fail (printf "config.web.listen must hold a pod-wide listener on the service port, e.g. http://0.0.0.0:%d (the Service and the probes use it)" $port) }}
+{{- fail (printf "config.web.listen must hold a pod-wide listener on the service port, http://0.0.0.0:%d or http://[::]:%d (the Service and the probes use it)" $port $port) }}
 {{- end }}
 {{- end }}
 {{- if and (gt (int .Values.replicaCount) 1) (not (hasKey $config "cluster")) }}
