@@ -10,7 +10,10 @@
   security settings, RBAC rules exactly as docs/kubernetes.md lists them,
   the config in the ConfigMap, the Lease section, rule and PDB with
   replicas, the ClusterRole with `cronJobSets: all`;
-- the schema and the template refuse what they should.
+- the schema and the template refuse what they should;
+- with CRONSTABLE_BIN set (tests/chart.rs sets it to the built binary), the
+  config each ci/ file puts in the ConfigMap passes the daemon's own loader
+  (`cronstable -v -c <file>`).
 
 Exit 0: passed. Exit 1: a check failed. Exit 77: a tool is missing and
 CI is not set (the caller skips). Under CI=true a missing tool fails.
@@ -211,6 +214,23 @@ def main():
             validate(objs, kv, label)
             rendered[label] = objs
         print("chart_test: %s: lint and validate (%s) done" % (label, ", ".join(KUBE_VERSIONS)))
+
+    # The daemon's own loader accepts every config the chart renders.
+    binary = os.environ.get("CRONSTABLE_BIN")
+    if binary:
+        for label, objs in sorted(rendered.items()):
+            cm = one(objs, "ConfigMap", RELEASE + "-config")
+            with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+                f.write(cm["data"]["cronstable.yaml"])
+                path = f.name
+            try:
+                # monitoring-on reads its token from this variable.
+                env = dict(os.environ, CRONSTABLE_WEB_TOKEN="chart-test")
+                proc = subprocess.run([binary, "-v", "-c", path], capture_output=True, text=True, env=env, timeout=60)
+            finally:
+                os.unlink(path)
+            check(proc.returncode == 0, "%s: cronstable -v refused the rendered config:\n%s%s" % (label, proc.stdout, proc.stderr))
+        print("chart_test: the daemon's loader accepts the rendered configs")
 
     # Defaults (one job added): restricted pod, namespaced RBAC, config.
     objs = rendered["default-values.yaml"]

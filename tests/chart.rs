@@ -3,7 +3,8 @@
 //! `kubernetes-validate --strict` for the oldest and newest supported
 //! Kubernetes, and assertions on the rendered objects (restricted pod
 //! security, exact RBAC, the config in the ConfigMap, the Lease section and
-//! PDB with replicas, the CRD copy identical to crds/cronjobset.yaml).
+//! PDB with replicas, the CRD copy identical to crds/cronjobset.yaml), and
+//! the config each ci/ file renders passes the built daemon's `-v`.
 //!
 //! The checks live in scripts/chart_test.py (they parse YAML, which Python
 //! does with the same library kubernetes-validate uses); scripts/test.sh
@@ -23,6 +24,7 @@ fn chart_lints_renders_validates_and_holds_its_promises() {
     let out = match Command::new("python3")
         .arg(repo.join("scripts/chart_test.py"))
         .current_dir(&repo)
+        .env("CRONSTABLE_BIN", env!("CARGO_BIN_EXE_cronstable"))
         .output()
     {
         Ok(out) => out,
