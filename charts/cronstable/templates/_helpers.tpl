@@ -1,0 +1,75 @@
+{{/* The chart's short name. */}}
+{{- define "cronstable.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The prefix of every object's name: the release name, plus the chart's
+name unless the release name already holds it. */}}
+{{- define "cronstable.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "cronstable.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "cronstable.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "cronstable.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "cronstable.labels" -}}
+helm.sh/chart: {{ include "cronstable.chart" . }}
+{{ include "cronstable.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "cronstable.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "cronstable.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "cronstable.configMapName" -}}
+{{- printf "%s-config" (include "cronstable.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The daemon's config as the ConfigMap holds it: the user's `config`, plus
+a `web` section on 0.0.0.0:<service.port> when it has none (the Service,
+probes and monitors need a pod-wide listener), plus the Kubernetes Lease
+backend when there are replicas and no `cluster` section. */}}
+{{- define "cronstable.config" -}}
+{{- $config := deepCopy (default (dict) .Values.config) }}
+{{- $port := int .Values.service.port }}
+{{- if not (hasKey $config "web") }}
+{{- $_ := set $config "web" (dict "listen" (list (printf "http://0.0.0.0:%d" $port))) }}
+{{- else }}
+{{- $found := false }}
+{{- range (default (list) (get (default (dict) $config.web) "listen")) }}
+{{- if and (kindIs "string" .) (regexMatch (printf "^http://(0\\.0\\.0\\.0|\\[::\\]):%d/?$" $port) .) }}
+{{- $found = true }}
+{{- end }}
+{{- end }}
+{{- if not $found }}
+{{- fail (printf "config.web.listen must hold a pod-wide listener on the service port, http://0.0.0.0:%d or http://[::]:%d (the Service and the probes use it)" $port $port) }}
+{{- end }}
+{{- end }}
+{{- if and (gt (int .Values.replicaCount) 1) (not (hasKey $config "cluster")) }}
+{{- $le := .Values.leaderElection }}
+{{- $lease := dict "leaseName" (default (printf "%s-leader" (include "cronstable.fullname" .)) $le.leaseName) "leaseDurationSeconds" $le.leaseDurationSeconds "renewDeadlineSeconds" $le.renewDeadlineSeconds "retryPeriodSeconds" $le.retryPeriodSeconds }}
+{{- $_ := set $config "cluster" (dict "backend" "kubernetes" "kubernetes" $lease) }}
+{{- end }}
+{{- toYaml $config }}
+{{- end }}
