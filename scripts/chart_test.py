@@ -144,10 +144,10 @@ def check_restricted_pod(deploy):
     check(mounts.get("tmp") == "/tmp" and "emptyDir" in volumes.get("tmp", {}), "emptyDir at /tmp")
     for v in pod["volumes"]:
         check("hostPath" not in v, "no hostPath volume")
-    for probe in ("livenessProbe", "readinessProbe"):
+    for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         check(
-            container.get(probe, {}).get("httpGet") == {"path": "/version", "port": "http"},
-            "%s on GET /version" % probe,
+            container.get(probe, {}).get("httpGet") == {"path": path, "port": "http"},
+            "%s on GET %s" % (probe, path),
         )
     return container
 

@@ -484,6 +484,17 @@ fn the_daemon_starts_with_the_api_down_and_takes_the_sets_when_it_answers() {
     assert!(kube["lastSyncTime"].is_null(), "{kube}");
     assert_eq!(d.job_names(), ["file-tick"]);
     assert!(cluster.lines("waiting.log").is_empty());
+    // Live, but not ready before the first sync.
+    assert_eq!(support::http::get(d.port, "/livez").status, 200);
+    let not_ready = support::http::get(d.port, "/readyz");
+    assert_eq!(not_ready.status, 503, "{}", not_ready.body);
+    assert!(
+        not_ready.json()["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("first sync")),
+        "{}",
+        not_ready.body
+    );
 
     cluster.come_back();
     d.wait_lines(&cluster, "waiting.log", 1);
@@ -492,6 +503,8 @@ fn the_daemon_starts_with_the_api_down_and_takes_the_sets_when_it_answers() {
         k["connected"] == true && k["synced"] == true && is_utc_time(&k["lastSyncTime"])
     });
     assert_eq!(d.job_names(), ["file-tick", "team-a:waiting:tick"]);
+    let ready = support::http::get(d.port, "/readyz");
+    assert_eq!(ready.status, 200, "{}", ready.body);
     let files = cluster.lines("file.log").len();
     d.wait_lines(&cluster, "file.log", files + 1);
 }

@@ -324,6 +324,13 @@ fn token_required_without_anonymous_scopes() {
         "",
     );
     assert_eq!(ok.status, 200);
+    // The probes need no token, and say the daemon is live and ready.
+    let live = get(port, "/livez");
+    assert_eq!(live.status, 200, "{}", live.body);
+    assert_eq!(live.json(), serde_json::json!({"live": true}));
+    let ready = get(port, "/readyz");
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert_eq!(ready.json(), serde_json::json!({"ready": true}));
 }
 
 #[test]

@@ -86,6 +86,8 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/shutdown", post(shutdown)),
         ("GET", "/job-set-id", get(job_set_id)),
         ("GET", "/kube", get(kube)),
+        ("GET", "/livez", get(livez)),
+        ("GET", "/readyz", get(readyz)),
         ("GET", "/cluster", get(cluster)),
         ("GET", "/metrics", get(metrics)),
         ("GET", "/schedule/preview", get(schedule_preview)),
@@ -131,7 +133,11 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
     } else {
         Needed::Control
     };
-    let public = path == "/metrics" && state.credentials.metrics_public;
+    // Probes reveal nothing but health, and a kubelet cannot be given a
+    // token without putting it in the pod spec: they never need one.
+    let public = (path == "/metrics" && state.credentials.metrics_public)
+        || path == "/livez"
+        || path == "/readyz";
     let grant = if !public {
         let auth = request
             .headers()
@@ -351,6 +357,49 @@ async fn job_set_id(State(state): State<AppState>, headers: HeaderMap) -> ApiRes
         return Ok(Json(json!({"job_set_id": id, "jobs": count})).into_response());
     }
     Ok(text(id))
+}
+
+/// How long a probe waits for the scheduler before calling it stuck.
+const PROBE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `GET /livez`: 200 while the scheduler task answers (within 2 s), 503
+/// when it does not. Needs no token.
+async fn livez(State(state): State<AppState>) -> Response {
+    match tokio::time::timeout(PROBE_DEADLINE, state.control.job_set_id()).await {
+        Ok(Ok(_)) => (StatusCode::OK, Json(json!({"live": true}))).into_response(),
+        _ => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"live": false, "reason": "the scheduler does not answer"})),
+        )
+            .into_response(),
+    }
+}
+
+/// `GET /readyz`: 200 once the configuration is loaded and, in
+/// Kubernetes mode, the first sync with the API server is done; 503 with
+/// the reason before that (or while the scheduler does not answer, or
+/// drains). Needs no token.
+async fn readyz(State(state): State<AppState>) -> Response {
+    let not_ready = |reason: &str| {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"ready": false, "reason": reason})),
+        )
+            .into_response()
+    };
+    if *state.draining.borrow() {
+        return not_ready("shutting down");
+    }
+    let kube = match tokio::time::timeout(PROBE_DEADLINE, state.control.kube()).await {
+        Ok(Ok(kube)) => kube,
+        _ => return not_ready("the scheduler does not answer"),
+    };
+    match kube {
+        Some(stats) if !stats.synced => {
+            not_ready("the first sync with the Kubernetes API server is not done")
+        }
+        _ => (StatusCode::OK, Json(json!({"ready": true}))).into_response(),
+    }
 }
 
 /// `GET /cluster`: the leadership backend's view (the Clustering page's
