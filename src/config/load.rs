@@ -165,37 +165,13 @@ struct Loader {
 
 /// Loads `path`: a YAML file, a crontab, or a directory of them.
 pub fn load_path(path: &Path) -> Result<LoadedConfig, ConfigError> {
-    let mut loader = Loader::new();
-    let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
-    let (jobs, sections) = if meta.is_dir() {
-        loader.load_directory(path)?
-    } else {
-        let parsed = loader.load_file(path, &mut Vec::new())?;
-        (parsed.jobs, parsed.sections)
-    };
-    loader.finish(jobs, sections)
+    load_path_and_sources(Some(path), &[])
 }
 
 /// Loads named in-memory sources as if they were the files of a directory,
 /// in the order given.
 pub fn load_sources(sources: &[Source]) -> Result<LoadedConfig, ConfigError> {
-    let mut loader = Loader::new();
-    let mut jobs = Vec::new();
-    let mut sections = Sections::default();
-    let mut errors = Vec::new();
-    for source in sources {
-        match loader.parse_source(source, &mut Vec::new()) {
-            Ok(parsed) => {
-                jobs.extend(parsed.jobs);
-                sections.adopt(parsed.sections, Clash::Directory)?;
-            }
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(one_or_many(errors));
-    }
-    loader.finish(jobs, sections)
+    load_path_and_sources(None, sources)
 }
 
 /// Loads a file or directory (when given) and then in-memory sources as
