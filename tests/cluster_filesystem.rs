@@ -11,9 +11,11 @@
 
 mod support;
 
+use support::kube_daemon::wait_until;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::daemon::{read_lines, Daemon};
 use support::http::{free_port, get, wait_listening};
 
@@ -66,22 +68,6 @@ impl Node {
 
     fn log(&self) -> String {
         self.daemon.as_ref().map(Daemon::log).unwrap_or_default()
-    }
-}
-
-/// Polls until `check` holds; panics with `context()` after `limit`.
-fn wait_until(
-    what: &str,
-    limit: Duration,
-    mut check: impl FnMut() -> bool,
-    context: impl Fn() -> String,
-) {
-    let start = Instant::now();
-    while !check() {
-        if start.elapsed() > limit {
-            panic!("waited {limit:?} for {what}; context:\n{}", context());
-        }
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 

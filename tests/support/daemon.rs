@@ -16,7 +16,9 @@ pub struct Daemon {
     pub dir: tempfile::TempDir,
 }
 
-fn collect<R: std::io::Read + Send + 'static>(stream: R, into: Arc<Mutex<String>>) {
+/// Appends each line `stream` yields to `into`, on a thread of its own
+/// (the daemons' stdout and stderr).
+pub fn collect<R: std::io::Read + Send + 'static>(stream: R, into: Arc<Mutex<String>>) {
     std::thread::spawn(move || {
         for line in BufReader::new(stream).lines().map_while(Result::ok) {
             if let Ok(mut text) = into.lock() {

@@ -9,8 +9,7 @@
 //! fake.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -51,12 +50,7 @@ pub fn wait_until(
     }
 }
 
-/// The lines of a file (none when it does not exist).
-pub fn read_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|t| t.lines().map(str::to_owned).collect())
-        .unwrap_or_default()
-}
+pub use super::daemon::read_lines;
 
 /// The API resource behind an `apiVersion`/`kind` the tests write.
 fn resource_of(api_version: &str, kind: &str) -> ApiResource {
@@ -391,17 +385,6 @@ pub struct KubeDaemon {
     pub config_path: PathBuf,
 }
 
-fn collect<R: std::io::Read + Send + 'static>(stream: R, into: Arc<Mutex<String>>) {
-    std::thread::spawn(move || {
-        for line in BufReader::new(stream).lines().map_while(Result::ok) {
-            if let Ok(mut text) = into.lock() {
-                text.push_str(&line);
-                text.push('\n');
-            }
-        }
-    });
-}
-
 /// Variables the daemon must not inherit from the test's environment: they
 /// would point it at another cluster or change its flags.
 const SCRUB: &[&str] = &[
@@ -471,10 +454,10 @@ impl KubeDaemon {
             .expect("start the daemon");
         let log = Arc::new(Mutex::new(String::new()));
         if let Some(err) = child.stderr.take() {
-            collect(err, Arc::clone(&log));
+            super::daemon::collect(err, Arc::clone(&log));
         }
         if let Some(out) = child.stdout.take() {
-            collect(out, Arc::clone(&log));
+            super::daemon::collect(out, Arc::clone(&log));
         }
         let mut daemon = KubeDaemon {
             child: Some(child),
