@@ -105,6 +105,71 @@ pub trait LeaderGate: Send {
     /// over at once while this node's running jobs finish. Must not
     /// block; the release runs elsewhere.
     fn step_down(&mut self) {}
+
+    /// The cluster's records in the leadership store; `None` when leader
+    /// election is not configured (then `@reboot` runs at start and there
+    /// is no failover to catch up after).
+    fn records(&self) -> Option<Arc<dyn LeaderRecords>> {
+        None
+    }
+
+    /// A number that changes every time this node gains leadership (0 when
+    /// it never led). The scheduler compares it between passes to notice a
+    /// takeover and catch up the fires of the takeover window.
+    fn leadership_term(&self) -> u64 {
+        0
+    }
+}
+
+/// Why the leadership store could not answer a records request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordsError {
+    /// Election is configured but no backend runs right now (it failed to
+    /// start, or a reload is restarting it).
+    NoBackend,
+    /// The store did not answer or refused; the text says why.
+    Store(String),
+}
+
+impl std::fmt::Display for RecordsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordsError::NoBackend => f.write_str("no leadership backend is running"),
+            RecordsError::Store(why) => f.write_str(why),
+        }
+    }
+}
+
+/// What the leadership store remembers for the whole cluster besides who
+/// leads: which `@reboot` jobs already ran (so a failover holder does not
+/// run them again) and the last scheduled fire each catch-up job launched
+/// (so a new leader can run the fires that fell in the takeover window).
+///
+/// Every call is bounded by the backend (a store that hangs answers
+/// [`RecordsError::Store`]); the futures own what they need, so the
+/// scheduler can spawn them and carry on.
+pub trait LeaderRecords: Send + Sync {
+    /// The `@reboot` jobs of the job set `job_set_id` recorded as run
+    /// anywhere in the cluster (records of another job-set id do not
+    /// count: a changed job set runs its `@reboot` jobs again).
+    fn reboot_ran(
+        &self,
+        job_set_id: &str,
+    ) -> BoxFuture<'static, Result<HashSet<String>, RecordsError>>;
+    /// Records that `job` of `job_set_id` is about to run its `@reboot`
+    /// launch (record, then run: a crash in between loses the run rather
+    /// than doubling it).
+    fn mark_reboot_ran(
+        &self,
+        job_set_id: &str,
+        job: &str,
+    ) -> BoxFuture<'static, Result<(), RecordsError>>;
+    /// The last scheduled fire recorded for each job.
+    fn last_fires(&self) -> BoxFuture<'static, Result<HashMap<String, DateTime<Utc>>, RecordsError>>;
+    /// Records that the fire of `job` scheduled for `at` is about to
+    /// launch (before the launch, for the same reason as above).
+    fn record_fire(&self, job: &str, at: DateTime<Utc>)
+        -> BoxFuture<'static, Result<(), RecordsError>>;
 }
 
 /// The gate of a daemon without leader election: every node runs every
