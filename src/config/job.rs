@@ -78,8 +78,14 @@ pub struct JobConfig {
     pub on_permanent_failure: Box<Report>,
     /// Reporters on success.
     pub on_success: Box<Report>,
-    /// Catch-up policy (inert without durable state).
+    /// Catch-up policy: what a new leader does with the fires that fell
+    /// while nobody led (inert without leader election).
     pub on_missed: OnMissed,
+    /// Missed fires older than this many seconds are not caught up.
+    pub starting_deadline_seconds: Option<i64>,
+    /// Catch-up launches wait a per-job offset in `[0, N)` seconds, so a
+    /// new leader does not start every owed job in the same second.
+    pub catchup_jitter_seconds: i64,
     /// Skip a fire when the previous run failed.
     pub only_if_last_succeeded: bool,
     /// Environment for the job: env_file first, then `environment` entries.

@@ -166,6 +166,8 @@ pub fn resolve_job(
         on_permanent_failure: Box::new(report_of(&spec.on_permanent_failure)),
         on_success: Box::new(report_of(&spec.on_success)),
         on_missed: spec.on_missed.unwrap_or(super::model::OnMissed::Skip),
+        starting_deadline_seconds: spec.starting_deadline_seconds,
+        catchup_jitter_seconds: spec.catchup_jitter_seconds.unwrap_or(0),
         only_if_last_succeeded: spec.only_if_last_succeeded.unwrap_or(false),
         environment,
         working_directory,
