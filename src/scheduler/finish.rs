@@ -34,6 +34,7 @@ impl Scheduler {
                     }
                 }
             }
+            Event::Failover(answer) => self.handle_failover(answer),
         }
     }
 
@@ -50,6 +51,10 @@ impl Scheduler {
             // Claims are per job, not per run: the last local instance
             // gives the slot back.
             self.slots.release(&record.job);
+        }
+        if !self.running.contains_key(&record.job) {
+            // A catch-up replays its owed runs one after the other.
+            self.pump_backfill(&record.job);
         }
         if record.replaced {
             // A replaced instance is not a run: no history row, no count,

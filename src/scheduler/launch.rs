@@ -19,7 +19,8 @@ impl Scheduler {
             .filter(|j| j.enabled && matches!(j.parsed_schedule, Schedule::Reboot))
             .cloned()
             .collect();
-        for job in due {
+        // Under leader election the cluster decides who runs them, once.
+        for job in self.defer_reboot_jobs(due) {
             self.launch_scheduled(job);
         }
     }
@@ -94,7 +95,7 @@ impl Scheduler {
     /// A scheduled fire: the leader gate decides whether this node runs
     /// it at all; Forbid leaves the retry sequence alone; otherwise the
     /// job's retries restart from a fresh ladder.
-    fn launch_scheduled(&mut self, job: Arc<JobConfig>) {
+    pub(super) fn launch_scheduled(&mut self, job: Arc<JobConfig>) {
         if self.stopping {
             return;
         }
@@ -120,6 +121,17 @@ impl Scheduler {
             self.warn_still_running(&job);
             return;
         }
+        if self.record_fire_first(&job, false) {
+            // Launched when the leadership store has the fire (see
+            // `failover`), so a new leader knows it ran.
+            return;
+        }
+        self.launch_recorded(job);
+    }
+
+    /// The rest of a scheduled launch, once its fire is recorded where
+    /// that is needed: a fresh retry ladder, then the concurrency gates.
+    pub(super) fn launch_recorded(&mut self, job: Arc<JobConfig>) {
         self.cancel_retries(&job.name);
         if let Some(ladder) = super::RetryLadder::arm(&job.retry) {
             let generation = self.bump_generation();

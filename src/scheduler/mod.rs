@@ -11,6 +11,9 @@
 
 mod api;
 pub(crate) mod control;
+pub mod failover;
+#[cfg(test)]
+mod failover_tests;
 mod finish;
 pub(crate) mod history;
 mod launch;
@@ -52,6 +55,8 @@ enum Event {
         trigger: Trigger,
         attempt: u32,
     },
+    /// A leadership-store call answered (see [`failover`]).
+    Failover(failover::Answer),
 }
 
 /// A job's armed retry ladder and its pending timer.
@@ -123,6 +128,8 @@ pub struct Scheduler {
     /// status writer polling [`ControlHandle::progress`] learns cheaply
     /// that nothing moved.
     progress_version: u64,
+    /// Deferred `@reboot` jobs and catch-ups after a takeover.
+    failover: failover::Failover,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -163,6 +170,7 @@ impl Scheduler {
             last_scheduled: HashMap::new(),
             firing_at: None,
             progress_version: 0,
+            failover: failover::Failover::default(),
         };
         scheduler.install_jobs(initial);
         scheduler
@@ -322,6 +330,10 @@ impl Scheduler {
                 due.fire.len()
             );
         }
+        // Before this pass fires anything: boundaries up to `evaluated`
+        // were judged under the previous leadership, so a takeover's
+        // catch-up covers exactly those.
+        self.failover_pass(self.evaluated);
         self.renew_slots();
         for at in due.fire {
             self.launch_due(at);

@@ -18,9 +18,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Wall time that follows tokio's (paused) clock from a fixed origin.
-struct PausedClock {
-    origin: DateTime<Utc>,
-    start: tokio::time::Instant,
+pub(super) struct PausedClock {
+    pub(super) origin: DateTime<Utc>,
+    pub(super) start: tokio::time::Instant,
 }
 
 impl Clock for PausedClock {
@@ -34,8 +34,8 @@ impl Clock for PausedClock {
 }
 
 /// A source fed by the test over a channel.
-struct ChannelSource {
-    rx: mpsc::UnboundedReceiver<JobSet>,
+pub(super) struct ChannelSource {
+    pub(super) rx: mpsc::UnboundedReceiver<JobSet>,
 }
 
 impl JobSource for ChannelSource {
@@ -95,7 +95,7 @@ impl SlotLock for FakeSlots {
 
 /// A reporter that only remembers which hooks fired.
 #[derive(Default)]
-struct Hooks(Mutex<Vec<(String, Hook)>>);
+pub(super) struct Hooks(Mutex<Vec<(String, Hook)>>);
 
 impl Reporter for Hooks {
     fn report(&self, hook: Hook, job: &JobConfig, _record: &RunRecord) -> ReportFuture {
@@ -104,7 +104,7 @@ impl Reporter for Hooks {
     }
 }
 
-fn job_set(yaml: &str) -> JobSet {
+pub(super) fn job_set(yaml: &str) -> JobSet {
     let loaded = config::load_sources(&[Source {
         name: "test.yaml".into(),
         text: yaml.into(),
@@ -126,7 +126,7 @@ fn every_minute(name: &str) -> String {
 }
 
 /// Half a minute before a boundary.
-fn origin() -> DateTime<Utc> {
+pub(super) fn origin() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 30).unwrap()
 }
 
@@ -194,7 +194,7 @@ async fn start_scripted(
 
 /// Lets the runtime work (processes exit, events arrive) without moving
 /// the paused clock, until `done` says so or ten real seconds pass.
-async fn settle_until(mut done: impl FnMut() -> bool) {
+pub(super) async fn settle_until(mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !done() && std::time::Instant::now() < deadline {
         tokio::task::yield_now().await;
@@ -203,7 +203,7 @@ async fn settle_until(mut done: impl FnMut() -> bool) {
 
 /// The job's runs once there are at least `want` (or after ten real
 /// seconds, whatever there is).
-async fn runs(control: &ControlHandle, job: &str, want: usize) -> Vec<RunRecord> {
+pub(super) async fn runs(control: &ControlHandle, job: &str, want: usize) -> Vec<RunRecord> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
         let runs = control.runs(job).await.expect("the job is configured");

@@ -1,0 +1,827 @@
+//! The scheduler's side of the leadership store's records: `@reboot` jobs
+//! that run once per cluster, the fire record written before a catch-up
+//! job launches, and the catch-up a new leader runs for the fires that
+//! fell while nobody led.
+//!
+//! Every store call is asynchronous (the scheduler never blocks on it): a
+//! spawned task asks the [`LeaderRecords`] handle and the answer comes
+//! back as an [`Answer`] through the scheduler's event channel.
+//!
+//! The rules, from the Clustering and Durable-State pages, with the lease
+//! store standing in for the original's `state` section:
+//! - a `Leader`/`PreferLeader` `@reboot` job is deferred at start; it runs
+//!   on the node the gate admits, which records it first (record, then
+//!   run); a node that finds it recorded for the live job-set id stands
+//!   down. `EveryNode` `@reboot` jobs run at every start, as before.
+//! - a scheduled launch of a job with `onMissed` other than `skip` records
+//!   its fire in the store before it starts.
+//! - when this node gains leadership, it reads those records and launches
+//!   what each such job is owed for the fires between its recorded last
+//!   fire and the takeover (`run-once`: one launch; `run-all`: one per
+//!   fire, at most [`MAX_CATCHUP`], one after the other), skipping fires
+//!   older than `startingDeadlineSeconds`. A job never recorded is owed
+//!   nothing: a first run is never "missed".
+
+use super::ports::{Admission, LeaderRecords, RecordsError};
+use super::{Event, Scheduler};
+use crate::config::model::{ClusterPolicy, OnMissed};
+use crate::config::JobConfig;
+use crate::cronexpr::{CronExpr, Schedule, TimeBase};
+use crate::job::Trigger;
+use chrono::{DateTime, Duration as ChronoDuration, Utc};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most launches one catch-up replays for a `run-all` job (the
+/// original's cap).
+pub const MAX_CATCHUP: u32 = 100;
+
+/// How often deferred `@reboot` jobs ask the gate again while they wait
+/// (in memory; the store is read only when the gate admits one, or once a
+/// pass to retire those another node ran).
+const REBOOT_RECHECK: Duration = Duration::from_secs(1);
+
+/// Answers of the store calls, back on the scheduler's event channel.
+#[derive(Debug)]
+pub(super) enum Answer {
+    /// The `@reboot` jobs recorded as run for `job_set_id`.
+    RebootRan {
+        job_set_id: String,
+        result: Result<HashSet<String>, RecordsError>,
+    },
+    /// This node recorded (or failed to record) that `job` runs its
+    /// `@reboot` launch.
+    RebootMarked {
+        job: String,
+        result: Result<(), RecordsError>,
+    },
+    /// Time to ask the gate about the deferred `@reboot` jobs again.
+    RebootRecheck,
+    /// The fire of `job` at `at` is recorded (or could not be); launch it.
+    FireRecorded {
+        job: String,
+        at: DateTime<Utc>,
+        backfill: bool,
+        result: Result<(), RecordsError>,
+    },
+    /// The last fires recorded in the store, read after this node gained
+    /// leadership term `term`; owed fires are those up to `upto`.
+    LastFires {
+        term: u64,
+        upto: DateTime<Utc>,
+        result: Result<HashMap<String, DateTime<Utc>>, RecordsError>,
+    },
+    /// A catch-up's jitter delay for `job` is over.
+    JitterDone { job: String },
+}
+
+/// What a job is owed for the fires it missed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owed {
+    /// Launches owed (0: nothing missed).
+    pub count: u32,
+    /// The newest missed fire (the watermark recorded with the launches).
+    pub newest: Option<DateTime<Utc>>,
+    /// `run-all` found more than [`MAX_CATCHUP`] fires and dropped the rest.
+    pub capped: bool,
+}
+
+/// The launches a job with catch-up policy `mode` is owed for its fires
+/// after `after` (exclusive) up to `upto` (inclusive), ignoring fires
+/// before `cutoff` (`startingDeadlineSeconds`). Pure: the catch-up's whole
+/// decision, tested on its own.
+pub fn owed_fires(
+    expr: &CronExpr,
+    tz: &TimeBase,
+    after: DateTime<Utc>,
+    upto: DateTime<Utc>,
+    cutoff: Option<DateTime<Utc>>,
+    mode: OnMissed,
+) -> Owed {
+    let nothing = Owed {
+        count: 0,
+        newest: None,
+        capped: false,
+    };
+    // Fires older than the deadline are not owed: start the walk there.
+    let from = match cutoff {
+        Some(cutoff) if cutoff > after => cutoff - ChronoDuration::nanoseconds(1),
+        _ => after,
+    };
+    if upto <= from {
+        return nothing;
+    }
+    match mode {
+        OnMissed::Skip => nothing,
+        OnMissed::RunOnce => {
+            // The newest fire at or before `upto`; owed when it is after
+            // the start of the window. One launch covers them all.
+            match expr.prev_before(upto + ChronoDuration::nanoseconds(1), tz) {
+                Some(newest) if newest > from => Owed {
+                    count: 1,
+                    newest: Some(newest),
+                    capped: false,
+                },
+                _ => nothing,
+            }
+        }
+        OnMissed::RunAll => {
+            let mut count = 0;
+            let mut newest = None;
+            let mut cursor = from;
+            while let Some(next) = expr.next_after(cursor, tz) {
+                if next > upto {
+                    break;
+                }
+                if count == MAX_CATCHUP {
+                    return Owed {
+                        count,
+                        newest,
+                        capped: true,
+                    };
+                }
+                count += 1;
+                newest = Some(next);
+                cursor = next;
+            }
+            Owed {
+                count,
+                newest,
+                capped: false,
+            }
+        }
+    }
+}
+
+/// A job's catch-up in progress: launches left, one at a time.
+#[derive(Debug, Clone)]
+struct Backfill {
+    remaining: u32,
+    /// The watermark each launch records (the newest owed fire).
+    at: DateTime<Utc>,
+    /// A launch is on its way (its fire record is being written).
+    launching: bool,
+    /// Still waiting out the job's jitter offset.
+    jittering: bool,
+}
+
+/// The scheduler's failover bookkeeping.
+#[derive(Debug, Default)]
+pub(super) struct Failover {
+    /// `@reboot` jobs waiting for the gate (or for the store to say they
+    /// already ran elsewhere).
+    pending_reboot: HashSet<String>,
+    /// A `reboot_ran` read is on its way.
+    reboot_query: bool,
+    /// A recheck timer is armed.
+    reboot_timer: bool,
+    /// The store could not answer about `@reboot`; warned once.
+    reboot_warned: bool,
+    /// The leadership term the last catch-up was for.
+    seen_term: u64,
+    /// A `last_fires` read is on its way.
+    catchup_query: bool,
+    /// The watermark read failed; warned once until it works again.
+    catchup_warned: bool,
+    /// Catch-ups in progress, per job.
+    backfills: HashMap<String, Backfill>,
+}
+
+/// True when `job`'s scheduled fires are recorded in the leadership store
+/// (so a new leader can tell which it missed).
+fn wants_fire_record(job: &JobConfig) -> bool {
+    job.on_missed != OnMissed::Skip
+        && job.cluster_policy != ClusterPolicy::EveryNode
+        && matches!(job.parsed_schedule, Schedule::Cron(_))
+}
+
+/// True when `job`'s `@reboot` launch waits for the cluster's verdict.
+fn defers_reboot(job: &JobConfig) -> bool {
+    job.enabled
+        && matches!(job.parsed_schedule, Schedule::Reboot)
+        && job.cluster_policy != ClusterPolicy::EveryNode
+}
+
+/// A stable offset in `[0, n)` seconds for `name` (the original's
+/// deterministic per-job jitter: the same job waits the same on every node).
+fn jitter_offset(name: &str, n: i64) -> Duration {
+    if n <= 0 {
+        return Duration::ZERO;
+    }
+    // FNV-1a: stable across processes and releases, unlike std's hasher.
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    Duration::from_secs(hash % n.unsigned_abs())
+}
+
+impl Scheduler {
+    fn records(&self) -> Option<Arc<dyn LeaderRecords>> {
+        self.gate.records()
+    }
+
+    /// At start: defers the `@reboot` jobs the cluster decides about;
+    /// returns the ones that launch here right away.
+    pub(super) fn defer_reboot_jobs(&mut self, due: Vec<Arc<JobConfig>>) -> Vec<Arc<JobConfig>> {
+        if self.records().is_none() {
+            return due;
+        }
+        let (deferred, now): (Vec<_>, Vec<_>) = due.into_iter().partition(|j| defers_reboot(j));
+        for job in deferred {
+            self.failover.pending_reboot.insert(job.name.clone());
+        }
+        if !self.failover.pending_reboot.is_empty() {
+            self.query_reboot_ran();
+        }
+        now
+    }
+
+    /// Every pass: retire or launch deferred `@reboot` jobs, and notice a
+    /// takeover (a new leadership term) to catch up its window. `upto` is
+    /// the newest boundary already evaluated before this pass.
+    pub(super) fn failover_pass(&mut self, upto: DateTime<Utc>) {
+        if !self.failover.pending_reboot.is_empty() {
+            self.query_reboot_ran();
+        }
+        let term = self.gate.leadership_term();
+        if term != self.failover.seen_term && !self.failover.catchup_query {
+            self.failover.seen_term = term;
+            if term != 0 {
+                self.query_last_fires(term, upto);
+            }
+        }
+    }
+
+    fn query_reboot_ran(&mut self) {
+        if self.failover.reboot_query || self.stopping {
+            return;
+        }
+        let Some(records) = self.records() else {
+            // Election was switched off by a reload: nothing decides for
+            // the cluster any more, so they run here now.
+            let names: Vec<String> = self.failover.pending_reboot.drain().collect();
+            for name in names {
+                if let Some(job) = self.job(&name) {
+                    self.launch_scheduled(job);
+                }
+            }
+            return;
+        };
+        self.failover.reboot_query = true;
+        let job_set_id = self.job_set_id.clone();
+        let events = self.events_tx.clone();
+        tokio::spawn(async move {
+            let result = records.reboot_ran(&job_set_id).await;
+            let _ = events.send(Event::Failover(Answer::RebootRan { job_set_id, result }));
+        });
+    }
+
+    fn arm_reboot_recheck(&mut self) {
+        if self.failover.reboot_timer || self.failover.pending_reboot.is_empty() {
+            return;
+        }
+        self.failover.reboot_timer = true;
+        let events = self.events_tx.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(REBOOT_RECHECK).await;
+            let _ = events.send(Event::Failover(Answer::RebootRecheck));
+        });
+    }
+
+    pub(super) fn handle_failover(&mut self, answer: Answer) {
+        match answer {
+            Answer::RebootRan { job_set_id, result } => {
+                self.failover.reboot_query = false;
+                if job_set_id == self.job_set_id {
+                    self.settle_reboots(result);
+                }
+                self.arm_reboot_recheck();
+            }
+            Answer::RebootRecheck => {
+                self.failover.reboot_timer = false;
+                // Only the gate is asked here (in memory); the store is read
+                // when some deferred job may run on this node now.
+                let admitted = self.failover.pending_reboot.iter().any(|name| {
+                    self.job(name).is_some_and(|job| {
+                        self.gate.admit(&job, Trigger::Schedule) == Admission::Launch
+                    })
+                });
+                if admitted {
+                    self.query_reboot_ran();
+                } else {
+                    self.arm_reboot_recheck();
+                }
+            }
+            Answer::RebootMarked { job, result } => match result {
+                Ok(()) => {
+                    if let Some(config) = self.job(&job) {
+                        self.launch_scheduled(config);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(
+                        target: "cronstable::scheduler",
+                        "cluster: could not record that @reboot job {job} runs ({err}); keeping it pending"
+                    );
+                    self.failover.pending_reboot.insert(job);
+                    self.arm_reboot_recheck();
+                }
+            },
+            Answer::FireRecorded {
+                job,
+                at,
+                backfill,
+                result,
+            } => self.fire_recorded(&job, at, backfill, result),
+            Answer::LastFires { term, upto, result } => {
+                self.failover.catchup_query = false;
+                self.start_catch_up(term, upto, result);
+            }
+            Answer::JitterDone { job } => {
+                if let Some(fill) = self.failover.backfills.get_mut(&job) {
+                    fill.jittering = false;
+                }
+                self.pump_backfill(&job);
+            }
+        }
+    }
+
+    /// Applies the store's answer to the deferred `@reboot` jobs.
+    fn settle_reboots(&mut self, result: Result<HashSet<String>, RecordsError>) {
+        let mut names: Vec<String> = self.failover.pending_reboot.iter().cloned().collect();
+        names.sort();
+        match result {
+            Ok(ran) => {
+                self.failover.reboot_warned = false;
+                for name in names {
+                    // A name the current set lacks stays pending (a reload
+                    // may bring it back); one reused for a job that no
+                    // longer defers retires unrun.
+                    let Some(job) = self.job(&name) else { continue };
+                    if !defers_reboot(&job) {
+                        self.failover.pending_reboot.remove(&name);
+                        continue;
+                    }
+                    if ran.contains(&name) {
+                        tracing::info!(
+                            target: "cronstable::scheduler",
+                            "cluster: deferred @reboot job {name} already ran in the cluster; standing down here"
+                        );
+                        self.failover.pending_reboot.remove(&name);
+                    } else if self.gate.admit(&job, Trigger::Schedule) == Admission::Launch {
+                        tracing::info!(
+                            target: "cronstable::scheduler",
+                            "cluster: running deferred @reboot job {name} (this node is the elected owner)"
+                        );
+                        self.failover.pending_reboot.remove(&name);
+                        self.mark_reboot_ran(name);
+                    }
+                }
+            }
+            Err(RecordsError::NoBackend) => {
+                // No backend runs (it failed to start, or a reload is
+                // restarting it): PreferLeader never skips; Leader waits.
+                for name in names {
+                    let Some(job) = self.job(&name) else { continue };
+                    if job.cluster_policy == ClusterPolicy::PreferLeader && defers_reboot(&job) {
+                        tracing::info!(
+                            target: "cronstable::scheduler",
+                            "cluster: running deferred @reboot PreferLeader job {name} (no leadership manager; never-skip semantics)"
+                        );
+                        self.failover.pending_reboot.remove(&name);
+                        self.launch_scheduled(job);
+                    }
+                }
+            }
+            Err(RecordsError::Store(err)) => {
+                if !self.failover.reboot_warned {
+                    self.failover.reboot_warned = true;
+                    for name in &names {
+                        tracing::warn!(
+                            target: "cronstable::scheduler",
+                            "cluster: error checking whether @reboot job {name} already ran; keeping it pending ({err})"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn mark_reboot_ran(&mut self, name: String) {
+        let Some(records) = self.records() else {
+            return;
+        };
+        let job_set_id = self.job_set_id.clone();
+        let events = self.events_tx.clone();
+        tokio::spawn(async move {
+            let result = records.mark_reboot_ran(&job_set_id, &name).await;
+            let _ = events.send(Event::Failover(Answer::RebootMarked { job: name, result }));
+        });
+    }
+
+    /// Records the fire before a scheduled launch when the job catches up
+    /// after failovers; true when the launch now waits for that record.
+    pub(super) fn record_fire_first(&mut self, job: &JobConfig, backfill: bool) -> bool {
+        if !wants_fire_record(job) {
+            return false;
+        }
+        let Some(at) = self.firing_at.or_else(|| {
+            backfill
+                .then(|| self.failover.backfills.get(&job.name).map(|b| b.at))
+                .flatten()
+        }) else {
+            return false;
+        };
+        let Some(records) = self.records() else {
+            return false;
+        };
+        let name = job.name.clone();
+        let events = self.events_tx.clone();
+        tokio::spawn(async move {
+            let result = records.record_fire(&name, at).await;
+            let _ = events.send(Event::Failover(Answer::FireRecorded {
+                job: name,
+                at,
+                backfill,
+                result,
+            }));
+        });
+        true
+    }
+
+    fn fire_recorded(
+        &mut self,
+        name: &str,
+        at: DateTime<Utc>,
+        backfill: bool,
+        result: Result<(), RecordsError>,
+    ) {
+        if let Err(err) = result {
+            // Launching anyway: the gate admitted this node and the record
+            // only protects a later takeover; at worst a new leader runs
+            // this fire again (the documented at-least-once catch-up).
+            tracing::warn!(
+                target: "cronstable::scheduler",
+                "Job {name}: could not record its fire in the leadership store ({err}); launching anyway"
+            );
+        }
+        let Some(job) = self.job(name) else {
+            self.failover.backfills.remove(name);
+            return;
+        };
+        if self.stopping || self.gate.admit(&job, Trigger::Schedule) != Admission::Launch {
+            // Leadership moved while the record was written: the fire is
+            // recorded but not run here (a missed run, never a double one).
+            if let Some(fill) = self.failover.backfills.get_mut(name) {
+                fill.launching = false;
+            }
+            return;
+        }
+        self.firing_at = Some(at);
+        if backfill {
+            if let Some(fill) = self.failover.backfills.get_mut(name) {
+                fill.launching = false;
+                fill.remaining = fill.remaining.saturating_sub(1);
+                if fill.remaining == 0 {
+                    self.failover.backfills.remove(name);
+                }
+            }
+            // Backfills launch without the retry ladder (the original's rule).
+            self.maybe_launch(job, Trigger::Schedule, 0);
+        } else {
+            self.launch_recorded(job);
+        }
+        self.firing_at = None;
+    }
+
+    fn query_last_fires(&mut self, term: u64, upto: DateTime<Utc>) {
+        let wanted = self.jobs.iter().any(|j| j.enabled && wants_fire_record(j));
+        if !wanted {
+            return;
+        }
+        let Some(records) = self.records() else {
+            return;
+        };
+        self.failover.catchup_query = true;
+        let events = self.events_tx.clone();
+        tokio::spawn(async move {
+            let result = records.last_fires().await;
+            let _ = events.send(Event::Failover(Answer::LastFires { term, upto, result }));
+        });
+    }
+
+    fn start_catch_up(
+        &mut self,
+        term: u64,
+        upto: DateTime<Utc>,
+        result: Result<HashMap<String, DateTime<Utc>>, RecordsError>,
+    ) {
+        if term != self.gate.leadership_term() || self.stopping {
+            // Leadership moved again while the records were read.
+            return;
+        }
+        let fires = match result {
+            Ok(fires) => {
+                self.failover.catchup_warned = false;
+                fires
+            }
+            Err(err) => {
+                // Asked again at the next pass.
+                self.failover.seen_term = 0;
+                let candidates: Vec<String> = self
+                    .jobs
+                    .iter()
+                    .filter(|j| j.enabled && wants_fire_record(j))
+                    .map(|j| j.name.clone())
+                    .collect();
+                for name in candidates {
+                    if self.failover.catchup_warned {
+                        tracing::debug!(
+                            target: "cronstable::scheduler",
+                            "catch-up: cannot read the {name} watermark ({err}); will retry"
+                        );
+                    } else {
+                        tracing::warn!(
+                            target: "cronstable::scheduler",
+                            "catch-up: cannot read the {name} watermark ({err}); will retry"
+                        );
+                    }
+                }
+                self.failover.catchup_warned = true;
+                return;
+            }
+        };
+        let now = self.clock.now();
+        let jobs: Vec<Arc<JobConfig>> = self
+            .jobs
+            .iter()
+            .filter(|j| j.enabled && wants_fire_record(j))
+            .cloned()
+            .collect();
+        for job in jobs {
+            let Schedule::Cron(expr) = &job.parsed_schedule else {
+                continue;
+            };
+            let Some(&recorded) = fires.get(&job.name) else {
+                // Never recorded: a first run is never "missed".
+                continue;
+            };
+            let after = self
+                .last_scheduled
+                .get(&job.name)
+                .map_or(recorded, |&local| local.max(recorded));
+            let cutoff = job
+                .starting_deadline_seconds
+                .map(|secs| now - ChronoDuration::seconds(secs));
+            let owed = owed_fires(expr, &job.time_base, after, upto, cutoff, job.on_missed);
+            let Some(newest) = owed.newest else { continue };
+            if self.suspended.contains(&job.name) || self.is_paused(&job.name, now) {
+                continue;
+            }
+            if self.gate.admit(&job, Trigger::Schedule) != Admission::Launch {
+                tracing::info!(
+                    target: "cronstable::scheduler",
+                    "catch-up: {} is owned by another node; leaving any backfill to its owner",
+                    job.name
+                );
+                continue;
+            }
+            if owed.capped {
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "catch-up: {} missed at least {MAX_CATCHUP} runs; replaying {MAX_CATCHUP} and \
+                     dropping the rest (set startingDeadlineSeconds to bound the window, or use \
+                     onMissed: run-once)",
+                    job.name
+                );
+            }
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "catch-up: replaying {} missed run(s) for {}",
+                owed.count,
+                job.name
+            );
+            let jitter = jitter_offset(&job.name, job.catchup_jitter_seconds);
+            self.failover.backfills.insert(
+                job.name.clone(),
+                Backfill {
+                    remaining: owed.count,
+                    at: newest,
+                    launching: false,
+                    jittering: !jitter.is_zero(),
+                },
+            );
+            if jitter.is_zero() {
+                self.pump_backfill(&job.name);
+            } else {
+                let events = self.events_tx.clone();
+                let name = job.name.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(jitter).await;
+                    let _ = events.send(Event::Failover(Answer::JitterDone { job: name }));
+                });
+            }
+        }
+    }
+
+    /// Launches the next owed run of `name`'s catch-up once the job is
+    /// idle (backfills run one after the other); called when the catch-up
+    /// starts and whenever a run of the job ends.
+    pub(super) fn pump_backfill(&mut self, name: &str) {
+        let Some(fill) = self.failover.backfills.get(name) else {
+            return;
+        };
+        if fill.launching || fill.jittering || self.is_running(name) || self.stopping {
+            return;
+        }
+        let live = self
+            .job(name)
+            .filter(|j| j.enabled && j.on_missed != OnMissed::Skip && wants_fire_record(j));
+        let Some(job) = live else {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "catch-up: {name} was removed or disabled mid-backfill; dropping the remaining runs"
+            );
+            self.failover.backfills.remove(name);
+            return;
+        };
+        if self.gate.admit(&job, Trigger::Schedule) != Admission::Launch {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "catch-up: ownership of {name} moved mid-backfill; leaving the remainder to the new owner"
+            );
+            self.failover.backfills.remove(name);
+            return;
+        }
+        let now = self.clock.now();
+        if self.is_paused(name, now) || self.suspended.contains(name) {
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "catch-up: {name} was paused mid-backfill; dropping the remaining runs"
+            );
+            self.failover.backfills.remove(name);
+            return;
+        }
+        if let Some(fill) = self.failover.backfills.get_mut(name) {
+            fill.launching = true;
+        }
+        if !self.record_fire_first(&job, true) {
+            // No store to record in any more: launch directly.
+            self.fire_recorded(name, now, true, Ok(()));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 1, h, m, s).unwrap()
+    }
+
+    fn every_minute() -> CronExpr {
+        CronExpr::parse("* * * * *", None).unwrap()
+    }
+
+    #[test]
+    fn run_once_owes_one_launch_for_any_number_of_missed_fires() {
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(10, 0, 0),
+            at(10, 5, 30),
+            None,
+            OnMissed::RunOnce,
+        );
+        assert_eq!(owed.count, 1);
+        assert_eq!(owed.newest, Some(at(10, 5, 0)));
+        assert!(!owed.capped);
+    }
+
+    #[test]
+    fn nothing_is_owed_when_no_fire_fell_in_the_window() {
+        for mode in [OnMissed::RunOnce, OnMissed::RunAll, OnMissed::Skip] {
+            let owed = owed_fires(
+                &every_minute(),
+                &TimeBase::Utc,
+                at(10, 0, 0),
+                at(10, 0, 59),
+                None,
+                mode,
+            );
+            assert_eq!(owed.count, 0, "{mode:?}");
+            assert_eq!(owed.newest, None, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn the_recorded_fire_itself_is_not_owed_but_the_upper_bound_is() {
+        // `after` is exclusive (that fire ran), `upto` inclusive (that
+        // boundary was evaluated while another node should have led).
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(10, 0, 0),
+            at(10, 1, 0),
+            None,
+            OnMissed::RunAll,
+        );
+        assert_eq!(owed.count, 1);
+        assert_eq!(owed.newest, Some(at(10, 1, 0)));
+    }
+
+    #[test]
+    fn run_all_owes_one_launch_per_missed_fire() {
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(10, 0, 0),
+            at(10, 7, 0),
+            None,
+            OnMissed::RunAll,
+        );
+        assert_eq!(owed.count, 7);
+        assert_eq!(owed.newest, Some(at(10, 7, 0)));
+    }
+
+    #[test]
+    fn run_all_is_capped() {
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(0, 0, 0),
+            at(9, 0, 0),
+            None,
+            OnMissed::RunAll,
+        );
+        assert_eq!(owed.count, MAX_CATCHUP);
+        assert!(owed.capped);
+        // The oldest fires are replayed first, as the original does.
+        assert_eq!(owed.newest, Some(at(1, 40, 0)));
+    }
+
+    #[test]
+    fn the_starting_deadline_drops_older_fires() {
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(10, 0, 0),
+            at(10, 10, 0),
+            Some(at(10, 7, 30)),
+            OnMissed::RunAll,
+        );
+        assert_eq!(owed.count, 3, "10:08, 10:09, 10:10");
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(10, 0, 0),
+            at(10, 10, 0),
+            Some(at(10, 10, 30)),
+            OnMissed::RunOnce,
+        );
+        assert_eq!(owed.count, 0, "every missed fire is past the deadline");
+        // A cutoff exactly on a fire keeps that fire.
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(10, 0, 0),
+            at(10, 10, 0),
+            Some(at(10, 10, 0)),
+            OnMissed::RunOnce,
+        );
+        assert_eq!(owed.count, 1);
+    }
+
+    #[test]
+    fn skip_owes_nothing() {
+        let owed = owed_fires(
+            &every_minute(),
+            &TimeBase::Utc,
+            at(10, 0, 0),
+            at(11, 0, 0),
+            None,
+            OnMissed::Skip,
+        );
+        assert_eq!(owed.count, 0);
+    }
+
+    #[test]
+    fn the_jitter_offset_is_stable_and_in_range() {
+        assert_eq!(jitter_offset("backup", 0), Duration::ZERO);
+        let one = jitter_offset("backup", 30);
+        assert_eq!(one, jitter_offset("backup", 30));
+        assert!(one < Duration::from_secs(30));
+        let spread: HashSet<Duration> = (0..50)
+            .map(|i| jitter_offset(&format!("job-{i}"), 30))
+            .collect();
+        assert!(
+            spread.len() > 10,
+            "offsets spread over the range: {spread:?}"
+        );
+    }
+}

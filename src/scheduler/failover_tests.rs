@@ -1,0 +1,375 @@
+//! The scheduler's failover duties (`@reboot` once per cluster, fire
+//! records, a new leader's catch-up) driven through a gate whose
+//! leadership and store the test flips, under tokio's paused clock.
+
+use super::ports::*;
+use super::shutdown;
+use super::tests::{job_set, origin, runs, ChannelSource, Hooks, PausedClock};
+use super::{Ports, Scheduler};
+use crate::config::model::ClusterPolicy;
+use crate::config::JobConfig;
+use crate::job::Trigger;
+use crate::metrics::prometheus::Counters;
+use chrono::{DateTime, TimeZone, Utc};
+use futures_util::future::BoxFuture;
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, Semaphore};
+
+/// The store: what it holds, and every call made to it, in order.
+#[derive(Default)]
+struct FakeRecords {
+    reboot_ran: Mutex<HashSet<String>>,
+    fires: Mutex<HashMap<String, DateTime<Utc>>>,
+    calls: Mutex<Vec<String>>,
+    /// When set, `record_fire` waits for a permit (to observe the launch
+    /// waiting for the record).
+    fire_gate: Option<Arc<Semaphore>>,
+}
+
+impl LeaderRecords for Arc<FakeRecords> {
+    fn reboot_ran(&self, _id: &str) -> BoxFuture<'static, Result<HashSet<String>, RecordsError>> {
+        let ran = self.reboot_ran.lock().unwrap().clone();
+        Box::pin(async move { Ok(ran) })
+    }
+    fn mark_reboot_ran(
+        &self,
+        _id: &str,
+        job: &str,
+    ) -> BoxFuture<'static, Result<(), RecordsError>> {
+        self.calls.lock().unwrap().push(format!("mark {job}"));
+        self.reboot_ran.lock().unwrap().insert(job.to_owned());
+        Box::pin(async { Ok(()) })
+    }
+    fn last_fires(
+        &self,
+    ) -> BoxFuture<'static, Result<HashMap<String, DateTime<Utc>>, RecordsError>> {
+        let fires = self.fires.lock().unwrap().clone();
+        Box::pin(async move { Ok(fires) })
+    }
+    fn record_fire(
+        &self,
+        job: &str,
+        at: DateTime<Utc>,
+    ) -> BoxFuture<'static, Result<(), RecordsError>> {
+        let this = Arc::clone(self);
+        let job = job.to_owned();
+        Box::pin(async move {
+            if let Some(gate) = &this.fire_gate {
+                gate.acquire()
+                    .await
+                    .expect("the permit pool stays open")
+                    .forget();
+            }
+            this.calls
+                .lock()
+                .unwrap()
+                .push(format!("fire {job} {}", at.format("%H:%M:%S")));
+            this.fires.lock().unwrap().insert(job, at);
+            Ok(())
+        })
+    }
+}
+
+/// A lease gate the test drives: leader or follower, and a term that
+/// moves when the test makes this node a new leader.
+struct TestGate {
+    leader: Arc<AtomicBool>,
+    term: Arc<AtomicU64>,
+    records: Arc<FakeRecords>,
+}
+
+impl LeaderGate for TestGate {
+    fn admit(&self, job: &JobConfig, _trigger: Trigger) -> Admission {
+        if job.cluster_policy == ClusterPolicy::EveryNode || self.leader.load(Ordering::SeqCst) {
+            Admission::Launch
+        } else {
+            Admission::Skip
+        }
+    }
+    fn records(&self) -> Option<Arc<dyn LeaderRecords>> {
+        Some(Arc::new(Arc::clone(&self.records)))
+    }
+    fn leadership_term(&self) -> u64 {
+        self.term.load(Ordering::SeqCst)
+    }
+}
+
+struct Node {
+    control: super::control::ControlHandle,
+    leader: Arc<AtomicBool>,
+    term: Arc<AtomicU64>,
+    records: Arc<FakeRecords>,
+    stop: shutdown::ShutdownHandle,
+    task: tokio::task::JoinHandle<()>,
+    _sets: mpsc::UnboundedSender<JobSet>,
+}
+
+impl Node {
+    fn calls(&self) -> Vec<String> {
+        self.records.calls.lock().unwrap().clone()
+    }
+
+    /// Makes this node the leader of a new term.
+    fn take_over(&self) {
+        self.leader.store(true, Ordering::SeqCst);
+        self.term.fetch_add(1, Ordering::SeqCst);
+    }
+
+    async fn finish(self) {
+        self.stop.trigger();
+        self.task.await.expect("the scheduler task ends cleanly");
+    }
+}
+
+async fn start(yaml: &str, leader: bool, records: FakeRecords) -> Node {
+    let (sets, rx) = mpsc::unbounded_channel();
+    let leader = Arc::new(AtomicBool::new(leader));
+    let term = Arc::new(AtomicU64::new(if leader.load(Ordering::SeqCst) {
+        1
+    } else {
+        0
+    }));
+    let records = Arc::new(records);
+    let (stop, requests) = shutdown::channel();
+    let scheduler = Scheduler::new(
+        job_set(yaml),
+        Ports {
+            source: Box::new(ChannelSource { rx }),
+            gate: Box::new(TestGate {
+                leader: Arc::clone(&leader),
+                term: Arc::clone(&term),
+                records: Arc::clone(&records),
+            }),
+            slots: Box::new(NoSlots),
+            store: Box::new(MemoryStore::default()),
+            clock: Arc::new(PausedClock {
+                origin: origin(),
+                start: tokio::time::Instant::now(),
+            }),
+            reporter: Arc::new(Hooks::default()),
+            counters: Arc::new(Mutex::new(Counters::new(0.0, None))),
+            shutdown: stop.clone(),
+        },
+    );
+    let control = scheduler.control();
+    let task = tokio::spawn(scheduler.run(requests));
+    control.job_set_id().await.expect("the scheduler runs");
+    Node {
+        control,
+        leader,
+        term,
+        records,
+        stop,
+        task,
+        _sets: sets,
+    }
+}
+
+/// Lets spawned store calls and processes finish without moving the clock.
+async fn settle() {
+    for _ in 0..200 {
+        tokio::task::yield_now().await;
+    }
+}
+
+fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 30, h, m, s).unwrap()
+}
+
+const REBOOT_JOBS: &str = "jobs:
+  - name: once
+    command: \"true\"
+    schedule: \"@reboot\"
+  - name: everywhere
+    command: \"true\"
+    schedule: \"@reboot\"
+    clusterPolicy: EveryNode
+";
+
+#[tokio::test(start_paused = true)]
+async fn the_leader_records_a_deferred_reboot_job_then_runs_it() {
+    let node = start(REBOOT_JOBS, true, FakeRecords::default()).await;
+    assert_eq!(runs(&node.control, "once", 1).await.len(), 1);
+    assert_eq!(runs(&node.control, "everywhere", 1).await.len(), 1);
+    assert_eq!(node.calls(), vec!["mark once"], "recorded before it ran");
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reboot_job_the_cluster_already_ran_stands_down() {
+    let records = FakeRecords::default();
+    records.reboot_ran.lock().unwrap().insert("once".into());
+    let node = start(REBOOT_JOBS, true, records).await;
+    // EveryNode runs at every start; the recorded one never runs here.
+    assert_eq!(runs(&node.control, "everywhere", 1).await.len(), 1);
+    tokio::time::advance(Duration::from_secs(5)).await;
+    settle().await;
+    assert!(node.control.runs("once").await.unwrap().is_empty());
+    assert!(node.calls().is_empty());
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_keeps_its_reboot_job_pending_until_it_leads() {
+    let node = start(REBOOT_JOBS, false, FakeRecords::default()).await;
+    assert_eq!(runs(&node.control, "everywhere", 1).await.len(), 1);
+    for _ in 0..3 {
+        tokio::time::advance(Duration::from_secs(1)).await;
+        settle().await;
+    }
+    assert!(node.control.runs("once").await.unwrap().is_empty());
+    // The old leader died before running it: this node takes over and runs
+    // it within a recheck.
+    node.take_over();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(runs(&node.control, "once", 1).await.len(), 1);
+    assert_eq!(node.calls(), vec!["mark once"]);
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_follower_retires_its_reboot_job_once_the_leader_recorded_it() {
+    let node = start(REBOOT_JOBS, false, FakeRecords::default()).await;
+    node.records
+        .reboot_ran
+        .lock()
+        .unwrap()
+        .insert("once".into());
+    // The next pass reads the store and retires it; leading later changes
+    // nothing.
+    tokio::time::advance(Duration::from_secs(31)).await;
+    settle().await;
+    node.take_over();
+    tokio::time::advance(Duration::from_secs(3)).await;
+    settle().await;
+    assert!(node.control.runs("once").await.unwrap().is_empty());
+    assert!(node.calls().is_empty());
+    node.finish().await;
+}
+
+fn catch_up_job(on_missed: &str, extra: &str) -> String {
+    format!(
+        "jobs:
+  - name: j
+    command: \"true\"
+    schedule: \"* * * * *\"
+    onMissed: {on_missed}
+{extra}"
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_scheduled_fire_is_recorded_before_it_launches() {
+    let gate = Arc::new(Semaphore::new(0));
+    let node = start(
+        &catch_up_job("run-once", ""),
+        true,
+        FakeRecords {
+            fire_gate: Some(Arc::clone(&gate)),
+            ..Default::default()
+        },
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    settle().await;
+    assert!(
+        node.control.runs("j").await.unwrap().is_empty(),
+        "no launch while the record is being written"
+    );
+    gate.add_permits(1);
+    let done = runs(&node.control, "j", 1).await;
+    assert_eq!(done.len(), 1);
+    assert_eq!(node.calls(), vec!["fire j 12:01:00"]);
+    assert_eq!(done[0].trigger, Trigger::Schedule);
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn jobs_without_catch_up_record_nothing() {
+    let node = start(&catch_up_job("skip", ""), true, FakeRecords::default()).await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(runs(&node.control, "j", 1).await.len(), 1);
+    assert!(node.calls().is_empty());
+    node.finish().await;
+}
+
+/// A follower while the old leader recorded its last fire at 11:58, then
+/// leader from 12:03:00's pass on: the boundaries 11:59 .. 12:02 fell in
+/// the takeover window.
+async fn takeover(on_missed: &str, extra: &str) -> Node {
+    let records = FakeRecords::default();
+    records
+        .fires
+        .lock()
+        .unwrap()
+        .insert("j".into(), at(11, 58, 0));
+    let node = start(&catch_up_job(on_missed, extra), false, records).await;
+    // 12:01 and 12:02 pass while another node should lead.
+    tokio::time::advance(Duration::from_secs(91)).await;
+    settle().await;
+    assert!(node.control.runs("j").await.unwrap().is_empty());
+    node.take_over();
+    tokio::time::advance(Duration::from_secs(60)).await;
+    settle().await;
+    node
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_leader_runs_a_run_once_job_once_for_the_window() {
+    let node = takeover("run-once", "").await;
+    // One catch-up launch plus 12:03's own fire.
+    let done = runs(&node.control, "j", 2).await;
+    settle().await;
+    assert_eq!(node.control.runs("j").await.unwrap().len(), 2, "{done:?}");
+    let calls = node.calls();
+    assert!(calls.contains(&"fire j 12:02:00".to_owned()), "{calls:?}");
+    assert!(calls.contains(&"fire j 12:03:00".to_owned()), "{calls:?}");
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_leader_replays_each_missed_fire_of_a_run_all_job() {
+    let node = takeover("run-all", "").await;
+    // 11:59, 12:00, 12:01, 12:02 owed, then 12:03 on schedule.
+    let done = runs(&node.control, "j", 5).await;
+    assert_eq!(done.len(), 5, "{done:?}");
+    let backfills = node
+        .calls()
+        .iter()
+        .filter(|c| *c == "fire j 12:02:00")
+        .count();
+    assert_eq!(backfills, 4, "{:?}", node.calls());
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_starting_deadline_bounds_the_catch_up() {
+    // At 12:03:00 a 150 s deadline reaches back to 12:00:30: only 12:01
+    // and 12:02 are still owed.
+    let node = takeover("run-all", "    startingDeadlineSeconds: 150\n").await;
+    let done = runs(&node.control, "j", 3).await;
+    settle().await;
+    assert_eq!(node.control.runs("j").await.unwrap().len(), 3, "{done:?}");
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_job_never_recorded_is_owed_nothing() {
+    let node = start(&catch_up_job("run-all", ""), false, FakeRecords::default()).await;
+    tokio::time::advance(Duration::from_secs(91)).await;
+    settle().await;
+    node.take_over();
+    tokio::time::advance(Duration::from_secs(60)).await;
+    settle().await;
+    // Only 12:03's own fire.
+    assert_eq!(runs(&node.control, "j", 1).await.len(), 1);
+    settle().await;
+    assert_eq!(node.control.runs("j").await.unwrap().len(), 1);
+    assert_eq!(node.calls(), vec!["fire j 12:03:00"]);
+    node.finish().await;
+}
