@@ -4,8 +4,11 @@
 //! leader killed (`kill -9`, then restarted) every 20 seconds.
 //!
 //! Printed (nothing asserted): fires observed, seconds run twice (goal 0),
-//! seconds not run, each takeover's time after the kill, and the Lease
-//! requests per second per replica at the default timings.
+//! seconds not run (the takeover windows: this job has `onMissed: skip`),
+//! the runs of a second every-second job with `onMissed: run-all` against
+//! the boundaries (goal: equal, the new leader replaying each window),
+//! each takeover's time after the kill, and the Lease requests per second
+//! per replica at the default timings.
 //!
 //! Run with `cargo bench --bench failover`; `FAILOVER_SECONDS` sets the
 //! length of the kill phase (default 300).
@@ -68,7 +71,9 @@ fn write_config(dir: &Path, node: &str, kubeconfig: &Path, timings: &str) -> Pat
     let text = format!(
         "cluster:\n  backend: kubernetes\n  nodeName: {node}\n  kubernetes:\n    kubeconfig: \
          {kc}\n    leaseNamespace: default\n{timings}jobs:\n  - name: tick\n    command: echo \
-         {node} $(date +%s) >> {d}/fires\n    schedule: '* * * * * * *'\n",
+         {node} $(date +%s) >> {d}/fires\n    schedule: '* * * * * * *'\n  - name: tock\n    \
+         command: echo {node} $(date +%s) >> {d}/fires-run-all\n    schedule: '* * * * * * *'\n    \
+         onMissed: run-all\n",
         kc = kubeconfig.display(),
         d = dir.display()
     );
@@ -86,6 +91,17 @@ fn fires(dir: &Path) -> BTreeMap<u64, Vec<String>> {
         }
     }
     out
+}
+
+/// Runs of the `onMissed: run-all` job that started within `seconds`
+/// (each line holds the second it ran in).
+fn run_all_runs(dir: &Path, seconds: std::ops::RangeInclusive<u64>) -> u64 {
+    std::fs::read_to_string(dir.join("fires-run-all"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .filter(|s| seconds.contains(s))
+        .count() as u64
 }
 
 fn last_runner(dir: &Path) -> Option<(u64, String)> {
@@ -197,6 +213,8 @@ async fn run() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+    // Let the last catch-up finish before counting.
+    tokio::time::sleep(Duration::from_secs(6)).await;
     let observed = fires(dir.path());
     let last_second = observed.keys().next_back().copied().unwrap_or(first_second);
     let doubles = observed.values().filter(|n| n.len() > 1).count();
@@ -212,6 +230,18 @@ async fn run() {
         format!(
             "{} seconds run, {doubles} run twice, {missed} not run",
             observed.len()
+        ),
+    ));
+    // The run-all job fires at the same boundaries; its catch-up replays
+    // those of each takeover window, so its runs should equal them.
+    let boundaries = last_second - first_second + 1;
+    let run_all_runs = run_all_runs(dir.path(), first_second..=last_second);
+    rows.push((
+        "the same every-second job with onMissed: run-all".to_owned(),
+        format!(
+            "{run_all_runs} runs for {boundaries} boundaries ({} missing, {} extra)",
+            boundaries.saturating_sub(run_all_runs),
+            run_all_runs.saturating_sub(boundaries)
         ),
     ));
     if !takeovers.is_empty() {
