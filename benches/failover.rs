@@ -17,6 +17,14 @@
 #[allow(dead_code)]
 mod kube_fake;
 
+/// The real etcd of the tests (its helper reaches `super::http`).
+#[path = "../tests/support/etcd.rs"]
+#[allow(dead_code)]
+mod etcd;
+#[path = "../tests/support/http.rs"]
+#[allow(dead_code)]
+mod http;
+
 use kube_fake::FakeApiServer;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -157,6 +165,17 @@ async fn run() {
         ));
     }
 
+    // Phase 1b: etcd requests per replica at the default ttl (15 s), read
+    // from etcd's own request counter.
+    if etcd::binary().is_some() {
+        rows.push((
+            "etcd requests per replica at the default ttl (15)".to_owned(),
+            etcd_request_rate().await,
+        ));
+    } else {
+        eprintln!("etcd is not installed: no etcd request rate");
+    }
+
     // Phase 2: kill the leader every 20 s.
     let fake = FakeApiServer::start().await.expect("the fake starts");
     let dir = tempfile::tempdir().expect("temp dir");
@@ -261,4 +280,51 @@ async fn run() {
     for (what, value) in rows {
         println!("| {what} | {value} |");
     }
+}
+
+/// Every gRPC request etcd handled so far (the v3 JSON gateway forwards
+/// each call as one).
+fn etcd_handled(etcd: &etcd::Etcd) -> f64 {
+    let reply = http::request(etcd.port, "GET", "/metrics", &[], "");
+    reply
+        .body
+        .lines()
+        .filter(|l| l.starts_with("grpc_server_handled_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+async fn etcd_request_rate() -> String {
+    let etcd = etcd::Etcd::start();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut nodes: Vec<Node> = NODES
+        .iter()
+        .map(|n| {
+            let config = dir.path().join(format!("{n}.yaml"));
+            let text = format!(
+                "cluster:\n  backend: etcd\n  nodeName: {n}\n  etcd:\n    endpoints: [{}]\n\
+                 jobs:\n  - name: tick\n    command: 'true'\n    schedule: '* * * * *'\n",
+                etcd.endpoint()
+            );
+            std::fs::write(&config, text).expect("config");
+            Node {
+                name: n,
+                config,
+                child: None,
+            }
+        })
+        .collect();
+    for node in &mut nodes {
+        node.start();
+    }
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let before = etcd_handled(&etcd);
+    let window = Duration::from_secs(30);
+    tokio::time::sleep(window).await;
+    let requests = etcd_handled(&etcd) - before;
+    format!(
+        "{:.2} /s (3 replicas, {requests} requests in {} s)",
+        requests / 3.0 / window.as_secs_f64(),
+        window.as_secs()
+    )
 }
