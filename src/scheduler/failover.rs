@@ -186,6 +186,9 @@ pub(super) struct Failover {
     catchup_warned: bool,
     /// Catch-ups in progress, per job.
     backfills: HashMap<String, Backfill>,
+    /// Jobs whose fire could not be recorded; warned once until a record
+    /// succeeds again (a store outage would otherwise warn every fire).
+    record_warned: HashSet<String>,
 }
 
 /// True when `job`'s scheduled fires are recorded in the leadership store
@@ -459,14 +462,26 @@ impl Scheduler {
         backfill: bool,
         result: Result<(), RecordsError>,
     ) {
-        if let Err(err) = result {
-            // Launching anyway: the gate admitted this node and the record
-            // only protects a later takeover; at worst a new leader runs
-            // this fire again (the documented at-least-once catch-up).
-            tracing::warn!(
-                target: "cronstable::scheduler",
-                "Job {name}: could not record its fire in the leadership store ({err}); launching anyway"
-            );
+        match result {
+            Ok(()) => {
+                self.failover.record_warned.remove(name);
+            }
+            Err(err) => {
+                // Launching anyway: the gate admitted this node and the
+                // record only protects a later takeover; at worst a new
+                // leader runs this fire again (at-least-once catch-up).
+                if self.failover.record_warned.insert(name.to_owned()) {
+                    tracing::warn!(
+                        target: "cronstable::scheduler",
+                        "Job {name}: could not record its fire in the leadership store ({err}); launching anyway"
+                    );
+                } else {
+                    tracing::debug!(
+                        target: "cronstable::scheduler",
+                        "Job {name}: could not record its fire in the leadership store ({err}); launching anyway"
+                    );
+                }
+            }
         }
         let Some(job) = self.job(name) else {
             self.failover.backfills.remove(name);
