@@ -289,8 +289,10 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::records::RecordsOp;
     use crate::cluster::Round;
     use crate::metrics::prometheus::Counters;
+    use crate::scheduler::ports::RecordsError;
     use futures_util::future::BoxFuture;
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
@@ -363,6 +365,7 @@ mod tests {
             },
         ])));
         let released = Arc::new(Mutex::new(0));
+        let link = RecordsLink::new();
         let leadership = Leadership::start(
             Box::new(Scripted {
                 rounds: Arc::clone(&rounds),
@@ -371,6 +374,7 @@ mod tests {
             "me".into(),
             Duration::from_secs(1),
             Arc::clone(&counters),
+            Arc::clone(&link),
         )
         .await;
         let mut leading = leadership.leading();
@@ -379,6 +383,14 @@ mod tests {
         assert!(stats(&counters).is_leader(now));
         assert!(*leading.borrow_and_update());
         assert_eq!(stats(&counters).leader_transitions, 1);
+        assert_eq!(link.term(), 1, "gaining leadership starts a term");
+        // Records requests reach the backend between rounds.
+        assert_eq!(
+            link.ask(RecordsOp::LastFires).await,
+            Err(RecordsError::Store(
+                "this backend keeps no cluster records".to_owned()
+            ))
+        );
         // Second round renews; the third sees another holder.
         tokio::time::sleep(Duration::from_millis(2500)).await;
         let s = stats(&counters);
@@ -396,8 +408,14 @@ mod tests {
         assert!(!s.is_quorate(now));
         assert!(s.round_failures >= 2, "{}", s.round_failures);
         assert_eq!(s.quorum_transitions, 2, "joined, then left");
+        assert_eq!(link.term(), 1, "losing it does not");
         leadership.stop().await;
         assert_eq!(*released.lock().unwrap(), 1);
+        assert_eq!(
+            link.ask(RecordsOp::LastFires).await,
+            Err(RecordsError::NoBackend),
+            "a stopped backend answers nothing"
+        );
         assert!(stats(&counters).stepped_down);
     }
 }

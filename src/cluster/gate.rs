@@ -173,6 +173,20 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn records_exist_while_a_section_is_configured_even_with_no_backend() {
+        assert!(gate(None).records().is_none(), "no election, no records");
+        let g = gate(Some((false, false, None, false)));
+        let records = g.records().expect("a configured section has records");
+        assert_eq!(
+            records.reboot_ran("v1:a").await,
+            Err(ports::RecordsError::NoBackend)
+        );
+        assert_eq!(g.leadership_term(), 0);
+        g.link.bump_term();
+        assert_eq!(g.leadership_term(), 1);
+    }
+
     #[test]
     fn after_stepping_down_leader_jobs_stop_here_at_once() {
         let mut g = gate(Some((true, true, Some("me"), true)));
