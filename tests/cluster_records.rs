@@ -103,7 +103,11 @@ async fn leader_writes_follower_reads_and_records_survive_takeover<F, Fut>(
     Fut: Future<Output = Box<dyn Backend>>,
 {
     let mut a = Node::start(make("a").await, "a").await;
-    assert_eq!(a.link.term(), 1, "the first node leads after its first round");
+    assert_eq!(
+        a.link.term(),
+        1,
+        "the first node leads after its first round"
+    );
     let mut b = Node::start(make("b").await, "b").await;
     assert_eq!(b.link.term(), 0, "the second one follows");
 
@@ -112,10 +116,22 @@ async fn leader_writes_follower_reads_and_records_survive_takeover<F, Fut>(
     assert_eq!(a.records.last_fires().await, Ok(HashMap::new()));
 
     // The leader records; repeating a record changes nothing.
-    a.records.mark_reboot_ran(ID_1, "boot").await.expect("marked");
-    a.records.mark_reboot_ran(ID_1, "boot").await.expect("again");
-    a.records.mark_reboot_ran(ID_1, "warm").await.expect("marked");
-    a.records.record_fire("tick", at(2)).await.expect("recorded");
+    a.records
+        .mark_reboot_ran(ID_1, "boot")
+        .await
+        .expect("marked");
+    a.records
+        .mark_reboot_ran(ID_1, "boot")
+        .await
+        .expect("again");
+    a.records
+        .mark_reboot_ran(ID_1, "warm")
+        .await
+        .expect("marked");
+    a.records
+        .record_fire("tick", at(2))
+        .await
+        .expect("recorded");
     a.records
         .record_fire("tick", at(1))
         .await
@@ -161,10 +177,19 @@ async fn leader_writes_follower_reads_and_records_survive_takeover<F, Fut>(
     );
 
     // A new job set starts its own @reboot record.
-    b.records.mark_reboot_ran(ID_2, "boot").await.expect("marked");
+    b.records
+        .mark_reboot_ran(ID_2, "boot")
+        .await
+        .expect("marked");
     assert_eq!(b.records.reboot_ran(ID_2).await, Ok(set(&["boot"])));
-    b.records.record_fire("tock", at(3)).await.expect("recorded");
-    b.records.record_fire("tick", at(4)).await.expect("recorded");
+    b.records
+        .record_fire("tock", at(3))
+        .await
+        .expect("recorded");
+    b.records
+        .record_fire("tick", at(4))
+        .await
+        .expect("recorded");
     assert_eq!(
         b.records.last_fires().await,
         Ok(HashMap::from([
@@ -206,8 +231,13 @@ async fn kubernetes_keeps_the_records_as_lease_annotations() {
     let dir = tempfile::tempdir().expect("temp dir");
     let client = kube_client(&fake, dir.path()).await;
     let lease = || {
-        fake.get("coordination.k8s.io/v1", "Lease", "default", "cronstable-leader")
-            .expect("the Lease exists")
+        fake.get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "default",
+            "cronstable-leader",
+        )
+        .expect("the Lease exists")
     };
     leader_writes_follower_reads_and_records_survive_takeover(
         |name| {
@@ -224,10 +254,7 @@ async fn kubernetes_keeps_the_records_as_lease_annotations() {
             // Released, and the annotations kept, in the original's format.
             let lease = lease();
             let holder = lease.pointer("/spec/holderIdentity");
-            assert!(
-                holder.is_none_or(Value::is_null),
-                "released: {holder:?}"
-            );
+            assert!(holder.is_none_or(Value::is_null), "released: {holder:?}");
             assert_eq!(
                 lease.pointer("/metadata/annotations/cronstable.io~1reboot-ran"),
                 Some(&Value::from(
@@ -246,7 +273,9 @@ async fn kubernetes_keeps_the_records_as_lease_annotations() {
     let lease = lease();
     assert_eq!(
         lease.pointer("/metadata/annotations/cronstable.io~1reboot-ran"),
-        Some(&Value::from(r#"{"jobSetId":"v1:second-job-set","jobs":["boot"]}"#))
+        Some(&Value::from(
+            r#"{"jobSetId":"v1:second-job-set","jobs":["boot"]}"#
+        ))
     );
     assert_eq!(
         lease.pointer("/metadata/annotations/cronstable.io~1last-fires"),
@@ -295,7 +324,12 @@ async fn kubernetes_record_writes_retry_a_conflict_and_keep_foreign_annotations(
         .await
         .expect("the write retries the conflict");
     let lease = fake
-        .get("coordination.k8s.io/v1", "Lease", "default", "cronstable-leader")
+        .get(
+            "coordination.k8s.io/v1",
+            "Lease",
+            "default",
+            "cronstable-leader",
+        )
         .expect("the Lease");
     assert_eq!(
         lease.pointer("/metadata/annotations/example.com~1owner"),
@@ -303,7 +337,9 @@ async fn kubernetes_record_writes_retry_a_conflict_and_keep_foreign_annotations(
     );
     assert_eq!(
         lease.pointer("/metadata/annotations/cronstable.io~1reboot-ran"),
-        Some(&Value::from(r#"{"jobSetId":"v1:first-job-set","jobs":["boot"]}"#))
+        Some(&Value::from(
+            r#"{"jobSetId":"v1:first-job-set","jobs":["boot"]}"#
+        ))
     );
     let methods: Vec<String> = fake.requests().into_iter().map(|r| r.method).collect();
     assert_eq!(
@@ -389,7 +425,8 @@ fn filesystem_settings(dir: &std::path::Path) -> FilesystemSettings {
     .expect("the section loads");
     let section = loaded.sections.cluster.expect("a cluster section").value;
     match cronstable::config::cluster::resolve(&section, "host") {
-        Ok(cronstable::config::cluster::Resolved::Lease { settings, .. }) => match settings.backend {
+        Ok(cronstable::config::cluster::Resolved::Lease { settings, .. }) => match settings.backend
+        {
             cronstable::config::cluster::Backend::Filesystem(fs) => fs,
             other => panic!("not the filesystem backend: {other:?}"),
         },
@@ -443,7 +480,10 @@ async fn the_filesystem_keeps_the_records_as_record_streams() {
     .await;
     let fires = bodies(&dir.path().join("default/records/cluster%2Flast-fires"));
     assert!(
-        fires.contains(&r#"{"data":{"at":"2026-06-23T19:04:00Z","job":"tick"},"schemaVersion":"v1"}"#.to_owned()),
+        fires.contains(
+            &r#"{"data":{"at":"2026-06-23T19:04:00Z","job":"tick"},"schemaVersion":"v1"}"#
+                .to_owned()
+        ),
         "{fires:?}"
     );
 }

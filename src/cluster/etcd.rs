@@ -21,8 +21,8 @@
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, Round};
 use crate::config::cluster::EtcdSettings;
-use crate::scheduler::ports::RecordsError;
 use crate::report::secret::{self, Secret};
+use crate::scheduler::ports::RecordsError;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
@@ -557,7 +557,10 @@ impl EtcdLease {
     ) -> RecordsResult {
         let mut seen = self.read_key(key).await?;
         for _ in 0..records::CAS_ATTEMPTS {
-            if !self.leading_until.is_some_and(|until| Instant::now() < until) {
+            if self
+                .leading_until
+                .is_none_or(|until| Instant::now() >= until)
+            {
                 return Err(records::not_the_leader());
             }
             let Some(text) = change(seen.value.as_deref()) else {
@@ -599,10 +602,8 @@ impl EtcdLease {
             }
             RecordsOp::MarkRebootRan { job_set_id, job } => {
                 let key = self.reboot_ran_key();
-                self.write_key(&key, |raw| {
-                    records::with_reboot_job(raw, &job_set_id, &job)
-                })
-                .await
+                self.write_key(&key, |raw| records::with_reboot_job(raw, &job_set_id, &job))
+                    .await
             }
             RecordsOp::RecordFire { job, at } => {
                 let key = self.last_fires_key();

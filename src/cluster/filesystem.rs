@@ -37,10 +37,10 @@
 use super::election::display_holder;
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, Round};
-use crate::scheduler::ports::RecordsError;
 use crate::config::cluster::FilesystemSettings;
 use crate::config::model::sections::Topology;
 use crate::platform;
+use crate::scheduler::ports::RecordsError;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -511,10 +511,7 @@ impl Store {
             let epoch = wall_now().max(floor);
             self.record_floor.store(epoch.to_bits(), Ordering::Relaxed);
             let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
-            let name = format!(
-                "{}.json",
-                records::record_stem(epoch, &self.instance, seq)
-            );
+            let name = format!("{}.json", records::record_stem(epoch, &self.instance, seq));
             self.write_atomic(&dir.join(&name), &records::encode_record(data), true)?;
             names.push(name);
             Ok(Some(names))
@@ -538,7 +535,8 @@ impl Store {
         job_set_id: &str,
         job: &str,
     ) -> std::io::Result<bool> {
-        let window = self.read_stream(records::REBOOT_RAN_STREAM, Some(records::REBOOT_RAN_WINDOW))?;
+        let window =
+            self.read_stream(records::REBOOT_RAN_STREAM, Some(records::REBOOT_RAN_WINDOW))?;
         let bodies: Vec<_> = window.into_iter().map(|(_, body)| body).collect();
         if records::reboot_jobs_in(&bodies, job_set_id).contains(job) {
             return Ok(true);
@@ -567,7 +565,11 @@ impl Store {
         {
             return Ok(false);
         }
-        if self.fire_appends.fetch_add(1, Ordering::Relaxed) % PRUNE_FIRES_EVERY == 0 {
+        if self
+            .fire_appends
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(PRUNE_FIRES_EVERY)
+        {
             let all = self.read_stream(records::LAST_FIRES_STREAM, None)?;
             self.delete_records(records::LAST_FIRES_STREAM, &records::fires_to_prune(&all));
         }
@@ -986,7 +988,10 @@ impl FilesystemLease {
             }
             RecordsOp::RecordFire { job, at } => {
                 let held = self.held_while_leading()?;
-                off_thread(limit, move || store.record_fire(&held, &job, at).map(landed)).await
+                off_thread(limit, move || {
+                    store.record_fire(&held, &job, at).map(landed)
+                })
+                .await
             }
         };
         match outcome {

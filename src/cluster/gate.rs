@@ -1,10 +1,10 @@
 //! The scheduler's leader gate over the leadership state: `clusterPolicy`
 //! as the Clustering page defines it for lease backends.
 
+use super::records::{RecordsHandle, RecordsLink};
 use crate::config::model::ClusterPolicy;
 use crate::config::JobConfig;
 use crate::job::Trigger;
-use super::records::{RecordsHandle, RecordsLink};
 use crate::scheduler::ports::{self, Admission, LeaderGate, LeaderRecords, SharedCounters};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -81,9 +81,8 @@ impl LeaderGate for ClusterGate {
         // backend is down (calls then answer NoBackend); only a section
         // that is absent (or not a lease backend) has no records.
         let configured = ports::with_counters(&self.counters, |c| c.cluster.is_some());
-        configured.then(|| {
-            Arc::new(RecordsHandle::new(Arc::clone(&self.link))) as Arc<dyn LeaderRecords>
-        })
+        configured
+            .then(|| Arc::new(RecordsHandle::new(Arc::clone(&self.link))) as Arc<dyn LeaderRecords>)
     }
 
     fn leadership_term(&self) -> u64 {

@@ -15,8 +15,8 @@
 use super::election::{display_holder, Action, Elector, Observed, Timings};
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, Round};
-use crate::scheduler::ports::RecordsError;
 use crate::config::cluster::KubernetesSettings;
+use crate::scheduler::ports::RecordsError;
 use futures_util::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};

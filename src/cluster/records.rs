@@ -294,7 +294,9 @@ pub fn fires_in(records: &[(String, Map<String, Value>)]) -> BTreeMap<String, Da
     for (_, body) in records {
         let (Some(job), Some(at)) = (
             body.get("job").and_then(Value::as_str),
-            body.get("at").and_then(Value::as_str).and_then(parse_instant),
+            body.get("at")
+                .and_then(Value::as_str)
+                .and_then(parse_instant),
         ) else {
             continue;
         };
@@ -316,7 +318,9 @@ pub fn fires_to_prune(records: &[(String, Map<String, Value>)]) -> Vec<String> {
     for (name, body) in records {
         let (Some(job), Some(at)) = (
             body.get("job").and_then(Value::as_str),
-            body.get("at").and_then(Value::as_str).and_then(parse_instant),
+            body.get("at")
+                .and_then(Value::as_str)
+                .and_then(parse_instant),
         ) else {
             continue;
         };
@@ -516,7 +520,9 @@ mod tests {
     use chrono::TimeZone;
 
     fn at(secs: i64) -> DateTime<Utc> {
-        Utc.timestamp_opt(1_782_241_200 + secs, 0).single().expect("valid")
+        Utc.timestamp_opt(1_782_241_200 + secs, 0)
+            .single()
+            .expect("valid")
     }
 
     #[test]
@@ -526,15 +532,25 @@ mod tests {
             encode_reboot_ran("v1:abc", &jobs),
             r#"{"jobSetId":"v1:abc","jobs":["a","b"]}"#
         );
-        let (id, read) = decode_reboot_ran(Some(r#"{"jobSetId": "v1:abc", "jobs": ["b", "a", 3]}"#));
+        let (id, read) =
+            decode_reboot_ran(Some(r#"{"jobSetId": "v1:abc", "jobs": ["b", "a", 3]}"#));
         assert_eq!(id.as_deref(), Some("v1:abc"));
-        assert_eq!(read, jobs, "python's spacing reads; non-strings are dropped");
+        assert_eq!(
+            read, jobs,
+            "python's spacing reads; non-strings are dropped"
+        );
         assert_eq!(
             encode_reboot_ran("v1:x", &BTreeSet::from(["é".to_owned()])),
             r#"{"jobSetId":"v1:x","jobs":["\u00e9"]}"#,
             "non-ASCII escaped as Python does"
         );
-        for junk in [None, Some(""), Some("[1]"), Some("{"), Some(r#"{"jobs":"a"}"#)] {
+        for junk in [
+            None,
+            Some(""),
+            Some("[1]"),
+            Some("{"),
+            Some(r#"{"jobs":"a"}"#),
+        ] {
             let (id, jobs) = decode_reboot_ran(junk);
             assert!(id.is_none() || jobs.is_empty(), "{junk:?}");
             assert!(jobs.is_empty(), "{junk:?}");
@@ -644,9 +660,18 @@ mod tests {
             HashSet::from(["x".to_owned(), "z".to_owned()])
         );
         let fires = vec![
-            ("1".to_owned(), body(json!({"job": "t", "at": rfc3339(at(60))}))),
-            ("2".to_owned(), body(json!({"job": "t", "at": rfc3339(at(0))}))),
-            ("3".to_owned(), body(json!({"job": "u", "at": rfc3339(at(5))}))),
+            (
+                "1".to_owned(),
+                body(json!({"job": "t", "at": rfc3339(at(60))})),
+            ),
+            (
+                "2".to_owned(),
+                body(json!({"job": "t", "at": rfc3339(at(0))})),
+            ),
+            (
+                "3".to_owned(),
+                body(json!({"job": "u", "at": rfc3339(at(5))})),
+            ),
             ("4".to_owned(), body(json!({"job": "u", "at": "bad"}))),
         ];
         assert_eq!(
