@@ -3,13 +3,18 @@
 //! state in the shared counters (for the gate, `GET /cluster` and the
 //! metrics), logs the transitions once each, publishes whether this node
 //! may write Kubernetes status, and releases the lease when asked to step
-//! down (the scheduler's drain starts) before the process exits.
+//! down (the scheduler's drain starts) before the process exits. Between
+//! rounds it answers the scheduler's records requests (the `@reboot`-ran
+//! set, the last fires): the task owns the backend, so a record write and
+//! a renewal never race on the same object.
 
+use super::records::{RecordsLink, Request};
 use super::Backend;
 use crate::metrics::cluster::ClusterStats;
 use crate::scheduler::ports::{self, SharedCounters};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -23,12 +28,14 @@ pub struct Leadership {
 
 impl Leadership {
     /// Starts `backend` after one initial round. `node_name` and
-    /// `connect_timeout` come from the `cluster` section.
+    /// `connect_timeout` come from the `cluster` section; `link` is where
+    /// the leadership term is counted and records requests arrive from.
     pub async fn start(
         mut backend: Box<dyn Backend>,
         node_name: String,
         connect_timeout: Duration,
         counters: SharedCounters,
+        link: Arc<RecordsLink>,
     ) -> Leadership {
         tracing::info!(target: "cronstable::cluster", "{}", backend.start_line());
         ports::with_counters(&counters, |c| {
@@ -45,6 +52,7 @@ impl Leadership {
             was_quorate: false,
             failing: false,
             leading_tx,
+            link: Arc::clone(&link),
         };
         let first = run_round(backend.as_mut()).await;
         if let Some(error) = &first.error {
@@ -56,16 +64,32 @@ impl Leadership {
             tracker.failing = true;
         }
         tracker.apply(backend.as_ref(), &first);
+        let (requests_tx, mut requests) = mpsc::channel::<Request>(REQUEST_QUEUE);
+        // A caller may wait for a round in progress and then for its own
+        // request, each bounded by the round deadline.
+        let bound = backend.round_deadline() * 2 + Duration::from_secs(1);
+        link.connect(requests_tx.clone(), bound);
         let task = tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(backend.period()) => {}
-                    _ = stop.wait_for(|down| *down) => break,
+            'rounds: loop {
+                // A fixed deadline, so requests answered in between never
+                // push the next round later.
+                let next_round = Instant::now() + backend.period();
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(next_round) => break,
+                        _ = stepped_down(&mut stop) => break 'rounds,
+                        Some(request) = requests.recv() => {
+                            answer(backend.as_mut(), request).await;
+                        }
+                    }
                 }
                 let round = run_round(backend.as_mut()).await;
                 tracker.note_failure(backend.as_ref(), &round);
                 tracker.apply(backend.as_ref(), &round);
             }
+            // No records requests once the lease is being given up.
+            link.disconnect(&requests_tx);
+            requests.close();
             tracker.step_down(backend.as_mut(), connect_timeout).await;
         });
         Leadership {
@@ -100,6 +124,32 @@ impl Leadership {
     }
 }
 
+/// Resolves once the step-down flag is up (the guard `wait_for` returns
+/// is dropped here, so none is held across the select's other arms).
+async fn stepped_down(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|down| *down).await;
+}
+
+/// How many records requests may wait for the driver at once.
+const REQUEST_QUEUE: usize = 64;
+
+/// Answers one records request, bounded by the round deadline (a store
+/// that hangs must not stall the rounds behind it).
+async fn answer(backend: &mut dyn Backend, request: Request) {
+    if request.reply.is_closed() {
+        // The caller gave up waiting: do not write on its behalf late.
+        return;
+    }
+    let deadline = backend.round_deadline();
+    let result = match tokio::time::timeout(deadline, backend.records(request.op)).await {
+        Ok(result) => result,
+        Err(_) => Err(ports::RecordsError::Store(
+            "the store did not answer".to_owned(),
+        )),
+    };
+    let _ = request.reply.send(result);
+}
+
 async fn run_round(backend: &mut dyn Backend) -> super::Round {
     let deadline = backend.round_deadline();
     match tokio::time::timeout(deadline, backend.round()).await {
@@ -118,6 +168,7 @@ struct Tracker {
     was_quorate: bool,
     failing: bool,
     leading_tx: watch::Sender<bool>,
+    link: Arc<RecordsLink>,
 }
 
 impl Tracker {
@@ -176,6 +227,7 @@ impl Tracker {
         }
         if leader != self.was_leader {
             if leader {
+                self.link.bump_term();
                 tracing::info!(
                     target: "cronstable::cluster",
                     "cluster: this node acquired scheduled-job leadership"
@@ -237,8 +289,10 @@ impl Tracker {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::records::RecordsOp;
     use crate::cluster::Round;
     use crate::metrics::prometheus::Counters;
+    use crate::scheduler::ports::RecordsError;
     use futures_util::future::BoxFuture;
     use std::collections::VecDeque;
     use std::sync::{Arc, Mutex};
@@ -311,6 +365,7 @@ mod tests {
             },
         ])));
         let released = Arc::new(Mutex::new(0));
+        let link = RecordsLink::new();
         let leadership = Leadership::start(
             Box::new(Scripted {
                 rounds: Arc::clone(&rounds),
@@ -319,6 +374,7 @@ mod tests {
             "me".into(),
             Duration::from_secs(1),
             Arc::clone(&counters),
+            Arc::clone(&link),
         )
         .await;
         let mut leading = leadership.leading();
@@ -327,6 +383,14 @@ mod tests {
         assert!(stats(&counters).is_leader(now));
         assert!(*leading.borrow_and_update());
         assert_eq!(stats(&counters).leader_transitions, 1);
+        assert_eq!(link.term(), 1, "gaining leadership starts a term");
+        // Records requests reach the backend between rounds.
+        assert_eq!(
+            link.ask(RecordsOp::LastFires).await,
+            Err(RecordsError::Store(
+                "this backend keeps no cluster records".to_owned()
+            ))
+        );
         // Second round renews; the third sees another holder.
         tokio::time::sleep(Duration::from_millis(2500)).await;
         let s = stats(&counters);
@@ -344,8 +408,14 @@ mod tests {
         assert!(!s.is_quorate(now));
         assert!(s.round_failures >= 2, "{}", s.round_failures);
         assert_eq!(s.quorum_transitions, 2, "joined, then left");
+        assert_eq!(link.term(), 1, "losing it does not");
         leadership.stop().await;
         assert_eq!(*released.lock().unwrap(), 1);
+        assert_eq!(
+            link.ask(RecordsOp::LastFires).await,
+            Err(RecordsError::NoBackend),
+            "a stopped backend answers nothing"
+        );
         assert!(stats(&counters).stepped_down);
     }
 }

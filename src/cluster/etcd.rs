@@ -8,14 +8,21 @@
 //! once; the next grant re-campaigns. A graceful release revokes the
 //! lease, which deletes the key at once.
 //!
+//! The cluster's records are two plain keys beside the election key (not
+//! bound to the lease, so a revoke keeps them): `<electionName>/reboot-ran`
+//! (the original's) and `<electionName>/last-fires` (ours), each written
+//! by a compare-and-swap on its `mod_revision`, only by the leader.
+//!
 //! It speaks etcd's v3 JSON gateway (`/v3/...`, keys and values base64)
 //! over the HTTP client the reporters already use, rather than the gRPC
 //! client crate: no `protoc` at build time and no gRPC stack in the
 //! binary, and the requests are the ones the original sends.
 
+use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, Round};
 use crate::config::cluster::EtcdSettings;
 use crate::report::secret::{self, Secret};
+use crate::scheduler::ports::RecordsError;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
@@ -113,6 +120,66 @@ fn first_kv(range: &Value) -> Option<KeyValue> {
             .and_then(|v| B64.decode(v).ok())
             .and_then(|bytes| String::from_utf8(bytes).ok()),
     })
+}
+
+/// A plain key as read for a compare-and-swap: its value (None when
+/// absent or not UTF-8) and `mod_revision` (0 when absent).
+#[derive(Debug, Clone, PartialEq)]
+struct Versioned {
+    value: Option<String>,
+    mod_revision: i64,
+}
+
+/// The key of a range answer (`kvs[0]`), with its revision.
+fn versioned(range: &Value) -> Versioned {
+    let kv = range
+        .get("kvs")
+        .and_then(Value::as_array)
+        .and_then(|kvs| kvs.first());
+    Versioned {
+        value: kv
+            .and_then(|kv| kv.get("value"))
+            .and_then(Value::as_str)
+            .and_then(|v| B64.decode(v).ok())
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+        mod_revision: kv.and_then(|kv| int64(kv.get("mod_revision"))).unwrap_or(0),
+    }
+}
+
+/// A compare-and-swap put of `value` at `key`, if the key's
+/// `mod_revision` is still `seen` (0: still absent); otherwise read it
+/// back for the next attempt.
+fn cas_body(key: &str, value: &str, seen: i64) -> Value {
+    let key = b64(key);
+    json!({
+        "compare": [{
+            "key": key,
+            "result": "EQUAL",
+            "target": "MOD",
+            "mod_revision": seen.to_string(),
+        }],
+        "success": [{"requestPut": {"key": key, "value": b64(value)}}],
+        "failure": [{"requestRange": {"key": key}}],
+    })
+}
+
+/// Whether a compare-and-swap landed; when not, the key as it now is.
+fn cas_outcome(answer: &Value) -> Result<(), Versioned> {
+    if answer
+        .get("succeeded")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+    {
+        return Ok(());
+    }
+    let range = answer
+        .get("responses")
+        .and_then(Value::as_array)
+        .and_then(|responses| responses.first())
+        .and_then(|r| r.get("response_range").or_else(|| r.get("responseRange")))
+        .cloned()
+        .unwrap_or(Value::Null);
+    Err(versioned(&range))
 }
 
 /// The create-if-absent transaction: put `value` at `key` bound to
@@ -464,6 +531,88 @@ impl EtcdLease {
         }
     }
 
+    fn reboot_ran_key(&self) -> String {
+        format!("{}/reboot-ran", self.election_name)
+    }
+
+    fn last_fires_key(&self) -> String {
+        format!("{}/last-fires", self.election_name)
+    }
+
+    async fn read_key(&mut self, key: &str) -> Result<Versioned, RecordsError> {
+        let answer = self
+            .post("/v3/kv/range", &json!({"key": b64(key)}))
+            .await
+            .map_err(RecordsError::Store)?;
+        Ok(versioned(&answer))
+    }
+
+    /// Changes `key` with `change` (None from it: nothing to write) by
+    /// compare-and-swap, re-reading on a lost race, up to
+    /// [`records::CAS_ATTEMPTS`] times. Only while this node leads.
+    async fn write_key(
+        &mut self,
+        key: &str,
+        change: impl Fn(Option<&str>) -> Option<String>,
+    ) -> RecordsResult {
+        let mut seen = self.read_key(key).await?;
+        for _ in 0..records::CAS_ATTEMPTS {
+            if self
+                .leading_until
+                .is_none_or(|until| Instant::now() >= until)
+            {
+                return Err(records::not_the_leader());
+            }
+            let Some(text) = change(seen.value.as_deref()) else {
+                return Ok(RecordsAnswer::Done);
+            };
+            let answer = self
+                .post("/v3/kv/txn", &cas_body(key, &text, seen.mod_revision))
+                .await
+                .map_err(RecordsError::Store)?;
+            match cas_outcome(&answer) {
+                Ok(()) => return Ok(RecordsAnswer::Done),
+                Err(now) => seen = now,
+            }
+        }
+        Err(RecordsError::Store(format!(
+            "{key} kept changing; not written after {} attempts",
+            records::CAS_ATTEMPTS
+        )))
+    }
+
+    async fn run_records(&mut self, op: RecordsOp) -> RecordsResult {
+        match op {
+            RecordsOp::RebootRan { job_set_id } => {
+                let key = self.reboot_ran_key();
+                let read = self.read_key(&key).await?;
+                Ok(RecordsAnswer::Jobs(records::reboot_jobs_for(
+                    read.value.as_deref(),
+                    &job_set_id,
+                )))
+            }
+            RecordsOp::LastFires => {
+                let key = self.last_fires_key();
+                let read = self.read_key(&key).await?;
+                Ok(RecordsAnswer::Fires(
+                    records::decode_fires(read.value.as_deref())
+                        .into_iter()
+                        .collect(),
+                ))
+            }
+            RecordsOp::MarkRebootRan { job_set_id, job } => {
+                let key = self.reboot_ran_key();
+                self.write_key(&key, |raw| records::with_reboot_job(raw, &job_set_id, &job))
+                    .await
+            }
+            RecordsOp::RecordFire { job, at } => {
+                let key = self.last_fires_key();
+                self.write_key(&key, |raw| records::with_fire(raw, &job, at))
+                    .await
+            }
+        }
+    }
+
     async fn run_release(&mut self) -> Result<(), String> {
         self.fence();
         let Some(id) = self.lease_id.take() else {
@@ -498,6 +647,10 @@ impl Backend for EtcdLease {
 
     fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(self.run_release())
+    }
+
+    fn records(&mut self, op: RecordsOp) -> BoxFuture<'_, RecordsResult> {
+        Box::pin(self.run_records(op))
     }
 
     fn period(&self) -> Duration {
@@ -596,6 +749,37 @@ mod tests {
         assert_eq!(kv.lease, 5);
         assert_eq!(kv.value, None);
         assert_eq!(first_kv(&json!({"count": "0"})), None);
+    }
+
+    #[test]
+    fn record_writes_compare_the_mod_revision_and_read_back_on_a_lost_race() {
+        let body = cas_body("cronstable/leader/reboot-ran", "{}", 0);
+        assert_eq!(body["compare"][0]["target"], "MOD");
+        assert_eq!(body["compare"][0]["mod_revision"], "0");
+        assert_eq!(body["success"][0]["requestPut"]["value"], "e30=");
+        assert!(
+            body["success"][0]["requestPut"].get("lease").is_none(),
+            "not bound to the election lease: a revoke keeps it"
+        );
+        assert_eq!(cas_outcome(&json!({"succeeded": true})), Ok(()));
+        let lost = json!({"responses": [{"response_range": {"kvs": [{
+            "key": "eA==", "value": "e30=", "mod_revision": "41"
+        }]}}]});
+        assert_eq!(
+            cas_outcome(&lost),
+            Err(Versioned {
+                value: Some("{}".to_owned()),
+                mod_revision: 41
+            })
+        );
+        // Lost against a deleted key: absent, revision 0.
+        assert_eq!(
+            cas_outcome(&json!({"responses": [{"response_range": {}}]})),
+            Err(Versioned {
+                value: None,
+                mod_revision: 0
+            })
+        );
     }
 
     fn settings(ttl: u64) -> EtcdSettings {

@@ -18,16 +18,29 @@
 //! anchor taken before its locked write, and a challenger takes over only
 //! once the written expiry is a second in the past by its own clock.
 //!
+//! The cluster's records are record streams beside the lease, in the
+//! original's records format: `records/cluster%2Freboot-ran/` holds one
+//! `{"jobSetId":..,"job":..}` record per `@reboot` job run (the original's
+//! stream, so both daemons share the set; the newest 512 are read and
+//! kept) and `records/cluster%2Flast-fires/` one `{"job":..,"at":..}` per
+//! recorded fire (ours; the latest `at` per job wins, superseded records
+//! are pruned). Appending new files rather than rewriting one document
+//! means a late write from a former leader can add a record but never
+//! erase a newer one; every append is made under the lease lock and only
+//! while the lease file still names this node's holder and fence.
+//!
 //! All file I/O blocks, so each operation runs on a thread of its own and
 //! the round waits for it with a timeout. A plain thread rather than
 //! Tokio's blocking pool: an operation wedged on a dead mount must not
 //! hold the runtime's shutdown (which waits for the pool) hostage.
 
 use super::election::display_holder;
+use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, Round};
 use crate::config::cluster::FilesystemSettings;
 use crate::config::model::sections::Topology;
 use crate::platform;
+use crate::scheduler::ports::RecordsError;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -262,7 +275,16 @@ struct Store {
     /// Unique per process, in temp file names (no two writers collide).
     instance: String,
     seq: AtomicU64,
+    /// The newest record epoch this process wrote (bits of an f64):
+    /// record names only ever grow, even across a wall-clock step back.
+    record_floor: AtomicU64,
+    /// Last-fires appends so far (the superseded records are pruned every
+    /// [`PRUNE_FIRES_EVERY`] appends, not at each: a prune reads them all).
+    fire_appends: AtomicU64,
 }
+
+/// How many last-fires appends pass between prunes.
+const PRUNE_FIRES_EVERY: u64 = 16;
 
 /// The lease file could not be trusted (it exists but does not read).
 struct Unreadable(String);
@@ -278,6 +300,8 @@ impl Store {
             election: settings.election_name.clone(),
             instance: super::process_token(),
             seq: AtomicU64::new(0),
+            record_floor: AtomicU64::new(0),
+            fire_appends: AtomicU64::new(0),
             root,
             base,
         }
@@ -369,6 +393,18 @@ impl Store {
     /// directory is synced too when `durable` (a fence change: losing it
     /// in a crash would hand the same fence out twice).
     fn write(&self, record: &LeaseRecord, durable: bool) -> std::io::Result<()> {
+        self.write_atomic(&self.lease_path, &record.encode(), durable)
+    }
+
+    /// Writes `bytes` to `dest` through a fsynced temp file and a rename
+    /// (readers see the old file or the new one, never half of one);
+    /// syncs the directory too when `durable`.
+    fn write_atomic(
+        &self,
+        dest: &std::path::Path,
+        bytes: &[u8],
+        durable: bool,
+    ) -> std::io::Result<()> {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let tmp = self
             .base
@@ -377,20 +413,167 @@ impl Store {
         let written = (|| {
             use std::io::Write;
             let mut file = platform::create_private_new(&tmp)?;
-            file.write_all(&record.encode())?;
+            file.write_all(bytes)?;
             file.sync_all()?;
-            std::fs::rename(&tmp, &self.lease_path)
+            std::fs::rename(&tmp, dest)
         })();
         if let Err(e) = written {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
         if durable {
-            if let Some(dir) = self.lease_path.parent() {
+            if let Some(dir) = dest.parent() {
                 platform::sync_dir(dir)?;
             }
         }
         Ok(())
+    }
+
+    fn stream_dir(&self, stream: &str) -> PathBuf {
+        self.base.join("records").join(fs_safe(stream))
+    }
+
+    /// The record files of `stream`, oldest first (names sort by write
+    /// time); none when the stream was never written.
+    fn list_stream(&self, stream: &str) -> std::io::Result<Vec<String>> {
+        let entries = match std::fs::read_dir(self.stream_dir(stream)) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".json") {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// The bodies of the newest `newest` records of `stream` (all when
+    /// None), with their file names. Records that vanish meanwhile (a
+    /// prune) or do not read are skipped.
+    fn read_stream(
+        &self,
+        stream: &str,
+        newest: Option<usize>,
+    ) -> std::io::Result<Vec<(String, serde_json::Map<String, Value>)>> {
+        let mut names = self.list_stream(stream)?;
+        if let Some(keep) = newest {
+            let skip = names.len().saturating_sub(keep);
+            names.drain(..skip);
+        }
+        let dir = self.stream_dir(stream);
+        let mut bodies = Vec::with_capacity(names.len());
+        for name in names {
+            match std::fs::read(dir.join(&name)) {
+                Ok(bytes) => {
+                    if let Some(body) = records::decode_record(&bytes) {
+                        bodies.push((name, body));
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(bodies)
+    }
+
+    /// Appends a record with `data` to `stream` if the lease file still
+    /// shows `held` (same holder and fence, not released), checked and
+    /// written under the lease lock. False when the lease is no longer
+    /// ours. Returns the stream's file names after the append.
+    fn append_fenced(
+        &self,
+        held: &LeaseRecord,
+        stream: &str,
+        data: &Value,
+    ) -> std::io::Result<Option<Vec<String>>> {
+        self.locked(|| {
+            let current = self.read_file().ok().flatten();
+            let ours = current
+                .as_ref()
+                .is_some_and(|c| c.holder == held.holder && c.fence == held.fence)
+                && current.as_ref().is_some_and(|c| c.expires_at > wall_now());
+            if !ours {
+                return Ok(None);
+            }
+            let dir = self.stream_dir(stream);
+            platform::create_private_dirs(&dir)?;
+            let mut names = self.list_stream(stream)?;
+            let floor = names
+                .last()
+                .and_then(|n| records::stem_epoch(n))
+                .unwrap_or(0.0)
+                .max(f64::from_bits(self.record_floor.load(Ordering::Relaxed)));
+            let epoch = wall_now().max(floor);
+            self.record_floor.store(epoch.to_bits(), Ordering::Relaxed);
+            let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+            let name = format!("{}.json", records::record_stem(epoch, &self.instance, seq));
+            self.write_atomic(&dir.join(&name), &records::encode_record(data), true)?;
+            names.push(name);
+            Ok(Some(names))
+        })?
+    }
+
+    /// Deletes the named records of `stream` (best effort: one already
+    /// gone was pruned by another node).
+    fn delete_records(&self, stream: &str, names: &[String]) {
+        let dir = self.stream_dir(stream);
+        for name in names {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+    }
+
+    /// Records `job` of `job_set_id` as run, unless the stream already
+    /// has it; keeps the newest [`records::REBOOT_RAN_WINDOW`] records.
+    fn mark_reboot_ran(
+        &self,
+        held: &LeaseRecord,
+        job_set_id: &str,
+        job: &str,
+    ) -> std::io::Result<bool> {
+        let window =
+            self.read_stream(records::REBOOT_RAN_STREAM, Some(records::REBOOT_RAN_WINDOW))?;
+        let bodies: Vec<_> = window.into_iter().map(|(_, body)| body).collect();
+        if records::reboot_jobs_in(&bodies, job_set_id).contains(job) {
+            return Ok(true);
+        }
+        let data = json!({"jobSetId": job_set_id, "job": job});
+        let Some(names) = self.append_fenced(held, records::REBOOT_RAN_STREAM, &data)? else {
+            return Ok(false);
+        };
+        let excess = names.len().saturating_sub(records::REBOOT_RAN_WINDOW);
+        self.delete_records(records::REBOOT_RAN_STREAM, &names[..excess]);
+        Ok(true)
+    }
+
+    /// Records `job`'s fire at `at`; every few appends, prunes the
+    /// records a later fire of the same job supersedes.
+    fn record_fire(
+        &self,
+        held: &LeaseRecord,
+        job: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> std::io::Result<bool> {
+        let data = json!({"job": job, "at": records::rfc3339(at)});
+        if self
+            .append_fenced(held, records::LAST_FIRES_STREAM, &data)?
+            .is_none()
+        {
+            return Ok(false);
+        }
+        if self
+            .fire_appends
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(PRUNE_FIRES_EVERY)
+        {
+            let all = self.read_stream(records::LAST_FIRES_STREAM, None)?;
+            self.delete_records(records::LAST_FIRES_STREAM, &records::fires_to_prune(&all));
+        }
+        Ok(true)
     }
 
     /// Takes the lease for `holder` unless someone else holds it; None
@@ -748,6 +931,76 @@ impl FilesystemLease {
         }
     }
 
+    /// The lease this node holds while it leads (writes need it).
+    fn held_while_leading(&self) -> Result<LeaseRecord, RecordsError> {
+        let leading = self
+            .leading_until
+            .is_some_and(|until| Instant::now() < until);
+        match &self.held {
+            Some(held) if leading => Ok(held.clone()),
+            _ => Err(records::not_the_leader()),
+        }
+    }
+
+    async fn run_records(&mut self, op: RecordsOp) -> RecordsResult {
+        // Reading a stream is a directory listing plus one small file per
+        // record: give it the round's whole deadline, not one op's share.
+        let limit = self.round_deadline();
+        let store = Arc::clone(&self.store);
+        // A write that finds the lease no longer ours is refused.
+        let landed = |ours: bool| {
+            if ours {
+                Ok(RecordsAnswer::Done)
+            } else {
+                Err(records::not_the_leader())
+            }
+        };
+        let outcome: Option<std::io::Result<RecordsResult>> = match op {
+            RecordsOp::RebootRan { job_set_id } => {
+                off_thread(limit, move || {
+                    let window = store.read_stream(
+                        records::REBOOT_RAN_STREAM,
+                        Some(records::REBOOT_RAN_WINDOW),
+                    )?;
+                    let bodies: Vec<_> = window.into_iter().map(|(_, body)| body).collect();
+                    Ok(Ok(RecordsAnswer::Jobs(records::reboot_jobs_in(
+                        &bodies,
+                        &job_set_id,
+                    ))))
+                })
+                .await
+            }
+            RecordsOp::LastFires => {
+                off_thread(limit, move || {
+                    let all = store.read_stream(records::LAST_FIRES_STREAM, None)?;
+                    Ok(Ok(RecordsAnswer::Fires(
+                        records::fires_in(&all).into_iter().collect(),
+                    )))
+                })
+                .await
+            }
+            RecordsOp::MarkRebootRan { job_set_id, job } => {
+                let held = self.held_while_leading()?;
+                off_thread(limit, move || {
+                    store.mark_reboot_ran(&held, &job_set_id, &job).map(landed)
+                })
+                .await
+            }
+            RecordsOp::RecordFire { job, at } => {
+                let held = self.held_while_leading()?;
+                off_thread(limit, move || {
+                    store.record_fire(&held, &job, at).map(landed)
+                })
+                .await
+            }
+        };
+        match outcome {
+            None => Err(RecordsError::Store("the store did not answer".to_owned())),
+            Some(Ok(result)) => result,
+            Some(Err(e)) => Err(RecordsError::Store(e.to_string())),
+        }
+    }
+
     async fn run_release(&mut self) -> Result<(), String> {
         self.leading_until = None;
         let Some(held) = self.held.take() else {
@@ -817,6 +1070,10 @@ impl Backend for FilesystemLease {
 
     fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(self.run_release())
+    }
+
+    fn records(&mut self, op: RecordsOp) -> BoxFuture<'_, RecordsResult> {
+        Box::pin(self.run_records(op))
     }
 
     fn period(&self) -> Duration {

@@ -1,10 +1,12 @@
 //! The scheduler's leader gate over the leadership state: `clusterPolicy`
 //! as the Clustering page defines it for lease backends.
 
+use super::records::{RecordsHandle, RecordsLink};
 use crate::config::model::ClusterPolicy;
 use crate::config::JobConfig;
 use crate::job::Trigger;
-use crate::scheduler::ports::{self, Admission, LeaderGate, SharedCounters};
+use crate::scheduler::ports::{self, Admission, LeaderGate, LeaderRecords, SharedCounters};
+use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -14,15 +16,22 @@ use tokio::time::Instant;
 pub struct ClusterGate {
     counters: SharedCounters,
     step_down: watch::Sender<bool>,
+    link: Arc<RecordsLink>,
 }
 
 impl ClusterGate {
     /// A gate over the state in `counters`; `step_down` tells the driver
-    /// to release the lease when the scheduler drains.
-    pub fn new(counters: SharedCounters, step_down: watch::Sender<bool>) -> Self {
+    /// to release the lease when the scheduler drains; `link` carries the
+    /// leadership term and routes records requests to the backend.
+    pub fn new(
+        counters: SharedCounters,
+        step_down: watch::Sender<bool>,
+        link: Arc<RecordsLink>,
+    ) -> Self {
         ClusterGate {
             counters,
             step_down,
+            link,
         }
     }
 }
@@ -66,6 +75,19 @@ impl LeaderGate for ClusterGate {
     fn step_down(&mut self) {
         self.step_down.send_replace(true);
     }
+
+    fn records(&self) -> Option<Arc<dyn LeaderRecords>> {
+        // A configured section leaves its state in place even while its
+        // backend is down (calls then answer NoBackend); only a section
+        // that is absent (or not a lease backend) has no records.
+        let configured = ports::with_counters(&self.counters, |c| c.cluster.is_some());
+        configured
+            .then(|| Arc::new(RecordsHandle::new(Arc::clone(&self.link))) as Arc<dyn LeaderRecords>)
+    }
+
+    fn leadership_term(&self) -> u64 {
+        self.link.term()
+    }
 }
 
 #[cfg(test)]
@@ -108,7 +130,7 @@ mod tests {
             counters.lock().unwrap().cluster = Some(stats);
         }
         let (tx, _) = watch::channel(false);
-        ClusterGate::new(counters, tx)
+        ClusterGate::new(counters, tx, RecordsLink::new())
     }
 
     #[test]
@@ -148,6 +170,20 @@ mod tests {
             ];
             assert_eq!(got, expected, "{state:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn records_exist_while_a_section_is_configured_even_with_no_backend() {
+        assert!(gate(None).records().is_none(), "no election, no records");
+        let g = gate(Some((false, false, None, false)));
+        let records = g.records().expect("a configured section has records");
+        assert_eq!(
+            records.reboot_ran("v1:a").await,
+            Err(ports::RecordsError::NoBackend)
+        );
+        assert_eq!(g.leadership_term(), 0);
+        g.link.bump_term();
+        assert_eq!(g.leadership_term(), 1);
     }
 
     #[test]

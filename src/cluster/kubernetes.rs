@@ -5,10 +5,18 @@
 //! wrote first. The holder identity is `<identity>#<token>` with a token
 //! per process. A graceful release clears `holderIdentity` so a survivor
 //! takes over at its next round.
+//!
+//! The cluster's records live on the same Lease as annotations
+//! (`cronstable.io/reboot-ran`, `cronstable.io/last-fires`): every write
+//! of the Lease (renewal, takeover, release) carries them over, and only
+//! the holder changes them, with a renewal (so a record write is fenced by
+//! the resourceVersion like any other holder write).
 
 use super::election::{display_holder, Action, Elector, Observed, Timings};
+use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, Round};
 use crate::config::cluster::KubernetesSettings;
+use crate::scheduler::ports::RecordsError;
 use futures_util::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
@@ -191,6 +199,135 @@ impl KubernetesLease {
         }
     }
 
+    /// The Lease to read records from: as the last round (or record
+    /// write) left it while this node leads (only the holder writes, and
+    /// its acquiring write was based on the newest version, so nothing
+    /// newer exists); read afresh otherwise.
+    async fn records_lease(&mut self) -> Result<Option<Lease>, RecordsError> {
+        if self.elector.is_leader(Instant::now()) && self.current.is_some() {
+            return Ok(self.current.clone());
+        }
+        let read = self
+            .api
+            .get_opt(&self.name)
+            .await
+            .map_err(|e| RecordsError::Store(e.to_string()))?;
+        self.current = read.clone();
+        Ok(read)
+    }
+
+    async fn read_annotation(&mut self, key: &str) -> Result<Option<String>, RecordsError> {
+        Ok(self
+            .records_lease()
+            .await?
+            .and_then(|lease| lease.metadata.annotations)
+            .and_then(|mut annotations| annotations.remove(key)))
+    }
+
+    /// Changes annotation `key` with `change` (None from it: nothing to
+    /// write) in a renewal of the Lease this node holds. A 409 (the Lease
+    /// changed since this node last read it) re-reads and tries again,
+    /// as long as the Lease is still ours.
+    async fn write_annotation(
+        &mut self,
+        key: &str,
+        change: impl Fn(Option<&str>) -> Option<String>,
+    ) -> RecordsResult {
+        for _ in 0..records::CAS_ATTEMPTS {
+            if !self.elector.is_leader(Instant::now()) {
+                return Err(records::not_the_leader());
+            }
+            let Some(current) = self.current.as_ref() else {
+                return Err(records::not_the_leader());
+            };
+            let holder = current
+                .spec
+                .as_ref()
+                .and_then(|s| s.holder_identity.as_deref());
+            if holder != Some(self.identity.as_str()) {
+                return Err(records::not_the_leader());
+            }
+            let stored = current
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(key))
+                .map(String::as_str);
+            let Some(text) = change(stored) else {
+                return Ok(RecordsAnswer::Done);
+            };
+            let anchor = Instant::now();
+            let now = chrono::Utc::now();
+            let mut body = self.body(Action::Renew, now);
+            body["metadata"]["annotations"][key] = json!(text);
+            let lease: Lease = serde_json::from_value(body)
+                .map_err(|e| RecordsError::Store(format!("cannot build the Lease: {e}")))?;
+            match self
+                .api
+                .replace(&self.name, &PostParams::default(), &lease)
+                .await
+            {
+                Ok(stored) => {
+                    // The write renewed the lease too.
+                    let version = stored.metadata.resource_version.clone().unwrap_or_default();
+                    self.elector.won(
+                        anchor,
+                        Observed {
+                            holder: Some(self.identity.clone()),
+                            version,
+                        },
+                    );
+                    self.current = Some(stored);
+                    self.expiry = Some(now + self.elector.timings().lease_duration);
+                    return Ok(RecordsAnswer::Done);
+                }
+                Err(kube::Error::Api(status)) if status.code == 409 => {
+                    let fresh = self
+                        .api
+                        .get_opt(&self.name)
+                        .await
+                        .map_err(|e| RecordsError::Store(e.to_string()))?;
+                    self.current = fresh;
+                }
+                Err(err) => return Err(RecordsError::Store(err.to_string())),
+            }
+        }
+        Err(RecordsError::Store(format!(
+            "the Lease kept changing; {key} not written after {} attempts",
+            records::CAS_ATTEMPTS
+        )))
+    }
+
+    async fn run_records(&mut self, op: RecordsOp) -> RecordsResult {
+        match op {
+            RecordsOp::RebootRan { job_set_id } => {
+                let raw = self.read_annotation(records::REBOOT_RAN_ANNOTATION).await?;
+                Ok(RecordsAnswer::Jobs(records::reboot_jobs_for(
+                    raw.as_deref(),
+                    &job_set_id,
+                )))
+            }
+            RecordsOp::LastFires => {
+                let raw = self.read_annotation(records::LAST_FIRES_ANNOTATION).await?;
+                Ok(RecordsAnswer::Fires(
+                    records::decode_fires(raw.as_deref()).into_iter().collect(),
+                ))
+            }
+            RecordsOp::MarkRebootRan { job_set_id, job } => {
+                self.write_annotation(records::REBOOT_RAN_ANNOTATION, |raw| {
+                    records::with_reboot_job(raw, &job_set_id, &job)
+                })
+                .await
+            }
+            RecordsOp::RecordFire { job, at } => {
+                self.write_annotation(records::LAST_FIRES_ANNOTATION, |raw| {
+                    records::with_fire(raw, &job, at)
+                })
+                .await
+            }
+        }
+    }
+
     async fn run_release(&mut self) -> Result<(), String> {
         let was_leading = self.elector.is_leader(Instant::now());
         self.elector.released();
@@ -243,6 +380,10 @@ impl Backend for KubernetesLease {
 
     fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(self.run_release())
+    }
+
+    fn records(&mut self, op: RecordsOp) -> BoxFuture<'_, RecordsResult> {
+        Box::pin(self.run_records(op))
     }
 
     fn period(&self) -> Duration {

@@ -12,6 +12,7 @@ pub mod etcd;
 pub mod filesystem;
 pub mod gate;
 pub mod kubernetes;
+pub mod records;
 pub mod supervise;
 
 pub use driver::Leadership;
@@ -56,6 +57,20 @@ pub trait Backend: Send {
     /// The `lease` block of `GET /cluster` (its `holder` is filled in by
     /// the state).
     fn lease_view(&self) -> serde_json::Value;
+
+    /// Answers one records request (the `@reboot`-ran set, the last
+    /// fires) from this backend's store. The driver calls it between
+    /// rounds, so it may touch the objects the rounds write, and bounds
+    /// it by [`Backend::round_deadline`]. Writes are refused unless this
+    /// node holds the lease.
+    fn records(&mut self, op: records::RecordsOp) -> BoxFuture<'_, records::RecordsResult> {
+        let _ = op;
+        Box::pin(async {
+            Err(crate::scheduler::ports::RecordsError::Store(
+                "this backend keeps no cluster records".to_owned(),
+            ))
+        })
+    }
 
     /// The WARNING when the first round fails (the original's wording
     /// differs per backend).

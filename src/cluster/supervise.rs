@@ -5,12 +5,14 @@
 
 use super::driver::Leadership;
 use super::gate::ClusterGate;
+use super::records::RecordsLink;
 use super::Backend;
 use crate::config::cluster::{self, ClusterSettings, Resolved};
 use crate::config::model::ClusterConfig;
 use crate::metrics::cluster::ClusterStats;
 use crate::scheduler::ports::{self, SharedCounters};
 use futures_util::future::BoxFuture;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -40,10 +42,14 @@ pub async fn start(
     may_write_tx: watch::Sender<bool>,
 ) -> (ClusterGate, Supervisor) {
     let (step_down, mut stop) = watch::channel(false);
+    // One link for the process: the leadership term keeps counting
+    // across backend restarts, and the gate's records handle follows
+    // whichever backend runs.
+    let link = RecordsLink::new();
     let initial = sections.borrow_and_update().clone();
-    let mut running = launch(initial.as_ref(), &factory, &counters, &may_write_tx).await;
+    let mut running = launch(initial.as_ref(), &factory, &counters, &may_write_tx, &link).await;
     let mut current = initial;
-    let gate = ClusterGate::new(counters.clone(), step_down.clone());
+    let gate = ClusterGate::new(counters.clone(), step_down.clone(), Arc::clone(&link));
     let task = tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -78,7 +84,8 @@ pub async fn start(
                             (false, _) => c.cluster = None,
                         }
                     });
-                    running = launch(next.as_ref(), &factory, &counters, &may_write_tx).await;
+                    running =
+                        launch(next.as_ref(), &factory, &counters, &may_write_tx, &link).await;
                     current = next;
                 }
                 _ = stepped_down(&mut stop) => break,
@@ -104,6 +111,7 @@ async fn launch(
     factory: &BackendFactory,
     counters: &SharedCounters,
     may_write_tx: &watch::Sender<bool>,
+    link: &Arc<RecordsLink>,
 ) -> Option<Leadership> {
     let Some(section) = section else {
         let _ = may_write_tx.send(true);
@@ -127,7 +135,14 @@ async fn launch(
     let _ = may_write_tx.send(false);
     match factory(*settings).await {
         Ok(backend) => {
-            let leadership = Leadership::start(backend, node_name, timeout, counters.clone()).await;
+            let leadership = Leadership::start(
+                backend,
+                node_name,
+                timeout,
+                counters.clone(),
+                Arc::clone(link),
+            )
+            .await;
             let mut leading = leadership.leading();
             let tx = may_write_tx.clone();
             let _ = tx.send(*leading.borrow_and_update());
