@@ -38,9 +38,12 @@ use std::time::Duration;
 pub const MAX_CATCHUP: u32 = 100;
 
 /// How often deferred `@reboot` jobs ask the gate again while they wait
-/// (in memory; the store is read only when the gate admits one, or once a
-/// pass to retire those another node ran).
+/// (in memory; the store is read when the gate admits one, and every
+/// [`REBOOT_STORE_EVERY`] rechecks to retire those another node ran).
 const REBOOT_RECHECK: Duration = Duration::from_secs(1);
+
+/// Rechecks between two reads of the store while nothing is admitted here.
+const REBOOT_STORE_EVERY: u32 = 5;
 
 /// Answers of the store calls, back on the scheduler's event channel.
 #[derive(Debug)]
@@ -176,6 +179,8 @@ pub(super) struct Failover {
     reboot_query: bool,
     /// A recheck timer is armed.
     reboot_timer: bool,
+    /// Rechecks since the store was last read.
+    rechecks: u32,
     /// The store could not answer about `@reboot`; warned once.
     reboot_warned: bool,
     /// The leadership term the last catch-up was for.
@@ -312,7 +317,9 @@ impl Scheduler {
                         self.gate.admit(&job, Trigger::Schedule) == Admission::Launch
                     })
                 });
-                if admitted {
+                self.failover.rechecks += 1;
+                if admitted || self.failover.rechecks >= REBOOT_STORE_EVERY {
+                    self.failover.rechecks = 0;
                     self.query_reboot_ran();
                 } else {
                     self.arm_reboot_recheck();
