@@ -52,6 +52,13 @@ enum Event {
         trigger: Trigger,
         attempt: u32,
     },
+    /// The store answered a cluster slot claim for a launch.
+    SlotAnswer {
+        job: String,
+        trigger: Trigger,
+        attempt: u32,
+        claim: ports::SlotClaim,
+    },
 }
 
 /// A job's armed retry ladder and its pending timer.
@@ -95,6 +102,8 @@ pub struct Scheduler {
     /// Jobs whose cluster slot this node holds (released with the last
     /// local instance).
     held_slots: HashSet<String>,
+    /// Jobs with a slot claim out (its answer not back yet).
+    claiming: HashSet<String>,
     store: Box<dyn RunStore>,
     clock: Arc<dyn Clock>,
     reporter: Arc<dyn Reporter>,
@@ -143,6 +152,7 @@ impl Scheduler {
             gate: ports.gate,
             slots: ports.slots,
             held_slots: HashSet::new(),
+            claiming: HashSet::new(),
             store: ports.store,
             clock: ports.clock,
             reporter: ports.reporter,
@@ -254,6 +264,7 @@ impl Scheduler {
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
+                request = self.slots.next_yield() => self.slot_yield(request),
                 set = self.source.next() => {
                     // Boundaries that passed while the source worked are
                     // not lost: the sleep above is already due when the
@@ -322,7 +333,6 @@ impl Scheduler {
                 due.fire.len()
             );
         }
-        self.renew_slots();
         for at in due.fire {
             self.launch_due(at);
         }
@@ -345,6 +355,7 @@ impl Scheduler {
             tokio::select! {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
+                request = self.slots.next_yield() => self.slot_yield(request),
                 cause = stop.recv() => {
                     // The manual: a second signal does not change the
                     // shutdown sequence. Say so, so the operator knows.
