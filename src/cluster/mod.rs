@@ -12,6 +12,7 @@ pub mod etcd;
 pub mod filesystem;
 pub mod gate;
 pub mod kubernetes;
+pub mod slots;
 pub mod supervise;
 
 pub use driver::Leadership;
