@@ -233,8 +233,10 @@ fn cluster_scope_rules() {
     let err = rejected(&[("c.yaml", &job_with("    concurrencyScope: cluster\n"))]);
     assert_contains(
         &err,
-        &["c.yaml:5: job 'j': concurrencyScope: concurrencyScope: cluster has no effect with \
-           concurrencyPolicy: Allow (the default); set Forbid or Replace, or drop concurrencyScope"],
+        &[
+            "c.yaml:5: job 'j': concurrencyScope: concurrencyScope: cluster has no effect with \
+           concurrencyPolicy: Allow (the default); set Forbid or Replace, or drop concurrencyScope",
+        ],
     );
     // No store: the original's sentence, every offender sorted, and ours
     // in parentheses (a lease backend's store also serves).
@@ -245,17 +247,19 @@ fn cluster_scope_rules() {
     let err = rejected(&[("c.yaml", two)]);
     assert_contains(
         &err,
-        &["concurrencyScope: cluster requires a `state` section (the shared store is what \
+        &[
+            "concurrencyScope: cluster requires a `state` section (the shared store is what \
            coordinates the nodes), but none is configured; offending job(s): alpha, zed (a \
            `cluster` section with the kubernetes, etcd or filesystem backend also serves as that \
-           store)"],
+           store)",
+        ],
     );
     // Either store accepts the same jobs.
     let forbid = job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Forbid\n");
     for section in [
         "state:\n  path: /var/lib/cronstable\n",
         "cluster:\n  backend: filesystem\n  filesystem:\n    path: /var/lib/cronstable\n",
-        "cluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://127.0.0.1:2379']\n",
+        "state:\n  path: /s\ncluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://127.0.0.1:2379']\n",
         // `state` without `path` only beside a lease backend (our
         // extension: the slots stay in the leadership store).
         "state:\n  slotTtlSeconds: 10\ncluster:\n  backend: filesystem\n  filesystem:\n    \
@@ -268,10 +272,41 @@ fn cluster_scope_rules() {
 }
 
 #[test]
+fn cluster_slots_in_a_lease_or_etcd_key_are_refused_until_built() {
+    let forbid = job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Forbid\n");
+    for (backend, section) in [
+        (
+            "etcd",
+            "cluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://127.0.0.1:2379']\n",
+        ),
+        (
+            "kubernetes",
+            "state:\n  slotTtlSeconds: 10\ncluster:\n  backend: kubernetes\n",
+        ),
+    ] {
+        let err = rejected(&[("c.yaml", &format!("{section}{forbid}"))]);
+        assert_contains(
+            &err,
+            &[
+                &format!("concurrencyScope: cluster slots in the {backend} backend's store"),
+                "offending job(s): j",
+                "not supported yet",
+            ],
+        );
+    }
+}
+
+#[test]
 fn state_section_rules_use_the_originals_messages() {
     for (yaml, message) in [
-        ("state: {}\n", "state.path is required and must be non-empty"),
-        ("state:\n  path: ''\n", "state.path is required and must be non-empty"),
+        (
+            "state: {}\n",
+            "state.path is required and must be non-empty",
+        ),
+        (
+            "state:\n  path: ''\n",
+            "state.path is required and must be non-empty",
+        ),
         (
             "state:\n  path: /s\n  slotTtlSeconds: 4\n",
             "state.slotTtlSeconds must be >= 5 and finite",

@@ -432,7 +432,11 @@ impl Store {
     }
 
     /// Extends `held` by `ttl` if it is still ours; None when refused.
-    pub(crate) fn renew(&self, held: &LeaseRecord, ttl: f64) -> std::io::Result<Option<LeaseRecord>> {
+    pub(crate) fn renew(
+        &self,
+        held: &LeaseRecord,
+        ttl: f64,
+    ) -> std::io::Result<Option<LeaseRecord>> {
         self.locked(|| {
             let current = match self.read_file() {
                 Ok(current) => current,

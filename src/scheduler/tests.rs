@@ -438,7 +438,10 @@ async fn a_yield_request_cancels_the_local_instance_without_a_report() {
     while !h.control.job("j").await.unwrap().running && std::time::Instant::now() < deadline {
         tokio::task::yield_now().await;
     }
-    assert!(h.control.job("j").await.unwrap().running, "the claimed run started");
+    assert!(
+        h.control.job("j").await.unwrap().running,
+        "the claimed run started"
+    );
     h.yields
         .send(SlotYield {
             job: "j".into(),

@@ -282,7 +282,10 @@ impl SlotStore for FsSlotStore {
         blocking(move || inner.append_cancel(&job, request))
     }
 
-    fn cancel_request(&self, job: &str) -> BoxFuture<'static, Result<Option<CancelRequest>, String>> {
+    fn cancel_request(
+        &self,
+        job: &str,
+    ) -> BoxFuture<'static, Result<Option<CancelRequest>, String>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         blocking(move || inner.newest_cancel(&job))

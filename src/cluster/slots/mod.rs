@@ -71,8 +71,12 @@ pub struct CancelRequest {
 pub trait SlotStore: Send + Sync {
     /// Takes `job`'s slot for `holder` for `ttl` seconds unless someone
     /// else holds it: the fence won, or None when denied.
-    fn acquire(&self, job: &str, holder: &str, ttl: f64)
-        -> BoxFuture<'static, Result<Option<u64>, String>>;
+    fn acquire(
+        &self,
+        job: &str,
+        holder: &str,
+        ttl: f64,
+    ) -> BoxFuture<'static, Result<Option<u64>, String>>;
     /// Extends a held slot; false when it is no longer ours.
     fn renew(
         &self,
@@ -82,8 +86,12 @@ pub trait SlotStore: Send + Sync {
         ttl: f64,
     ) -> BoxFuture<'static, Result<bool, String>>;
     /// Releases a held slot (nothing when it is no longer ours).
-    fn release(&self, job: &str, holder: &str, fence: u64)
-        -> BoxFuture<'static, Result<(), String>>;
+    fn release(
+        &self,
+        job: &str,
+        holder: &str,
+        fence: u64,
+    ) -> BoxFuture<'static, Result<(), String>>;
     /// The slot's current lease; None when absent or released.
     fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, String>>;
     /// Records a request that the holder of `request.fence` yield.
@@ -93,7 +101,10 @@ pub trait SlotStore: Send + Sync {
         request: CancelRequest,
     ) -> BoxFuture<'static, Result<(), String>>;
     /// The newest cancel request recorded for `job`, if any.
-    fn cancel_request(&self, job: &str) -> BoxFuture<'static, Result<Option<CancelRequest>, String>>;
+    fn cancel_request(
+        &self,
+        job: &str,
+    ) -> BoxFuture<'static, Result<Option<CancelRequest>, String>>;
     /// Whether the store's exclusion can be trusted: Some(reason) when
     /// not. Asked once; the answer is kept.
     fn fidelity(&self) -> BoxFuture<'static, Result<Option<String>, String>> {
@@ -282,9 +293,7 @@ impl Inner {
             if !free {
                 continue;
             }
-            if let Ok(Some(fence)) =
-                bounded(self.store.acquire(&job, &self.holder, ttl)).await
-            {
+            if let Ok(Some(fence)) = bounded(self.store.acquire(&job, &self.holder, ttl)).await {
                 self.hold(&job, fence);
                 return SlotClaim::ClaimedAfterYield;
             }

@@ -52,10 +52,7 @@ async fn forbid_sees_the_other_node_and_a_release_frees_the_slot() {
     let forbid = job(ConcurrencyPolicy::Forbid);
     assert_eq!(a.claim(&forbid).await, SlotClaim::Claimed);
     assert!(a.view("Nightly.Job").held);
-    assert_eq!(
-        b.claim(&forbid).await,
-        SlotClaim::HeldBy("node-a".into())
-    );
+    assert_eq!(b.claim(&forbid).await, SlotClaim::HeldBy("node-a".into()));
     assert_eq!(b.view("Nightly.Job").holder.as_deref(), Some("node-a"));
     // The original's file name, and its lease format.
     let lease = dir
@@ -74,7 +71,10 @@ async fn forbid_sees_the_other_node_and_a_release_frees_the_slot() {
         }
     }
     let text = std::fs::read_to_string(&lease).unwrap();
-    assert!(text.contains("\"fence\":2"), "a takeover bumps the fence: {text}");
+    assert!(
+        text.contains("\"fence\":2"),
+        "a takeover bumps the fence: {text}"
+    );
 }
 
 #[tokio::test]
@@ -96,14 +96,17 @@ async fn replace_asks_the_holder_to_yield_and_takes_the_slot_after_the_release()
             by: "node-b".into()
         }
     );
-    let records: Vec<_> = std::fs::read_dir(dir.path().join("default/records/slots%2F%4Eightly%2E%4Aob"))
-        .unwrap()
-        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
-        .collect();
+    let records: Vec<_> =
+        std::fs::read_dir(dir.path().join("default/records/slots%2F%4Eightly%2E%4Aob"))
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect();
     assert_eq!(records.len(), 1);
     assert!(
         records[0].starts_with("{\"data\":{\"at\":\"")
-            && records[0].contains("\"by\":\"node-b\",\"fence\":1,\"kind\":\"cancel\"},\"schemaVersion\":\"v1\"}"),
+            && records[0].contains(
+                "\"by\":\"node-b\",\"fence\":1,\"kind\":\"cancel\"},\"schemaVersion\":\"v1\"}"
+            ),
         "{}",
         records[0]
     );
