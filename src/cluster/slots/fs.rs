@@ -135,7 +135,7 @@ impl FsInner {
             let Ok(record) = serde_json::from_slice::<RecordFile>(&bytes) else {
                 continue;
             };
-            return Ok((record.data.kind == "cancel").then(|| CancelRequest {
+            return Ok((record.data.kind == "cancel").then_some(CancelRequest {
                 fence: record.data.fence,
                 by: record.data.by,
                 at: record.data.at,
