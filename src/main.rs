@@ -262,6 +262,7 @@ fn run_daemon(
             return ExitCode::from(1);
         }
     };
+    let slot_store = slot_store(&loaded);
     let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
     let buckets = config::web_buckets(loaded.sections.web.as_ref().map(|w| &w.value));
     let counters = Arc::new(Mutex::new(Counters::new(start_time, buckets.as_deref())));
@@ -293,7 +294,12 @@ fn run_daemon(
             Ports {
                 source: sources.source,
                 gate: Box::new(gate),
-                slots: Box::new(ports::NoSlots),
+                slots: match slot_store {
+                    Some((store, node, settings)) => {
+                        Box::new(cluster::slots::ClusterSlots::new(store, &node, settings))
+                    }
+                    None => Box::new(ports::NoSlots),
+                },
                 store: Box::new(ports::MemoryStore::default()),
                 clock: Arc::new(ports::SystemClock),
                 reporter: sources.reporter,
@@ -318,6 +324,71 @@ fn run_daemon(
         forwarder.abort();
         ExitCode::SUCCESS
     })
+}
+
+/// The store of `concurrencyScope: cluster` slots, the node name they are
+/// held under and their settings; None when no job set could use one (no
+/// `state` path and no filesystem cluster backend: the load refuses
+/// cluster-scoped jobs then). `state.path` wins over the cluster backend's
+/// directory. Built once at start: a reload that changes `state` or the
+/// cluster backend takes effect for slots at the next start (the jobs'
+/// own settings follow reloads).
+///
+/// Also logs, once, what a `state` section asks for that this daemon
+/// keeps in memory only.
+fn slot_store(
+    loaded: &config::LoadedConfig,
+) -> Option<(
+    Arc<dyn cluster::slots::SlotStore>,
+    String,
+    cluster::slots::SlotSettings,
+)> {
+    let state = loaded.sections.state.as_ref().map(|s| &s.value);
+    if state.is_some() {
+        tracing::warn!(
+            target: "cronstable",
+            "state: this version of cronstable uses the state section only for \
+             concurrencyScope: cluster slots; run history, pending retries and pauses are kept in \
+             memory only (lost on restart), and onMissed catch-up at start, archiveOutput and the \
+             job state endpoint (jobApi) are not provided"
+        );
+    }
+    let cluster = loaded.sections.cluster.as_ref().and_then(|c| {
+        match config::cluster::resolve(&c.value, platform::host_name()) {
+            Ok(config::cluster::Resolved::Lease { settings, .. }) => Some(settings),
+            _ => None,
+        }
+    });
+    // The name other nodes see: the cluster's node name when there is a
+    // cluster section, else the host name (the original's choice).
+    let node = cluster
+        .as_ref()
+        .map_or_else(|| platform::host_name().to_owned(), |c| c.node_name.clone());
+    let settings = cluster::slots::SlotSettings::from_state(state);
+    let store: Arc<dyn cluster::slots::SlotStore> = match (state, cluster.as_deref()) {
+        (Some(state), _) if !state.path.trim().is_empty() => {
+            Arc::new(cluster::slots::fs::FsSlotStore::new(
+                &state.path,
+                state
+                    .deployment_id
+                    .as_deref()
+                    .filter(|d| !d.is_empty())
+                    .unwrap_or("default"),
+            ))
+        }
+        (
+            _,
+            Some(ClusterSettings {
+                backend: ClusterBackendSettings::Filesystem(fs),
+                ..
+            }),
+        ) => Arc::new(cluster::slots::fs::FsSlotStore::new(
+            &fs.path,
+            &fs.deployment_id,
+        )),
+        _ => return None,
+    };
+    Some((store, node, settings))
 }
 
 /// What the daemon's job source brings along.

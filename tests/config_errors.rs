@@ -233,13 +233,124 @@ fn cluster_scope_rules() {
     let err = rejected(&[("c.yaml", &job_with("    concurrencyScope: cluster\n"))]);
     assert_contains(
         &err,
-        &["concurrencyScope: cluster has no effect with concurrencyPolicy: Allow"],
+        &[
+            "c.yaml:5: job 'j': concurrencyScope: concurrencyScope: cluster has no effect with \
+           concurrencyPolicy: Allow (the default); set Forbid or Replace, or drop concurrencyScope",
+        ],
     );
+    // No store: the original's sentence, every offender sorted, and ours
+    // in parentheses (a lease backend's store also serves).
+    let two = "jobs:\n  - name: zed\n    command: x\n    schedule: '@daily'\n    \
+               concurrencyPolicy: Forbid\n    concurrencyScope: cluster\n  - name: alpha\n    \
+               command: x\n    schedule: '@daily'\n    concurrencyPolicy: Replace\n    \
+               concurrencyScope: cluster\n";
+    let err = rejected(&[("c.yaml", two)]);
+    assert_contains(
+        &err,
+        &[
+            "concurrencyScope: cluster requires a `state` section (the shared store is what \
+           coordinates the nodes), but none is configured; offending job(s): alpha, zed (a \
+           `cluster` section with the kubernetes, etcd or filesystem backend also serves as that \
+           store)",
+        ],
+    );
+    // Either store accepts the same jobs.
+    let forbid = job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Forbid\n");
+    for section in [
+        "state:\n  path: /var/lib/cronstable\n",
+        "cluster:\n  backend: filesystem\n  filesystem:\n    path: /var/lib/cronstable\n",
+        "state:\n  path: /s\ncluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://127.0.0.1:2379']\n",
+        // `state` without `path` only beside a lease backend (our
+        // extension: the slots stay in the leadership store).
+        "state:\n  slotTtlSeconds: 10\ncluster:\n  backend: filesystem\n  filesystem:\n    \
+         path: /var/lib/cronstable\n",
+    ] {
+        let dir = write_tree(&[("c.yaml", &format!("{section}{forbid}"))]);
+        let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+        assert_eq!(run.code, Some(0), "{section}: {}", run.stderr);
+    }
+}
+
+#[test]
+fn cluster_slots_in_a_lease_or_etcd_key_are_refused_until_built() {
+    let forbid = job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Forbid\n");
+    for (backend, section) in [
+        (
+            "etcd",
+            "cluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://127.0.0.1:2379']\n",
+        ),
+        (
+            "kubernetes",
+            "state:\n  slotTtlSeconds: 10\ncluster:\n  backend: kubernetes\n",
+        ),
+    ] {
+        let err = rejected(&[("c.yaml", &format!("{section}{forbid}"))]);
+        assert_contains(
+            &err,
+            &[
+                &format!("concurrencyScope: cluster slots in the {backend} backend's store"),
+                "offending job(s): j",
+                "not supported yet",
+            ],
+        );
+    }
+}
+
+#[test]
+fn state_section_rules_use_the_originals_messages() {
+    for (yaml, message) in [
+        (
+            "state: {}\n",
+            "state.path is required and must be non-empty",
+        ),
+        (
+            "state:\n  path: ''\n",
+            "state.path is required and must be non-empty",
+        ),
+        (
+            "state:\n  path: /s\n  slotTtlSeconds: 4\n",
+            "state.slotTtlSeconds must be >= 5 and finite",
+        ),
+        (
+            "state:\n  path: /s\n  slotTtlSeconds: .nan\n",
+            "state.slotTtlSeconds must be >= 5 and finite",
+        ),
+        (
+            "state:\n  path: /s\n  maxOpsPerSecond: -1\n",
+            "state.maxOpsPerSecond must be >= 0 and finite",
+        ),
+        (
+            "state:\n  path: /s\n  gcGraceSeconds: 3600\n",
+            "state.gcGraceSeconds must be <= 0 (GC disabled) or >= 86400",
+        ),
+        (
+            "state:\n  path: /s\n  jobApi:\n    lockTtlSeconds: 1\n",
+            "state.jobApi.lockTtlSeconds must be >= 5 and finite",
+        ),
+    ] {
+        let err = rejected(&[("c.yaml", &format!("{yaml}{JOB}"))]);
+        assert_contains(&err, &[&format!("c.yaml: {message}")]);
+    }
+    // The edges are accepted.
+    let dir = write_tree(&[(
+        "c.yaml",
+        &format!(
+            "state:\n  path: /s\n  slotTtlSeconds: 5\n  maxOpsPerSecond: 0\n  \
+             gcGraceSeconds: 0\n  onStoreUnavailable: fail-closed\n  topology: shared\n{JOB}"
+        ),
+    )]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // Secrets stay refused with a state section (their endpoint is not
+    // built), by name.
     let err = rejected(&[(
         "c.yaml",
-        &job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Forbid\n"),
+        &format!(
+            "state:\n  path: /s\n{}",
+            job_with("    secrets:\n      - name: token\n        value: x\n")
+        ),
     )]);
-    assert_contains(&err, &["needs a 'state' section", "offending job(s): j"]);
+    assert_contains(&err, &["job secrets (job(s) j)", "not supported yet"]);
 }
 
 #[test]
@@ -329,7 +440,6 @@ fn unset_variable_names_value_path_and_variable() {
 #[test]
 fn sections_not_supported_yet_are_refused_by_name() {
     for (section, yaml) in [
-        ("'state' section", "state:\n  path: /var/lib/cronstable\n"),
         ("cluster.backend: gossip", "cluster:\n  backend: gossip\n"),
         ("cluster.backend: gossip", "cluster:\n  nodeName: a\n"),
         (

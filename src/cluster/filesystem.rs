@@ -256,19 +256,20 @@ pub fn absolute_root(path: &str) -> PathBuf {
     out
 }
 
-fn wall_now() -> f64 {
+pub(crate) fn wall_now() -> f64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or_default()
 }
 
-/// The election's files and the blocking operations on them.
-struct Store {
+/// The election's files and the blocking operations on them (the slot
+/// store of `cluster::slots` uses one per job slot).
+pub(crate) struct Store {
     /// The configured directory, absolute (what `GET /cluster` shows).
     root: PathBuf,
     /// `root/fs_safe(deploymentId)`.
-    base: PathBuf,
+    pub(crate) base: PathBuf,
     election: String,
     lock_path: PathBuf,
     lease_path: PathBuf,
@@ -290,7 +291,7 @@ const PRUNE_FIRES_EVERY: u64 = 16;
 struct Unreadable(String);
 
 impl Store {
-    fn new(settings: &FilesystemSettings) -> Store {
+    pub(crate) fn new(settings: &FilesystemSettings) -> Store {
         let root = absolute_root(&settings.path);
         let base = root.join(fs_safe(&settings.deployment_id));
         let safe = fs_safe(&settings.election_name);
@@ -307,7 +308,7 @@ impl Store {
         }
     }
 
-    fn prepare(&self) -> std::io::Result<()> {
+    pub(crate) fn prepare(&self) -> std::io::Result<()> {
         for sub in SUBDIRS {
             platform::create_private_dirs(&self.base.join(sub))?;
         }
@@ -317,7 +318,7 @@ impl Store {
     /// Checks that the mount's locks exclude: two opens of one file must
     /// not both get the exclusive lock, and an NFS mount must not keep
     /// its locks on this host. Returns the reason to refuse, if any.
-    fn lock_fidelity(&self) -> std::io::Result<Option<String>> {
+    pub(crate) fn lock_fidelity(&self) -> std::io::Result<Option<String>> {
         if let Some((fstype, options)) = platform::mount_of(&self.base) {
             if fstype.starts_with("nfs") {
                 let options: Vec<&str> = options.split(',').collect();
@@ -578,7 +579,7 @@ impl Store {
 
     /// Takes the lease for `holder` unless someone else holds it; None
     /// when denied (held elsewhere, or the file cannot be trusted).
-    fn acquire(&self, holder: &str, ttl: f64) -> std::io::Result<Option<LeaseRecord>> {
+    pub(crate) fn acquire(&self, holder: &str, ttl: f64) -> std::io::Result<Option<LeaseRecord>> {
         self.locked(|| {
             let current = match self.read_file() {
                 Ok(current) => current,
@@ -614,7 +615,11 @@ impl Store {
     }
 
     /// Extends `held` by `ttl` if it is still ours; None when refused.
-    fn renew(&self, held: &LeaseRecord, ttl: f64) -> std::io::Result<Option<LeaseRecord>> {
+    pub(crate) fn renew(
+        &self,
+        held: &LeaseRecord,
+        ttl: f64,
+    ) -> std::io::Result<Option<LeaseRecord>> {
         self.locked(|| {
             let current = match self.read_file() {
                 Ok(current) => current,
@@ -649,7 +654,7 @@ impl Store {
 
     /// Marks `held` released in place (expiry 0, holder and fence kept)
     /// if the file still shows it.
-    fn release(&self, held: &LeaseRecord) -> std::io::Result<()> {
+    pub(crate) fn release(&self, held: &LeaseRecord) -> std::io::Result<()> {
         self.locked(|| {
             let Ok(Some(current)) = self.read_file() else {
                 // Absent or untrusted: it expires on its own.
@@ -668,7 +673,7 @@ impl Store {
 
     /// An unlocked look at the lease: None when absent, released or
     /// unreadable.
-    fn read(&self) -> Option<LeaseRecord> {
+    pub(crate) fn read(&self) -> Option<LeaseRecord> {
         self.read_file()
             .ok()
             .flatten()
@@ -678,7 +683,7 @@ impl Store {
 
 /// Runs blocking `work` on a thread of its own, waiting at most `limit`.
 /// None when it did not finish in time (it may still land later).
-async fn off_thread<T: Send + 'static>(
+pub(crate) async fn off_thread<T: Send + 'static>(
     limit: Duration,
     work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
 ) -> Option<std::io::Result<T>> {

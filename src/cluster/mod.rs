@@ -13,6 +13,7 @@ pub mod filesystem;
 pub mod gate;
 pub mod kubernetes;
 pub mod records;
+pub mod slots;
 pub mod supervise;
 
 pub use driver::Leadership;

@@ -1,8 +1,9 @@
 //! Rules for the whole-config sections, and the rules that span sections
-//! and jobs (a job that needs `state`, a feature not supported yet).
+//! and jobs (a job that needs a slot store, a feature not supported yet).
 
 use super::error::{ConfigError, Location};
 use super::job::JobConfig;
+use super::model::sections::StateConfig;
 use super::model::{ConcurrencyScope, WebConfig};
 use super::sections::Sections;
 
@@ -100,6 +101,40 @@ fn has_secrets(job: &JobConfig) -> bool {
         .is_some_and(|s| !s.0.is_empty())
 }
 
+/// Checks the `state` section with the original's messages (the keys it
+/// validates at load). `lease_backend`: a `cluster` section with a lease
+/// backend is configured, whose store may keep the slots instead of
+/// `path` (our extension: then `path` may be left out).
+pub fn check_state(state: &StateConfig, lease_backend: bool) -> Result<(), String> {
+    if state.path.trim().is_empty() && !lease_backend {
+        return Err("state.path is required and must be non-empty".into());
+    }
+    if state
+        .slot_ttl_seconds
+        .is_some_and(|v| !(v.is_finite() && v >= 5.0))
+    {
+        return Err("state.slotTtlSeconds must be >= 5 and finite".into());
+    }
+    if state
+        .max_ops_per_second
+        .is_some_and(|v| !(v.is_finite() && v >= 0.0))
+    {
+        return Err("state.maxOpsPerSecond must be >= 0 and finite".into());
+    }
+    if state.gc_grace_seconds.is_some_and(|v| v > 0 && v < 86_400) {
+        return Err("state.gcGraceSeconds must be <= 0 (GC disabled) or >= 86400".into());
+    }
+    if state
+        .job_api
+        .as_ref()
+        .and_then(|api| api.lock_ttl_seconds)
+        .is_some_and(|v| !(v.is_finite() && v >= 5.0))
+    {
+        return Err("state.jobApi.lockTtlSeconds must be >= 5 and finite".into());
+    }
+    Ok(())
+}
+
 /// Rules across sections and jobs, checked once on the assembled config.
 pub fn check_cross_sections(
     jobs: &[JobConfig],
@@ -115,38 +150,75 @@ pub fn check_cross_sections(
         names.sort();
         names
     };
-    if sections.state.is_none() {
-        let cluster_jobs = offenders(&|j| j.concurrency_scope == ConcurrencyScope::Cluster);
+    let lease = sections.cluster.as_ref().and_then(|c| {
+        match super::cluster::resolve(&c.value, crate::platform::host_name()) {
+            Ok(super::cluster::Resolved::Lease { settings, .. }) => Some((settings, &c.source)),
+            _ => None,
+        }
+    });
+    let lease_backend = lease.is_some();
+    if let Some(state) = &sections.state {
+        check_state(&state.value, lease_backend)
+            .map_err(|message| ConfigError::config(Location::source(&state.source), message))?;
+    }
+    let cluster_jobs = offenders(&|j| j.concurrency_scope == ConcurrencyScope::Cluster);
+    if sections.state.is_none() && !lease_backend {
         if let Some(first) = jobs
             .iter()
             .find(|j| j.concurrency_scope == ConcurrencyScope::Cluster)
         {
+            // The original's sentence, then ours in parentheses: here a
+            // lease backend's store also keeps the slots.
             return Err(ConfigError::config(
                 first.origin.clone(),
                 format!(
-                    "concurrencyScope: cluster needs a 'state' section (the shared store is \
-                     what coordinates the nodes); offending job(s): {}",
+                    "concurrencyScope: cluster requires a `state` section (the shared store is \
+                     what coordinates the nodes), but none is configured; offending job(s): {} \
+                     (a `cluster` section with the kubernetes, etcd or filesystem backend also \
+                     serves as that store)",
                     cluster_jobs.join(", ")
                 ),
             ));
         }
-        let secret_jobs = offenders(&has_secrets);
-        if let Some(first) = jobs.iter().find(|j| has_secrets(j)) {
-            return Err(ConfigError::config(
-                first.origin.clone(),
-                format!(
-                    "job secrets are staged through the state endpoint and need a 'state' \
-                     section; offending job(s): {}",
-                    secret_jobs.join(", ")
+    }
+    let state_path = sections
+        .state
+        .as_ref()
+        .is_some_and(|s| !s.value.path.trim().is_empty());
+    if let (false, Some((settings, source)), false) = (state_path, &lease, cluster_jobs.is_empty())
+    {
+        if !matches!(settings.backend, super::cluster::Backend::Filesystem(_)) {
+            // Slots on a Lease or an etcd key are not built yet: refuse
+            // rather than run without the cluster-wide check.
+            return Err(not_supported(
+                source,
+                &format!(
+                    "concurrencyScope: cluster slots in the {} backend's store (offending job(s): \
+                     {}; give the `state` section a shared `path`, or use the filesystem backend)",
+                    settings.backend.name(),
+                    cluster_jobs.join(", ")
                 ),
             ));
         }
     }
-    if let Some(state) = &sections.state {
-        return Err(not_supported(
-            &state.source,
-            "the 'state' section (durable state)",
-        ));
+    let secret_jobs = offenders(&has_secrets);
+    if let Some(first) = jobs.iter().find(|j| has_secrets(j)) {
+        // Secrets are staged through the state store's job endpoint,
+        // which is not built: refused with or without a `state` section.
+        let message = if sections.state.is_none() {
+            format!(
+                "job secrets are staged through the state endpoint and need a 'state' \
+                 section; offending job(s): {}",
+                secret_jobs.join(", ")
+            )
+        } else {
+            format!(
+                "job secrets (job(s) {}) are not supported yet by this version of cronstable; \
+                 remove them to run this config",
+                secret_jobs.join(", ")
+            )
+        };
+        return Err(ConfigError::config(first.origin.clone(), message));
     }
     if let Some(cluster) = &sections.cluster {
         match super::cluster::resolve(&cluster.value, crate::platform::host_name()) {

@@ -246,8 +246,8 @@ fn check_ranges(spec: &JobSpec) -> Result<(), RuleError> {
     {
         return Err(rule(
             "concurrencyScope",
-            "concurrencyScope: cluster has no effect with concurrencyPolicy: Allow; set Forbid \
-             or Replace, or drop concurrencyScope",
+            "concurrencyScope: cluster has no effect with concurrencyPolicy: Allow (the \
+             default); set Forbid or Replace, or drop concurrencyScope",
         ));
     }
     if spec.catchup_jitter_seconds.is_some_and(|v| v < 0) {

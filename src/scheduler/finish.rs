@@ -29,12 +29,18 @@ impl Scheduler {
                 if let Some(config) = self.job(&job) {
                     // The replaced instances released the slot as they
                     // ended; the new one claims it again.
-                    if self.claim_slot(&config) {
+                    if self.claim_slot(&config, trigger, attempt) {
                         self.spawn_run(config, trigger, attempt);
                     }
                 }
             }
             Event::Failover(answer) => self.handle_failover(answer),
+            Event::SlotAnswer {
+                job,
+                trigger,
+                attempt,
+                claim,
+            } => self.slot_answer(&job, trigger, attempt, claim),
         }
     }
 

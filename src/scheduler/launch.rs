@@ -2,7 +2,7 @@
 //! launch goes through (pause, leader gate, local concurrency policy,
 //! cluster slot) before a run starts.
 
-use super::ports::{needs_slot, Admission, SlotClaim};
+use super::ports::{needs_slot, Admission, SlotClaim, SlotYield};
 use super::{lost_run, Event, RetryState, Scheduler};
 use crate::config::model::ConcurrencyPolicy;
 use crate::config::JobConfig;
@@ -181,7 +181,8 @@ impl Scheduler {
     /// The launch gates, in one place: Allow runs alongside, Forbid skips,
     /// Replace cancels every running instance and launches once they end.
     /// The local check runs first; a launch that clears it then claims the
-    /// job's cluster slot (`concurrencyScope: cluster` only).
+    /// job's cluster slot (`concurrencyScope: cluster` only), which
+    /// answers later through [`Event::SlotAnswer`].
     pub(super) fn maybe_launch(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
         if self.is_running(&job.name) {
             self.warn_still_running(&job);
@@ -213,58 +214,170 @@ impl Scheduler {
                 }
             }
         }
-        if !self.claim_slot(&job) {
+        if !self.claim_slot(&job, trigger, attempt) {
             return;
         }
         self.spawn_run(job, trigger, attempt);
     }
 
     /// The cluster gate behind the local check: true when the launch may
-    /// go ahead.
-    pub(super) fn claim_slot(&mut self, job: &JobConfig) -> bool {
+    /// go ahead now (no slot needed, or this node holds it already).
+    /// Otherwise the claim is sent to the store and the launch continues,
+    /// or not, when its answer arrives ([`Scheduler::slot_answer`]).
+    pub(super) fn claim_slot(&mut self, job: &JobConfig, trigger: Trigger, attempt: u32) -> bool {
         if !needs_slot(job) || self.held_slots.contains(&job.name) {
             return true;
         }
-        match self.slots.claim(job) {
-            SlotClaim::Claimed => {
+        if !self.claiming.insert(job.name.clone()) {
+            // A claim for this job is already out: this launch is the
+            // same contest (Forbid would skip it, Replace is already
+            // pursuing the slot), so it is not asked twice.
+            tracing::info!(
+                target: "cronstable::scheduler",
+                "Job {}: a claim of its cluster concurrency slot is still in progress; not \
+                 launching again",
+                job.name
+            );
+            return false;
+        }
+        let claim = self.slots.claim(job);
+        let events = self.events_tx.clone();
+        let name = job.name.clone();
+        tokio::spawn(async move {
+            let claim = claim.await;
+            let _ = events.send(Event::SlotAnswer {
+                job: name,
+                trigger,
+                attempt,
+                claim,
+            });
+        });
+        false
+    }
+
+    /// A claim answered: launch (re-running the local check, since the
+    /// table or the running set may have moved meanwhile), or log why not
+    /// in the original's words.
+    pub(super) fn slot_answer(
+        &mut self,
+        name: &str,
+        trigger: Trigger,
+        attempt: u32,
+        claim: SlotClaim,
+    ) {
+        self.claiming.remove(name);
+        let job = self.job(name).filter(|j| needs_slot(j));
+        let won = matches!(claim, SlotClaim::Claimed | SlotClaim::ClaimedAfterYield);
+        let Some(job) = job.filter(|_| !self.stopping) else {
+            if won {
+                // Nothing to run any more (stopping, or the job left the
+                // config or the cluster scope): give the slot straight back.
+                self.slots.release(name);
+            }
+            return;
+        };
+        match claim {
+            SlotClaim::Claimed | SlotClaim::ClaimedAfterYield => {
                 self.held_slots.insert(job.name.clone());
-                true
+                let yielded = claim == SlotClaim::ClaimedAfterYield;
+                let before = self.next_run_id;
+                self.maybe_launch(Arc::clone(&job), trigger, attempt);
+                if yielded && self.next_run_id != before {
+                    tracing::info!(
+                        target: "cronstable::scheduler",
+                        "Job {}: launched after the previous cluster slot holder yielded \
+                         (concurrencyPolicy: Replace)",
+                        job.name
+                    );
+                }
+                if !self.running.contains_key(&job.name) && self.held_slots.remove(&job.name) {
+                    // The local check turned the launch down and nothing
+                    // runs here: the slot is not ours to keep.
+                    self.slots.release(&job.name);
+                }
             }
             SlotClaim::HeldBy(node) => {
-                // The manual's wording for Forbid; Replace across nodes
-                // (asking the holder to yield) arrives with the state
-                // store, until then it skips the same way.
                 tracing::warn!(
                     target: "cronstable::scheduler",
                     "Job {} skipped: its cluster concurrency slot is held by {node} \
-                     (concurrencyPolicy: {:?}, concurrencyScope: cluster)",
-                    job.name,
-                    job.concurrency_policy
+                     (concurrencyPolicy: Forbid, concurrencyScope: cluster)",
+                    job.name
                 );
-                false
             }
-            SlotClaim::Unavailable(why) => {
+            SlotClaim::NotYielded {
+                holder,
+                waited_secs,
+            } => {
                 tracing::warn!(
                     target: "cronstable::scheduler",
-                    "Job {}: cannot claim its cluster concurrency slot ({why}); enforcing \
+                    "Job {}: the foreign holder ({holder}) did not yield its cluster concurrency \
+                     slot within {waited_secs:.0}s; skipping this launch (no-run over double-run)",
+                    job.name
+                );
+            }
+            SlotClaim::Unavailable {
+                reason,
+                fail_closed: true,
+            } => {
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "Job {} skipped: cannot claim its cluster concurrency slot ({reason}) and \
+                     onStoreUnavailable is fail-closed",
+                    job.name
+                );
+            }
+            SlotClaim::Unavailable {
+                reason,
+                fail_closed: false,
+            } => {
+                tracing::warn!(
+                    target: "cronstable::scheduler",
+                    "Job {}: cannot claim its cluster concurrency slot ({reason}); enforcing \
                      concurrencyPolicy on this node only for this run (onStoreUnavailable: degrade)",
                     job.name
                 );
-                true
+                self.launch_unslotted(job, trigger, attempt);
             }
         }
     }
 
-    /// Keeps held cluster slots alive at every pass.
-    pub(super) fn renew_slots(&mut self) {
-        for name in &self.held_slots {
-            if !self.slots.renew(name) {
-                tracing::warn!(
-                    target: "cronstable::scheduler",
-                    "Job {name}: its cluster concurrency slot was lost while it is still running \
-                     here; the run continues"
-                );
+    /// A degraded launch: the local check alone decides (Replace cancels
+    /// local instances and then asks for the slot again).
+    fn launch_unslotted(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        if self.is_running(&job.name) {
+            match job.concurrency_policy {
+                ConcurrencyPolicy::Forbid => {
+                    self.warn_still_running(&job);
+                    return;
+                }
+                _ => return self.maybe_launch(job, trigger, attempt),
             }
+        }
+        self.spawn_run(job, trigger, attempt);
+    }
+
+    /// Another node asked this one to yield `job`'s slot (a cluster
+    /// Replace there): its instances here are cancelled the way a local
+    /// Replace cancels them (no report, no retry); the finish path gives
+    /// the slot back when the last one ends.
+    pub(super) fn slot_yield(&mut self, request: SlotYield) {
+        let live: Vec<RunHandle> = self
+            .running
+            .get(&request.job)
+            .map(|runs| runs.iter().filter(|r| !r.has_ended()).cloned().collect())
+            .unwrap_or_default();
+        if live.is_empty() {
+            return;
+        }
+        tracing::info!(
+            target: "cronstable::scheduler",
+            "Job {}: node {} requested this instance be replaced (concurrencyPolicy: Replace, \
+             concurrencyScope: cluster); cancelling",
+            request.job,
+            request.by
+        );
+        for handle in &live {
+            handle.replace();
         }
     }
 

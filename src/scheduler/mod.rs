@@ -57,6 +57,13 @@ enum Event {
     },
     /// A leadership-store call answered (see [`failover`]).
     Failover(failover::Answer),
+    /// The store answered a cluster slot claim for a launch.
+    SlotAnswer {
+        job: String,
+        trigger: Trigger,
+        attempt: u32,
+        claim: ports::SlotClaim,
+    },
 }
 
 /// A job's armed retry ladder and its pending timer.
@@ -100,6 +107,8 @@ pub struct Scheduler {
     /// Jobs whose cluster slot this node holds (released with the last
     /// local instance).
     held_slots: HashSet<String>,
+    /// Jobs with a slot claim out (its answer not back yet).
+    claiming: HashSet<String>,
     store: Box<dyn RunStore>,
     clock: Arc<dyn Clock>,
     reporter: Arc<dyn Reporter>,
@@ -150,6 +159,7 @@ impl Scheduler {
             gate: ports.gate,
             slots: ports.slots,
             held_slots: HashSet::new(),
+            claiming: HashSet::new(),
             store: ports.store,
             clock: ports.clock,
             reporter: ports.reporter,
@@ -262,6 +272,7 @@ impl Scheduler {
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
+                request = self.slots.next_yield() => self.slot_yield(request),
                 set = self.source.next() => {
                     // Boundaries that passed while the source worked are
                     // not lost: the sleep above is already due when the
@@ -334,7 +345,6 @@ impl Scheduler {
         // were judged under the previous leadership, so a takeover's
         // catch-up covers exactly those.
         self.failover_pass(self.evaluated);
-        self.renew_slots();
         for at in due.fire {
             self.launch_due(at);
         }
@@ -357,6 +367,7 @@ impl Scheduler {
             tokio::select! {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.handle_control(request),
+                request = self.slots.next_yield() => self.slot_yield(request),
                 cause = stop.recv() => {
                     // The manual: a second signal does not change the
                     // shutdown sequence. Say so, so the operator knows.

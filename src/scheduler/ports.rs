@@ -189,49 +189,97 @@ impl LeaderGate for Standalone {
 }
 
 /// What a slot claim found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum SlotClaim {
-    /// The slot is ours (or already was: claims are counted per job).
+    /// The slot is ours (or already was).
     Claimed,
-    /// A live instance on another node holds it; the name is that node's.
+    /// Replace: the slot's holder on another node was asked to yield and
+    /// did; the slot is ours now.
+    ClaimedAfterYield,
+    /// Forbid: a live instance on another node holds it; the name is that
+    /// node's.
     HeldBy(String),
-    /// The store cannot answer (down, hung, untrustworthy locks); the text
-    /// says why. The scheduler then enforces the policy on this node only
-    /// for this run (the documented `onStoreUnavailable: degrade`).
-    Unavailable(String),
+    /// Replace: the holder (named) was asked to yield but kept the slot
+    /// past the pursuit's deadline (`waited_secs`); this launch is
+    /// skipped (no-run over double-run).
+    NotYielded {
+        /// The holder's node name.
+        holder: String,
+        /// How long the pursuit waited, seconds.
+        waited_secs: f64,
+    },
+    /// The store cannot answer (down, hung, untrustworthy locks).
+    Unavailable {
+        /// Why, in the original's words (`the state store is
+        /// unavailable`, `the store did not answer`, a lock-fidelity
+        /// reason).
+        reason: String,
+        /// `onStoreUnavailable: fail-closed` (skip); otherwise the launch
+        /// goes ahead, policed on this node only (`degrade`).
+        fail_closed: bool,
+    },
+}
+
+/// A request from another node that this node yield a job's slot (a
+/// cluster Replace there).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotYield {
+    /// The job.
+    pub job: String,
+    /// The requesting node's name.
+    pub by: String,
+}
+
+/// What `GET /jobs` shows of a cluster-scoped job's slot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SlotView {
+    /// This node holds the slot.
+    pub held: bool,
+    /// The holder as last seen by this node (its node name), if known.
+    pub holder: Option<String>,
 }
 
 /// The cluster-wide slot of a job with `concurrencyScope: cluster`.
 ///
 /// The local concurrency check always runs first; a launch that clears it
 /// then claims the job's slot, so Forbid and Replace also see instances on
-/// other nodes sharing the state store. Jobs with `concurrencyScope: node`
-/// or `concurrencyPolicy: Allow` never reach the lock. The scheduler
-/// releases the slot when the job's last local instance ends; a TTL backend
-/// also renews it while runs last, so a crashed holder frees it after one
-/// TTL.
+/// other nodes sharing the store. Jobs with `concurrencyScope: node` or
+/// `concurrencyPolicy: Allow` never reach the lock.
+///
+/// The scheduler runs on one thread and must never wait on a store, so a
+/// claim is a future it spawns; the answer comes back as an event. The
+/// scheduler claims once per job while instances run here and releases
+/// when the last one ends; in between the implementation renews the slot
+/// in the background (a crashed holder's slot frees after one TTL) and
+/// watches for other nodes' requests to yield it.
 pub trait SlotLock: Send {
-    /// Claims `job`'s slot for a launch about to happen here.
-    fn claim(&mut self, job: &JobConfig) -> SlotClaim;
-    /// Keeps a held slot alive; false when it was lost (taken over after a
-    /// store outage). The run continues either way: work is never killed
-    /// over a store blip.
-    fn renew(&mut self, job: &str) -> bool;
-    /// Gives the slot back (the job's last local instance ended).
+    /// Claims `job`'s slot for a launch about to happen here. Each store
+    /// operation is bounded; a Replace pursuit (asking the holder to
+    /// yield, then waiting for the slot) happens inside the future.
+    fn claim(&mut self, job: &JobConfig) -> BoxFuture<'static, SlotClaim>;
+    /// Gives the slot back (the job's last local instance ended); runs in
+    /// the background, a failure only logged (the slot then frees by TTL).
     fn release(&mut self, job: &str);
+    /// Resolves with the next request from another node to yield a slot
+    /// this node holds; pending forever when there is none. Must be
+    /// cancel-safe: the scheduler drops it whenever another event wins.
+    fn next_yield(&mut self) -> BoxFuture<'_, SlotYield> {
+        Box::pin(std::future::pending())
+    }
+    /// What this node knows of `job`'s slot, without asking the store.
+    fn view(&self, _job: &str) -> SlotView {
+        SlotView::default()
+    }
 }
 
-/// No state store configured: there is no cluster, so every claim
+/// No slot store configured: there is no cluster, so every claim
 /// succeeds and the local check is the whole story.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoSlots;
 
 impl SlotLock for NoSlots {
-    fn claim(&mut self, _job: &JobConfig) -> SlotClaim {
-        SlotClaim::Claimed
-    }
-    fn renew(&mut self, _job: &str) -> bool {
-        true
+    fn claim(&mut self, _job: &JobConfig) -> BoxFuture<'static, SlotClaim> {
+        Box::pin(std::future::ready(SlotClaim::Claimed))
     }
     fn release(&mut self, _job: &str) {}
 }

@@ -71,25 +71,32 @@ impl LeaderGate for FakeGate {
     }
 }
 
-/// A slot lock with a fixed claim answer that logs every call.
+/// A slot lock with a fixed claim answer that logs every call; yield
+/// requests are whatever the test sends on the harness's channel.
 struct FakeSlots {
     claim: SlotClaim,
     calls: Arc<Mutex<Vec<String>>>,
+    yields: mpsc::UnboundedReceiver<SlotYield>,
 }
 
 impl SlotLock for FakeSlots {
-    fn claim(&mut self, job: &JobConfig) -> SlotClaim {
+    fn claim(&mut self, job: &JobConfig) -> futures_util::future::BoxFuture<'static, SlotClaim> {
         self.calls
             .lock()
             .unwrap()
             .push(format!("claim {}", job.name));
-        self.claim.clone()
-    }
-    fn renew(&mut self, _job: &str) -> bool {
-        true
+        Box::pin(std::future::ready(self.claim.clone()))
     }
     fn release(&mut self, job: &str) {
         self.calls.lock().unwrap().push(format!("release {job}"));
+    }
+    fn next_yield(&mut self) -> futures_util::future::BoxFuture<'_, SlotYield> {
+        Box::pin(async move {
+            match self.yields.recv().await {
+                Some(request) => request,
+                None => std::future::pending().await,
+            }
+        })
     }
 }
 
@@ -135,6 +142,7 @@ struct Harness {
     sets: mpsc::UnboundedSender<JobSet>,
     asked: Arc<Mutex<Vec<(String, Trigger)>>>,
     slot_calls: Arc<Mutex<Vec<String>>>,
+    yields: mpsc::UnboundedSender<SlotYield>,
     stop: shutdown::ShutdownHandle,
     task: tokio::task::JoinHandle<()>,
 }
@@ -152,6 +160,7 @@ async fn start_scripted(
     let (sets, rx) = mpsc::unbounded_channel();
     let asked = Arc::new(Mutex::new(Vec::new()));
     let slot_calls = Arc::new(Mutex::new(Vec::new()));
+    let (yields, yield_rx) = mpsc::unbounded_channel();
     let (stop, requests) = shutdown::channel();
     let scheduler = Scheduler::new(
         initial,
@@ -165,6 +174,7 @@ async fn start_scripted(
             slots: Box::new(FakeSlots {
                 claim,
                 calls: Arc::clone(&slot_calls),
+                yields: yield_rx,
             }),
             store: Box::new(MemoryStore::default()),
             clock: Arc::new(PausedClock {
@@ -187,6 +197,7 @@ async fn start_scripted(
         sets,
         asked,
         slot_calls,
+        yields,
         stop,
         task,
     }
@@ -356,6 +367,99 @@ async fn forbid_with_the_slot_held_elsewhere_skips_the_launch() {
         "the slot holder elsewhere forbids the launch"
     );
     assert!(h.control.runs("j").await.unwrap().is_empty());
+    finish(h).await;
+}
+
+/// A cluster-scoped job running `command` every minute under `policy`.
+fn cluster_job(name: &str, command: &str, policy: ConcurrencyPolicy) -> JobSet {
+    let yaml = format!(
+        "jobs:\n  - name: {name}\n    command: \"{command}\"\n    schedule: \"* * * * *\"\n"
+    );
+    let mut set = job_set(&yaml);
+    for job in &mut set.jobs {
+        let job = Arc::make_mut(job);
+        job.concurrency_policy = policy;
+        job.concurrency_scope = ConcurrencyScope::Cluster;
+    }
+    set
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_claim_skips_when_fail_closed_and_launches_when_degraded() {
+    let h = start(
+        cluster_forbid("j"),
+        Admission::Launch,
+        SlotClaim::Unavailable {
+            reason: "the store did not answer".into(),
+            fail_closed: true,
+        },
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let calls = Arc::clone(&h.slot_calls);
+    settle_until(|| !calls.lock().unwrap().is_empty()).await;
+    // Give a wrongly launched run every chance to show up.
+    for _ in 0..100 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!h.control.job("j").await.unwrap().running);
+    assert!(
+        h.control.runs("j").await.unwrap().is_empty(),
+        "fail-closed skips"
+    );
+    finish(h).await;
+
+    let h = start(
+        cluster_forbid("j"),
+        Admission::Launch,
+        SlotClaim::Unavailable {
+            reason: "the store did not answer".into(),
+            fail_closed: false,
+        },
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    assert_eq!(runs(&h.control, "j", 1).await.len(), 1, "degrade launches");
+    // Not claimed, so nothing to release.
+    assert_eq!(*h.slot_calls.lock().unwrap(), vec!["claim j".to_owned()]);
+    finish(h).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_yield_request_cancels_the_local_instance_without_a_report() {
+    let h = start(
+        cluster_job("j", "sleep 600", ConcurrencyPolicy::Replace),
+        Admission::Launch,
+        SlotClaim::Claimed,
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !h.control.job("j").await.unwrap().running && std::time::Instant::now() < deadline {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        h.control.job("j").await.unwrap().running,
+        "the claimed run started"
+    );
+    h.yields
+        .send(SlotYield {
+            job: "j".into(),
+            by: "node-b".into(),
+        })
+        .unwrap();
+    let calls = Arc::clone(&h.slot_calls);
+    settle_until(|| calls.lock().unwrap().len() >= 2).await;
+    assert_eq!(
+        *h.slot_calls.lock().unwrap(),
+        vec!["claim j".to_owned(), "release j".to_owned()],
+        "the cancelled instance gave the slot back"
+    );
+    assert!(!h.control.job("j").await.unwrap().running);
+    assert!(
+        h.control.runs("j").await.unwrap().is_empty(),
+        "a replaced instance is not a run"
+    );
     finish(h).await;
 }
 

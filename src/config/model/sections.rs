@@ -77,8 +77,10 @@ pub struct JobApi {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StateConfig {
-    /// Store directory (required).
-    #[serde(deserialize_with = "lenient::string")]
+    /// Store directory. Required, except that a `cluster` section with a
+    /// lease backend may stand in as the slot store (then it may be left
+    /// out; the load checks this, with the original's message).
+    #[serde(default, deserialize_with = "lenient::string")]
     pub path: String,
     /// Lock trust across hosts.
     #[serde(default)]
