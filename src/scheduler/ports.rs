@@ -165,11 +165,16 @@ pub trait LeaderRecords: Send + Sync {
         job: &str,
     ) -> BoxFuture<'static, Result<(), RecordsError>>;
     /// The last scheduled fire recorded for each job.
-    fn last_fires(&self) -> BoxFuture<'static, Result<HashMap<String, DateTime<Utc>>, RecordsError>>;
+    fn last_fires(
+        &self,
+    ) -> BoxFuture<'static, Result<HashMap<String, DateTime<Utc>>, RecordsError>>;
     /// Records that the fire of `job` scheduled for `at` is about to
     /// launch (before the launch, for the same reason as above).
-    fn record_fire(&self, job: &str, at: DateTime<Utc>)
-        -> BoxFuture<'static, Result<(), RecordsError>>;
+    fn record_fire(
+        &self,
+        job: &str,
+        at: DateTime<Utc>,
+    ) -> BoxFuture<'static, Result<(), RecordsError>>;
 }
 
 /// The gate of a daemon without leader election: every node runs every
