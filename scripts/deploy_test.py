@@ -243,7 +243,9 @@ def run_checkov(checkov, manifests):
     passed = 0
     for r in reports:
         results = r.get("results", {})
-        passed += len(results.get("passed_checks", []))
+        # --compact leaves the passed checks out of `results`; the summary
+        # still counts them.
+        passed += int(r.get("summary", {}).get("passed", 0))
         for c in results.get("failed_checks", []):
             failed.setdefault(c["check_id"], []).append("%s %s" % (c.get("file_path"), c.get("resource")))
     check(passed > 0, "checkov passed no check at all; output:\n%s" % proc.stdout[-2000:])
@@ -251,7 +253,7 @@ def run_checkov(checkov, manifests):
         check(False, "checkov %s fails (not in deploy/checkov-skips.yaml): %s" % (cid, failed[cid][:5]))
     for cid in sorted(skipped - set(failed)):
         check(False, "deploy/checkov-skips.yaml lists %s, which no longer fails: remove it" % cid)
-    print("chart_test: checkov: %d passed, %d checks skipped with reasons" % (passed, len(skipped & set(failed))))
+    print("deploy_test: checkov: %d passed, %d checks skipped with reasons" % (passed, len(skipped & set(failed))))
 
 
 def main():
