@@ -21,9 +21,11 @@ const SKIPPED: i32 = 77;
 fn deploy_manifests_match_the_chart_validate_and_pass_checkov() {
     let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let under_ci = std::env::var("CI").as_deref() == Ok("true");
-    let tools = std::env::var("CRONSTABLE_TOOLS").map(PathBuf::from).unwrap_or_else(|_| {
-        PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/cronstable-tools")
-    });
+    let tools = std::env::var("CRONSTABLE_TOOLS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".cache/cronstable-tools")
+        });
     // The cached tools (helm, checkov) are found on PATH as scripts/test.sh
     // puts them there; add the cache for a plain `cargo test` too.
     let path = format!(
