@@ -8,11 +8,12 @@
 # without glibc's caveats when it is installed (`--musl`).
 #
 # What a static glibc binary cannot do (docs/kubernetes.md, "Static
-# binary"): glibc loads its NSS modules (passwd/group lookups through LDAP,
-# sssd, systemd-homed...) with dlopen, which a static binary can only do
-# from a glibc of exactly the same version. Lookups through /etc/passwd and
-# /etc/group ("files") work in any image; `user:`/`group:` names known only
-# to another NSS source do not resolve (numeric ids always work).
+# binary"): glibc loads its NSS modules (systemd, sssd, LDAP...) with
+# dlopen, which from a static binary only works with a glibc of exactly
+# the same version. Measured: where nsswitch.conf says `files` (or is
+# missing) `user:`/`group:` work; where it names a module whose library is
+# installed (Debian with `files systemd`) the job's child dies of SIGSEGV
+# in initgroups. Use --musl for images like that.
 #
 # Usage: scripts/static_build.sh [--musl] [extra cargo args...]
 # Output: target/<triple>/release/cronstable (stripped).
@@ -37,9 +38,11 @@ RUSTFLAGS="${RUSTFLAGS:-} $flags" cargo build --release --locked --target "$trip
 
 bin="target/$triple/release/cronstable"
 strip "$bin"
-if ldd "$bin" >/dev/null 2>&1; then
+# A dynamically linked binary names its loader (PT_INTERP) and its
+# libraries (NEEDED); a static one (static-pie included) has neither.
+if readelf -lW "$bin" | grep -q INTERP || readelf -dW "$bin" | grep -q NEEDED; then
   echo "static_build: $bin is still dynamically linked:" >&2
-  ldd "$bin" >&2
+  readelf -dW "$bin" | grep NEEDED >&2 || true
   exit 1
 fi
 echo "static_build: $bin ($(stat -c %s "$bin") bytes, stripped, static)"
