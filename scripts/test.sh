@@ -76,6 +76,20 @@ if [ -x "$TOOLS/bin/helm" ]; then
   export PATH="$TOOLS/bin:$PATH"
 fi
 
+# tests/deploy.rs scans the rendered chart, deploy/ and its examples with
+# checkov. It pins many libraries of its own, so it gets a virtualenv in
+# the tools cache (not the system Python the other tests share), linked
+# into $TOOLS/bin.
+if ! command -v checkov >/dev/null 2>&1 && [ ! -x "$TOOLS/bin/checkov" ] && command -v python3 >/dev/null 2>&1; then
+  mkdir -p "$TOOLS/bin"
+  python3 -m venv "$TOOLS/checkov-venv"
+  "$TOOLS/checkov-venv/bin/python3" -m pip install --quiet --disable-pip-version-check checkov </dev/null
+  ln -sf "$TOOLS/checkov-venv/bin/checkov" "$TOOLS/bin/checkov"
+fi
+if [ -x "$TOOLS/bin/checkov" ]; then
+  export PATH="$TOOLS/bin:$PATH"
+fi
+
 # tests/prometheus.rs scrapes the daemon with a real Prometheus server.
 # Install it when missing (CI runs as root without stdin); elsewhere a
 # non-root user gets a note and that test skips itself, but under CI the

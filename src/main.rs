@@ -276,6 +276,11 @@ fn run_daemon(
                 return ExitCode::from(1);
             }
         };
+        // As PID 1 (a container's entry point) orphans of jobs are adopted
+        // by the daemon; without this they would stay zombies.
+        if let Err(err) = platform::start_orphan_reaper() {
+            tracing::warn!(target: "cronstable", "cannot reap orphaned processes: {err}");
+        }
         let (may_write_tx, may_write) = tokio::sync::watch::channel(true);
         let sources = match open_sources(kube, root, loaded, &counters, may_write).await {
             Ok(sources) => sources,

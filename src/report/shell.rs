@@ -115,8 +115,9 @@ pub async fn send(cfg: &ShellReport, ctx: &RunContext) -> Result<(), String> {
         .stdin(Stdio::null())
         .process_group(0)
         .kill_on_drop(true);
-    let mut child = cmd
-        .spawn()
+    // Registered as the daemon's own child so that, as PID 1, the orphan
+    // reaper leaves its exit status to the wait below.
+    let (mut child, _own) = platform::spawn_own(|| cmd.spawn(), |c| c.id())
         .map_err(|e| format!("could not start {program}: {e}"))?;
     let limit = timeout(cfg);
     match tokio::time::timeout(limit, child.wait()).await {
