@@ -19,9 +19,10 @@
 # /usr/share/zoneinfo (1.5 MB), the CA bundle (0.2 MB) and the stripped
 # static binary (18.2 MB, 6.8 MB gzipped): about 95 MB, 36 MB to pull.
 #
-# A static glibc binary cannot load the C library's NSS modules: `user:`
-# and `group:` resolve through /etc/passwd and /etc/group only, which is
-# what this image has (docs/kubernetes.md, "Static binary").
+# A static build never calls the C library's NSS code (it cannot load NSS
+# modules safely): `user:` and `group:` resolve through /etc/passwd and
+# /etc/group, read by cronstable itself (docs/kubernetes.md, "Static
+# binary").
 FROM rust:1-bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends tzdata ca-certificates \

@@ -7,13 +7,13 @@
 # a static binary runs in any Linux image. The musl target gives the same
 # without glibc's caveats when it is installed (`--musl`).
 #
-# What a static glibc binary cannot do (docs/kubernetes.md, "Static
-# binary"): glibc loads its NSS modules (systemd, sssd, LDAP...) with
-# dlopen, which from a static binary only works with a glibc of exactly
-# the same version. Measured: where nsswitch.conf says `files` (or is
-# missing) `user:`/`group:` work; where it names a module whose library is
-# installed (Debian with `files systemd`) the job's child dies of SIGSEGV
-# in initgroups. Use --musl for images like that.
+# Accounts (docs/kubernetes.md, "Static binary"): glibc loads its NSS
+# modules (systemd, sssd, LDAP...) with dlopen, which from a static binary
+# only works with a glibc of exactly the same version (a first build here
+# died of SIGSEGV in initgroups on a host with `passwd: files systemd`).
+# So a static build never calls NSS: cronstable reads /etc/passwd and
+# /etc/group itself (src/platform.rs); accounts that exist only in sssd or
+# LDAP are not found there.
 #
 # Usage: scripts/static_build.sh [--musl] [extra cargo args...]
 # Output: target/<triple>/release/cronstable (stripped).
