@@ -84,6 +84,16 @@ fn a_leader_reboot_job_runs_once_per_cluster_across_takeovers_and_restarts() {
             );
         }
     }
+    // Under election GET /jobs shows each job's policy.
+    let boot = first_daemon.job("boot").expect("boot is listed");
+    assert_eq!(boot["clusterPolicy"], "Leader", "{boot}");
+    assert!(boot.get("rebootPending").is_none(), "it ran: {boot}");
+    let everywhere = first_daemon.job("boot-everywhere").expect("listed");
+    assert_eq!(everywhere["clusterPolicy"], "EveryNode", "{everywhere}");
+    assert!(
+        everywhere.get("slot").is_none(),
+        "node-scoped: {everywhere}"
+    );
     // The Lease carries the record, scoped to the job-set id.
     let lease = cluster
         .fake()

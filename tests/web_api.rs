@@ -84,6 +84,10 @@ fn routes_answer_with_their_shapes() {
     assert_eq!(tick["captureStdout"], true);
     assert_eq!(tick["timezone"], "UTC");
     assert!(tick["paused"].is_null());
+    // Without a cluster section the cluster members are left out.
+    for key in ["clusterPolicy", "concurrencyScope", "slot", "rebootPending"] {
+        assert!(tick.get(key).is_none(), "{key} in {tick}");
+    }
 
     let one = get(port, "/jobs/sleeper").json();
     assert_eq!(one["name"], "sleeper");

@@ -3,10 +3,12 @@
 
 use super::control::{
     ActivityRow, Control, ControlError, JobProgress, JobSnapshot, Progress, RetryView, RunSummary,
+    SlotSnapshot,
 };
 use super::pause;
 use super::ports;
 use super::Scheduler;
+use crate::config::model::ConcurrencyScope;
 use crate::job::{RunHandle, RunRecord, Trigger};
 use crate::metrics::prometheus::{self, DaemonGauges, JobGauges};
 use std::sync::Arc;
@@ -194,6 +196,7 @@ impl Scheduler {
 
     fn snapshots(&self, only: Option<&str>) -> Vec<JobSnapshot> {
         let now = self.clock.now();
+        let election = self.gate.records().is_some();
         self.jobs
             .iter()
             .filter(|j| only.is_none_or(|name| j.name == name))
@@ -234,6 +237,16 @@ impl Scheduler {
                         max_attempts: (job.retry.maximum_retries != -1)
                             .then_some(job.retry.maximum_retries),
                     }),
+                    slot: (job.concurrency_scope == ConcurrencyScope::Cluster).then(|| {
+                        let view = self.slots.view(&job.name);
+                        SlotSnapshot {
+                            held: view.held,
+                            holder: if view.held { view.holder } else { None },
+                            refs: if view.held { live.len() } else { 0 },
+                        }
+                    }),
+                    election,
+                    reboot_pending: self.reboot_pending(&job.name),
                 }
             })
             .collect()

@@ -90,6 +90,23 @@ pub struct JobSnapshot {
     pub paused: Option<PauseWindow>,
     /// Armed retry ladder.
     pub retry: Option<RetryView>,
+    /// The cluster-wide slot, for `concurrencyScope: cluster` jobs only.
+    pub slot: Option<SlotSnapshot>,
+    /// Leader election is configured (the API then shows `clusterPolicy`).
+    pub election: bool,
+    /// A deferred `@reboot` job still waiting for the cluster's verdict.
+    pub reboot_pending: bool,
+}
+
+/// A cluster-scoped job's slot as this node sees it (`GET /jobs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotSnapshot {
+    /// This node holds the slot.
+    pub held: bool,
+    /// This node's name while it holds the slot.
+    pub holder: Option<String>,
+    /// Live local instances referencing the held slot.
+    pub refs: usize,
 }
 
 /// What a status writer needs of one job: lighter than a [`JobSnapshot`]

@@ -231,6 +231,11 @@ impl Scheduler {
         self.gate.records()
     }
 
+    /// A deferred `@reboot` job still waiting (`GET /jobs` shows it).
+    pub(super) fn reboot_pending(&self, name: &str) -> bool {
+        self.failover.pending_reboot.contains(name)
+    }
+
     /// At start: defers the `@reboot` jobs the cluster decides about;
     /// returns the ones that launch here right away.
     pub(super) fn defer_reboot_jobs(&mut self, due: Vec<Arc<JobConfig>>) -> Vec<Arc<JobConfig>> {

@@ -381,6 +381,8 @@ impl Scheduler {
                 }
             }
         }
+        // Slots the last runs gave back are still being released.
+        self.slots.settle().await;
         // Reports of runs that finished just before the signal are still on
         // their way; give them a bounded time to arrive.
         if !self.reports.is_empty() {

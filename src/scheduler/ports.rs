@@ -270,6 +270,12 @@ pub trait SlotLock: Send {
     fn view(&self, _job: &str) -> SlotView {
         SlotView::default()
     }
+    /// Resolves when the releases already asked for are done (each is
+    /// bounded); the drain awaits it last, so a slot given back as the
+    /// daemon stops is free for the other nodes at once, not after a TTL.
+    fn settle(&mut self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
 }
 
 /// No slot store configured: there is no cluster, so every claim

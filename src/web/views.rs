@@ -190,6 +190,28 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
             map.insert("priority".into(), name);
         }
     }
+    // Cluster members, each only where it means something (the HTTP-API
+    // page's rule, keeping the common single-node payload lean).
+    if let Some(map) = v.as_object_mut() {
+        if job.reboot_pending {
+            map.insert("rebootPending".into(), Value::Bool(true));
+        }
+        if let Some(slot) = &job.slot {
+            map.insert("concurrencyScope".into(), Value::from("cluster"));
+            map.insert(
+                "slot".into(),
+                json!({"held": slot.held, "holder": slot.holder, "refs": slot.refs}),
+            );
+        }
+        if job.election {
+            map.insert(
+                "clusterPolicy".into(),
+                Value::from(crate::scheduler::ports::cluster_policy_name(
+                    c.cluster_policy,
+                )),
+            );
+        }
+    }
     v
 }
 

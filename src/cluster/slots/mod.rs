@@ -377,6 +377,9 @@ impl Inner {
 pub struct ClusterSlots {
     inner: Arc<Inner>,
     yields: mpsc::UnboundedReceiver<SlotYield>,
+    /// Releases still on their way (awaited, bounded, before the daemon
+    /// exits, so a drained job's slot is free at once for the others).
+    releases: Vec<tokio::task::JoinHandle<()>>,
 }
 
 impl ClusterSlots {
@@ -395,6 +398,7 @@ impl ClusterSlots {
                 fidelity: tokio::sync::OnceCell::new(),
             }),
             yields: rx,
+            releases: Vec::new(),
         }
     }
 }
@@ -413,7 +417,8 @@ impl SlotLock for ClusterSlots {
         lock(&self.inner.seen).remove(job);
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
-        tokio::spawn(async move {
+        self.releases.retain(|r| !r.is_finished());
+        self.releases.push(tokio::spawn(async move {
             let released = bounded(inner.store.release(&job, &inner.holder, held.fence)).await;
             if let Err(why) = released {
                 tracing::warn!(
@@ -422,7 +427,17 @@ impl SlotLock for ClusterSlots {
                      by TTL"
                 );
             }
-        });
+        }));
+    }
+
+    fn settle(&mut self) -> BoxFuture<'static, ()> {
+        let pending = std::mem::take(&mut self.releases);
+        // Each release is bounded by the store-operation cap already.
+        Box::pin(async move {
+            for release in pending {
+                let _ = release.await;
+            }
+        })
     }
 
     fn next_yield(&mut self) -> BoxFuture<'_, SlotYield> {
