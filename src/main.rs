@@ -262,7 +262,7 @@ fn run_daemon(
             return ExitCode::from(1);
         }
     };
-    let slot_store = slot_store(&loaded);
+    let slot_plan = slot_store(&loaded);
     let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
     let buckets = config::web_buckets(loaded.sections.web.as_ref().map(|w| &w.value));
     let counters = Arc::new(Mutex::new(Counters::new(start_time, buckets.as_deref())));
@@ -286,6 +286,13 @@ fn run_daemon(
             Ok(sources) => sources,
             Err(code) => return code,
         };
+        let slot_store = slot_plan.map(|(plan, node, settings)| {
+            (
+                build_slot_store(plan, sources.kube_client.clone()),
+                node,
+                settings,
+            )
+        });
         let (gate, leadership) = cluster::supervise::start(
             sources.cluster_config,
             backend_factory(sources.kube_client),
@@ -331,23 +338,32 @@ fn run_daemon(
     })
 }
 
+/// Where `concurrencyScope: cluster` slots are kept, decided from the
+/// config before the runtime starts (the Lease and etcd stores need the
+/// runtime and, in Kubernetes mode, the mode's client: see
+/// [`build_slot_store`]).
+enum SlotPlan {
+    /// A shared directory (`state.path`, or the filesystem backend's).
+    Directory(Arc<dyn cluster::slots::SlotStore>),
+    /// A Lease per job beside the election Lease.
+    Leases(config::cluster::KubernetesSettings),
+    /// A key per job under the election key.
+    Etcd(config::cluster::EtcdSettings, std::time::Duration),
+}
+
 /// The store of `concurrencyScope: cluster` slots, the node name they are
 /// held under and their settings; None when no job set could use one (no
-/// `state` path and no filesystem cluster backend: the load refuses
-/// cluster-scoped jobs then). `state.path` wins over the cluster backend's
-/// directory. Built once at start: a reload that changes `state` or the
-/// cluster backend takes effect for slots at the next start (the jobs'
-/// own settings follow reloads).
+/// `state` path and no cluster backend: the load refuses cluster-scoped
+/// jobs then). `state.path` wins over the cluster backend's store.
+/// Decided once at start: a reload that changes `state` or the cluster
+/// backend takes effect for slots at the next start (the jobs' own
+/// settings follow reloads).
 ///
 /// Also logs, once, what a `state` section asks for that this daemon
 /// keeps in memory only.
 fn slot_store(
     loaded: &config::LoadedConfig,
-) -> Option<(
-    Arc<dyn cluster::slots::SlotStore>,
-    String,
-    cluster::slots::SlotSettings,
-)> {
+) -> Option<(SlotPlan, String, cluster::slots::SlotSettings)> {
     let state = loaded.sections.state.as_ref().map(|s| &s.value);
     if state.is_some() {
         tracing::warn!(
@@ -370,30 +386,91 @@ fn slot_store(
         .as_ref()
         .map_or_else(|| platform::host_name().to_owned(), |c| c.node_name.clone());
     let settings = cluster::slots::SlotSettings::from_state(state);
-    let store: Arc<dyn cluster::slots::SlotStore> = match (state, cluster.as_deref()) {
+    let plan = match (state, cluster.as_deref()) {
         (Some(state), _) if !state.path.trim().is_empty() => {
-            Arc::new(cluster::slots::fs::FsSlotStore::new(
+            SlotPlan::Directory(Arc::new(cluster::slots::fs::FsSlotStore::new(
                 &state.path,
                 state
                     .deployment_id
                     .as_deref()
                     .filter(|d| !d.is_empty())
                     .unwrap_or("default"),
-            ))
+            )))
         }
-        (
-            _,
-            Some(ClusterSettings {
-                backend: ClusterBackendSettings::Filesystem(fs),
-                ..
-            }),
-        ) => Arc::new(cluster::slots::fs::FsSlotStore::new(
-            &fs.path,
-            &fs.deployment_id,
-        )),
+        (_, Some(cluster)) => match &cluster.backend {
+            ClusterBackendSettings::Filesystem(fs) => SlotPlan::Directory(Arc::new(
+                cluster::slots::fs::FsSlotStore::new(&fs.path, &fs.deployment_id),
+            )),
+            ClusterBackendSettings::Kubernetes(lease) => SlotPlan::Leases(lease.clone()),
+            ClusterBackendSettings::Etcd(etcd) => SlotPlan::Etcd(
+                etcd.clone(),
+                std::time::Duration::from_secs(cluster.connect_timeout),
+            ),
+        },
         _ => return None,
     };
-    Some((store, node, settings))
+    Some((plan, node, settings))
+}
+
+/// The slot store of a plan. The Lease store uses the Kubernetes mode's
+/// client when there is one (as the election does), else connects the
+/// way the election's backend does (kubeconfig / apiServer / in-cluster);
+/// both it and the etcd store connect on first use, so a store that is
+/// down at start only makes claims unavailable (`onStoreUnavailable`).
+fn build_slot_store(
+    plan: SlotPlan,
+    kube_client: Option<(kube::Client, String)>,
+) -> Arc<dyn cluster::slots::SlotStore> {
+    match plan {
+        SlotPlan::Directory(store) => store,
+        SlotPlan::Leases(lease) => {
+            let lease_name = lease.lease_name.clone();
+            let source: cluster::slots::kube::LeaseApiSource = Arc::new(move || {
+                let lease = lease.clone();
+                let shared = kube_client.clone();
+                Box::pin(async move {
+                    let (client, namespace) = match shared {
+                        Some(shared) => shared,
+                        None => {
+                            let options = KubeOptions {
+                                kubeconfig: lease.kubeconfig.as_ref().map(PathBuf::from),
+                                namespace: lease.lease_namespace.clone(),
+                                ..KubeOptions::default()
+                            };
+                            let connection = cronstable::kube::client::connect_to(
+                                &options,
+                                lease.api_server.as_deref(),
+                            )
+                            .await
+                            .map_err(|e| e.to_string())?;
+                            (connection.client, connection.namespace)
+                        }
+                    };
+                    let namespace = lease.lease_namespace.clone().unwrap_or(namespace);
+                    Ok(kube::Api::namespaced(client, &namespace))
+                })
+            });
+            Arc::new(cluster::slots::kube::KubeSlotStore::new(
+                &lease_name,
+                source,
+            ))
+        }
+        SlotPlan::Etcd(etcd, timeout) => {
+            let election_name = etcd.election_name.clone();
+            let source: cluster::slots::etcd::EtcdClientSource = Arc::new(move || {
+                let etcd = etcd.clone();
+                Box::pin(async move {
+                    // The node name is the election's business; the slot
+                    // store only borrows the client.
+                    cluster::etcd::EtcdLease::connect(&etcd, String::new(), timeout).await
+                })
+            });
+            Arc::new(cluster::slots::etcd::EtcdSlotStore::new(
+                &election_name,
+                source,
+            ))
+        }
+    }
 }
 
 /// What the daemon's job source brings along.

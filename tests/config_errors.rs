@@ -272,28 +272,37 @@ fn cluster_scope_rules() {
 }
 
 #[test]
-fn cluster_slots_in_a_lease_or_etcd_key_are_refused_until_built() {
+fn cluster_slots_in_a_lease_or_an_etcd_key_are_accepted() {
+    // Slots on a Lease per job / an etcd key per job: the lease backend's
+    // store serves, with or without a `state` section (which then needs
+    // no `path`).
     let forbid = job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Forbid\n");
-    for (backend, section) in [
-        (
-            "etcd",
-            "cluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://127.0.0.1:2379']\n",
-        ),
-        (
-            "kubernetes",
-            "state:\n  slotTtlSeconds: 10\ncluster:\n  backend: kubernetes\n",
-        ),
+    let replace = job_with("    concurrencyScope: cluster\n    concurrencyPolicy: Replace\n");
+    for section in [
+        "cluster:\n  backend: etcd\n  etcd:\n    endpoints: ['http://127.0.0.1:2379']\n",
+        "state:\n  slotTtlSeconds: 10\ncluster:\n  backend: etcd\n  etcd:\n    \
+         endpoints: ['http://127.0.0.1:2379']\n",
+        "cluster:\n  backend: kubernetes\n",
+        "state:\n  slotTtlSeconds: 10\n  onStoreUnavailable: fail-closed\ncluster:\n  \
+         backend: kubernetes\n",
     ] {
-        let err = rejected(&[("c.yaml", &format!("{section}{forbid}"))]);
-        assert_contains(
-            &err,
-            &[
-                &format!("concurrencyScope: cluster slots in the {backend} backend's store"),
-                "offending job(s): j",
-                "not supported yet",
-            ],
-        );
+        for job in [&forbid, &replace] {
+            let dir = write_tree(&[("c.yaml", &format!("{section}{job}"))]);
+            let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+            assert_eq!(run.code, Some(0), "{section}{job}: {}", run.stderr);
+            assert!(
+                !run.stderr.contains("not supported"),
+                "{section}: {}",
+                run.stderr
+            );
+        }
     }
+    // The slot TTL rule still applies beside a lease backend.
+    let err = rejected(&[(
+        "c.yaml",
+        &format!("state:\n  slotTtlSeconds: 4\ncluster:\n  backend: kubernetes\n{forbid}"),
+    )]);
+    assert_contains(&err, &["state.slotTtlSeconds must be >= 5 and finite"]);
 }
 
 #[test]

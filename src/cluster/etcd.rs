@@ -95,13 +95,13 @@ struct KeyValue {
     value: Option<String>,
 }
 
-fn b64(text: &str) -> String {
+pub(crate) fn b64(text: &str) -> String {
     B64.encode(text.as_bytes())
 }
 
 /// An int64 as the gateway writes it: a JSON string (or, from a lenient
 /// proxy, a number).
-fn int64(value: Option<&Value>) -> Option<i64> {
+pub(crate) fn int64(value: Option<&Value>) -> Option<i64> {
     match value? {
         Value::String(s) => s.parse().ok(),
         Value::Number(n) => n.as_i64(),
@@ -219,7 +219,7 @@ fn campaign_outcome(answer: &Value) -> (bool, Option<KeyValue>) {
 
 /// The TTL of a keepalive answer; None when etcd says the lease is gone
 /// (no TTL, or one <= 0).
-fn keepalive_ttl(answer: &Value) -> Option<i64> {
+pub(crate) fn keepalive_ttl(answer: &Value) -> Option<i64> {
     let result = answer.get("result").unwrap_or(answer);
     int64(result.get("TTL")).filter(|ttl| *ttl > 0)
 }
@@ -394,7 +394,7 @@ impl EtcdLease {
 
     /// A POST with the auth token; a 401 (the token expired) logs in again
     /// once and retries.
-    async fn post(&mut self, path: &str, body: &Value) -> Result<Value, String> {
+    pub(crate) async fn post(&mut self, path: &str, body: &Value) -> Result<Value, String> {
         if self.credentials.is_some() && self.token.is_none() {
             self.authenticate().await?;
         }

@@ -150,13 +150,14 @@ pub fn check_cross_sections(
         names.sort();
         names
     };
-    let lease = sections.cluster.as_ref().and_then(|c| {
-        match super::cluster::resolve(&c.value, crate::platform::host_name()) {
-            Ok(super::cluster::Resolved::Lease { settings, .. }) => Some((settings, &c.source)),
-            _ => None,
-        }
+    // Every lease backend's store can keep the slots (the directory, a
+    // Lease per job, an etcd key per job).
+    let lease_backend = sections.cluster.as_ref().is_some_and(|c| {
+        matches!(
+            super::cluster::resolve(&c.value, crate::platform::host_name()),
+            Ok(super::cluster::Resolved::Lease { .. })
+        )
     });
-    let lease_backend = lease.is_some();
     if let Some(state) = &sections.state {
         check_state(&state.value, lease_backend)
             .map_err(|message| ConfigError::config(Location::source(&state.source), message))?;
@@ -176,26 +177,6 @@ pub fn check_cross_sections(
                      what coordinates the nodes), but none is configured; offending job(s): {} \
                      (a `cluster` section with the kubernetes, etcd or filesystem backend also \
                      serves as that store)",
-                    cluster_jobs.join(", ")
-                ),
-            ));
-        }
-    }
-    let state_path = sections
-        .state
-        .as_ref()
-        .is_some_and(|s| !s.value.path.trim().is_empty());
-    if let (false, Some((settings, source)), false) = (state_path, &lease, cluster_jobs.is_empty())
-    {
-        if !matches!(settings.backend, super::cluster::Backend::Filesystem(_)) {
-            // Slots on a Lease or an etcd key are not built yet: refuse
-            // rather than run without the cluster-wide check.
-            return Err(not_supported(
-                source,
-                &format!(
-                    "concurrencyScope: cluster slots in the {} backend's store (offending job(s): \
-                     {}; give the `state` section a shared `path`, or use the filesystem backend)",
-                    settings.backend.name(),
                     cluster_jobs.join(", ")
                 ),
             ));

@@ -8,7 +8,9 @@
 //! of held slots at `max(1, ttl / 3)` (which also reads the newest cancel
 //! request aimed at this node's fence and hands it to the scheduler), and
 //! the release. A [`SlotStore`] is the storage: [`fs::FsSlotStore`] keeps
-//! the original's lease files and cancel records in a shared directory.
+//! the original's lease files and cancel records in a shared directory,
+//! [`kube::KubeSlotStore`] a Lease per job, [`etcd::EtcdSlotStore`] a key
+//! per job bound to an etcd lease of its own.
 //!
 //! Every store operation is bounded by [`STORE_OP_TIMEOUT`]; a store that
 //! errs or hangs makes the claim `Unavailable`, and the scheduler applies
@@ -16,7 +18,9 @@
 //! from the store for longer than the TTL keeps running while another
 //! node may take the slot.
 
+pub mod etcd;
 pub mod fs;
+pub mod kube;
 
 use crate::config::model::sections::{OnStoreUnavailable, StateConfig};
 use crate::config::model::ConcurrencyPolicy;
