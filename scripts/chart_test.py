@@ -287,6 +287,14 @@ def main():
     own = objects(render(helm, sets=["replicaCount=2", "config.cluster.backend=etcd"]).stdout)
     check(daemon_config(own)["cluster"] == {"backend": "etcd"}, "the user's cluster section wins")
 
+    # One replica with the user's own kubernetes cluster section (its
+    # election and cluster slots are Leases): the Role grants Leases; one
+    # replica without it does not.
+    single = objects(render(helm, sets=["config.cluster.backend=kubernetes"]).stdout)
+    check(LEASE_RULE[0] in rules(one(single, "Role")), "Lease rights for a kubernetes cluster section")
+    plain = objects(render(helm).stdout)
+    check(LEASE_RULE[0] not in rules(one(plain, "Role")), "no Lease rights for one replica without a cluster section")
+
     # Every namespace: sets and events through a ClusterRole.
     objs = rendered["all-namespaces-values.yaml"]
     container = check_restricted_pod(one(objs, "Deployment"))

@@ -505,7 +505,7 @@ mod on_etcd {
             |n| node(n).0.log(),
         );
         let (text, lease) = etcd
-            .get("cronstable/leader/slots/swap/cancel")
+            .get("cronstable/leader/slot-cancels/swap")
             .expect("the cancel key");
         assert_eq!(lease, "0", "a plain key, kept after the holding ends");
         let request: serde_json::Value = serde_json::from_str(&text).expect("JSON");

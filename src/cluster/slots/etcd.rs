@@ -13,7 +13,7 @@
 //! the key at once. Expiry is etcd's own: a key that is there is held, so
 //! unlike the Lease and directory stores no clocks are compared.
 //!
-//! A Replace request is the plain key `<electionName>/slots/J/cancel`
+//! A Replace request is the plain key `<electionName>/slot-cancels/J`
 //! (not bound to a lease) holding compact JSON
 //! `{"kind":"cancel","fence":N,"by":"<node>","at":"<ISO UTC>"}`.
 //!
@@ -152,9 +152,10 @@ pub fn slot_key_name(election_name: &str, job: &str) -> String {
     format!("{election_name}/slots/{job}")
 }
 
-/// `<electionName>/slots/<job>/cancel`.
+/// `<electionName>/slot-cancels/<job>` (its own prefix: no job name can
+/// make a slot key equal to another job's cancel key).
 pub fn cancel_key_name(election_name: &str, job: &str) -> String {
-    format!("{election_name}/slots/{job}/cancel")
+    format!("{election_name}/slot-cancels/{job}")
 }
 
 impl EtcdInner {
@@ -343,7 +344,7 @@ mod tests {
         );
         assert_eq!(
             cancel_key_name("cronstable/leader", "j"),
-            "cronstable/leader/slots/j/cancel"
+            "cronstable/leader/slot-cancels/j"
         );
     }
 
