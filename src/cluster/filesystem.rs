@@ -1301,6 +1301,9 @@ mod tests {
 
     #[test]
     fn the_store_takes_renews_and_releases_under_the_lock() {
+        // A TTL long enough that a loaded machine never lets a lease lapse
+        // between two steps: this test is about the lock and the format.
+        const TTL: f64 = 60.0;
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Store::new(&settings(dir.path()));
         store.prepare().expect("prepare");
@@ -1310,11 +1313,11 @@ mod tests {
             "local locks exclude"
         );
         let lease_file = dir.path().join("default/leases/cluster%2Fleader.lease");
-        let a = store.acquire("a#1", 3.0).expect("io").expect("granted");
+        let a = store.acquire("a#1", TTL).expect("io").expect("granted");
         assert_eq!(a.fence, 1);
         assert!(lease_file.exists());
-        assert_eq!(store.acquire("b#2", 3.0).expect("io"), None, "held by a");
-        let renewed = store.renew(&a, 3.0).expect("io").expect("renewed");
+        assert_eq!(store.acquire("b#2", TTL).expect("io"), None, "held by a");
+        let renewed = store.renew(&a, TTL).expect("io").expect("renewed");
         assert_eq!(renewed.fence, 1);
         assert_eq!(store.read(), Some(renewed.clone()));
         store.release(&renewed).expect("release");
@@ -1322,15 +1325,15 @@ mod tests {
         let on_disk = LeaseRecord::decode(&std::fs::read(&lease_file).expect("read")).expect("ok");
         assert_eq!((on_disk.expires_at, on_disk.fence), (0.0, 1));
         assert_eq!(
-            store.renew(&renewed, 3.0).expect("io"),
+            store.renew(&renewed, TTL).expect("io"),
             None,
             "no resurrection"
         );
-        let b = store.acquire("b#2", 3.0).expect("io").expect("granted");
+        let b = store.acquire("b#2", TTL).expect("io").expect("granted");
         assert_eq!(b.fence, 2, "a takeover bumps the fence");
         std::fs::write(&lease_file, b"{not json").expect("corrupt");
         assert_eq!(
-            store.acquire("c#3", 3.0).expect("io"),
+            store.acquire("c#3", TTL).expect("io"),
             None,
             "corrupt denies"
         );
