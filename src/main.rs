@@ -342,6 +342,34 @@ fn run_daemon(
 /// config before the runtime starts (the Lease and etcd stores need the
 /// runtime and, in Kubernetes mode, the mode's client: see
 /// [`build_slot_store`]).
+/// The client and namespace of the Lease backend's objects (the election
+/// Lease and the slot Leases): the `--kube` client when there is one, else
+/// one built from the section's kubeconfig / apiServer (or the pod's
+/// service account); the section's `leaseNamespace` wins over the
+/// client's namespace.
+async fn lease_client(
+    shared: Option<(kube::Client, String)>,
+    lease: &config::cluster::KubernetesSettings,
+) -> Result<(kube::Client, String), String> {
+    let (client, namespace) = match shared {
+        Some(shared) => shared,
+        None => {
+            let options = KubeOptions {
+                kubeconfig: lease.kubeconfig.as_ref().map(PathBuf::from),
+                namespace: lease.lease_namespace.clone(),
+                ..KubeOptions::default()
+            };
+            let connection =
+                cronstable::kube::client::connect_to(&options, lease.api_server.as_deref())
+                    .await
+                    .map_err(|e| e.to_string())?;
+            (connection.client, connection.namespace)
+        }
+    };
+    let namespace = lease.lease_namespace.clone().unwrap_or(namespace);
+    Ok((client, namespace))
+}
+
 enum SlotPlan {
     /// A shared directory (`state.path`, or the filesystem backend's).
     Directory(Arc<dyn cluster::slots::SlotStore>),
@@ -429,24 +457,7 @@ fn build_slot_store(
                 let lease = lease.clone();
                 let shared = kube_client.clone();
                 Box::pin(async move {
-                    let (client, namespace) = match shared {
-                        Some(shared) => shared,
-                        None => {
-                            let options = KubeOptions {
-                                kubeconfig: lease.kubeconfig.as_ref().map(PathBuf::from),
-                                namespace: lease.lease_namespace.clone(),
-                                ..KubeOptions::default()
-                            };
-                            let connection = cronstable::kube::client::connect_to(
-                                &options,
-                                lease.api_server.as_deref(),
-                            )
-                            .await
-                            .map_err(|e| e.to_string())?;
-                            (connection.client, connection.namespace)
-                        }
-                    };
-                    let namespace = lease.lease_namespace.clone().unwrap_or(namespace);
+                    let (client, namespace) = lease_client(shared, &lease).await?;
                     Ok(kube::Api::namespaced(client, &namespace))
                 })
             });
@@ -549,24 +560,7 @@ fn backend_factory(
         Box::pin(async move {
             match &settings.backend {
                 ClusterBackendSettings::Kubernetes(lease) => {
-                    let (client, namespace) = match shared {
-                        Some((client, namespace)) => (client, namespace),
-                        None => {
-                            let options = KubeOptions {
-                                kubeconfig: lease.kubeconfig.as_ref().map(PathBuf::from),
-                                namespace: lease.lease_namespace.clone(),
-                                ..KubeOptions::default()
-                            };
-                            let connection = cronstable::kube::client::connect_to(
-                                &options,
-                                lease.api_server.as_deref(),
-                            )
-                            .await
-                            .map_err(|e| e.to_string())?;
-                            (connection.client, connection.namespace)
-                        }
-                    };
-                    let namespace = lease.lease_namespace.clone().unwrap_or(namespace);
+                    let (client, namespace) = lease_client(shared, lease).await?;
                     let backend: Box<dyn cluster::Backend> = Box::new(
                         cluster::kubernetes::KubernetesLease::new(client, namespace, lease),
                     );
