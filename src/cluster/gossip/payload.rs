@@ -556,7 +556,7 @@ mod tests {
             serde_json::json!(17),
             serde_json::json!({"node_name": "ok", "instance_id": "i", "agreed": false}),
         ];
-        for i in 0..5000 {
+        for i in 0..4100 {
             items.push(serde_json::json!({"node_name": format!("n{i}"), "instance_id": "i", "agreed": true}));
         }
         let reboot: Vec<String> = (0..600)
