@@ -744,7 +744,7 @@ fn gossip(
     };
     let mut advisories = Vec::new();
     if elect_leader {
-        if size > 2 && size % 2 == 0 {
+        if size > 2 && size.is_multiple_of(2) {
             advisories.push(format!(
                 "cluster.electLeader: an even cluster size ({size} nodes) tolerates no more \
                  failures than {} (the next-lower odd size); shrink to {} for the same tolerance \

@@ -1152,7 +1152,7 @@ mod tests {
         assert_eq!(sim.views[2].leader_name(), None);
         assert_eq!(sim.views[2].job_owner("j"), None);
         assert!(sim.views[2].is_available_leader());
-        assert_eq!(sim.views[2].view(ID).quorate, false);
+        assert!(!sim.views[2].view(ID).quorate);
     }
 
     #[test]
