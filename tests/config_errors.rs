@@ -509,6 +509,10 @@ fn cluster_section_rules_use_the_clustering_pages_messages() {
             "cluster:\n  backend: kubernetes\n  etcd:\n    ttl: 5\n",
             "cluster.etcd is configured but cluster.backend is 'kubernetes'",
         ),
+        (
+            "cluster:\n  backend: filesystem\n  filesystem:\n    path: /tmp/x\n  observability:\n    listen: 'h:2'\n",
+            "cluster.observability requires cluster.observability.tls when backend is 'filesystem' (the overlay stands up its own gossip mesh to carry fleet data)",
+        ),
     ] {
         let err = rejected(&[("c.yaml", yaml)]);
         assert_contains(&err, &["c.yaml", says]);

@@ -124,7 +124,7 @@ async fn launch(
         }) => (settings, advisories),
         // The loader refuses these; a section that got here anyway runs
         // nothing rather than something wrong.
-        Ok(Resolved::Gossip) | Err(_) => return None,
+        Ok(Resolved::Gossip { .. }) | Err(_) => return None,
     };
     for line in advisories {
         tracing::warn!(target: "cronstable::cluster", "{line}");
