@@ -11,6 +11,7 @@ pub mod election;
 pub mod etcd;
 pub mod filesystem;
 pub mod gate;
+pub mod gossip;
 pub mod kubernetes;
 pub mod records;
 pub mod slots;

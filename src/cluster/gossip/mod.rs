@@ -1,0 +1,3 @@
+//! The gossip backend (issue 15).
+
+pub mod transport;
