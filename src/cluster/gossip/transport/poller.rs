@@ -220,24 +220,30 @@ fn classify(host: &str, err: &reqwest::Error) -> PollOutcome {
     ))
 }
 
-/// The rustls error somewhere in `err`'s chain. An `io::Error` wrapping one
-/// reports the wrapped error's source rather than the error itself, so it
-/// is looked into explicitly.
+/// The rustls error somewhere in `err`'s chain. An `io::Error` wrapping
+/// another error reports that error's source rather than the error itself
+/// (and connectors nest them: an `io::Error` around an `io::Error` around
+/// the rustls error), so the wrapped errors are looked into explicitly.
 fn find_tls_error<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a rustls::Error> {
-    let mut current = Some(err);
-    while let Some(e) = current {
+    let mut pending: Vec<&'a (dyn StdError + 'static)> = vec![err];
+    // Chains are short; the bound only guards against a pathological one.
+    let mut budget = 64;
+    while let Some(e) = pending.pop() {
+        budget -= 1;
+        if budget == 0 {
+            break;
+        }
         if let Some(tls) = e.downcast_ref::<rustls::Error>() {
             return Some(tls);
         }
         if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if let Some(tls) = io
-                .get_ref()
-                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-            {
-                return Some(tls);
+            if let Some(inner) = io.get_ref() {
+                pending.push(inner);
             }
         }
-        current = e.source();
+        if let Some(source) = e.source() {
+            pending.push(source);
+        }
     }
     None
 }
