@@ -203,6 +203,19 @@ async fn mutual_tls_poll_returns_the_body_and_its_etag() {
             "{host}"
         );
     }
+    // Polls reuse a kept-alive connection: one idle connection per peer
+    // address (the two names above are two pool entries), not one a poll.
+    let host = format!("127.0.0.1:{port}");
+    for _ in 0..5 {
+        assert!(matches!(
+            poll(&poller, &host, Some("\"tag-1\"")).await,
+            PollOutcome::NotModified
+        ));
+    }
+    eventually("two kept-alive connections", || {
+        listener.active_connections() == 2
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -993,4 +1006,91 @@ async fn ipv6_listen_and_poll_with_an_ip_san() {
             etag: Some("\"6\"".to_owned())
         }
     );
+}
+
+/// A TCP relay to `target` counting the bytes it carries both ways.
+async fn counting_relay(target: SocketAddr) -> (SocketAddr, Arc<AtomicUsize>) {
+    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = tcp.local_addr().unwrap();
+    let total = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&total);
+    tokio::spawn(async move {
+        while let Ok((inbound, _)) = tcp.accept().await {
+            let counter = Arc::clone(&counter);
+            tokio::spawn(async move {
+                let Ok(outbound) = TcpStream::connect(target).await else {
+                    return;
+                };
+                let (ir, iw) = inbound.into_split();
+                let (or, ow) = outbound.into_split();
+                let pump = |mut from: tokio::net::tcp::OwnedReadHalf,
+                            mut to: tokio::net::tcp::OwnedWriteHalf,
+                            counter: Arc<AtomicUsize>| async move {
+                    let mut buf = [0u8; 8192];
+                    loop {
+                        match from.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => {
+                                counter.fetch_add(n, Ordering::SeqCst);
+                                if to.write_all(&buf[..n]).await.is_err() {
+                                    return;
+                                }
+                            }
+                        }
+                    }
+                };
+                let up = pump(ir, ow, Arc::clone(&counter));
+                let down = pump(or, iw, counter);
+                tokio::join!(up, down);
+            });
+        }
+    });
+    (addr, total)
+}
+
+#[tokio::test]
+async fn a_304_round_on_a_kept_alive_connection_costs_a_fraction_of_a_full_one() {
+    let p = pair();
+    // A payload of a realistic shape: a few members and job summaries.
+    let body: Vec<u8> = format!(
+        "{{\"node_name\":\"cronstable-a\",\"members\":[{}],\"job_summaries\":{{{}}}}}",
+        (0..3)
+            .map(|i| format!(
+                "{{\"node_name\":\"cronstable-{i}\",\"instance_id\":\"{i:032x}\",\"agreed\":true}}"
+            ))
+            .collect::<Vec<_>>()
+            .join(","),
+        (0..40)
+            .map(|i| format!(
+                "\"job-{i}\":{{\"running\":0,\"enabled\":true,\"next_fire\":1750000000}}"
+            ))
+            .collect::<Vec<_>>()
+            .join(",")
+    )
+    .into_bytes();
+    let etag = format!("\"{}\"", "f".repeat(64));
+    let (listener, _) = listen(&p.a, fixed(&body, &etag), ListenerLimits::default()).await;
+    let (relay, bytes) = counting_relay(listener.local_addr()).await;
+    let (poller, _) = make_poller(&p.b);
+    let host = host(relay);
+    let PollOutcome::Body {
+        etag: Some(tag), ..
+    } = poll(&poller, &host, None).await
+    else {
+        panic!("no body");
+    };
+    let first = bytes.swap(0, Ordering::SeqCst);
+    let rounds = 10;
+    for _ in 0..rounds {
+        assert_eq!(
+            poll(&poller, &host, Some(&tag)).await,
+            PollOutcome::NotModified
+        );
+    }
+    let per_304 = bytes.load(Ordering::SeqCst) / rounds;
+    eprintln!(
+        "first round (handshake + gzip body of {} bytes): {first} bytes on the wire; a 304 round: {per_304} bytes",
+        body.len()
+    );
+    assert!(per_304 * 4 < first, "first {first}, 304 round {per_304}");
 }

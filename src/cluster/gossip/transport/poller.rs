@@ -65,7 +65,7 @@ impl PeerPoller {
     pub async fn poll(&self, host: &str, if_none_match: Option<&str>) -> PollOutcome {
         let client = match self.client() {
             Ok(client) => client,
-            Err(err) => return PollOutcome::Untrusted(err),
+            Err(err) => return PollOutcome::Unreachable(err),
         };
         let url = match reqwest::Url::parse(&format!("https://{host}/peer")) {
             Ok(url) if url.host().is_some() => url,
