@@ -1094,3 +1094,45 @@ async fn a_304_round_on_a_kept_alive_connection_costs_a_fraction_of_a_full_one()
     );
     assert!(per_304 * 4 < first, "first {first}, 304 round {per_304}");
 }
+
+#[tokio::test]
+async fn a_member_dribbling_its_request_head_is_cut_off_at_the_header_timeout() {
+    let p = pair();
+    let limits = ListenerLimits {
+        header_timeout: Duration::from_secs(1),
+        ..ListenerLimits::default()
+    };
+    let (listener, _) = listen(&p.a, fixed(b"{}", "\"t\""), limits).await;
+    let material = TlsMaterial::load(p.b.clone()).unwrap();
+    let connector = tokio_rustls::TlsConnector::from(material.client_config().1);
+    let tcp = TcpStream::connect(listener.local_addr()).await.unwrap();
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let tls = connector.connect(name, tcp).await.unwrap();
+    let (mut reader, mut writer) = tokio::io::split(tls);
+    // One header byte every 100 ms, never finishing the head; it would
+    // take far longer than WEDGED to reach the size cap.
+    let dribbler = tokio::spawn(async move {
+        if writer
+            .write_all(b"GET /peer HTTP/1.1\r\nX-Slow: ")
+            .await
+            .is_err()
+        {
+            return;
+        }
+        loop {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            if writer.write_all(b"a").await.is_err() || writer.flush().await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut out = Vec::new();
+    let closed = tokio::time::timeout(WEDGED, reader.read_to_end(&mut out)).await;
+    assert!(
+        closed.is_ok(),
+        "the listener kept a dribbling connection open"
+    );
+    assert!(out.is_empty(), "{}", text(&out));
+    dribbler.abort();
+    eventually("connection released", || listener.active_connections() == 0).await;
+}
