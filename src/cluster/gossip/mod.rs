@@ -4,6 +4,11 @@
 //! the mTLS listener and poller feed bytes and observations in and read
 //! decisions back.
 //!
+//! [`transport`] is that I/O: the mutual-TLS `/peer` listener and the
+//! poller, moving raw bodies and classified outcomes. What joins them
+//! (the manager behind the leader gate) is not built yet: the loader
+//! still refuses `backend: gossip`.
+//!
 //! The model: every node lists every other node, polls each one's `/peer`
 //! every `interval` seconds, and compares job-set ids. A node is quorate
 //! while it and the peers it mutually agrees with are a strict majority of
@@ -14,6 +19,7 @@
 
 pub mod elect;
 pub mod payload;
+pub mod transport;
 pub mod view;
 
 pub use payload::{decode, encode, etag, DecodeError, PeerPayload};
