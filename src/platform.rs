@@ -114,6 +114,53 @@ fn supplementary_groups(user: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t
         .map_err(std::io::Error::from)
 }
 
+/// Reads the regular file at `path`, at most `cap` bytes.
+///
+/// A config file, an include or an env_file names text a person wrote; a
+/// device (`/dev/zero`), a FIFO or a socket named there instead would
+/// block the load or grow the process without end. The file is opened
+/// without blocking (a FIFO with no writer would otherwise hang the
+/// open), checked to be a regular file on the open descriptor (no race
+/// with a rename), and read up to one byte past `cap` to tell a file that
+/// is too large. The error's kind is `InvalidInput` for both refusals,
+/// with a message naming the cause.
+#[cfg(unix)]
+pub fn read_regular_file(path: &std::path::Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {what}, not a regular file"),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is larger than the {} MiB limit", cap >> 20),
+        ));
+    }
+    Ok(bytes)
+}
+
 /// An account file's text; a missing file is an empty database.
 #[cfg(unix)]
 fn read_account_file(path: &str) -> Result<String, LookupError> {
