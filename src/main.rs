@@ -276,6 +276,17 @@ fn run_daemon(
                 return ExitCode::from(1);
             }
         };
+        match platform::raise_open_file_limit() {
+            Ok((before, after)) if after != before => tracing::debug!(
+                target: "cronstable",
+                "open-file limit raised from {before} to {after} (the hard limit)"
+            ),
+            Ok(_) => {}
+            Err(err) => tracing::debug!(
+                target: "cronstable",
+                "cannot raise the open-file limit: {err}"
+            ),
+        }
         // As PID 1 (a container's entry point) orphans of jobs are adopted
         // by the daemon; without this they would stay zombies.
         if let Err(err) = platform::start_orphan_reaper() {

@@ -114,6 +114,35 @@ fn supplementary_groups(user: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t
         .map_err(std::io::Error::from)
 }
 
+/// Raises this process's soft limit of open files to its hard limit and
+/// returns (before, after).
+///
+/// Each running job holds a few descriptors in the daemon (its output
+/// pipes, its pidfd), so the usual soft limit of 1,024 caps a daemon at a
+/// few hundred concurrent jobs; the hard limit (often 524,288 or more) is
+/// what the administrator actually allows. Jobs inherit the raised soft
+/// limit, as they inherit the daemon's other limits.
+#[cfg(unix)]
+pub fn raise_open_file_limit() -> std::io::Result<(u64, u64)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit read or write only the struct given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let before = limit.rlim_cur as u64;
+    if limit.rlim_cur >= limit.rlim_max {
+        return Ok((before, before));
+    }
+    limit.rlim_cur = limit.rlim_max;
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((before, limit.rlim_cur as u64))
+}
+
 /// Reads the regular file at `path`, at most `cap` bytes.
 ///
 /// A config file, an include or an env_file names text a person wrote; a

@@ -84,3 +84,43 @@ fn an_env_file_that_is_a_device_is_refused_naming_the_job() {
         "{err}"
     );
 }
+
+#[test]
+fn the_soft_open_file_limit_is_raised_to_the_hard_limit() {
+    let dir = write_tree(&[(
+        "main.yaml",
+        "jobs:\n  - name: fds\n    command: \"ulimit -n > nofile\"\n    schedule: \"@reboot\"\n",
+    )]);
+    let hard = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .expect("sh");
+    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_owned();
+    // A soft limit of 256 under whatever hard limit this machine allows;
+    // the daemon runs the @reboot job, then is stopped.
+    let script = format!(
+        "ulimit -Sn 256 && {bin} -c main.yaml -l DEBUG & pid=$!; \
+         for i in $(seq 100); do [ -s nofile ] && break; sleep 0.1; done; kill $pid; wait $pid",
+        bin = env!("CARGO_BIN_EXE_cronstable")
+    );
+    let run = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .current_dir(dir.path())
+        .output()
+        .expect("sh");
+    let log = String::from_utf8_lossy(&run.stderr);
+    let seen = std::fs::read_to_string(dir.path().join("nofile")).unwrap_or_default();
+    assert_eq!(
+        seen.trim(),
+        hard,
+        "the job inherits the raised limit; log:\n{log}"
+    );
+    if hard != "256" {
+        assert!(
+            log.contains(&format!(
+                "open-file limit raised from 256 to {hard} (the hard limit)"
+            )),
+            "{log}"
+        );
+    }
+}
