@@ -123,6 +123,8 @@ fn supplementary_groups(user: &str, gid: u32) -> std::io::Result<Vec<libc::gid_t
 /// what the administrator actually allows. Jobs inherit the raised soft
 /// limit, as they inherit the daemon's other limits.
 #[cfg(unix)]
+// rlim_t is u64 here but narrower or signed on other Unix targets.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_open_file_limit() -> std::io::Result<(u64, u64)> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
