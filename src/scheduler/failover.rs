@@ -380,6 +380,17 @@ impl Scheduler {
                         self.failover.pending_reboot.remove(&name);
                         continue;
                     }
+                    if self.suspended.contains(&name) {
+                        // A suspended set's @reboot does not run (as
+                        // without election); nothing is recorded, so the
+                        // cluster does not count it as run either.
+                        tracing::debug!(
+                            target: "cronstable::scheduler",
+                            "Job {name}: not launched (its CronJobSet is suspended)"
+                        );
+                        self.failover.pending_reboot.remove(&name);
+                        continue;
+                    }
                     if ran.contains(&name) {
                         tracing::info!(
                             target: "cronstable::scheduler",
