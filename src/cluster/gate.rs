@@ -66,7 +66,10 @@ fn gossip_admit(state: &ClusterStats, job: &JobConfig, now: std::time::Instant) 
                 return Admission::Defer;
             }
             let mine = if g.spread() {
-                g.view.is_job_owner(&job.name)
+                // The same hold as the single leader's (see
+                // `ClusterView::vouched_by_quorum`): at start every node
+                // sees only itself as a member and would own every job.
+                g.vouched && g.view.is_job_owner(&job.name)
             } else {
                 state.is_leader(now)
             };
