@@ -304,11 +304,16 @@ fn run_daemon(
                 settings,
             )
         });
+        // The gossip backend compares peers by the scheduler's job-set id:
+        // the initial set's now, the scheduler's after each reload.
+        let (job_set_tx, job_set_rx) =
+            tokio::sync::watch::channel(sources.initial.job_set_id.clone());
         let (gate, leadership) = cluster::supervise::start(
             sources.cluster_config,
             backend_factory(sources.kube_client),
             Arc::clone(&counters),
             may_write_tx,
+            job_set_rx,
         )
         .await;
         let (shutdown, stop) = shutdown::channel();
@@ -335,6 +340,10 @@ fn run_daemon(
         if let Some(writer) = sources.status_writer {
             writer.start(control.clone(), Arc::clone(&counters));
         }
+        tokio::spawn(cluster::supervise::follow_job_set_id(
+            control.clone(),
+            job_set_tx,
+        ));
         let reload = sources.reload;
         let web_config = sources.web_config;
         let forwarder = tokio::spawn(forward_signals(signals.0, signals.1, shutdown, reload));

@@ -449,8 +449,6 @@ fn unset_variable_names_value_path_and_variable() {
 #[test]
 fn sections_not_supported_yet_are_refused_by_name() {
     for (section, yaml) in [
-        ("cluster.backend: gossip", "cluster:\n  backend: gossip\n"),
-        ("cluster.backend: gossip", "cluster:\n  nodeName: a\n"),
         (
             "'notify' section",
             "notify:\n  events:\n    - leader_change\n",
@@ -510,6 +508,22 @@ fn cluster_section_rules_use_the_clustering_pages_messages() {
             "cluster.etcd is configured but cluster.backend is 'kubernetes'",
         ),
         (
+            "cluster:\n  backend: gossip\n",
+            "cluster.backend gossip requires cluster.listen",
+        ),
+        (
+            "cluster:\n  nodeName: a\n  listen: '127.0.0.1:9000'\n",
+            "cluster.backend gossip requires cluster.tls",
+        ),
+        (
+            "cluster:\n  listen: '127.0.0.1:9000'\n  tls: {ca: a, cert: b, key: c}\n  peers:\n    - host: 'nope'\n",
+            "cluster.peers[].host must be host:port, got 'nope'",
+        ),
+        (
+            "cluster:\n  listen: '127.0.0.1:9000'\n  tls: {ca: a, cert: b, key: c}\n  electLeader: true\n  peers:\n    - host: 'b:9000'\n",
+            "cluster.electLeader needs a fault-tolerant cluster, but this config declares only 2 nodes (1 peer)",
+        ),
+        (
             "cluster:\n  backend: filesystem\n  filesystem:\n    path: /tmp/x\n  observability:\n    listen: 'h:2'\n",
             "cluster.observability requires cluster.observability.tls when backend is 'filesystem' (the overlay stands up its own gossip mesh to carry fleet data)",
         ),
@@ -520,6 +534,16 @@ fn cluster_section_rules_use_the_clustering_pages_messages() {
     let dir = write_tree(&[(
         "c.yaml",
         "cluster:\n  backend: kubernetes\n  kubernetes:\n    leaseName: cronstable-leader\n",
+    )]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // A complete gossip section loads (it was refused before the backend
+    // existed).
+    let dir = write_tree(&[(
+        "c.yaml",
+        "cluster:\n  backend: gossip\n  nodeName: a\n  listen: '127.0.0.1:9000'\n  \
+         tls: {ca: ca.pem, cert: a.pem, key: a.key}\n  electLeader: true\n  peers:\n    \
+         - host: 'b:9000'\n    - host: 'c:9000'\n",
     )]);
     let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
     assert_eq!(run.code, Some(0), "{}", run.stderr);

@@ -1,10 +1,13 @@
 //! The scheduler's leader gate over the leadership state: `clusterPolicy`
-//! as the Clustering page defines it for lease backends.
+//! as the Clustering page defines it, for the lease backends and for the
+//! gossip backend (conflicts, `distribution: spread`, the never-skip
+//! available leader).
 
 use super::records::{RecordsHandle, RecordsLink};
 use crate::config::model::ClusterPolicy;
 use crate::config::JobConfig;
 use crate::job::Trigger;
+use crate::metrics::cluster::ClusterStats;
 use crate::scheduler::ports::{self, Admission, LeaderGate, LeaderRecords, SharedCounters};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -36,6 +39,66 @@ impl ClusterGate {
     }
 }
 
+/// The gossip gate (the seed's `_cluster_allows`): election off runs
+/// everything; `Leader` needs a fresh, conflict-free, quorate view in which
+/// this node leads (or owns the job under spread) and fails closed
+/// otherwise; `PreferLeader` runs on the available leader (owner), and
+/// anywhere while the manager is not answering (never skips).
+fn gossip_admit(state: &ClusterStats, job: &JobConfig, now: std::time::Instant) -> Admission {
+    if job.cluster_policy == ClusterPolicy::EveryNode {
+        return Admission::Launch;
+    }
+    if state.gossip.as_deref().is_some_and(|g| !g.elect_leader()) {
+        return Admission::Launch;
+    }
+    let live = if state.running && !state.stepped_down {
+        state.fresh_gossip(now)
+    } else {
+        None
+    };
+    match job.cluster_policy {
+        ClusterPolicy::EveryNode => Admission::Launch,
+        ClusterPolicy::Leader => {
+            let Some(g) = live else {
+                return Admission::Defer;
+            };
+            if g.view.has_conflict() {
+                return Admission::Defer;
+            }
+            let mine = if g.spread() {
+                // The same hold as the single leader's (see
+                // `ClusterView::vouched_by_quorum`): at start every node
+                // sees only itself as a member and would own every job.
+                g.vouched && g.view.is_job_owner(&job.name)
+            } else {
+                state.is_leader(now)
+            };
+            if mine {
+                Admission::Launch
+            } else if g.view.is_quorate() {
+                Admission::Skip
+            } else {
+                Admission::Defer
+            }
+        }
+        ClusterPolicy::PreferLeader => {
+            let Some(g) = live else {
+                return Admission::Launch;
+            };
+            let mine = if g.spread() {
+                g.view.available_job_owner_given(&job.name, g.settled)
+            } else {
+                g.view.available_leader_given(g.settled)
+            };
+            if mine {
+                Admission::Launch
+            } else {
+                Admission::Skip
+            }
+        }
+    }
+}
+
 impl LeaderGate for ClusterGate {
     fn admit(&self, job: &JobConfig, _trigger: Trigger) -> Admission {
         let now = Instant::now().into_std();
@@ -44,6 +107,9 @@ impl LeaderGate for ClusterGate {
                 // No leadership configured (yet): every node runs.
                 return Admission::Launch;
             };
+            if state.backend == "gossip" {
+                return gossip_admit(state, job, now);
+            }
             match job.cluster_policy {
                 ClusterPolicy::EveryNode => Admission::Launch,
                 ClusterPolicy::Leader => {
@@ -80,7 +146,13 @@ impl LeaderGate for ClusterGate {
         // A configured section leaves its state in place even while its
         // backend is down (calls then answer NoBackend); only a section
         // that is absent (or not a lease backend) has no records.
-        let configured = ports::with_counters(&self.counters, |c| c.cluster.is_some());
+        // Gossip attestation without election decides nothing: `@reboot`
+        // runs at start as without a section.
+        let configured = ports::with_counters(&self.counters, |c| {
+            c.cluster
+                .as_ref()
+                .is_some_and(|s| s.gossip.as_deref().is_none_or(|g| g.elect_leader()))
+        });
         configured
             .then(|| Arc::new(RecordsHandle::new(Arc::clone(&self.link))) as Arc<dyn LeaderRecords>)
     }
@@ -88,13 +160,34 @@ impl LeaderGate for ClusterGate {
     fn leadership_term(&self) -> u64 {
         self.link.term()
     }
+
+    fn owner(&self, job: &JobConfig) -> Option<Option<String>> {
+        if job.cluster_policy == ClusterPolicy::EveryNode {
+            return None;
+        }
+        let now = Instant::now().into_std();
+        ports::with_counters(&self.counters, |c| {
+            let state = c.cluster.as_ref()?;
+            let g = state.gossip.as_deref()?;
+            if !g.spread() || !g.elect_leader() {
+                return None;
+            }
+            // A stale view names no owner (null: no quorum to decide).
+            if !state.running || state.stepped_down || !g.fresh(now) {
+                return Some(None);
+            }
+            Some(match job.cluster_policy {
+                ClusterPolicy::PreferLeader => Some(g.view.available_job_owner(&job.name)),
+                _ => g.view.job_owner(&job.name),
+            })
+        })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{load_sources, Source, SourceKind};
-    use crate::metrics::cluster::ClusterStats;
     use crate::metrics::prometheus::Counters;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;

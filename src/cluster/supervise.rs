@@ -5,11 +5,13 @@
 
 use super::driver::Leadership;
 use super::gate::ClusterGate;
+use super::gossip::manager::GossipManager;
 use super::records::RecordsLink;
 use super::Backend;
 use crate::config::cluster::{self, ClusterSettings, Resolved};
 use crate::config::model::ClusterConfig;
 use crate::metrics::cluster::ClusterStats;
+use crate::scheduler::control::ControlHandle;
 use crate::scheduler::ports::{self, SharedCounters};
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
@@ -23,6 +25,21 @@ pub type BackendFactory = Box<
     dyn Fn(ClusterSettings) -> BoxFuture<'static, Result<Box<dyn Backend>, String>> + Send + Sync,
 >;
 
+/// The backend a section runs: a lease driver or the gossip manager.
+enum Running {
+    Lease(Leadership),
+    Gossip(GossipManager),
+}
+
+impl Running {
+    async fn stop(self) {
+        match self {
+            Running::Lease(leadership) => leadership.stop().await,
+            Running::Gossip(manager) => manager.stop().await,
+        }
+    }
+}
+
 /// The running supervisor.
 pub struct Supervisor {
     task: JoinHandle<()>,
@@ -34,12 +51,14 @@ pub struct Supervisor {
 /// and follows `sections`. Returns the scheduler's gate and the
 /// supervisor; `may_write_tx` is kept true while this node may write
 /// Kubernetes status (always without a cluster section; while leading
-/// with one).
+/// with one). `job_set` follows the scheduler's job-set id (the gossip
+/// backend compares its peers against it).
 pub async fn start(
     mut sections: watch::Receiver<Option<ClusterConfig>>,
     factory: BackendFactory,
     counters: SharedCounters,
     may_write_tx: watch::Sender<bool>,
+    job_set: watch::Receiver<String>,
 ) -> (ClusterGate, Supervisor) {
     let (step_down, mut stop) = watch::channel(false);
     // One link for the process: the leadership term keeps counting
@@ -47,7 +66,15 @@ pub async fn start(
     // whichever backend runs.
     let link = RecordsLink::new();
     let initial = sections.borrow_and_update().clone();
-    let mut running = launch(initial.as_ref(), &factory, &counters, &may_write_tx, &link).await;
+    let mut running = launch(
+        initial.as_ref(),
+        &factory,
+        &counters,
+        &may_write_tx,
+        &link,
+        &job_set,
+    )
+    .await;
     let mut current = initial;
     let gate = ClusterGate::new(counters.clone(), step_down.clone(), Arc::clone(&link));
     let task = tokio::spawn(async move {
@@ -79,13 +106,21 @@ pub async fn start(
                             (true, Some(stats)) => {
                                 stats.running = false;
                                 stats.leading_until = None;
+                                stats.gossip = None;
                             }
                             (true, None) => {}
                             (false, _) => c.cluster = None,
                         }
                     });
-                    running =
-                        launch(next.as_ref(), &factory, &counters, &may_write_tx, &link).await;
+                    running = launch(
+                        next.as_ref(),
+                        &factory,
+                        &counters,
+                        &may_write_tx,
+                        &link,
+                        &job_set,
+                    )
+                    .await;
                     current = next;
                 }
                 _ = stepped_down(&mut stop) => break,
@@ -112,7 +147,8 @@ async fn launch(
     counters: &SharedCounters,
     may_write_tx: &watch::Sender<bool>,
     link: &Arc<RecordsLink>,
-) -> Option<Leadership> {
+    job_set: &watch::Receiver<String>,
+) -> Option<Running> {
     let Some(section) = section else {
         let _ = may_write_tx.send(true);
         return None;
@@ -122,9 +158,45 @@ async fn launch(
             settings,
             advisories,
         }) => (settings, advisories),
+        Ok(Resolved::Gossip {
+            settings,
+            advisories,
+        }) => {
+            for line in advisories {
+                tracing::warn!(target: "cronstable::cluster", "{line}");
+            }
+            // Kubernetes status is written by the leader; gossip elects
+            // one only with electLeader (attestation alone leaves every
+            // node writing, as without a section).
+            let elect = settings.elect_leader;
+            let node_name = settings.node_name.clone();
+            let _ = may_write_tx.send(!elect);
+            let started = GossipManager::start(
+                *settings,
+                counters.clone(),
+                Arc::clone(link),
+                job_set.clone(),
+            )
+            .await;
+            return match started {
+                Ok(manager) => {
+                    if elect {
+                        follow_gossip_leadership(counters.clone(), may_write_tx.clone());
+                    }
+                    Some(Running::Gossip(manager))
+                }
+                Err(err) => {
+                    tracing::error!(target: "cronstable::cluster", "cluster: failed to start: {err}");
+                    ports::with_counters(counters, |c| {
+                        c.cluster = Some(ClusterStats::new("gossip", node_name));
+                    });
+                    None
+                }
+            };
+        }
         // The loader refuses these; a section that got here anyway runs
         // nothing rather than something wrong.
-        Ok(Resolved::Gossip { .. }) | Err(_) => return None,
+        Err(_) => return None,
     };
     for line in advisories {
         tracing::warn!(target: "cronstable::cluster", "{line}");
@@ -152,7 +224,7 @@ async fn launch(
                     let _ = tx.send(now);
                 }
             });
-            Some(leadership)
+            Some(Running::Lease(leadership))
         }
         Err(err) => {
             tracing::error!(target: "cronstable::cluster", "cluster: failed to start: {err}");
@@ -160,6 +232,60 @@ async fn launch(
                 c.cluster = Some(ClusterStats::new(backend_name, node_name));
             });
             None
+        }
+    }
+}
+
+/// Keeps `may_write_tx` in step with gossip leadership (checked every
+/// second; the sender's receivers going away ends it).
+fn follow_gossip_leadership(counters: SharedCounters, may_write_tx: watch::Sender<bool>) {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tick.tick().await;
+            let now = std::time::Instant::now();
+            let state = ports::with_counters(&counters, |c| {
+                c.cluster
+                    .as_ref()
+                    .filter(|s| s.backend == "gossip" && s.running && !s.stepped_down)
+                    .map(|s| s.is_leader(now))
+            });
+            let Some(leading) = state else {
+                // The manager stopped (a reload restarts one with its own
+                // follower).
+                return;
+            };
+            may_write_tx.send_if_modified(|current| {
+                let changed = *current != leading;
+                *current = leading;
+                changed
+            });
+            if may_write_tx.is_closed() {
+                return;
+            }
+        }
+    });
+}
+
+/// Keeps `tx` at the scheduler's job-set id, asked once a second (a
+/// reload moves it; the gossip backend compares its peers against it).
+/// Ends when the scheduler stops answering or nobody listens.
+pub async fn follow_job_set_id(control: ControlHandle, tx: watch::Sender<String>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let Ok(id) = control.job_set_id().await else {
+            return;
+        };
+        tx.send_if_modified(|current| {
+            let changed = *current != id;
+            if changed {
+                *current = id;
+            }
+            changed
+        });
+        if tx.is_closed() {
+            return;
         }
     }
 }

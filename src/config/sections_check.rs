@@ -202,25 +202,12 @@ pub fn check_cross_sections(
         return Err(ConfigError::config(first.origin.clone(), message));
     }
     if let Some(cluster) = &sections.cluster {
-        // The gossip transport is not wired in yet: a gossip section is
-        // refused whatever else it says (its own rules resolve already).
-        let gossip = cluster.value.backend.is_none()
-            || cluster.value.backend == Some(super::model::sections::ClusterBackend::Gossip);
-        match super::cluster::resolve(&cluster.value, crate::platform::host_name()) {
-            _ if gossip => {
-                return Err(not_supported(
-                    &cluster.source,
-                    "cluster.backend: gossip (peer-to-peer leader election; use the kubernetes, \
-                     etcd or filesystem backend)",
-                ));
-            }
-            Err(message) => {
-                return Err(ConfigError::config(
-                    Location::source(&cluster.source),
-                    message,
-                ))
-            }
-            Ok(_) => {}
+        if let Err(message) = super::cluster::resolve(&cluster.value, crate::platform::host_name())
+        {
+            return Err(ConfigError::config(
+                Location::source(&cluster.source),
+                message,
+            ));
         }
     }
     if let Some(dag) = sections.dags.first() {

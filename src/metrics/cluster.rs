@@ -4,10 +4,51 @@
 //! read it. Plain data, so the layers below the backends can hold it.
 
 use super::encode::{gauge, single_gauge};
+use crate::cluster::gossip::ClusterView;
+use crate::config::model::sections::Distribution;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
+use std::sync::Arc;
 use std::time::Instant;
+
+/// What the gossip manager publishes after each poll round: a snapshot of
+/// its peer table (pure data; every decision is drawn from it by the
+/// gate, `GET /cluster` and the metrics, so all three agree) and the facts
+/// the table alone cannot tell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GossipState {
+    /// The peer table as of the last completed round.
+    pub view: ClusterView,
+    /// The job-set id this node compared its peers against.
+    pub job_set_id: String,
+    /// The never-skip gates may trust the view (see `ClusterView::settled`).
+    pub settled: bool,
+    /// A quorum of agreeing peers names this node among the nodes they
+    /// see quorate (this node's leadership is vouched, not only
+    /// self-asserted); `Leader` jobs under single-leader wait for it.
+    pub vouched: bool,
+    /// After this instant the snapshot is too old to act on: the poll loop
+    /// stalled, and `Leader` jobs fail closed.
+    pub fresh_until: Instant,
+}
+
+impl GossipState {
+    /// Whether the snapshot may still be acted on at `now`.
+    pub fn fresh(&self, now: Instant) -> bool {
+        now < self.fresh_until
+    }
+
+    /// Whether `distribution: spread` is in force.
+    pub fn spread(&self) -> bool {
+        self.view.identity().distribution == Distribution::Spread
+    }
+
+    /// `electLeader`.
+    pub fn elect_leader(&self) -> bool {
+        self.view.identity().elect_leader
+    }
+}
 
 /// The leadership state of this node.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +75,9 @@ pub struct ClusterStats {
     pub round_failures: u64,
     /// Leadership was given up for the shutdown: Leader jobs stop here.
     pub stepped_down: bool,
+    /// The gossip backend's snapshot (None for the lease backends, and
+    /// before the gossip manager's first round).
+    pub gossip: Option<Arc<GossipState>>,
 }
 
 impl ClusterStats {
@@ -51,16 +95,33 @@ impl ClusterStats {
             quorum_transitions: 0,
             round_failures: 0,
             stepped_down: false,
+            gossip: None,
         }
+    }
+
+    /// The gossip snapshot, when it is the gossip backend's state and the
+    /// snapshot is fresh at `now` (a stale one counts as no answer).
+    pub fn fresh_gossip(&self, now: Instant) -> Option<&GossipState> {
+        self.gossip.as_deref().filter(|g| g.fresh(now))
     }
 
     /// Whether this node leads at `now`.
     pub fn is_leader(&self, now: Instant) -> bool {
+        if self.backend == "gossip" {
+            return self.running
+                && !self.stepped_down
+                && self.fresh_gossip(now).is_some_and(|g| {
+                    !g.spread() && g.elect_leader() && g.vouched && g.view.is_leader()
+                });
+        }
         self.running && !self.stepped_down && self.leading_until.is_some_and(|t| now < t)
     }
 
     /// Whether the store answered recently enough to know who leads.
     pub fn is_quorate(&self, now: Instant) -> bool {
+        if self.backend == "gossip" {
+            return self.running && self.fresh_gossip(now).is_some_and(|g| g.view.is_quorate());
+        }
         self.running && self.quorate_until.is_some_and(|t| now < t)
     }
 
@@ -68,6 +129,12 @@ impl ClusterStats {
     pub fn leader(&self, now: Instant) -> Option<String> {
         if !self.is_quorate(now) {
             return None;
+        }
+        if self.backend == "gossip" {
+            return self
+                .fresh_gossip(now)
+                .filter(|g| !g.spread())
+                .and_then(|g| g.view.leader_name());
         }
         if self.is_leader(now) {
             return Some(self.node_name.clone());
@@ -77,6 +144,29 @@ impl ClusterStats {
 
     /// The body of `GET /cluster` (`job_set_id` from the scheduler).
     pub fn to_json(&self, job_set_id: &str, now: Instant) -> serde_json::Value {
+        if let Some(gossip) = &self.gossip {
+            // The table as of the last round, whatever its age: a stalled
+            // loop shows its last peer rows, and `enabled` says whether
+            // the manager still runs.
+            let mut body = serde_json::to_value(gossip.view.view(job_set_id))
+                .unwrap_or_else(|_| serde_json::json!({}));
+            if let Some(map) = body.as_object_mut() {
+                if !gossip.fresh(now) {
+                    map.insert("quorate".to_owned(), serde_json::Value::Bool(false));
+                    map.insert("leader".to_owned(), serde_json::Value::Null);
+                    map.insert("is_leader".to_owned(), serde_json::Value::Bool(false));
+                }
+                map.insert(
+                    "is_leader".to_owned(),
+                    serde_json::Value::Bool(self.is_leader(now)),
+                );
+                map.insert(
+                    "enabled".to_owned(),
+                    serde_json::Value::Bool(self.running && !self.stepped_down),
+                );
+            }
+            return body;
+        }
         let is_leader = self.is_leader(now);
         let mut lease = self.lease.clone();
         if let Some(map) = lease.as_object_mut() {
@@ -159,6 +249,14 @@ impl Collector for ClusterFamilies {
         if !s.running {
             return Ok(());
         }
+        let gossip = s.gossip.as_deref();
+        let distribution = match gossip {
+            Some(g) if g.spread() => "spread",
+            _ => "single-leader",
+        };
+        let (size, quorum) = gossip.map_or((1, 1), |g| {
+            (g.view.cluster_size() as i64, g.view.quorum() as i64)
+        });
         let mut info = encoder.encode_descriptor(
             "cronstable_cluster_info",
             "Static cluster configuration facts for this node.",
@@ -169,7 +267,7 @@ impl Collector for ClusterFamilies {
             &mut info.encode_family(&[
                 ("backend", s.backend),
                 ("node_name", s.node_name.as_str()),
-                ("distribution", "single-leader"),
+                ("distribution", distribution),
             ])?,
             &1i64,
         )?;
@@ -177,13 +275,13 @@ impl Collector for ClusterFamilies {
             &mut encoder,
             "cronstable_cluster_size",
             "Effective cluster size N this node coordinates against.",
-            &1i64,
+            &size,
         )?;
         single_gauge(
             &mut encoder,
             "cronstable_cluster_quorum",
             "Number of agreeing nodes required for leader election.",
-            &1i64,
+            &quorum,
         )?;
         single_gauge(
             &mut encoder,
@@ -215,8 +313,47 @@ impl Collector for ClusterFamilies {
             None,
             MetricType::Gauge,
         )?;
-        for kind in ["nodename", "size", "policy"] {
-            gauge(&mut conflict.encode_family(&[("kind", kind)])?, &0i64)?;
+        let kinds = gossip.map_or([false; 3], |g| {
+            [
+                !g.view.conflict_names().is_empty(),
+                !g.view.conflicting_sizes().is_empty(),
+                !g.view.conflicting_policies().is_empty(),
+            ]
+        });
+        for (kind, on) in ["nodename", "size", "policy"].into_iter().zip(kinds) {
+            gauge(
+                &mut conflict.encode_family(&[("kind", kind)])?,
+                &i64::from(on),
+            )?;
+        }
+        // Only a backend with peers has per-peer statuses (never a lease
+        // backend, whose `peers` is always empty).
+        if let Some(g) = gossip.filter(|g| !g.view.peers().is_empty()) {
+            let mut peers = encoder.encode_descriptor(
+                "cronstable_cluster_peers",
+                "Configured gossip peers by observed status.",
+                None,
+                MetricType::Gauge,
+            )?;
+            // Every status, zeros included, so a dashboard's series never
+            // vanish (the original's order).
+            let counts = g.view.status_counts();
+            for status in [
+                "unknown",
+                "self",
+                "agreed",
+                "syncing",
+                "drifted",
+                "unreachable",
+                "untrusted",
+                "conflict",
+            ] {
+                let count = counts.get(status).copied().unwrap_or(0);
+                gauge(
+                    &mut peers.encode_family(&[("status", status)])?,
+                    &(count as i64),
+                )?;
+            }
         }
         Ok(())
     }

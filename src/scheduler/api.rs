@@ -247,6 +247,7 @@ impl Scheduler {
                     }),
                     election,
                     reboot_pending: self.reboot_pending(&job.name),
+                    owner: self.gate.owner(job),
                 }
             })
             .collect()

@@ -96,6 +96,9 @@ pub struct JobSnapshot {
     pub election: bool,
     /// A deferred `@reboot` job still waiting for the cluster's verdict.
     pub reboot_pending: bool,
+    /// The per-job owner under `distribution: spread` (`clusterOwner`):
+    /// `None` when none applies, `Some(None)` below quorum.
+    pub owner: Option<Option<String>>,
 }
 
 /// A cluster-scoped job's slot as this node sees it (`GET /jobs`).

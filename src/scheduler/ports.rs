@@ -119,6 +119,15 @@ pub trait LeaderGate: Send {
     fn leadership_term(&self) -> u64 {
         0
     }
+
+    /// The node that runs `job` as this node sees it, for `GET /jobs`'
+    /// `clusterOwner`: `None` when no per-job owner applies (no election,
+    /// single-leader, an `EveryNode` job); `Some(None)` when one applies
+    /// but none can be named (no quorum).
+    fn owner(&self, job: &JobConfig) -> Option<Option<String>> {
+        let _ = job;
+        None
+    }
 }
 
 /// Why the leadership store could not answer a records request.

@@ -211,6 +211,10 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
                 )),
             );
         }
+        if let Some(owner) = &job.owner {
+            // Under spread only; null while no quorum names an owner.
+            map.insert("clusterOwner".into(), json!(owner));
+        }
     }
     v
 }

@@ -5,9 +5,9 @@
 //! decisions back.
 //!
 //! [`transport`] is that I/O: the mutual-TLS `/peer` listener and the
-//! poller, moving raw bodies and classified outcomes. What joins them
-//! (the manager behind the leader gate) is not built yet: the loader
-//! still refuses `backend: gossip`.
+//! poller, moving raw bodies and classified outcomes. [`manager`] joins
+//! them behind the scheduler's leader gate: it serves this node's body,
+//! polls the peers every `interval` and publishes the view's snapshot.
 //!
 //! The model: every node lists every other node, polls each one's `/peer`
 //! every `interval` seconds, and compares job-set ids. A node is quorate
@@ -18,6 +18,7 @@
 //! differing policy is visible, which stands `Leader` jobs down.
 
 pub mod elect;
+pub mod manager;
 pub mod payload;
 pub mod transport;
 pub mod view;

@@ -715,6 +715,47 @@ impl ClusterView {
             .any(|view| elect_available_leader(&me, view) == me)
     }
 
+    /// [`ClusterView::is_available_leader`] with the settled flag given
+    /// (a published snapshot cannot latch it; the manager computed it).
+    pub fn available_leader_given(&self, settled: bool) -> bool {
+        if !settled || self.available_leader_name() != self.me.node_name {
+            return false;
+        }
+        let me = self.me.node_name.as_str();
+        !self
+            .lower_twins()
+            .iter()
+            .any(|view| elect_available_leader(me, view) == me)
+    }
+
+    /// [`ClusterView::is_available_job_owner`] with the settled flag given.
+    pub fn available_job_owner_given(&self, job: &str, settled: bool) -> bool {
+        if !settled || self.available_job_owner(job) != self.me.node_name {
+            return false;
+        }
+        let me = self.me.node_name.as_str();
+        !self
+            .lower_twins()
+            .iter()
+            .any(|view| elect_available_job_owner(job, me, view) == me)
+    }
+
+    /// Whether enough agreeing peers list this node in their advertised
+    /// `quorate_vouched` to make a quorum with it. A peer's list comes in
+    /// the same body as its mutual-agreement set, so a node vouched this
+    /// way also sees each voucher as eligible and cannot elect itself over
+    /// a lower voucher: the hold that keeps every node from leading on a
+    /// view its peers have not confirmed yet (the first rounds at start).
+    pub fn vouched_by_quorum(&self) -> bool {
+        let me = self.me.node_name.as_str();
+        let vouchers = self
+            .agreeing()
+            .into_iter()
+            .filter(|p| p.quorate_vouched.iter().flatten().any(|n| n == me))
+            .count();
+        vouchers + 1 >= self.quorum()
+    }
+
     /// The member list for spread ownership: this node, the eligible
     /// candidates and the contenders peers vouch for; `None` below quorum.
     fn spread_members(&self) -> Option<Vec<String>> {

@@ -1,0 +1,591 @@
+//! The gossip backend at run time: joins the pure core (payload, view,
+//! election rules) and the transport (mTLS listener and poller) behind the
+//! scheduler's leader gate.
+//!
+//! One task per running section. It serves this node's `/peer` body (built
+//! from the view and cached with its ETag until an input changes), polls
+//! every configured peer each `interval` concurrently, feeds the outcomes
+//! to the [`ClusterView`], logs per-peer status changes and this node's
+//! role transitions, and publishes a snapshot of the view into the shared
+//! counters: the one place the gate, `GET /cluster` and the metrics read.
+//! A snapshot carries a freshness deadline, so a stalled loop (a stopped
+//! process, a wedged runtime) makes `Leader` jobs fail closed rather than
+//! act on an old view.
+//!
+//! Records (the `@reboot` ran-set) live in the gossip itself: this node's
+//! ran jobs ride its `/peer` body, and a job counts as run when this node
+//! or any agreeing peer (same job-set id) reports it. The last-fire
+//! records a lease store keeps for catch-up after a failover have no home
+//! here: fires are accepted and not kept, and a read is refused.
+
+use super::payload::{self, PeerPayload};
+use super::transport::{
+    ListenerLimits, PeerBody, PeerListener, PeerPoller, PollOutcome, PollTimeouts, TlsMaterial,
+    TlsPaths,
+};
+use super::view::{ClusterView, Identity, Observation, Stamp, Status};
+use crate::cluster::records::{RecordsAnswer, RecordsLink, RecordsOp, Request};
+use crate::config::cluster::GossipSettings;
+use crate::config::model::sections::Distribution;
+use crate::metrics::cluster::{ClusterStats, GossipState};
+use crate::scheduler::ports::{self, RecordsError, SharedCounters};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
+
+/// How many records requests may wait at once.
+const REQUEST_QUEUE: usize = 64;
+
+/// A running gossip manager.
+pub struct GossipManager {
+    task: JoinHandle<()>,
+    records: JoinHandle<()>,
+    stop: watch::Sender<bool>,
+}
+
+/// What the manager shares between its poll loop, the listener's provider
+/// and the records task.
+struct Shared {
+    view: ClusterView,
+    /// The job-set id peers are compared against (the scheduler's).
+    job_set_id: String,
+    /// `@reboot` jobs this node ran, and the job-set id they belong to.
+    ran: (String, BTreeSet<String>),
+    /// The payload the cached body was built from, and the body.
+    body: Option<(PeerPayload, PeerBody)>,
+}
+
+impl Shared {
+    fn ran_here(&self, job_set_id: &str) -> BTreeSet<String> {
+        if self.ran.0 == job_set_id {
+            self.ran.1.clone()
+        } else {
+            BTreeSet::new()
+        }
+    }
+
+    /// Rebuilds the served body if what it is built from changed (the
+    /// ETag, a hash of the content, moves only then, so unchanged polls
+    /// keep answering 304).
+    fn refresh_body(&mut self) {
+        let ran = self.ran_here(&self.job_set_id);
+        let payload = self
+            .view
+            .our_payload(&self.job_set_id, &ran, (BTreeMap::new(), false));
+        if self.body.as_ref().is_some_and(|(old, _)| *old == payload) {
+            return;
+        }
+        let bytes = payload::encode(&payload);
+        let now_epoch = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
+        let etag = payload::etag(&payload, now_epoch);
+        self.body = Some((
+            payload,
+            PeerBody {
+                bytes: bytes.into(),
+                etag,
+            },
+        ));
+    }
+
+    fn served(&mut self) -> PeerBody {
+        if self.body.is_none() {
+            self.refresh_body();
+        }
+        match &self.body {
+            Some((_, body)) => body.clone(),
+            None => PeerBody {
+                bytes: Vec::new().into(),
+                etag: String::new(),
+            },
+        }
+    }
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // Every writer leaves the state coherent between statements.
+    shared
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The poll timeouts derived from `connectTimeout`: the TCP connect plus
+/// TLS handshake, and the whole request, are each bounded by it (the
+/// original bounds the whole request by `connectTimeout` too), so one
+/// silent peer costs a round at most `connectTimeout`.
+pub fn poll_timeouts(connect_timeout: u64) -> PollTimeouts {
+    let bound = Duration::from_secs(connect_timeout.max(1));
+    PollTimeouts {
+        connect: bound,
+        request: bound,
+    }
+}
+
+/// How long a published snapshot may be acted on: two rounds plus one
+/// poll's worth of timeouts. Past it the loop has stalled and `Leader`
+/// jobs fail closed.
+fn freshness(settings: &GossipSettings) -> Duration {
+    Duration::from_secs(settings.interval.max(1) * 2 + settings.connect_timeout.max(1))
+}
+
+/// Role facts, compared between rounds to log each transition once.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Role {
+    quorate: bool,
+    leader: bool,
+    names: Vec<String>,
+    sizes: Vec<u64>,
+    policies: Vec<String>,
+}
+
+impl GossipManager {
+    /// Loads the TLS material, binds the listener, runs one poll round
+    /// (so the gate knows the truth at the scheduler's first pass) and
+    /// starts the loop. `job_set` follows the scheduler's job-set id;
+    /// `link` is where records requests arrive from. An error says what
+    /// could not start (the caller fails `Leader` jobs closed).
+    pub async fn start(
+        settings: GossipSettings,
+        counters: SharedCounters,
+        link: Arc<RecordsLink>,
+        mut job_set: watch::Receiver<String>,
+    ) -> Result<GossipManager, String> {
+        let tls = TlsMaterial::load(TlsPaths {
+            ca: PathBuf::from(&settings.tls.ca),
+            cert: PathBuf::from(&settings.tls.cert),
+            key: PathBuf::from(&settings.tls.key),
+        })?;
+        let poller = Arc::new(PeerPoller::new(
+            Arc::clone(&tls),
+            poll_timeouts(settings.connect_timeout),
+        )?);
+        let identity = Identity {
+            node_name: settings.node_name.clone(),
+            instance_id: crate::cluster::process_token(),
+            elect_leader: settings.elect_leader,
+            distribution: settings.distribution,
+            drift_after: settings.drift_after.max(1),
+        };
+        let job_set_id = job_set.borrow_and_update().clone();
+        let shared = Arc::new(Mutex::new(Shared {
+            view: ClusterView::new(identity, settings.peers.iter().cloned()),
+            job_set_id,
+            ran: (String::new(), BTreeSet::new()),
+            body: None,
+        }));
+        let provider_state = Arc::clone(&shared);
+        let listener = PeerListener::bind(
+            &settings.listen,
+            Arc::clone(&tls),
+            Arc::new(move || lock(&provider_state).served()),
+            ListenerLimits::default(),
+        )
+        .await?;
+        tracing::info!(
+            target: "cronstable::cluster",
+            "cluster: node {} serving mTLS /peer on {}, polling {} peer(s) every {}s",
+            crate::pyfmt::py_repr(&minijinja::Value::from(settings.node_name.as_str())),
+            settings.listen,
+            settings.peers.len(),
+            settings.interval
+        );
+        ports::with_counters(&counters, |c| {
+            let mut stats = ClusterStats::new("gossip", settings.node_name.clone());
+            stats.running = true;
+            c.cluster = Some(stats);
+        });
+        let mut rounds = Rounds {
+            settings,
+            shared: Arc::clone(&shared),
+            poller,
+            counters: counters.clone(),
+            etags: HashMap::new(),
+            origin: Instant::now(),
+            role: Role::default(),
+        };
+        rounds.round().await;
+
+        let (requests_tx, requests) = mpsc::channel::<Request>(REQUEST_QUEUE);
+        // Records are answered from memory at once; the bound only covers
+        // a runtime too busy to schedule the records task.
+        link.connect(requests_tx.clone(), Duration::from_secs(5));
+        let records = tokio::spawn(answer_records(requests, Arc::clone(&shared)));
+
+        let (stop, mut stopped) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let period = Duration::from_secs(rounds.settings.interval.max(1));
+            loop {
+                let next = Instant::now() + period;
+                tokio::select! {
+                    _ = tokio::time::sleep_until(next) => {}
+                    _ = stopped.wait_for(|s| *s) => break,
+                }
+                if job_set.has_changed().unwrap_or(false) {
+                    let id = job_set.borrow_and_update().clone();
+                    lock(&rounds.shared).job_set_id = id;
+                }
+                tokio::select! {
+                    _ = rounds.round() => {}
+                    _ = stopped.wait_for(|s| *s) => break,
+                }
+            }
+            // No records once the manager goes; the listener closes before
+            // the drain, so peers see this node leave at once.
+            link.disconnect(&requests_tx);
+            drop(requests_tx);
+            tracing::info!(target: "cronstable::cluster", "Stopping cluster manager");
+            listener.stop().await;
+            rounds.step_down();
+        });
+        Ok(GossipManager {
+            task,
+            records,
+            stop,
+        })
+    }
+
+    /// Stops the loop and the listener, waiting (bounded) for both.
+    pub async fn stop(self) {
+        self.stop.send_replace(true);
+        if tokio::time::timeout(Duration::from_secs(5), self.task)
+            .await
+            .is_err()
+        {
+            tracing::debug!(
+                target: "cronstable::cluster",
+                "cluster: the gossip manager did not stop in time"
+            );
+        }
+        self.records.abort();
+    }
+}
+
+/// Answers the scheduler's records requests from the shared state.
+async fn answer_records(mut requests: mpsc::Receiver<Request>, shared: Arc<Mutex<Shared>>) {
+    while let Some(request) = requests.recv().await {
+        let result = match request.op {
+            RecordsOp::RebootRan { job_set_id } => {
+                let state = lock(&shared);
+                let mut jobs: HashSet<String> = state.ran_here(&job_set_id).into_iter().collect();
+                // Agreeing peers share this node's job-set id, so their
+                // ran-sets are for the same jobs; while the scheduler's id
+                // and the compared one differ (a reload in flight) only
+                // this node's own records count.
+                if state.job_set_id == job_set_id {
+                    jobs.extend(state.view.peers_ran_reboot_jobs());
+                }
+                Ok(RecordsAnswer::Jobs(jobs))
+            }
+            RecordsOp::MarkRebootRan { job_set_id, job } => {
+                let mut state = lock(&shared);
+                if state.ran.0 != job_set_id {
+                    state.ran = (job_set_id, BTreeSet::new());
+                }
+                state.ran.1.insert(job);
+                state.refresh_body();
+                Ok(RecordsAnswer::Done)
+            }
+            RecordsOp::LastFires => Err(RecordsError::Store(
+                "not supported by the gossip backend".to_owned(),
+            )),
+            // Nothing keeps fires for a later leader here; accepting the
+            // record keeps the launch from waiting or warning.
+            RecordsOp::RecordFire { .. } => Ok(RecordsAnswer::Done),
+        };
+        let _ = request.reply.send(result);
+    }
+}
+
+/// The poll loop's state.
+struct Rounds {
+    settings: GossipSettings,
+    shared: Arc<Mutex<Shared>>,
+    poller: Arc<PeerPoller>,
+    counters: SharedCounters,
+    /// The ETag of the last full body per peer, echoed as If-None-Match.
+    etags: HashMap<String, String>,
+    origin: Instant,
+    role: Role,
+}
+
+impl Rounds {
+    /// Polls every peer once, concurrently, then folds the outcomes into
+    /// the view, logs and publishes.
+    async fn round(&mut self) {
+        let mut polls = JoinSet::new();
+        for (index, host) in self.settings.peers.iter().enumerate() {
+            let poller = Arc::clone(&self.poller);
+            let host = host.clone();
+            let tag = self.etags.get(&host).cloned();
+            polls.spawn(async move {
+                let outcome = poller.poll(&host, tag.as_deref()).await;
+                (index, outcome)
+            });
+        }
+        let mut outcomes: Vec<(usize, PollOutcome)> = Vec::new();
+        while let Some(joined) = polls.join_next().await {
+            if let Ok(done) = joined {
+                outcomes.push(done);
+            }
+        }
+        // Configured order, so the log lines come in a stable order.
+        outcomes.sort_by_key(|(index, _)| *index);
+        let stamp = Stamp {
+            mono: self.origin.elapsed(),
+            wall: chrono::Utc::now(),
+        };
+        let observations: Vec<(String, Observation)> = outcomes
+            .into_iter()
+            .map(|(index, outcome)| {
+                let host = self.settings.peers[index].clone();
+                let observation = self.observation(&host, outcome);
+                (host, observation)
+            })
+            .collect();
+        let snapshot = {
+            let mut state = lock(&self.shared);
+            let my_id = state.job_set_id.clone();
+            for (host, observation) in observations {
+                let previous = state.view.observe(&host, observation, &my_id, stamp);
+                if let Some(previous) = previous {
+                    log_peer_change(&state.view, &host, previous);
+                }
+            }
+            state.view.round_completed();
+            let settled = state.view.settled();
+            let vouched = state.view.vouched_by_quorum();
+            state.refresh_body();
+            GossipState {
+                view: state.view.clone(),
+                job_set_id: my_id,
+                settled,
+                vouched,
+                fresh_until: (Instant::now() + freshness(&self.settings)).into_std(),
+            }
+        };
+        self.publish(snapshot);
+    }
+
+    /// Turns a transport outcome into what the view takes, keeping the
+    /// peer's ETag only alongside a body the view accepted.
+    fn observation(&mut self, host: &str, outcome: PollOutcome) -> Observation {
+        match outcome {
+            PollOutcome::Body { bytes, etag } => match payload::decode(&bytes) {
+                Ok(decoded) => {
+                    match etag.filter(|t| payload::etag_storable(t)) {
+                        Some(tag) => self.etags.insert(host.to_owned(), tag),
+                        None => self.etags.remove(host),
+                    };
+                    Observation::Payload(Box::new(decoded))
+                }
+                Err(err) => {
+                    self.etags.remove(host);
+                    Observation::Invalid(err.to_string())
+                }
+            },
+            PollOutcome::NotModified => Observation::NotModified,
+            PollOutcome::Unreachable(err) => {
+                self.etags.remove(host);
+                Observation::Unreachable(err)
+            }
+            PollOutcome::Untrusted(err) => {
+                self.etags.remove(host);
+                Observation::Untrusted(err)
+            }
+            PollOutcome::Invalid(err) => {
+                self.etags.remove(host);
+                Observation::Invalid(err)
+            }
+        }
+    }
+
+    /// Stores the snapshot and logs this node's role transitions.
+    fn publish(&mut self, snapshot: GossipState) {
+        let view = &snapshot.view;
+        let spread = view.identity().distribution == Distribution::Spread;
+        let elect = view.identity().elect_leader;
+        let role = Role {
+            quorate: view.is_quorate(),
+            leader: !spread && elect && snapshot.vouched && view.is_leader(),
+            names: view.conflict_names(),
+            sizes: view.conflicting_sizes(),
+            policies: view.conflicting_policies(),
+        };
+        let declared = view.cluster_size();
+        let before = std::mem::replace(&mut self.role, role.clone());
+        ports::with_counters(&self.counters, |c| {
+            let Some(stats) = c.cluster.as_mut() else {
+                return;
+            };
+            stats.gossip = Some(Arc::new(snapshot));
+            if role.leader != before.leader {
+                stats.leader_transitions += 1;
+            }
+            if role.quorate != before.quorate {
+                stats.quorum_transitions += 1;
+            }
+        });
+        if !elect {
+            // Attestation only: nothing is elected, so there is no role to
+            // announce.
+            return;
+        }
+        log_conflicts(&before, &role, declared);
+        if role.quorate != before.quorate {
+            match (role.quorate, spread) {
+                (true, true) => tracing::info!(
+                    target: "cronstable::cluster",
+                    "cluster: this node joined quorum; per-job ownership active"
+                ),
+                (false, true) => tracing::info!(
+                    target: "cronstable::cluster",
+                    "cluster: this node left quorum; per-job ownership suspended"
+                ),
+                (true, false) => {
+                    tracing::info!(target: "cronstable::cluster", "cluster: this node joined quorum")
+                }
+                (false, false) => tracing::info!(
+                    target: "cronstable::cluster",
+                    "cluster: this node left quorum; no majority reachable, so Leader jobs cannot \
+                     run until one is"
+                ),
+            }
+        }
+        if role.leader != before.leader {
+            if role.leader {
+                tracing::info!(
+                    target: "cronstable::cluster",
+                    "cluster: this node acquired scheduled-job leadership"
+                );
+            } else {
+                tracing::info!(
+                    target: "cronstable::cluster",
+                    "cluster: this node lost scheduled-job leadership"
+                );
+            }
+        }
+    }
+
+    /// The manager stops (the drain starts, or the section changed): the
+    /// state says so at once, so `Leader` jobs stop here.
+    fn step_down(&mut self) {
+        ports::with_counters(&self.counters, |c| {
+            if let Some(stats) = c.cluster.as_mut() {
+                stats.stepped_down = true;
+                if self.role.leader {
+                    stats.leader_transitions += 1;
+                }
+            }
+        });
+        if self.role.leader {
+            tracing::info!(
+                target: "cronstable::cluster",
+                "cluster: this node lost scheduled-job leadership"
+            );
+            self.role.leader = false;
+        }
+    }
+}
+
+/// The conflict lines, once per change of each kind (the original's
+/// wording).
+fn log_conflicts(before: &Role, now: &Role, declared: usize) {
+    if now.names != before.names {
+        if !now.names.is_empty() {
+            tracing::error!(
+                target: "cronstable::cluster",
+                "cluster: duplicate nodeName detected ({}) -- Leader jobs will stand down until \
+                 every node has a unique cluster.nodeName",
+                now.names.join(", ")
+            );
+        } else {
+            tracing::info!(
+                target: "cronstable::cluster",
+                "cluster: nodeName conflict resolved; Leader jobs may run again"
+            );
+        }
+    }
+    if now.sizes != before.sizes {
+        if !now.sizes.is_empty() {
+            let sizes: Vec<String> = now.sizes.iter().map(u64::to_string).collect();
+            tracing::error!(
+                target: "cronstable::cluster",
+                "cluster: cluster-size disagreement -- agreeing peers declare {} but we declare \
+                 {}; Leader jobs will stand down until every node's cluster.peers agree on the \
+                 member set",
+                sizes.join(", "),
+                declared
+            );
+        } else {
+            tracing::info!(
+                target: "cronstable::cluster",
+                "cluster: cluster-size disagreement resolved; Leader jobs may run again"
+            );
+        }
+    }
+    if now.policies != before.policies {
+        if !now.policies.is_empty() {
+            tracing::error!(
+                target: "cronstable::cluster",
+                "cluster: coordination-policy divergence -- agreeing peers declare {}; Leader \
+                 jobs will stand down until every node's cluster.distribution and \
+                 cluster.electLeader agree",
+                now.policies.join("; ")
+            );
+        } else {
+            tracing::info!(
+                target: "cronstable::cluster",
+                "cluster: coordination-policy divergence resolved; Leader jobs may run again"
+            );
+        }
+    }
+}
+
+/// A peer's status change, logged once (the original's lines): first
+/// contacts that fail are startup noise and stay quiet.
+fn log_peer_change(view: &ClusterView, host: &str, previous: Status) {
+    let Some(peer) = view.peers().iter().find(|p| p.host == host) else {
+        return;
+    };
+    let now = peer.status;
+    if now == previous {
+        return;
+    }
+    let error = peer.last_error.as_deref().unwrap_or("");
+    let stale = matches!(
+        previous,
+        Status::Unknown | Status::Unreachable | Status::Untrusted
+    );
+    match now {
+        Status::Untrusted => tracing::warn!(
+            target: "cronstable::cluster",
+            "cluster: peer {host} is untrusted -- TLS/cert verification failed: {error}"
+        ),
+        Status::Unreachable if !stale => tracing::warn!(
+            target: "cronstable::cluster",
+            "cluster: peer {host} became unreachable: {error}"
+        ),
+        Status::Drifted => tracing::warn!(
+            target: "cronstable::cluster",
+            "cluster: peer {host} drifted -- its job-set id has differed for >= driftAfter rounds \
+             (or reports a different fingerprint scheme)"
+        ),
+        Status::Conflict => tracing::info!(
+            target: "cronstable::cluster",
+            "cluster: peer {host} reports a duplicate nodeName: {error}"
+        ),
+        Status::SelfNode => tracing::info!(
+            target: "cronstable::cluster",
+            "cluster: peer {host} is this node itself (a self-listing); excluded from the \
+             cluster size"
+        ),
+        Status::Agreed if previous != Status::SelfNode => tracing::info!(
+            target: "cronstable::cluster",
+            "cluster: peer {host} now agreed"
+        ),
+        _ => {}
+    }
+}

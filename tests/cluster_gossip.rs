@@ -1,0 +1,608 @@
+//! The gossip backend, black-box: real daemons (the built binary) on
+//! 127.0.0.1, each with its own mTLS `/peer` listener and certificates
+//! made at test time, polling each other every second. Each runs `Leader`
+//! jobs that append "<node> <job> <epoch second>" to one shared file; the
+//! tests read that file, `GET /cluster`, `GET /jobs` and `/metrics`, and
+//! kill (SIGKILL) or freeze (SIGSTOP) nodes for real.
+//!
+//! The job set must be the same on every node (peers compare job-set ids),
+//! so the command reads the node's name from a file in its own directory.
+//! Waits are deadlines, never fixed speed assertions.
+
+mod support;
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+use support::daemon::{read_lines, Daemon};
+use support::http::{free_port, get, wait_listening};
+use support::kube_daemon::wait_until;
+
+const PATIENCE: Duration = Duration::from_secs(40);
+/// `interval` and `connectTimeout` of every node here.
+const INTERVAL: u64 = 1;
+const CONNECT_TIMEOUT: u64 = 1;
+
+struct Ca {
+    pem: String,
+    cert: rcgen::Certificate,
+    key: KeyPair,
+}
+
+impl Ca {
+    fn new() -> Ca {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).expect("self-signed");
+        Ca {
+            pem: cert.pem(),
+            cert,
+            key,
+        }
+    }
+
+    /// Writes `ca.pem` (trusting `self`), `cert.pem` and `key.pem` (issued
+    /// by `issuer` for 127.0.0.1) into `dir`.
+    fn files(&self, issuer: &Ca, dir: &Path) -> PathBuf {
+        std::fs::create_dir_all(dir).expect("tls dir");
+        let key = KeyPair::generate().expect("key");
+        let params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+        let cert = params
+            .signed_by(&key, &issuer.cert, &issuer.key)
+            .expect("issue");
+        std::fs::write(dir.join("ca.pem"), &self.pem).expect("ca");
+        std::fs::write(dir.join("cert.pem"), cert.pem()).expect("cert");
+        std::fs::write(dir.join("key.pem"), key.serialize_pem()).expect("key");
+        dir.to_path_buf()
+    }
+}
+
+/// One planned member: its name, web port and peer port.
+#[derive(Clone)]
+struct Plan {
+    name: &'static str,
+    web: u16,
+    peer: u16,
+}
+
+struct Node {
+    name: &'static str,
+    web: u16,
+    daemon: Option<Daemon>,
+}
+
+/// What differs between the clusters of the tests.
+#[derive(Clone, Copy, Default)]
+struct Options {
+    spread: bool,
+    /// Jobs (names `j0`..), all `Leader`.
+    jobs: usize,
+}
+
+fn config(
+    me: &Plan,
+    plans: &[Plan],
+    tls: &Path,
+    shared: &Path,
+    extra_peers: &[u16],
+    opts: Options,
+) -> String {
+    let mut peers = String::new();
+    for p in plans.iter().filter(|p| p.peer != me.peer) {
+        peers.push_str(&format!("    - host: '127.0.0.1:{}'\n", p.peer));
+    }
+    for port in extra_peers {
+        peers.push_str(&format!("    - host: '127.0.0.1:{port}'\n"));
+    }
+    let tls = tls.display();
+    let shared = shared.display();
+    let mut jobs = String::new();
+    for j in 0..opts.jobs.max(1) {
+        jobs.push_str(&format!(
+            "  - name: j{j}\n    command: \"echo $(cat node) j{j} $(date +%s) >> {shared}/runs\"\n    \
+             schedule: \"* * * * * * *\"\n    clusterPolicy: Leader\n"
+        ));
+    }
+    format!(
+        "web:\n  listen:\n    - http://127.0.0.1:{web}\n\
+         cluster:\n  backend: gossip\n  nodeName: {name}\n  listen: '127.0.0.1:{peer}'\n  \
+         electLeader: true\n  distribution: {dist}\n  interval: {INTERVAL}\n  \
+         connectTimeout: {CONNECT_TIMEOUT}\n  tls:\n    ca: {tls}/ca.pem\n    \
+         cert: {tls}/cert.pem\n    key: {tls}/key.pem\n  peers:\n{peers}\
+         jobs:\n{jobs}",
+        web = me.web,
+        name = me.name,
+        peer = me.peer,
+        dist = if opts.spread {
+            "spread"
+        } else {
+            "single-leader"
+        },
+    )
+}
+
+fn plan(names: &[&'static str]) -> Vec<Plan> {
+    names
+        .iter()
+        .map(|name| Plan {
+            name,
+            web: free_port(),
+            peer: free_port(),
+        })
+        .collect()
+}
+
+impl Node {
+    fn start(me: &Plan, config: &str) -> Node {
+        let daemon = Daemon::start(config);
+        std::fs::write(daemon.path("node"), me.name).expect("node file");
+        wait_listening(me.web, PATIENCE);
+        Node {
+            name: me.name,
+            web: me.web,
+            daemon: Some(daemon),
+        }
+    }
+
+    fn alive(&self) -> bool {
+        self.daemon.is_some()
+    }
+
+    fn cluster(&self) -> Value {
+        get(self.web, "/cluster").json()
+    }
+
+    fn log(&self) -> String {
+        self.daemon.as_ref().map(Daemon::log).unwrap_or_default()
+    }
+}
+
+fn logs(nodes: &[Node]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("--- {} ---\n{}", n.name, n.log()))
+        .collect()
+}
+
+/// The one live node all live nodes agree leads, if they agree.
+fn agreed_leader(nodes: &[Node]) -> Option<usize> {
+    let views: Vec<(usize, Value)> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.alive())
+        .map(|(i, n)| (i, n.cluster()))
+        .collect();
+    let leaders: Vec<usize> = views
+        .iter()
+        .filter(|(_, v)| v["is_leader"] == true)
+        .map(|(i, _)| *i)
+        .collect();
+    let [leader] = leaders[..] else {
+        return None;
+    };
+    let name = nodes[leader].name;
+    views
+        .iter()
+        .all(|(_, v)| v["quorate"] == true && v["leader"] == name)
+        .then_some(leader)
+}
+
+/// (node, job, second) of every line of the shared file.
+fn runs(shared: &Path) -> Vec<(String, String, u64)> {
+    read_lines(&shared.join("runs"))
+        .iter()
+        .filter_map(|l| {
+            let mut parts = l.split_whitespace();
+            Some((
+                parts.next()?.to_owned(),
+                parts.next()?.to_owned(),
+                parts.next()?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// (job, second) pairs that more than one node ran.
+fn doubles(shared: &Path) -> Vec<(String, u64, BTreeSet<String>)> {
+    let mut by: BTreeMap<(String, u64), BTreeSet<String>> = BTreeMap::new();
+    for (node, job, second) in runs(shared) {
+        by.entry((job, second)).or_default().insert(node);
+    }
+    by.into_iter()
+        .filter(|(_, nodes)| nodes.len() > 1)
+        .map(|((job, second), nodes)| (job, second, nodes))
+        .collect()
+}
+
+fn lines_by(shared: &Path, node: &str) -> usize {
+    runs(shared).iter().filter(|(n, _, _)| n == node).count()
+}
+
+fn start_cluster(names: &[&'static str], shared: &Path, opts: Options) -> (Vec<Node>, Ca) {
+    let ca = Ca::new();
+    let plans = plan(names);
+    let nodes = plans
+        .iter()
+        .map(|p| {
+            let tls = ca.files(&ca, &shared.join(format!("tls-{}-{}", p.name, p.peer)));
+            Node::start(p, &config(p, &plans, &tls, shared, &[], opts))
+        })
+        .collect();
+    (nodes, ca)
+}
+
+#[test]
+fn three_daemons_run_leader_jobs_once_and_a_killed_leader_is_replaced() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let (mut nodes, _ca) = start_cluster(&["a", "b", "c"], &shared, Options::default());
+
+    let mut first = 0;
+    wait_until(
+        "the three nodes to agree on one leader",
+        PATIENCE,
+        || agreed_leader(&nodes).map(|l| first = l).is_some(),
+        || logs(&nodes),
+    );
+    // The lowest name leads a converged cluster.
+    assert_eq!(nodes[first].name, "a");
+    for node in &nodes {
+        let view = node.cluster();
+        assert_eq!(view["backend"], "gossip", "{view}");
+        assert_eq!(view["enabled"], true);
+        assert_eq!(view["cluster_size"], 3);
+        assert_eq!(view["quorum"], 2);
+        assert_eq!(view["conflict"], false);
+        let statuses: Vec<&str> = view["peers"]
+            .as_array()
+            .expect("peers")
+            .iter()
+            .filter_map(|p| p["status"].as_str())
+            .collect();
+        assert_eq!(statuses, ["agreed", "agreed"], "{view}");
+        let metrics = get(node.web, "/metrics").body;
+        assert!(
+            metrics.contains("cronstable_cluster_peers{status=\"agreed\"} 2"),
+            "{metrics}"
+        );
+        assert!(metrics.contains("cronstable_cluster_size 3"), "{metrics}");
+        assert!(
+            metrics.contains("cronstable_cluster_conflict{kind=\"nodename\"} 0"),
+            "{metrics}"
+        );
+    }
+    let seen = lines_by(&shared, "a");
+    wait_until(
+        "the leader to run its job three more times",
+        PATIENCE,
+        || lines_by(&shared, "a") >= seen + 3,
+        || logs(&nodes),
+    );
+    let others: Vec<_> = runs(&shared)
+        .into_iter()
+        .filter(|(n, _, _)| n != "a")
+        .collect();
+    assert!(
+        others.is_empty(),
+        "only the leader runs: {others:?}\n{}",
+        logs(&nodes)
+    );
+    assert!(nodes[0].log().contains("serving mTLS /peer on 127.0.0.1:"));
+    assert!(nodes[0]
+        .log()
+        .contains("cluster: this node acquired scheduled-job leadership"));
+
+    // SIGKILL the leader: the survivors notice at their next poll and
+    // re-elect (documented bound: about one interval plus a poll timeout;
+    // asserted with generous slack, and printed).
+    let killed = Instant::now();
+    if let Some(d) = nodes[first].daemon.as_mut() {
+        d.signal(nix::sys::signal::Signal::SIGKILL);
+        d.wait_exit(PATIENCE);
+    }
+    nodes[first].daemon = None;
+    let mut second = 0;
+    wait_until(
+        "the survivors to agree on a new leader",
+        PATIENCE,
+        || agreed_leader(&nodes).map(|l| second = l).is_some(),
+        || logs(&nodes),
+    );
+    let takeover = killed.elapsed();
+    eprintln!("measured gossip takeover after SIGKILL: {takeover:?}");
+    assert_eq!(nodes[second].name, "b");
+    assert!(
+        takeover <= Duration::from_secs(2 * INTERVAL + CONNECT_TIMEOUT + 5),
+        "takeover took {takeover:?}"
+    );
+    let seen = lines_by(&shared, "b");
+    wait_until(
+        "the new leader to run the job",
+        PATIENCE,
+        || lines_by(&shared, "b") >= seen + 2,
+        || logs(&nodes),
+    );
+    let view = nodes[2].cluster();
+    let dead = view["peers"]
+        .as_array()
+        .expect("peers")
+        .iter()
+        .find(|p| p["node_name"] == "a")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(dead["status"], "unreachable", "{view}");
+    assert!(
+        doubles(&shared).is_empty(),
+        "no second ran twice: {:?}",
+        doubles(&shared)
+    );
+}
+
+#[test]
+fn a_frozen_node_runs_nothing_until_it_re_agrees() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let (nodes, _ca) = start_cluster(&["a", "b", "c"], &shared, Options::default());
+    wait_until(
+        "one agreed leader",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    // Freeze the leader: the other two are a majority and keep one leader.
+    let frozen = nodes[0].daemon.as_ref().expect("a runs");
+    frozen.signal(nix::sys::signal::Signal::SIGSTOP);
+    wait_until(
+        "b to lead while a is frozen",
+        PATIENCE,
+        || {
+            let b = nodes[1].cluster();
+            let c = nodes[2].cluster();
+            b["is_leader"] == true && c["leader"] == "b" && c["is_leader"] == false
+        },
+        || logs(&nodes),
+    );
+    let seen = lines_by(&shared, "b");
+    wait_until(
+        "b to run the job",
+        PATIENCE,
+        || lines_by(&shared, "b") >= seen + 3,
+        || logs(&nodes),
+    );
+    let frozen_lines = lines_by(&shared, "a");
+    // Thaw: a's view is stale and its peers do not vouch for it yet, so it
+    // runs nothing until it has re-agreed; then it leads again (lowest
+    // name) and b stands down, with no second run twice.
+    frozen.signal(nix::sys::signal::Signal::SIGCONT);
+    wait_until(
+        "a to lead again",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    let seen = lines_by(&shared, "a");
+    wait_until(
+        "a to run the job again",
+        PATIENCE,
+        || lines_by(&shared, "a") >= seen + 2,
+        || logs(&nodes),
+    );
+    assert!(lines_by(&shared, "a") > frozen_lines);
+    assert!(
+        doubles(&shared).is_empty(),
+        "no second ran on two nodes: {:?}\n{}",
+        doubles(&shared),
+        logs(&nodes)
+    );
+}
+
+/// Asserts that no line is added over `seconds` seconds (every job here
+/// fires every second, so a running gate would add some).
+fn assert_no_runs_for(shared: &Path, nodes: &[Node], seconds: u64) {
+    let before = runs(shared).len();
+    std::thread::sleep(Duration::from_secs(seconds));
+    let after = runs(shared).len();
+    assert_eq!(
+        before,
+        after,
+        "Leader jobs ran during a conflict\n{}",
+        logs(nodes)
+    );
+}
+
+#[test]
+fn a_duplicate_node_name_stands_leader_jobs_down_everywhere() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    // Two members both named "a".
+    let (nodes, _ca) = start_cluster(&["a", "b", "a"], &shared, Options::default());
+    wait_until(
+        "every node to see the duplicate name",
+        PATIENCE,
+        || {
+            nodes.iter().all(|n| {
+                let v = n.cluster();
+                v["conflict"] == true && v["conflict_names"] == serde_json::json!(["a"])
+            })
+        },
+        || logs(&nodes),
+    );
+    assert_no_runs_for(&shared, &nodes, 4);
+    assert!(runs(&shared).is_empty(), "{:?}", runs(&shared));
+    let metrics = get(nodes[1].web, "/metrics").body;
+    assert!(
+        metrics.contains("cronstable_cluster_conflict{kind=\"nodename\"} 1"),
+        "{metrics}"
+    );
+    assert!(nodes[1]
+        .log()
+        .contains("cluster: duplicate nodeName detected (a) -- Leader jobs will stand down"));
+}
+
+#[test]
+fn a_differing_cluster_size_stands_leader_jobs_down_everywhere() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let ca = Ca::new();
+    let plans = plan(&["a", "b", "c"]);
+    // c lists one more (absent) peer: it declares 4, the others 3.
+    let ghost = free_port();
+    let nodes: Vec<Node> = plans
+        .iter()
+        .map(|p| {
+            let tls = ca.files(&ca, &shared.join(format!("tls-{}", p.name)));
+            let extra: &[u16] = if p.name == "c" { &[ghost] } else { &[] };
+            Node::start(
+                p,
+                &config(p, &plans, &tls, &shared, extra, Options::default()),
+            )
+        })
+        .collect();
+    wait_until(
+        "a and b to see the size conflict",
+        PATIENCE,
+        || {
+            nodes[..2].iter().all(|n| {
+                let v = n.cluster();
+                v["size_conflict"] == true && v["conflicting_sizes"] == serde_json::json!([4])
+            })
+        },
+        || logs(&nodes),
+    );
+    assert_no_runs_for(&shared, &nodes, 4);
+    assert!(runs(&shared).is_empty(), "{:?}", runs(&shared));
+    assert!(nodes[0].log().contains(
+        "cluster: cluster-size disagreement -- agreeing peers declare 4 but we declare 3"
+    ));
+}
+
+#[test]
+fn a_node_with_a_certificate_from_another_ca_is_untrusted_and_ignored() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let ca = Ca::new();
+    let rogue = Ca::new();
+    let plans = plan(&["a", "b", "c"]);
+    let nodes: Vec<Node> = plans
+        .iter()
+        .map(|p| {
+            // "a" (the name that would lead) has a certificate from a CA
+            // the others do not trust, and trusts only that CA.
+            let tls = if p.name == "a" {
+                rogue.files(&rogue, &shared.join("tls-a"))
+            } else {
+                ca.files(&ca, &shared.join(format!("tls-{}", p.name)))
+            };
+            Node::start(
+                p,
+                &config(p, &plans, &tls, &shared, &[], Options::default()),
+            )
+        })
+        .collect();
+    wait_until(
+        "b and c to agree on b, with a untrusted",
+        PATIENCE,
+        || {
+            let b = nodes[1].cluster();
+            let c = nodes[2].cluster();
+            let a_row = c["peers"]
+                .as_array()
+                .and_then(|p| {
+                    p.iter()
+                        .find(|r| {
+                            r["host"]
+                                .as_str()
+                                .is_some_and(|h| h.ends_with(&format!(":{}", plans[0].peer)))
+                        })
+                        .cloned()
+                })
+                .unwrap_or_default();
+            b["is_leader"] == true && c["leader"] == "b" && a_row["status"] == "untrusted"
+        },
+        || logs(&nodes),
+    );
+    let seen = lines_by(&shared, "b");
+    wait_until(
+        "b to run the job",
+        PATIENCE,
+        || lines_by(&shared, "b") >= seen + 3,
+        || logs(&nodes),
+    );
+    let a = nodes[0].cluster();
+    assert_eq!(a["quorate"], false, "{a}");
+    assert_eq!(lines_by(&shared, "a"), 0, "the untrusted node ran nothing");
+    assert_eq!(lines_by(&shared, "c"), 0);
+    assert!(nodes[1]
+        .log()
+        .contains("is untrusted -- TLS/cert verification failed"));
+}
+
+#[test]
+fn spread_runs_each_job_on_exactly_one_node_and_names_its_owner() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let opts = Options {
+        spread: true,
+        jobs: 6,
+    };
+    let (nodes, _ca) = start_cluster(&["a", "b", "c"], &shared, opts);
+    // Every node names the same owner for every job.
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    wait_until(
+        "the nodes to agree on every job's owner",
+        PATIENCE,
+        || {
+            let mut seen: Vec<BTreeMap<String, String>> = Vec::new();
+            for n in &nodes {
+                let jobs = get(n.web, "/jobs").json();
+                let mut map = BTreeMap::new();
+                for job in jobs.as_array().into_iter().flatten() {
+                    if let (Some(name), Some(owner)) =
+                        (job["name"].as_str(), job["clusterOwner"].as_str())
+                    {
+                        map.insert(name.to_owned(), owner.to_owned());
+                    }
+                }
+                seen.push(map);
+            }
+            let agreed = seen.iter().all(|m| m.len() == 6 && *m == seen[0]);
+            if agreed {
+                owners = seen[0].clone();
+            }
+            agreed
+        },
+        || logs(&nodes),
+    );
+    for n in &nodes {
+        let v = n.cluster();
+        assert_eq!(v["distribution"], "spread");
+        assert_eq!(v["leader"], Value::Null);
+        assert_eq!(v["is_leader"], false);
+        assert_eq!(v["quorate"], true, "{v}");
+    }
+    let start = runs(&shared).len();
+    wait_until(
+        "each job to run a few times",
+        PATIENCE,
+        || runs(&shared).len() >= start + 6 * 3,
+        || logs(&nodes),
+    );
+    // After agreement, each job ran only on its owner.
+    let later: Vec<_> = runs(&shared).into_iter().skip(start).collect();
+    for (node, job, second) in &later {
+        assert_eq!(
+            owners.get(job),
+            Some(node),
+            "{job} at {second} ran on {node}, owners {owners:?}"
+        );
+    }
+    let distinct: BTreeSet<&String> = owners.values().collect();
+    assert!(
+        distinct.len() >= 2,
+        "six jobs spread over more than one node: {owners:?}"
+    );
+    assert!(doubles(&shared).is_empty(), "{:?}", doubles(&shared));
+}
