@@ -30,6 +30,7 @@ pub(crate) mod compat;
 pub mod config;
 pub mod cronexpr;
 pub mod fingerprint;
+pub mod gossip;
 pub(crate) mod jinja;
 pub mod job;
 pub mod kube;

@@ -271,6 +271,19 @@ pub fn write_json_string(out: &mut String, s: &str, html_safe: bool) {
     out.push('"');
 }
 
+/// An instant the way Python's `datetime.isoformat()` writes an aware UTC
+/// time: microseconds only when non-zero, `+00:00` offset.
+pub fn python_isoformat(t: chrono::DateTime<chrono::Utc>) -> String {
+    use chrono::Timelike;
+    let base = t.format("%Y-%m-%dT%H:%M:%S");
+    let micros = t.nanosecond() / 1000 % 1_000_000;
+    if micros == 0 {
+        format!("{base}+00:00")
+    } else {
+        format!("{base}.{micros:06}+00:00")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,6 +44,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("config", 2),
     ("fingerprint", 3),
     ("job", 4),
+    ("gossip", 4),
     ("report", 5),
     ("metrics", 5),
     ("scheduler", 6),

@@ -262,10 +262,6 @@ fn one_or_many(mut errors: Vec<ConfigError>) -> ConfigError {
     }
 }
 
-/// The largest config file or include read (a 10,000-job file is about
-/// 2 MB; a Kubernetes ConfigMap holds at most 1 MiB).
-pub const MAX_FILE_BYTES: u64 = 16 << 20;
-
 fn io_error(path: &Path, err: &std::io::Error) -> ConfigError {
     ConfigError::Io {
         path: path.display().to_string(),
@@ -318,8 +314,8 @@ impl Loader {
     /// Reads and parses one file; `stack` holds the files being included
     /// above it, for cycle detection.
     fn load_file(&mut self, path: &Path, stack: &mut Vec<PathBuf>) -> Result<Parsed, ConfigError> {
-        let bytes =
-            platform::read_regular_file(path, MAX_FILE_BYTES).map_err(|e| io_error(path, &e))?;
+        let bytes = platform::read_regular_file(path, super::MAX_FILE_BYTES)
+            .map_err(|e| io_error(path, &e))?;
         let text = String::from_utf8(bytes).map_err(|e| {
             ConfigError::config(
                 Location::source(path.display().to_string()),

@@ -17,6 +17,10 @@ pub(crate) mod sections_check;
 pub mod stamp;
 pub(crate) mod validate;
 
+/// The largest config file, include or env_file read (a 10,000-job file
+/// is about 2 MB; a Kubernetes ConfigMap holds at most 1 MiB).
+pub const MAX_FILE_BYTES: u64 = 16 << 20;
+
 pub use error::{ConfigError, Location};
 pub use job::JobConfig;
 pub use load::{

@@ -464,7 +464,7 @@ fn assemble_environment(spec: &JobSpec, ctx: &Context) -> Result<Vec<(String, St
     let mut env: Vec<(String, String)> = Vec::new();
     if let Some(path) = &spec.env_file {
         let full = ctx.cwd.join(path);
-        let text = crate::platform::read_regular_file(&full, super::load::MAX_FILE_BYTES)
+        let text = crate::platform::read_regular_file(&full, super::MAX_FILE_BYTES)
             .and_then(|bytes| {
                 String::from_utf8(bytes).map_err(|e| {
                     std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error())

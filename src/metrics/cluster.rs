@@ -4,8 +4,8 @@
 //! read it. Plain data, so the layers below the backends can hold it.
 
 use super::encode::{gauge, single_gauge};
-use crate::cluster::gossip::ClusterView;
 use crate::config::model::sections::Distribution;
+use crate::gossip::ClusterView;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;

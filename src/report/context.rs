@@ -6,7 +6,6 @@ use super::Hook;
 use crate::config::model::Command;
 use crate::config::JobConfig;
 use crate::job::RunRecord;
-use chrono::{DateTime, Timelike, Utc};
 use minijinja::value::Value;
 use std::collections::BTreeMap;
 
@@ -142,22 +141,12 @@ fn template_environment(job_env: &[(String, String)], host: &str) -> Value {
 /// and hooks read it.
 pub use crate::platform::host_name;
 
-/// An instant the way Python's `datetime.isoformat()` writes an aware UTC
-/// time: microseconds only when non-zero, `+00:00` offset.
-pub fn python_isoformat(t: DateTime<Utc>) -> String {
-    let base = t.format("%Y-%m-%dT%H:%M:%S");
-    let micros = t.nanosecond() / 1000 % 1_000_000;
-    if micros == 0 {
-        format!("{base}+00:00")
-    } else {
-        format!("{base}.{micros:06}+00:00")
-    }
-}
+pub use crate::pyfmt::python_isoformat;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use chrono::TimeZone;
+    use chrono::{TimeZone, Utc};
 
     #[test]
     fn isoformat_matches_python() {

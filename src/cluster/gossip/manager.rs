@@ -18,15 +18,15 @@
 //! records a lease store keeps for catch-up after a failover have no home
 //! here: fires are accepted and not kept, and a read is refused.
 
-use super::payload::{self, PeerPayload};
 use super::transport::{
     ListenerLimits, PeerBody, PeerListener, PeerPoller, PollOutcome, PollTimeouts, TlsMaterial,
     TlsPaths,
 };
-use super::view::{ClusterView, Identity, Observation, Stamp, Status};
 use crate::cluster::records::{RecordsAnswer, RecordsLink, RecordsOp, Request};
 use crate::config::cluster::GossipSettings;
 use crate::config::model::sections::Distribution;
+use crate::gossip::payload::{self, PeerPayload};
+use crate::gossip::view::{ClusterView, Identity, Observation, Stamp, Status};
 use crate::metrics::cluster::{ClusterStats, GossipState};
 use crate::scheduler::ports::{self, RecordsError, SharedCounters};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};

@@ -942,7 +942,7 @@ impl ClusterView {
                     status: p.status,
                     job_set_id: p.job_set_id.clone(),
                     node_name: p.node_name.clone(),
-                    last_seen: p.last_seen.map(crate::report::context::python_isoformat),
+                    last_seen: p.last_seen.map(crate::pyfmt::python_isoformat),
                     last_error: p.last_error.clone(),
                     mismatch_streak: p.mismatch_streak,
                 })
@@ -1047,7 +1047,7 @@ fn record_failure(peer: &mut PeerState, error: String, untrusted: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cluster::gossip::payload::{decode, encode};
+    use crate::gossip::payload::{decode, encode};
     use proptest::prelude::*;
 
     const ID: &str = "v1:same";
