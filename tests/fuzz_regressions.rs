@@ -6,9 +6,9 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, TimeZone, Utc};
-use cronstable::cluster::gossip::payload::{decode, encode};
 use cronstable::config::{load_sources, Source, SourceKind};
 use cronstable::cronexpr::{CronExpr, Schedule, TimeBase};
+use cronstable::gossip::payload::{decode, encode};
 
 /// The committed seed files of one fuzz target.
 fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
@@ -142,16 +142,12 @@ fn gossip_seeds_round_trip() {
 }
 
 /// Found by `gossip_payload` (first run): a `duration` written with more
-/// digits than an f64 holds decodes to a value whose shortest spelling,
-/// decoded again, is one unit in the last place away
+/// digits than an f64 holds decoded to a value whose shortest spelling,
+/// decoded again, was one unit in the last place away
 /// (1.222222222222222e33 against 1.2222222222222221e33): serde_json's
-/// default float parser is not correctly rounded. So a payload relayed
-/// through `encode` is not exactly what was received. NOT FIXED here:
-/// src/cluster/gossip belongs to another lane. A likely fix is serde_json's
-/// `float_roundtrip` feature. Ignored until then so CI stays green; run it
-/// with `cargo test --test fuzz_regressions -- --ignored`.
+/// default float parser is not correctly rounded. Fixed by its
+/// `float_roundtrip` feature (Cargo.toml).
 #[test]
-#[ignore = "open: gossip payload floats do not round-trip (see comment)"]
 fn gossip_long_float_round_trips() {
     let body = br#"{"job_summaries": {"backup": {"running": false, "enabled": true, "scheduled_in": null, "last": {"outcome": "success", "finished_at": "x", "duration": 1222222222222222222222222222222222.25, "exit_code": 0}}}}"#;
     let payload = decode(body).expect("a well-formed payload decodes");

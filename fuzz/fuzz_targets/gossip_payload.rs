@@ -2,7 +2,7 @@
 //! panic is not. What decodes must survive encode -> decode unchanged.
 #![no_main]
 
-use cronstable::cluster::gossip::payload::{decode, encode};
+use cronstable::gossip::payload::{decode, encode};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
