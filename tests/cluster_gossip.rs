@@ -11,11 +11,11 @@
 
 mod support;
 
-use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
+use support::certs::Ca;
 use support::daemon::{read_lines, Daemon};
 use support::http::{free_port, get, wait_listening};
 use support::kube_daemon::wait_until;
@@ -24,41 +24,6 @@ const PATIENCE: Duration = Duration::from_secs(40);
 /// `interval` and `connectTimeout` of every node here.
 const INTERVAL: u64 = 1;
 const CONNECT_TIMEOUT: u64 = 1;
-
-struct Ca {
-    pem: String,
-    cert: rcgen::Certificate,
-    key: KeyPair,
-}
-
-impl Ca {
-    fn new() -> Ca {
-        let key = KeyPair::generate().expect("key");
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let cert = params.self_signed(&key).expect("self-signed");
-        Ca {
-            pem: cert.pem(),
-            cert,
-            key,
-        }
-    }
-
-    /// Writes `ca.pem` (trusting `self`), `cert.pem` and `key.pem` (issued
-    /// by `issuer` for 127.0.0.1) into `dir`.
-    fn files(&self, issuer: &Ca, dir: &Path) -> PathBuf {
-        std::fs::create_dir_all(dir).expect("tls dir");
-        let key = KeyPair::generate().expect("key");
-        let params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
-        let cert = params
-            .signed_by(&key, &issuer.cert, &issuer.key)
-            .expect("issue");
-        std::fs::write(dir.join("ca.pem"), &self.pem).expect("ca");
-        std::fs::write(dir.join("cert.pem"), cert.pem()).expect("cert");
-        std::fs::write(dir.join("key.pem"), key.serialize_pem()).expect("key");
-        dir.to_path_buf()
-    }
-}
 
 /// One planned member: its name, web port and peer port.
 #[derive(Clone)]

@@ -9,6 +9,7 @@
 
 #![allow(dead_code)]
 
+pub mod certs;
 pub mod cli;
 pub mod daemon;
 pub mod etcd;

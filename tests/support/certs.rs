@@ -1,0 +1,47 @@
+//! A certificate authority made at test time (rcgen): the gossip backend's
+//! mutual TLS needs a CA, and a node certificate for 127.0.0.1 signed by it.
+
+use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+use std::path::{Path, PathBuf};
+
+/// A CA and its key.
+pub struct Ca {
+    pem: String,
+    cert: rcgen::Certificate,
+    key: KeyPair,
+}
+
+impl Ca {
+    pub fn new() -> Ca {
+        let key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let cert = params.self_signed(&key).expect("self-signed");
+        Ca {
+            pem: cert.pem(),
+            cert,
+            key,
+        }
+    }
+
+    /// Writes `ca.pem` (trusting `self`), `cert.pem` and `key.pem` (issued
+    /// by `issuer` for 127.0.0.1) into `dir`.
+    pub fn files(&self, issuer: &Ca, dir: &Path) -> PathBuf {
+        std::fs::create_dir_all(dir).expect("tls dir");
+        let key = KeyPair::generate().expect("key");
+        let params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+        let cert = params
+            .signed_by(&key, &issuer.cert, &issuer.key)
+            .expect("issue");
+        std::fs::write(dir.join("ca.pem"), &self.pem).expect("ca");
+        std::fs::write(dir.join("cert.pem"), cert.pem()).expect("cert");
+        std::fs::write(dir.join("key.pem"), key.serialize_pem()).expect("key");
+        dir.to_path_buf()
+    }
+}
+
+impl Default for Ca {
+    fn default() -> Self {
+        Ca::new()
+    }
+}
