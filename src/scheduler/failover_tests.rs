@@ -4,12 +4,10 @@
 
 use super::ports::*;
 use super::shutdown;
-use super::tests::{job_set, origin, runs, ChannelSource, Hooks, PausedClock};
-use super::{Ports, Scheduler};
+use super::tests::{job_set, runs, spawn_scheduler};
 use crate::config::model::ClusterPolicy;
 use crate::config::JobConfig;
 use crate::job::Trigger;
-use crate::metrics::prometheus::Counters;
 use chrono::{DateTime, TimeZone, Utc};
 use futures_util::future::BoxFuture;
 use std::collections::{HashMap, HashSet};
@@ -125,46 +123,27 @@ impl Node {
 }
 
 async fn start(yaml: &str, leader: bool, records: FakeRecords) -> Node {
-    let (sets, rx) = mpsc::unbounded_channel();
+    let term = Arc::new(AtomicU64::new(u64::from(leader)));
     let leader = Arc::new(AtomicBool::new(leader));
-    let term = Arc::new(AtomicU64::new(if leader.load(Ordering::SeqCst) {
-        1
-    } else {
-        0
-    }));
     let records = Arc::new(records);
-    let (stop, requests) = shutdown::channel();
-    let scheduler = Scheduler::new(
+    let running = spawn_scheduler(
         job_set(yaml),
-        Ports {
-            source: Box::new(ChannelSource { rx }),
-            gate: Box::new(TestGate {
-                leader: Arc::clone(&leader),
-                term: Arc::clone(&term),
-                records: Arc::clone(&records),
-            }),
-            slots: Box::new(NoSlots),
-            store: Box::new(MemoryStore::default()),
-            clock: Arc::new(PausedClock {
-                origin: origin(),
-                start: tokio::time::Instant::now(),
-            }),
-            reporter: Arc::new(Hooks::default()),
-            counters: Arc::new(Mutex::new(Counters::new(0.0, None))),
-            shutdown: stop.clone(),
-        },
-    );
-    let control = scheduler.control();
-    let task = tokio::spawn(scheduler.run(requests));
-    control.job_set_id().await.expect("the scheduler runs");
+        Box::new(TestGate {
+            leader: Arc::clone(&leader),
+            term: Arc::clone(&term),
+            records: Arc::clone(&records),
+        }),
+        Box::new(NoSlots),
+    )
+    .await;
     Node {
-        control,
+        control: running.control,
         leader,
         term,
         records,
-        stop,
-        task,
-        _sets: sets,
+        stop: running.stop,
+        task: running.task,
+        _sets: running.sets,
     }
 }
 

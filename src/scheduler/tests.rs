@@ -18,9 +18,9 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// Wall time that follows tokio's (paused) clock from a fixed origin.
-pub(super) struct PausedClock {
-    pub(super) origin: DateTime<Utc>,
-    pub(super) start: tokio::time::Instant,
+struct PausedClock {
+    origin: DateTime<Utc>,
+    start: tokio::time::Instant,
 }
 
 impl Clock for PausedClock {
@@ -34,8 +34,8 @@ impl Clock for PausedClock {
 }
 
 /// A source fed by the test over a channel.
-pub(super) struct ChannelSource {
-    pub(super) rx: mpsc::UnboundedReceiver<JobSet>,
+struct ChannelSource {
+    rx: mpsc::UnboundedReceiver<JobSet>,
 }
 
 impl JobSource for ChannelSource {
@@ -102,7 +102,7 @@ impl SlotLock for FakeSlots {
 
 /// A reporter that only remembers which hooks fired.
 #[derive(Default)]
-pub(super) struct Hooks(Mutex<Vec<(String, Hook)>>);
+struct Hooks(Mutex<Vec<(String, Hook)>>);
 
 impl Reporter for Hooks {
     fn report(&self, hook: Hook, job: &JobConfig, _record: &RunRecord) -> ReportFuture {
@@ -133,7 +133,7 @@ fn every_minute(name: &str) -> String {
 }
 
 /// Half a minute before a boundary.
-pub(super) fn origin() -> DateTime<Utc> {
+fn origin() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 30).unwrap()
 }
 
@@ -157,25 +157,58 @@ async fn start_scripted(
     retry_script: Vec<Admission>,
     claim: SlotClaim,
 ) -> Harness {
-    let (sets, rx) = mpsc::unbounded_channel();
     let asked = Arc::new(Mutex::new(Vec::new()));
     let slot_calls = Arc::new(Mutex::new(Vec::new()));
     let (yields, yield_rx) = mpsc::unbounded_channel();
+    let running = spawn_scheduler(
+        initial,
+        Box::new(FakeGate {
+            answer,
+            retry_script: Mutex::new(retry_script.into()),
+            asked: Arc::clone(&asked),
+        }),
+        Box::new(FakeSlots {
+            claim,
+            calls: Arc::clone(&slot_calls),
+            yields: yield_rx,
+        }),
+    )
+    .await;
+    Harness {
+        control: running.control,
+        sets: running.sets,
+        asked,
+        slot_calls,
+        yields,
+        stop: running.stop,
+        task: running.task,
+    }
+}
+
+/// A scheduler running on its own task over `gate` and `slots`, with the
+/// paused clock, an in-memory store, a reporter that only remembers hooks
+/// and a source the test feeds.
+pub(super) struct Running {
+    pub(super) control: ControlHandle,
+    pub(super) sets: mpsc::UnboundedSender<JobSet>,
+    pub(super) stop: shutdown::ShutdownHandle,
+    pub(super) task: tokio::task::JoinHandle<()>,
+}
+
+/// Starts [`Running`] and waits until its run loop answers.
+pub(super) async fn spawn_scheduler(
+    initial: JobSet,
+    gate: Box<dyn LeaderGate>,
+    slots: Box<dyn SlotLock>,
+) -> Running {
+    let (sets, rx) = mpsc::unbounded_channel();
     let (stop, requests) = shutdown::channel();
     let scheduler = Scheduler::new(
         initial,
         Ports {
             source: Box::new(ChannelSource { rx }),
-            gate: Box::new(FakeGate {
-                answer,
-                retry_script: Mutex::new(retry_script.into()),
-                asked: Arc::clone(&asked),
-            }),
-            slots: Box::new(FakeSlots {
-                claim,
-                calls: Arc::clone(&slot_calls),
-                yields: yield_rx,
-            }),
+            gate,
+            slots,
             store: Box::new(MemoryStore::default()),
             clock: Arc::new(PausedClock {
                 origin: origin(),
@@ -192,12 +225,9 @@ async fn start_scripted(
     // taken its start instant, so advancing the clock now crosses a
     // boundary it waits for (rather than one it starts after).
     control.job_set_id().await.expect("the scheduler runs");
-    Harness {
+    Running {
         control,
         sets,
-        asked,
-        slot_calls,
-        yields,
         stop,
         task,
     }
@@ -205,7 +235,7 @@ async fn start_scripted(
 
 /// Lets the runtime work (processes exit, events arrive) without moving
 /// the paused clock, until `done` says so or ten real seconds pass.
-pub(super) async fn settle_until(mut done: impl FnMut() -> bool) {
+async fn settle_until(mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !done() && std::time::Instant::now() < deadline {
         tokio::task::yield_now().await;

@@ -1,8 +1,9 @@
 //! What the black-box tests share: run the built binary once (`cli`), a
 //! daemon under test (`daemon`), a real etcd server (`etcd`), a small HTTP client (`http`), a fake
 //! Kubernetes API server (`kube_fake`) and the daemon in Kubernetes mode
-//! against it (`kube_daemon`), and real receivers for reports
-//! (`receivers`, with `smtp_sink.py`).
+//! against it (`kube_daemon`), real receivers for reports (`receivers`,
+//! with `smtp_sink.py`), a test-time certificate authority (`certs`) and
+//! the runner of the Python offline checks (`scripts`).
 //!
 //! Every test binary declares `mod support;` and uses what it needs, so
 //! each binary leaves some helpers unused.
@@ -17,3 +18,4 @@ pub mod http;
 pub mod kube_daemon;
 pub mod kube_fake;
 pub mod receivers;
+pub mod scripts;
