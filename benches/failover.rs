@@ -25,11 +25,14 @@ mod etcd;
 #[allow(dead_code)]
 mod http;
 
+/// Replicas, the fires file and the kill loop, shared with benches/gossip.rs.
+#[path = "common/failover.rs"]
+mod common;
+
+use common::Replica;
 use kube_fake::FakeApiServer;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const NODES: [&str; 3] = ["a", "b", "c"];
 
@@ -39,39 +42,6 @@ fn main() {
         .build()
         .expect("a runtime");
     runtime.block_on(run());
-}
-
-struct Node {
-    name: &'static str,
-    config: PathBuf,
-    child: Option<Child>,
-}
-
-impl Node {
-    fn start(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_cronstable"))
-            .arg("-c")
-            .arg(&self.config)
-            .args(["-l", "WARNING"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the daemon starts");
-        self.child = Some(child);
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// A replica's config: the every-second `tick` job (`onMissed: skip`),
@@ -105,18 +75,6 @@ fn write_config(
     path
 }
 
-fn fires(dir: &Path) -> BTreeMap<u64, Vec<String>> {
-    let text = std::fs::read_to_string(dir.join("fires")).unwrap_or_default();
-    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    for line in text.lines() {
-        let mut parts = line.split_whitespace();
-        if let (Some(node), Some(Ok(second))) = (parts.next(), parts.next().map(str::parse)) {
-            out.entry(second).or_default().push(node.to_owned());
-        }
-    }
-    out
-}
-
 /// Runs of the `onMissed: run-all` job that started within `seconds`
 /// (each line holds the second it ran in).
 fn run_all_runs(dir: &Path, seconds: std::ops::RangeInclusive<u64>) -> u64 {
@@ -126,13 +84,6 @@ fn run_all_runs(dir: &Path, seconds: std::ops::RangeInclusive<u64>) -> u64 {
         .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
         .filter(|s| seconds.contains(s))
         .count() as u64
-}
-
-fn last_runner(dir: &Path) -> Option<(u64, String)> {
-    fires(dir)
-        .into_iter()
-        .next_back()
-        .and_then(|(s, nodes)| nodes.into_iter().next().map(|n| (s, n)))
 }
 
 async fn run() {
@@ -149,12 +100,11 @@ async fn run() {
         let kubeconfig = dir.path().join("kubeconfig");
         fake.write_kubeconfig(&kubeconfig, "default")
             .expect("kubeconfig");
-        let mut nodes: Vec<Node> = NODES
+        let mut nodes: Vec<Replica> = NODES
             .iter()
-            .map(|n| Node {
-                name: n,
-                config: write_config(dir.path(), n, &kubeconfig, "", false),
-                child: None,
+            .map(|n| {
+                let config = write_config(dir.path(), n, &kubeconfig, "", false);
+                Replica::new(n, config, dir.path().to_path_buf())
             })
             .collect();
         for node in &mut nodes {
@@ -200,79 +150,30 @@ async fn run() {
         .expect("kubeconfig");
     let timings =
         "    leaseDurationSeconds: 4\n    renewDeadlineSeconds: 2\n    retryPeriodSeconds: 1\n";
-    let mut nodes: Vec<Node> = NODES
+    let mut nodes: Vec<Replica> = NODES
         .iter()
-        .map(|n| Node {
-            name: n,
-            config: write_config(dir.path(), n, &kubeconfig, timings, true),
-            child: None,
+        .map(|n| {
+            let config = write_config(dir.path(), n, &kubeconfig, timings, true);
+            Replica::new(n, config, dir.path().to_path_buf())
         })
         .collect();
     for node in &mut nodes {
         node.start();
     }
-    // Wait for the first fire.
-    let begin = Instant::now();
-    while last_runner(dir.path()).is_none() && begin.elapsed() < Duration::from_secs(30) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let Some((first_second, _)) = last_runner(dir.path()) else {
-        eprintln!("no fire within 30 s");
+    // Waits 6 s before counting, for the last catch-up.
+    let Some(run) = common::kill_the_leader_every_20s(
+        &mut nodes,
+        &dir.path().join("fires"),
+        seconds,
+        Duration::from_secs(6),
+    )
+    .await
+    else {
+        eprintln!("no fire within 60 s");
         return;
     };
-    let start = Instant::now();
-    let mut takeovers = Vec::new();
-    let mut kills = 0;
-    while start.elapsed() < Duration::from_secs(seconds) {
-        tokio::time::sleep(Duration::from_secs(20)).await;
-        let Some((_, leader)) = last_runner(dir.path()) else {
-            continue;
-        };
-        let Some(node) = nodes.iter_mut().find(|n| n.name == leader) else {
-            continue;
-        };
-        let killed = Instant::now();
-        let killed_second = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or_default();
-        node.kill();
-        kills += 1;
-        // Restart it at once: it rejoins as a follower (and, being a new
-        // process with a new holder token, may win the lease too).
-        node.start();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            // A fire after the kill's second comes from the new leader,
-            // whichever replica that is.
-            if last_runner(dir.path()).is_some_and(|(second, _)| second > killed_second) {
-                takeovers.push(killed.elapsed().as_secs_f64());
-                break;
-            }
-            if Instant::now() > deadline {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-    // Let the last catch-up finish before counting.
-    tokio::time::sleep(Duration::from_secs(6)).await;
-    let observed = fires(dir.path());
-    let last_second = observed.keys().next_back().copied().unwrap_or(first_second);
-    let doubles = observed.values().filter(|n| n.len() > 1).count();
-    let missed = (first_second..=last_second)
-        .filter(|s| !observed.contains_key(s))
-        .count();
-    rows.push((
-        format!(
-            "fires over {} s, leader killed every 20 s ({kills} kills)",
-            last_second - first_second + 1
-        ),
-        format!(
-            "{} seconds run, {doubles} run twice, {missed} not run",
-            observed.len()
-        ),
-    ));
+    let (first_second, last_second) = (run.first_second, run.last_second);
+    rows.extend(run.rows("takeover after kill -9 (duration 4, renew 2, retry 1)"));
     // The run-all job fires at the same boundaries; its catch-up replays
     // those of each takeover window, so its runs should equal them.
     let boundaries = last_second - first_second + 1;
@@ -285,18 +186,6 @@ async fn run() {
             run_all_runs.saturating_sub(boundaries)
         ),
     ));
-    if !takeovers.is_empty() {
-        takeovers.sort_by(f64::total_cmp);
-        rows.push((
-            "takeover after kill -9 (duration 4, renew 2, retry 1)".to_owned(),
-            format!(
-                "min {:.1} s, median {:.1} s, max {:.1} s",
-                takeovers[0],
-                takeovers[takeovers.len() / 2],
-                takeovers[takeovers.len() - 1]
-            ),
-        ));
-    }
     println!("| Leader failover, Kubernetes Lease | value |");
     println!("|---|---|");
     for (what, value) in rows {
@@ -319,7 +208,7 @@ fn etcd_handled(etcd: &etcd::Etcd) -> f64 {
 async fn etcd_request_rate() -> String {
     let etcd = etcd::Etcd::start();
     let dir = tempfile::tempdir().expect("temp dir");
-    let mut nodes: Vec<Node> = NODES
+    let mut nodes: Vec<Replica> = NODES
         .iter()
         .map(|n| {
             let config = dir.path().join(format!("{n}.yaml"));
@@ -329,11 +218,7 @@ async fn etcd_request_rate() -> String {
                 etcd.endpoint()
             );
             std::fs::write(&config, text).expect("config");
-            Node {
-                name: n,
-                config,
-                child: None,
-            }
+            Replica::new(n, config, dir.path().to_path_buf())
         })
         .collect();
     for node in &mut nodes {

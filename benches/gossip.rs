@@ -17,71 +17,15 @@ mod certs;
 #[allow(dead_code)]
 mod http;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+/// Replicas, the fires file and the kill loop, shared with
+/// benches/failover.rs.
+#[path = "common/failover.rs"]
+mod common;
+
+use common::Replica;
+use std::time::Duration;
 
 const NODES: [&str; 3] = ["a", "b", "c"];
-
-struct Node {
-    name: &'static str,
-    dir: PathBuf,
-    child: Option<Child>,
-}
-
-impl Node {
-    fn start(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_cronstable"))
-            .args(["-c", "config.yaml", "-l", "WARNING"])
-            .current_dir(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the daemon starts");
-        self.child = Some(child);
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Runners per second, from the shared file.
-fn fires(shared: &Path) -> BTreeMap<u64, Vec<String>> {
-    let text = std::fs::read_to_string(shared.join("fires")).unwrap_or_default();
-    let mut out: BTreeMap<u64, Vec<String>> = BTreeMap::new();
-    for line in text.lines() {
-        let mut parts = line.split_whitespace();
-        if let (Some(node), Some(Ok(second))) = (parts.next(), parts.next().map(str::parse)) {
-            out.entry(second).or_default().push(node.to_owned());
-        }
-    }
-    out
-}
-
-fn last_fire(shared: &Path) -> Option<(u64, String)> {
-    fires(shared)
-        .into_iter()
-        .next_back()
-        .and_then(|(s, nodes)| nodes.into_iter().next().map(|n| (s, n)))
-}
-
-fn epoch_second() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or_default()
-}
 
 fn main() {
     let seconds: u64 = std::env::var("GOSSIP_SECONDS")
@@ -92,7 +36,7 @@ fn main() {
     let shared = shared_dir.path();
     let ca = certs::Ca::new();
     let ports: Vec<u16> = NODES.iter().map(|_| http::free_port()).collect();
-    let mut nodes: Vec<Node> = NODES
+    let mut nodes: Vec<Replica> = NODES
         .iter()
         .zip(&ports)
         .map(|(name, port)| {
@@ -113,71 +57,29 @@ fn main() {
             );
             std::fs::write(dir.join("config.yaml"), config).expect("config");
             std::fs::write(dir.join("node"), name).expect("node file");
-            Node {
-                name,
-                dir,
-                child: None,
-            }
+            Replica::new(name, dir.join("config.yaml"), dir)
         })
         .collect();
     for node in &mut nodes {
         node.start();
     }
-    let begin = Instant::now();
-    while last_fire(shared).is_none() && begin.elapsed() < Duration::from_secs(60) {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let Some((first_second, _)) = last_fire(shared) else {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let run = runtime.block_on(common::kill_the_leader_every_20s(
+        &mut nodes,
+        &shared.join("fires"),
+        seconds,
+        Duration::ZERO,
+    ));
+    let Some(run) = run else {
         eprintln!("no fire within 60 s");
         return;
     };
-    let start = Instant::now();
-    let mut kills = 0;
-    let mut takeovers = Vec::new();
-    while start.elapsed() < Duration::from_secs(seconds) {
-        std::thread::sleep(Duration::from_secs(20));
-        let Some((_, leader)) = last_fire(shared) else {
-            continue;
-        };
-        let Some(node) = nodes.iter_mut().find(|n| n.name == leader) else {
-            continue;
-        };
-        let killed = Instant::now();
-        let killed_second = epoch_second();
-        node.kill();
-        kills += 1;
-        // Restart it at once: it rejoins and, being the lowest name, may
-        // lead again once the others agree with it.
-        node.start();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < deadline {
-            if last_fire(shared).is_some_and(|(second, _)| second > killed_second) {
-                takeovers.push(killed.elapsed().as_secs_f64());
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-    let observed = fires(shared);
-    let last_second = observed.keys().next_back().copied().unwrap_or(first_second);
-    let doubles = observed.values().filter(|n| n.len() > 1).count();
-    let missed = (first_second..=last_second)
-        .filter(|s| !observed.contains_key(s))
-        .count();
     println!("| Leader failover, gossip (interval 1, connectTimeout 1) | value |");
     println!("|---|---|");
-    println!(
-        "| fires over {} s, leader killed every 20 s ({kills} kills) | {} seconds run, {doubles} run twice, {missed} not run |",
-        last_second - first_second + 1,
-        observed.len()
-    );
-    if !takeovers.is_empty() {
-        takeovers.sort_by(f64::total_cmp);
-        println!(
-            "| takeover after kill -9 | min {:.1} s, median {:.1} s, max {:.1} s |",
-            takeovers[0],
-            takeovers[takeovers.len() / 2],
-            takeovers[takeovers.len() - 1]
-        );
+    for (what, value) in run.rows("takeover after kill -9") {
+        println!("| {what} | {value} |");
     }
 }

@@ -16,6 +16,7 @@ use support::kube_daemon::wait_until;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use support::cluster::{agreed_leader, logs, Member};
 use support::daemon::{read_lines, Daemon};
 use support::http::{free_port, get, wait_listening};
 
@@ -24,11 +25,8 @@ const TTL: f64 = 3.0;
 const PERIOD: f64 = 1.0;
 const PATIENCE: Duration = Duration::from_secs(30);
 
-struct Node {
-    name: &'static str,
-    port: u16,
-    daemon: Option<Daemon>,
-}
+/// The cluster tests' member (a daemon with a web port).
+type Node = Member;
 
 impl Node {
     fn start(name: &'static str, shared: &Path) -> Node {
@@ -45,61 +43,18 @@ impl Node {
         wait_listening(port, PATIENCE);
         Node {
             name,
-            port,
+            web: port,
             daemon: Some(daemon),
         }
     }
 
-    fn alive(&self) -> bool {
-        self.daemon.is_some()
-    }
-
-    fn cluster(&self) -> Value {
-        get(self.port, "/cluster").json()
-    }
-
     fn is_leader_gauge(&self) -> f64 {
-        let text = get(self.port, "/metrics").body;
+        let text = get(self.web, "/metrics").body;
         text.lines()
             .find_map(|l| l.strip_prefix("cronstable_cluster_is_leader "))
             .and_then(|v| v.trim().parse().ok())
             .unwrap_or_else(|| panic!("no cronstable_cluster_is_leader on {}:\n{text}", self.name))
     }
-
-    fn log(&self) -> String {
-        self.daemon.as_ref().map(Daemon::log).unwrap_or_default()
-    }
-}
-
-fn logs(nodes: &[Node]) -> String {
-    nodes
-        .iter()
-        .map(|n| format!("--- {} ---\n{}", n.name, n.log()))
-        .collect()
-}
-
-/// The one live node all live nodes agree leads (each quorate, exactly
-/// one saying is_leader), if they agree.
-fn agreed_leader(nodes: &[Node]) -> Option<usize> {
-    let views: Vec<(usize, Value)> = nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.alive())
-        .map(|(i, n)| (i, n.cluster()))
-        .collect();
-    let leaders: Vec<usize> = views
-        .iter()
-        .filter(|(_, v)| v["is_leader"] == true)
-        .map(|(i, _)| *i)
-        .collect();
-    let [leader] = leaders[..] else {
-        return None;
-    };
-    let name = nodes[leader].name;
-    views
-        .iter()
-        .all(|(_, v)| v["quorate"] == true && v["leader"] == name)
-        .then_some(leader)
 }
 
 fn lease_file(shared: &Path) -> PathBuf {

@@ -16,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::{Duration, Instant};
 use support::certs::Ca;
+use support::cluster::{agreed_leader, logs, Member};
 use support::daemon::{read_lines, Daemon};
 use support::http::{free_port, get, wait_listening};
 use support::kube_daemon::wait_until;
@@ -33,11 +34,8 @@ struct Plan {
     peer: u16,
 }
 
-struct Node {
-    name: &'static str,
-    web: u16,
-    daemon: Option<Daemon>,
-}
+/// The cluster tests' member (a daemon with a web port).
+type Node = Member;
 
 /// What differs between the clusters of the tests.
 #[derive(Clone, Copy, Default)]
@@ -111,48 +109,6 @@ impl Node {
             daemon: Some(daemon),
         }
     }
-
-    fn alive(&self) -> bool {
-        self.daemon.is_some()
-    }
-
-    fn cluster(&self) -> Value {
-        get(self.web, "/cluster").json()
-    }
-
-    fn log(&self) -> String {
-        self.daemon.as_ref().map(Daemon::log).unwrap_or_default()
-    }
-}
-
-fn logs(nodes: &[Node]) -> String {
-    nodes
-        .iter()
-        .map(|n| format!("--- {} ---\n{}", n.name, n.log()))
-        .collect()
-}
-
-/// The one live node all live nodes agree leads, if they agree.
-fn agreed_leader(nodes: &[Node]) -> Option<usize> {
-    let views: Vec<(usize, Value)> = nodes
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| n.alive())
-        .map(|(i, n)| (i, n.cluster()))
-        .collect();
-    let leaders: Vec<usize> = views
-        .iter()
-        .filter(|(_, v)| v["is_leader"] == true)
-        .map(|(i, _)| *i)
-        .collect();
-    let [leader] = leaders[..] else {
-        return None;
-    };
-    let name = nodes[leader].name;
-    views
-        .iter()
-        .all(|(_, v)| v["quorate"] == true && v["leader"] == name)
-        .then_some(leader)
 }
 
 /// (node, job, second) of every line of the shared file.

@@ -1,9 +1,10 @@
 //! What the black-box tests share: run the built binary once (`cli`), a
-//! daemon under test (`daemon`), a real etcd server (`etcd`), a small HTTP client (`http`), a fake
-//! Kubernetes API server (`kube_fake`) and the daemon in Kubernetes mode
-//! against it (`kube_daemon`), real receivers for reports (`receivers`,
-//! with `smtp_sink.py`), a test-time certificate authority (`certs`) and
-//! the runner of the Python offline checks (`scripts`).
+//! daemon under test (`daemon`), a real etcd server (`etcd`), a small HTTP
+//! client (`http`), a fake Kubernetes API server (`kube_fake`) and the
+//! daemon in Kubernetes mode against it (`kube_daemon`), real receivers
+//! for reports (`receivers`, with `smtp_sink.py`), a test-time certificate
+//! authority (`certs`), the members of a cluster under test (`cluster`)
+//! and the runner of the Python offline checks (`scripts`).
 //!
 //! Every test binary declares `mod support;` and uses what it needs, so
 //! each binary leaves some helpers unused.
@@ -12,6 +13,7 @@
 
 pub mod certs;
 pub mod cli;
+pub mod cluster;
 pub mod daemon;
 pub mod etcd;
 pub mod http;
