@@ -104,6 +104,27 @@ impl KubernetesLease {
         })
     }
 
+    /// Takes the Lease this node just wrote (a create, a renewal, or a
+    /// records write, which renews too) as held: leadership anchored at the
+    /// send time `anchor`, expiry shown from the wall time `now`.
+    fn adopt_written(
+        &mut self,
+        stored: Lease,
+        anchor: Instant,
+        now: chrono::DateTime<chrono::Utc>,
+    ) {
+        let version = stored.metadata.resource_version.clone().unwrap_or_default();
+        self.elector.won(
+            anchor,
+            Observed {
+                holder: Some(self.identity.clone()),
+                version,
+            },
+        );
+        self.current = Some(stored);
+        self.expiry = Some(now + self.elector.timings().lease_duration);
+    }
+
     async fn run_round(&mut self) -> Round {
         let anchor = Instant::now();
         let read = match self.api.get_opt(&self.name).await {
@@ -159,16 +180,7 @@ impl KubernetesLease {
         };
         match written {
             Ok(stored) => {
-                let version = stored.metadata.resource_version.clone().unwrap_or_default();
-                self.elector.won(
-                    anchor,
-                    Observed {
-                        holder: Some(self.identity.clone()),
-                        version,
-                    },
-                );
-                self.current = Some(stored);
-                self.expiry = Some(now + self.elector.timings().lease_duration);
+                self.adopt_written(stored, anchor, now);
                 Round {
                     leading_until: self.elector.leading_until(),
                     answered: true,
@@ -269,16 +281,7 @@ impl KubernetesLease {
             {
                 Ok(stored) => {
                     // The write renewed the lease too.
-                    let version = stored.metadata.resource_version.clone().unwrap_or_default();
-                    self.elector.won(
-                        anchor,
-                        Observed {
-                            holder: Some(self.identity.clone()),
-                            version,
-                        },
-                    );
-                    self.current = Some(stored);
-                    self.expiry = Some(now + self.elector.timings().lease_duration);
+                    self.adopt_written(stored, anchor, now);
                     return Ok(RecordsAnswer::Done);
                 }
                 Err(kube::Error::Api(status)) if status.code == 409 => {
