@@ -180,13 +180,24 @@ fn suspend_skips_scheduled_fires_but_a_manual_start_runs() {
     // A manual start still runs the job.
     assert_eq!(d.start_job("team-a:sus:tick"), 200);
     d.wait_lines(&cluster, "sus.log", settled + 1);
-    let runs = d.get_json("/jobs/team-a:sus:tick/runs");
-    let last = runs["runs"]
-        .as_array()
-        .and_then(|r| r.last())
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(last["trigger"], "manual", "{runs}");
+    // The line is written before the process exits and its run is
+    // recorded: wait for the record rather than read it once.
+    let last_trigger = || {
+        let runs = d.get_json("/jobs/team-a:sus:tick/runs");
+        runs["runs"]
+            .as_array()
+            .and_then(|r| r.last())
+            .map(|run| run["trigger"].clone())
+            .unwrap_or_default()
+    };
+    d.wait_until("the manual run is recorded", PATIENCE, || {
+        last_trigger() == "manual"
+    });
+    assert_eq!(
+        cluster.lines("sus.log").len(),
+        settled + 1,
+        "only the manual start ran while suspended"
+    );
 
     // Resuming brings the schedule back.
     cluster.patch_set("team-a", "sus", json!({"spec": {"suspend": false}}));
