@@ -48,7 +48,7 @@ fn gossip_admit(state: &ClusterStats, job: &JobConfig, now: std::time::Instant) 
     if job.cluster_policy == ClusterPolicy::EveryNode {
         return Admission::Launch;
     }
-    if state.gossip.as_deref().is_some_and(|g| !g.elect_leader()) {
+    if !state.elect_leader || state.gossip.as_deref().is_some_and(|g| !g.elect_leader()) {
         return Admission::Launch;
     }
     let live = if state.running && !state.stepped_down {
@@ -149,9 +149,9 @@ impl LeaderGate for ClusterGate {
         // Gossip attestation without election decides nothing: `@reboot`
         // runs at start as without a section.
         let configured = ports::with_counters(&self.counters, |c| {
-            c.cluster
-                .as_ref()
-                .is_some_and(|s| s.gossip.as_deref().is_none_or(|g| g.elect_leader()))
+            c.cluster.as_ref().is_some_and(|s| {
+                s.elect_leader && s.gossip.as_deref().is_none_or(|g| g.elect_leader())
+            })
         });
         configured
             .then(|| Arc::new(RecordsHandle::new(Arc::clone(&self.link))) as Arc<dyn LeaderRecords>)
@@ -193,8 +193,12 @@ mod tests {
     use std::time::Duration;
 
     fn job(policy: &str) -> JobConfig {
+        named_job("j", policy)
+    }
+
+    fn named_job(name: &str, policy: &str) -> JobConfig {
         let yaml = format!(
-            "jobs:\n  - name: j\n    command: 'true'\n    schedule: '@hourly'\n    clusterPolicy: {policy}\n"
+            "jobs:\n  - name: {name}\n    command: 'true'\n    schedule: '@hourly'\n    clusterPolicy: {policy}\n"
         );
         let mut loaded = load_sources(&[Source {
             name: "t.yaml".into(),
@@ -298,5 +302,188 @@ mod tests {
             Admission::Launch
         );
         assert!(*g.step_down.borrow(), "the driver was told");
+    }
+
+    /// A gate over node `i` of a simulated gossip cluster, with the
+    /// snapshot fresh (or stale) as the manager would publish it.
+    fn gossip_gate(sim: &mut crate::gossip::sim::Sim, i: usize, fresh: bool) -> ClusterGate {
+        use crate::metrics::cluster::GossipState;
+        let now = std::time::Instant::now();
+        let view = &mut sim.views[i];
+        let settled = view.settled();
+        let vouched = view.vouched_by_quorum();
+        let mut stats = ClusterStats::new("gossip", view.identity().node_name.clone());
+        stats.running = true;
+        stats.gossip = Some(Arc::new(GossipState {
+            view: view.clone(),
+            job_set_id: crate::gossip::sim::ID.to_owned(),
+            settled,
+            vouched,
+            fresh_until: if fresh {
+                now + Duration::from_secs(60)
+            } else {
+                now.checked_sub(Duration::from_millis(1)).unwrap_or(now)
+            },
+        }));
+        let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
+        counters.lock().unwrap().cluster = Some(stats);
+        let (tx, _) = watch::channel(false);
+        ClusterGate::new(counters, tx, RecordsLink::new())
+    }
+
+    fn admissions(g: &ClusterGate, name: &str) -> [Admission; 3] {
+        ["Leader", "PreferLeader", "EveryNode"]
+            .map(|p| g.admit(&named_job(name, p), Trigger::Schedule))
+    }
+
+    #[test]
+    fn gossip_single_leader_runs_leader_jobs_on_the_elected_node_only() {
+        use crate::config::model::sections::Distribution;
+        use crate::gossip::sim::{all, Sim};
+        use Admission::*;
+        let mut sim = Sim::new(3, Distribution::SingleLeader);
+        // One round: everyone agreed, nobody attested back yet, so no
+        // node is vouched for: Leader jobs launch nowhere.
+        sim.round(&all);
+        for i in 0..3 {
+            let g = gossip_gate(&mut sim, i, true);
+            assert_ne!(
+                g.admit(&job("Leader"), Trigger::Schedule),
+                Launch,
+                "node {i}"
+            );
+        }
+        // Two more rounds confirm the two-way edges, a third carries the
+        // peers' quorate vouching for n0 back to it.
+        sim.rounds(3, &all);
+        let leader = gossip_gate(&mut sim, 0, true);
+        assert_eq!(admissions(&leader, "j"), [Launch, Launch, Launch]);
+        for i in 1..3 {
+            let g = gossip_gate(&mut sim, i, true);
+            assert_eq!(admissions(&g, "j"), [Skip, Skip, Launch], "node {i}");
+            assert_eq!(
+                g.owner(&job("Leader")),
+                None,
+                "no clusterOwner under single-leader"
+            );
+        }
+        // A stale snapshot (the poll loop stalled): the leader fails
+        // closed for Leader jobs and PreferLeader never skips.
+        let stale = gossip_gate(&mut sim, 0, false);
+        assert_eq!(admissions(&stale, "j"), [Defer, Launch, Launch]);
+        let stale_follower = gossip_gate(&mut sim, 1, false);
+        assert_eq!(admissions(&stale_follower, "j"), [Defer, Launch, Launch]);
+        // Stepped down for the shutdown: Leader jobs stop at once.
+        let mut stepping = gossip_gate(&mut sim, 0, true);
+        stepping.step_down();
+        ports::with_counters(&stepping.counters, |c| {
+            if let Some(s) = c.cluster.as_mut() {
+                s.stepped_down = true;
+            }
+        });
+        assert_eq!(admissions(&stepping, "j"), [Defer, Launch, Launch]);
+    }
+
+    #[test]
+    fn gossip_minority_defers_leader_jobs_and_still_runs_prefer_leader() {
+        use crate::config::model::sections::Distribution;
+        use crate::gossip::sim::{all, Sim};
+        use Admission::*;
+        let mut sim = Sim::new(3, Distribution::SingleLeader);
+        sim.rounds(3, &all);
+        // n2 loses both peers for good.
+        let cut = |i: usize, j: usize| i != 2 && j != 2;
+        sim.rounds(3, &cut);
+        let alone = gossip_gate(&mut sim, 2, true);
+        assert_eq!(admissions(&alone, "j"), [Defer, Launch, Launch]);
+        // The majority side keeps one runner: n0 leads, n1 skips.
+        let n0 = gossip_gate(&mut sim, 0, true);
+        let n1 = gossip_gate(&mut sim, 1, true);
+        assert_eq!(admissions(&n0, "j"), [Launch, Launch, Launch]);
+        assert_eq!(admissions(&n1, "j"), [Skip, Skip, Launch]);
+    }
+
+    #[test]
+    fn gossip_duplicate_name_stands_leader_jobs_down_on_every_node() {
+        use crate::config::model::sections::Distribution;
+        use crate::gossip::sim::{all, identity, Sim};
+        use crate::gossip::ClusterView;
+        use Admission::*;
+        let mut sim = Sim::new(3, Distribution::SingleLeader);
+        // Node 2 is misconfigured with node 0's name.
+        let mut twin = identity("n0", Distribution::SingleLeader);
+        twin.instance_id = "inst-twin".to_owned();
+        sim.views[2] = ClusterView::new(twin, ["h0".to_owned(), "h1".to_owned()]);
+        sim.rounds(4, &all);
+        for i in 0..3 {
+            let g = gossip_gate(&mut sim, i, true);
+            let [leader, _, every] = admissions(&g, "j");
+            assert_eq!((leader, every), (Defer, Launch), "node {i}");
+        }
+    }
+
+    #[test]
+    fn gossip_spread_gives_each_leader_job_one_node_and_shows_the_owner() {
+        use crate::config::model::sections::Distribution;
+        use crate::gossip::sim::{all, Sim};
+        use Admission::*;
+        let mut sim = Sim::new(3, Distribution::Spread);
+        sim.rounds(4, &all);
+        let gates: Vec<ClusterGate> = (0..3).map(|i| gossip_gate(&mut sim, i, true)).collect();
+        let mut owners_used = std::collections::BTreeSet::new();
+        for k in 0..24 {
+            let name = format!("job{k}");
+            for policy in ["Leader", "PreferLeader"] {
+                let j = named_job(&name, policy);
+                let launches: Vec<usize> = (0..3)
+                    .filter(|i| gates[*i].admit(&j, Trigger::Schedule) == Launch)
+                    .collect();
+                assert_eq!(launches.len(), 1, "{name} {policy}: {launches:?}");
+                for (i, g) in gates.iter().enumerate() {
+                    if i != launches[0] {
+                        assert_eq!(
+                            g.admit(&j, Trigger::Schedule),
+                            Skip,
+                            "{name} {policy} on n{i}"
+                        );
+                    }
+                }
+                // Every node names the same owner, the one that launches.
+                let owner = format!("n{}", launches[0]);
+                for g in &gates {
+                    assert_eq!(g.owner(&j), Some(Some(owner.clone())), "{name} {policy}");
+                }
+                owners_used.insert(owner);
+            }
+            assert_eq!(gates[0].owner(&named_job(&name, "EveryNode")), None);
+        }
+        assert_eq!(owners_used.len(), 3, "24 jobs spread over all three nodes");
+        // A stale view names no owner and launches no Leader job.
+        let stale = gossip_gate(&mut sim, 0, false);
+        assert_eq!(stale.owner(&named_job("job0", "Leader")), Some(None));
+        assert_eq!(
+            stale.admit(&named_job("job0", "Leader"), Trigger::Schedule),
+            Defer
+        );
+    }
+
+    #[test]
+    fn gossip_attestation_only_decides_nothing_even_when_the_manager_failed() {
+        use Admission::*;
+        for (elect, expected) in [
+            (false, [Launch, Launch, Launch]),
+            (true, [Defer, Launch, Launch]),
+        ] {
+            let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
+            // What the supervisor leaves when the manager cannot start.
+            let mut stats = ClusterStats::new("gossip", "me".into());
+            stats.elect_leader = elect;
+            counters.lock().unwrap().cluster = Some(stats);
+            let (tx, _) = watch::channel(false);
+            let g = ClusterGate::new(counters, tx, RecordsLink::new());
+            assert_eq!(admissions(&g, "j"), expected, "electLeader: {elect}");
+            assert_eq!(g.records().is_some(), elect, "records only under election");
+            assert_eq!(g.owner(&job("Leader")), None);
+        }
     }
 }

@@ -187,8 +187,13 @@ async fn launch(
                 }
                 Err(err) => {
                     tracing::error!(target: "cronstable::cluster", "cluster: failed to start: {err}");
+                    // Attestation alone decides nothing, so a manager that
+                    // could not start leaves every job running (as without
+                    // a section); with election, Leader jobs fail closed.
                     ports::with_counters(counters, |c| {
-                        c.cluster = Some(ClusterStats::new("gossip", node_name));
+                        let mut stats = ClusterStats::new("gossip", node_name);
+                        stats.elect_leader = elect;
+                        c.cluster = Some(stats);
                     });
                     None
                 }

@@ -1047,95 +1047,9 @@ fn record_failure(peer: &mut PeerState, error: String, untrusted: bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gossip::payload::{decode, encode};
     use proptest::prelude::*;
 
-    const ID: &str = "v1:same";
-
-    fn at(secs: u64) -> Stamp {
-        Stamp {
-            mono: Duration::from_secs(secs),
-            wall: DateTime::from_timestamp(1_750_000_000 + secs as i64, 0).unwrap_or_default(),
-        }
-    }
-
-    fn identity(name: &str, distribution: Distribution) -> Identity {
-        Identity {
-            node_name: name.to_owned(),
-            instance_id: format!("inst-{name}"),
-            elect_leader: true,
-            distribution,
-            drift_after: 3,
-        }
-    }
-
-    /// A simulated cluster: node i is `n{i}` at host `h{i}`.
-    struct Sim {
-        views: Vec<ClusterView>,
-        ids: Vec<String>,
-        clock: u64,
-    }
-
-    impl Sim {
-        fn new(n: usize, distribution: Distribution) -> Self {
-            let views = (0..n)
-                .map(|i| {
-                    let hosts = (0..n).filter(|j| *j != i).map(|j| format!("h{j}"));
-                    ClusterView::new(identity(&format!("n{i}"), distribution), hosts)
-                })
-                .collect();
-            Sim {
-                views,
-                ids: vec![ID.to_owned(); n],
-                clock: 0,
-            }
-        }
-
-        /// One round in which `link(i, j)` says whether i can poll j. Bodies
-        /// go through the real encoder and decoder.
-        fn round(&mut self, link: &dyn Fn(usize, usize) -> bool) {
-            self.clock += 30;
-            let bodies: Vec<Vec<u8>> = self
-                .views
-                .iter()
-                .zip(&self.ids)
-                .map(|(v, id)| {
-                    encode(&v.our_payload(id, &BTreeSet::new(), (BTreeMap::new(), false)))
-                })
-                .collect();
-            for i in 0..self.views.len() {
-                for (j, body) in bodies.iter().enumerate() {
-                    if i == j {
-                        continue;
-                    }
-                    let obs = if link(i, j) {
-                        Observation::Payload(Box::new(decode(body).unwrap()))
-                    } else {
-                        Observation::Unreachable("Cannot connect to host".to_owned())
-                    };
-                    let id = self.ids[i].clone();
-                    self.views[i].observe(&format!("h{j}"), obs, &id, at(self.clock));
-                }
-                self.views[i].round_completed();
-            }
-        }
-
-        fn rounds(&mut self, k: usize, link: &dyn Fn(usize, usize) -> bool) {
-            for _ in 0..k {
-                self.round(link);
-            }
-        }
-
-        fn leaders(&self) -> Vec<usize> {
-            (0..self.views.len())
-                .filter(|i| self.views[*i].is_leader() && !self.views[*i].has_conflict())
-                .collect()
-        }
-    }
-
-    fn all(_: usize, _: usize) -> bool {
-        true
-    }
+    use crate::gossip::sim::*;
 
     #[test]
     fn a_full_mesh_agrees_on_one_leader() {

@@ -78,6 +78,10 @@ pub struct ClusterStats {
     /// The gossip backend's snapshot (None for the lease backends, and
     /// before the gossip manager's first round).
     pub gossip: Option<Arc<GossipState>>,
+    /// The section elects a leader (false only for gossip with
+    /// `electLeader: false`, which attests and decides nothing). Known
+    /// from the config, so it holds even when the backend failed to start.
+    pub elect_leader: bool,
 }
 
 impl ClusterStats {
@@ -96,6 +100,7 @@ impl ClusterStats {
             round_failures: 0,
             stepped_down: false,
             gossip: None,
+            elect_leader: true,
         }
     }
 
@@ -188,7 +193,7 @@ impl ClusterStats {
             "job_set_id": job_set_id,
             "cluster_size": 1,
             "quorum": 1,
-            "elect_leader": true,
+            "elect_leader": self.elect_leader,
             "distribution": "single-leader",
             "conflict": false,
             "conflict_names": [],

@@ -195,6 +195,7 @@ impl GossipManager {
         ports::with_counters(&counters, |c| {
             let mut stats = ClusterStats::new("gossip", settings.node_name.clone());
             stats.running = true;
+            stats.elect_leader = settings.elect_leader;
             c.cluster = Some(stats);
         });
         let mut rounds = Rounds {

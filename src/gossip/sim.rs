@@ -1,0 +1,96 @@
+//! A simulated gossip cluster for unit tests: views of `n` nodes polling
+//! each other through the real payload encoder and decoder, one round at
+//! a time, with a link function deciding who can reach whom. Shared by the
+//! view's tests and the leader gate's.
+
+use super::payload::{decode, encode};
+use super::view::{ClusterView, Identity, Observation, Stamp};
+use crate::config::model::sections::Distribution;
+use chrono::DateTime;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+pub(crate) const ID: &str = "v1:same";
+
+pub(crate) fn at(secs: u64) -> Stamp {
+    Stamp {
+        mono: Duration::from_secs(secs),
+        wall: DateTime::from_timestamp(1_750_000_000 + secs as i64, 0).unwrap_or_default(),
+    }
+}
+
+pub(crate) fn identity(name: &str, distribution: Distribution) -> Identity {
+    Identity {
+        node_name: name.to_owned(),
+        instance_id: format!("inst-{name}"),
+        elect_leader: true,
+        distribution,
+        drift_after: 3,
+    }
+}
+
+/// A simulated cluster: node i is `n{i}` at host `h{i}`.
+pub(crate) struct Sim {
+    pub(crate) views: Vec<ClusterView>,
+    pub(crate) ids: Vec<String>,
+    clock: u64,
+}
+
+impl Sim {
+    pub(crate) fn new(n: usize, distribution: Distribution) -> Self {
+        let views = (0..n)
+            .map(|i| {
+                let hosts = (0..n).filter(|j| *j != i).map(|j| format!("h{j}"));
+                ClusterView::new(identity(&format!("n{i}"), distribution), hosts)
+            })
+            .collect();
+        Sim {
+            views,
+            ids: vec![ID.to_owned(); n],
+            clock: 0,
+        }
+    }
+
+    /// One round in which `link(i, j)` says whether i can poll j. Bodies
+    /// go through the real encoder and decoder.
+    pub(crate) fn round(&mut self, link: &dyn Fn(usize, usize) -> bool) {
+        self.clock += 30;
+        let bodies: Vec<Vec<u8>> = self
+            .views
+            .iter()
+            .zip(&self.ids)
+            .map(|(v, id)| encode(&v.our_payload(id, &BTreeSet::new(), (BTreeMap::new(), false))))
+            .collect();
+        for i in 0..self.views.len() {
+            for (j, body) in bodies.iter().enumerate() {
+                if i == j {
+                    continue;
+                }
+                let obs = if link(i, j) {
+                    Observation::Payload(Box::new(decode(body).unwrap()))
+                } else {
+                    Observation::Unreachable("Cannot connect to host".to_owned())
+                };
+                let id = self.ids[i].clone();
+                self.views[i].observe(&format!("h{j}"), obs, &id, at(self.clock));
+            }
+            self.views[i].round_completed();
+        }
+    }
+
+    pub(crate) fn rounds(&mut self, k: usize, link: &dyn Fn(usize, usize) -> bool) {
+        for _ in 0..k {
+            self.round(link);
+        }
+    }
+
+    pub(crate) fn leaders(&self) -> Vec<usize> {
+        (0..self.views.len())
+            .filter(|i| self.views[*i].is_leader() && !self.views[*i].has_conflict())
+            .collect()
+    }
+}
+
+pub(crate) fn all(_: usize, _: usize) -> bool {
+    true
+}
