@@ -347,12 +347,22 @@ fn run_daemon(
         let reload = sources.reload;
         let web_config = sources.web_config;
         let forwarder = tokio::spawn(forward_signals(signals.0, signals.1, shutdown, reload));
-        let web = tokio::spawn(web::supervise(web_config, control));
+        // The API renders on its own thread, so a large response never
+        // delays a launch (see `web::ApiThread`).
+        let web = match web::ApiThread::start(web_config, control) {
+            Ok(thread) => Some(thread),
+            Err(err) => {
+                tracing::error!(target: "cronstable::web", "cannot start the web API thread: {err}");
+                None
+            }
+        };
         scheduler.run(stop).await;
         // The gate asked for the release when the drain began; this waits
         // (bounded) for it to land before the process exits.
         leadership.stop().await;
-        web.abort();
+        if let Some(web) = web {
+            web.stop();
+        }
         forwarder.abort();
         ExitCode::SUCCESS
     })

@@ -258,7 +258,37 @@ struct Scrape {
     last_reload_success: Option<f64>,
     kube: Option<super::kube::KubeStats>,
     cluster: Option<super::cluster::ClusterStats>,
+    /// When it was taken: the instant the cluster gauges are judged at,
+    /// so the encoded text is a function of the scrape alone.
+    taken: std::time::Instant,
+    /// (quorate, leader, the leader's name) at `taken`: the only cluster
+    /// values that move with the clock rather than with the stats.
+    cluster_facts: Option<(bool, bool, Option<String>)>,
     jobs: Vec<JobRow>,
+}
+
+impl Scrape {
+    /// Whether `other` encodes to the same text: every value equal, the
+    /// per-job counters by identity (they are copied on write, so a
+    /// recorded run gives a job new counters), the clock-judged cluster
+    /// facts by value. The instant taken is not compared.
+    fn same_output(&self, other: &Scrape) -> bool {
+        self.version == other.version
+            && self.job_set_id == other.job_set_id
+            && self.start_time.to_bits() == other.start_time.to_bits()
+            && self.last_reload_ok == other.last_reload_ok
+            && self.last_reload_success.map(f64::to_bits)
+                == other.last_reload_success.map(f64::to_bits)
+            && self.kube == other.kube
+            && self.cluster == other.cluster
+            && self.cluster_facts == other.cluster_facts
+            && self.jobs.len() == other.jobs.len()
+            && self
+                .jobs
+                .iter()
+                .zip(&other.jobs)
+                .all(|(a, b)| a.same_output(b))
+    }
 }
 
 /// One configured job at scrape time.
@@ -282,6 +312,29 @@ struct LastRun {
     duration: Option<f64>,
     retcode: i32,
     success: bool,
+}
+
+impl JobRow {
+    fn same_output(&self, other: &JobRow) -> bool {
+        self.name == other.name
+            && self.schedule == other.schedule
+            && self.cluster_policy == other.cluster_policy
+            && self.enabled == other.enabled
+            && self.running == other.running
+            && self.next_run.map(f64::to_bits) == other.next_run.map(f64::to_bits)
+            && self.paused == other.paused
+            && Arc::ptr_eq(&self.counters, &other.counters)
+            && match (&self.last_run, &other.last_run) {
+                (None, None) => true,
+                (Some(a), Some(b)) => {
+                    a.finished.to_bits() == b.finished.to_bits()
+                        && a.duration.map(f64::to_bits) == b.duration.map(f64::to_bits)
+                        && a.retcode == b.retcode
+                        && a.success == b.success
+                }
+                _ => false,
+            }
+    }
 }
 
 impl Scrape {
@@ -309,6 +362,7 @@ impl Scrape {
                 counters: Arc::clone(counters.jobs.get(g.name).unwrap_or(&empty)),
             })
             .collect();
+        let taken = std::time::Instant::now();
         Scrape {
             version: gauges.version.to_owned(),
             job_set_id: gauges.job_set_id.to_owned(),
@@ -317,6 +371,11 @@ impl Scrape {
             last_reload_success: counters.last_reload_success,
             kube: counters.kube.clone(),
             cluster: counters.cluster.clone(),
+            taken,
+            cluster_facts: counters
+                .cluster
+                .as_ref()
+                .map(|c| (c.is_quorate(taken), c.is_leader(taken), c.leader(taken))),
             jobs,
         }
     }
@@ -593,7 +652,7 @@ fn registry(scrape: &Arc<Scrape>) -> Registry {
     registry.register_collector(Box::new(JobStateFamilies(Arc::clone(scrape))));
     registry.register_collector(Box::new(super::cluster::ClusterFamilies {
         stats: scrape.cluster.clone(),
-        now: std::time::Instant::now(),
+        now: scrape.taken,
     }));
     if let Some(kube) = &scrape.kube {
         registry.register_collector(Box::new(super::kube::KubeFamilies(kube.clone())));
@@ -603,9 +662,38 @@ fn registry(scrape: &Arc<Scrape>) -> Registry {
 
 /// Renders the exposition.
 pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> String {
-    let scrape = Arc::new(Scrape::take(counters, gauges));
-    let registry = registry(&scrape);
-    let mut out = String::with_capacity(256 + gauges.jobs.len() * 2048);
+    Snapshot::take(counters, gauges).encode(format)
+}
+
+/// The inputs of one exposition, taken (cheaply) where the state lives,
+/// on the scheduler's thread, and encoded (the expensive part: 16 MB of
+/// text with 10,000 jobs) wherever the caller likes: the HTTP API encodes
+/// on its own thread, and keeps the last body while a new snapshot shows
+/// nothing changed ([`Snapshot::same_output`]).
+#[derive(Debug, Clone)]
+pub struct Snapshot(Arc<Scrape>);
+
+impl Snapshot {
+    /// Takes the counters and the scheduler's gauges as they are now.
+    pub fn take(counters: &Counters, gauges: &DaemonGauges) -> Snapshot {
+        Snapshot(Arc::new(Scrape::take(counters, gauges)))
+    }
+
+    /// Whether this snapshot encodes to the same text as `other` (in the
+    /// same format): true only when no value differs.
+    pub fn same_output(&self, other: &Snapshot) -> bool {
+        Arc::ptr_eq(&self.0, &other.0) || self.0.same_output(&other.0)
+    }
+
+    /// The exposition text.
+    pub fn encode(&self, format: Format) -> String {
+        encode(&self.0, format)
+    }
+}
+
+fn encode(scrape: &Arc<Scrape>, format: Format) -> String {
+    let registry = registry(scrape);
+    let mut out = String::with_capacity(256 + scrape.jobs.len() * 2048);
     let encoded = match format {
         Format::Text => prometheus_client::encoding::prometheus_text::encode(&mut out, &registry),
         Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),

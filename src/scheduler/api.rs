@@ -122,8 +122,8 @@ impl Scheduler {
                 };
                 let _ = reply.send(result);
             }
-            Control::Metrics { format, reply } => {
-                let _ = reply.send(self.render_metrics(format));
+            Control::Metrics { reply } => {
+                let _ = reply.send(self.metrics_snapshot());
             }
             Control::Kube { reply } => {
                 let _ = reply.send(ports::with_counters(&self.counters, |c| c.kube.clone()));
@@ -199,17 +199,15 @@ impl Scheduler {
         let election = self.gate.records().is_some();
         self.jobs
             .iter()
-            .filter(|j| only.is_none_or(|name| j.name == name))
-            .map(|job| {
+            .enumerate()
+            .filter(|(_, j)| only.is_none_or(|name| j.name == name))
+            .map(|(index, job)| {
                 let live: Vec<&RunHandle> = self
                     .running
                     .get(&job.name)
                     .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
                     .unwrap_or_default();
-                let next_fire = job
-                    .parsed_schedule
-                    .cron()
-                    .and_then(|c| c.next_after(now, &job.time_base));
+                let next_fire = self.next_fires.get(index, job, now);
                 let never_fires =
                     job.enabled && job.parsed_schedule.cron().is_some() && next_fire.is_none();
                 let runs = self.store.runs_newest_first(&job.name);
@@ -287,12 +285,13 @@ impl Scheduler {
         }
     }
 
-    fn render_metrics(&self, format: prometheus::Format) -> String {
+    fn metrics_snapshot(&self) -> prometheus::Snapshot {
         let now = self.clock.now();
         let jobs = self
             .jobs
             .iter()
-            .map(|job| JobGauges {
+            .enumerate()
+            .map(|(index, job)| JobGauges {
                 name: &job.name,
                 schedule: &job.schedule,
                 cluster_policy: ports::cluster_policy_name(job.cluster_policy),
@@ -304,9 +303,8 @@ impl Scheduler {
                     .unwrap_or(0),
                 next_run: job
                     .enabled
-                    .then(|| job.parsed_schedule.cron())
+                    .then(|| self.next_fires.get(index, job, now))
                     .flatten()
-                    .and_then(|c| c.next_after(now, &job.time_base))
                     .map(|t| t.timestamp_micros() as f64 / 1e6),
                 last_run: self
                     .store
@@ -321,6 +319,6 @@ impl Scheduler {
             job_set_id: &self.job_set_id,
             jobs,
         };
-        ports::with_counters(&self.counters, |c| prometheus::render(c, &gauges, format))
+        ports::with_counters(&self.counters, |c| prometheus::Snapshot::take(c, &gauges))
     }
 }

@@ -6,7 +6,7 @@ use super::pause::{PauseRequest, PauseWindow};
 use crate::config::JobConfig;
 use crate::job::outcome::{Outcome, RunRecord};
 use crate::job::LiveOutput;
-use crate::metrics::prometheus::Format;
+use crate::metrics::prometheus::Snapshot as MetricsSnapshot;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
@@ -216,10 +216,8 @@ pub enum Control {
     },
     /// The Prometheus exposition.
     Metrics {
-        /// Output flavour.
-        format: Format,
-        /// Answer.
-        reply: oneshot::Sender<String>,
+        /// Answer: the exposition's inputs (encoded by the caller).
+        reply: oneshot::Sender<MetricsSnapshot>,
     },
     /// Progress of the jobs whose names start with `prefix`; `None` as
     /// the answer when `since` equals the current version (nothing moved).
@@ -345,9 +343,10 @@ impl ControlHandle {
         self.ask(|reply| Control::Resume { job, reply }).await?
     }
 
-    /// The metrics exposition.
-    pub async fn metrics(&self, format: Format) -> Result<String, ControlError> {
-        self.ask(|reply| Control::Metrics { format, reply }).await
+    /// What the metrics exposition shows now. The scheduler only takes
+    /// the snapshot; encoding it is left to the caller's thread.
+    pub async fn metrics(&self) -> Result<MetricsSnapshot, ControlError> {
+        self.ask(|reply| Control::Metrics { reply }).await
     }
 
     /// Progress of the jobs named `prefix…`, or `None` when nothing moved

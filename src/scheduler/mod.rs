@@ -17,6 +17,7 @@ mod failover_tests;
 mod finish;
 pub(crate) mod history;
 mod launch;
+mod next_fire;
 pub(crate) mod pause;
 pub mod ports;
 pub(crate) mod retry;
@@ -139,6 +140,9 @@ pub struct Scheduler {
     progress_version: u64,
     /// Deferred `@reboot` jobs and catch-ups after a takeover.
     failover: failover::Failover,
+    /// Each job's next fire as the API last asked for it (see
+    /// [`next_fire`]).
+    next_fires: next_fire::NextFires,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -181,6 +185,7 @@ impl Scheduler {
             firing_at: None,
             progress_version: 0,
             failover: failover::Failover::default(),
+            next_fires: next_fire::NextFires::default(),
         };
         scheduler.install_jobs(initial);
         scheduler
@@ -216,6 +221,7 @@ impl Scheduler {
             }
         }
         self.jobs = table;
+        self.next_fires.reset(self.jobs.len());
         self.by_name = self
             .jobs
             .iter()

@@ -5,6 +5,7 @@
 //! TLS files are rotated (an unchanged section keeps them running).
 
 pub(crate) mod auth;
+pub(crate) mod cache;
 pub(crate) mod logs;
 pub(crate) mod node;
 pub(crate) mod preview;
@@ -83,6 +84,64 @@ impl Running {
         self.stop.notify_waiters();
         for task in self.tasks {
             let _ = task.await;
+        }
+    }
+}
+
+/// The HTTP API running on a thread of its own.
+///
+/// The scheduler's runtime is single-threaded, so anything rendered there
+/// (a 16 MB `/metrics`, a 3 MB `/jobs` with 10,000 jobs) would hold up the
+/// launches due at that moment. The API therefore runs on its own thread
+/// with its own single-threaded runtime: the scheduler only answers each
+/// request with a snapshot of its state (see `scheduler::control`), and
+/// serialising, compressing and writing the response happen here, on the
+/// other core. The two threads share nothing but the control channel and
+/// the counters' mutex.
+pub struct ApiThread {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ApiThread {
+    /// Starts the API thread following `config` (see [`supervise`]). An
+    /// error means the OS refused a thread or the runtime could not be
+    /// built; the daemon then runs without its API.
+    pub fn start(
+        config: watch::Receiver<Option<WebConfig>>,
+        control: ControlHandle,
+    ) -> std::io::Result<ApiThread> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("cronstable-api".to_owned())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    tokio::select! {
+                        () = supervise(config, control) => {}
+                        _ = stopped => {}
+                    }
+                });
+                // Listener tasks still open end with the runtime; a
+                // blocking sampler call gets a moment to finish.
+                runtime.shutdown_timeout(std::time::Duration::from_millis(200));
+            })?;
+        Ok(ApiThread {
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the listeners (open connections are dropped, as the process
+    /// is about to exit) and waits for the thread to end.
+    pub fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
@@ -168,6 +227,7 @@ async fn start(
         credentials: Arc::new(credentials),
         extra_headers: Arc::new(extra_headers),
         metrics_enabled: web.metrics.as_ref().and_then(|m| m.enabled).unwrap_or(true),
+        metrics_cache: Arc::default(),
     };
     let app = routes::router(state);
     let stop = Arc::new(Notify::new());

@@ -38,6 +38,8 @@ pub struct AppState {
     pub node: Arc<NodeSampler>,
     /// True once the listeners are stopping (ends open log streams).
     pub draining: watch::Receiver<bool>,
+    /// The last `/metrics` bodies, served again while nothing changed.
+    pub metrics_cache: Arc<super::cache::MetricsCache>,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -274,7 +276,7 @@ async fn status(State(state): State<AppState>, headers: HeaderMap) -> ApiResult 
 async fn jobs(State(state): State<AppState>) -> ApiResult {
     let jobs = state.control.jobs().await?;
     let now = Utc::now();
-    let list: Vec<Value> = jobs.iter().map(|j| views::job_detail(j, now)).collect();
+    let list: Vec<views::JobDetail<'_>> = jobs.iter().map(|j| views::job_detail(j, now)).collect();
     Ok(Json(list).into_response())
 }
 
@@ -428,7 +430,8 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
         return Err(ApiError(StatusCode::NOT_FOUND, "404: Not Found".into()));
     }
     let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let body = state.control.metrics(format).await?;
+    let snapshot = state.control.metrics().await?;
+    let body = state.metrics_cache.body(snapshot, format).await;
     Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
 }
 

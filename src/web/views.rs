@@ -140,83 +140,175 @@ fn run_summary(run: &RunSummary) -> Value {
     })
 }
 
-fn command_text(command: &Command) -> String {
-    match command {
-        Command::Shell(s) => s.clone(),
-        Command::Argv(argv) => argv.join(" "),
-    }
+/// One entry of `GET /jobs` (and the body of `GET /jobs/{name}`),
+/// serialized straight from the snapshot into the response buffer: with
+/// 10,000 jobs an intermediate JSON tree per job costs more than the
+/// writing itself.
+///
+/// Fields are declared in the order a JSON object map sorts its keys
+/// (bytewise: upper case before lower case, `_` before letters), so the
+/// bytes are the ones a map-built entry has; a test holds that.
+#[derive(Debug, serde::Serialize)]
+pub struct JobDetail<'a> {
+    #[serde(rename = "captureStderr")]
+    capture_stderr: bool,
+    #[serde(rename = "captureStdout")]
+    capture_stdout: bool,
+    /// Under spread only; null while no quorum names an owner.
+    #[serde(rename = "clusterOwner", skip_serializing_if = "Option::is_none")]
+    cluster_owner: Option<&'a Option<String>>,
+    #[serde(rename = "clusterPolicy", skip_serializing_if = "Option::is_none")]
+    cluster_policy: Option<&'static str>,
+    command: std::borrow::Cow<'a, str>,
+    #[serde(rename = "concurrencyScope", skip_serializing_if = "Option::is_none")]
+    concurrency_scope: Option<&'static str>,
+    enabled: bool,
+    history: Vec<HistoryPoint>,
+    last_run: Option<RunSummaryView<'a>>,
+    name: &'a str,
+    never_fires: bool,
+    paused: Option<PausedView<'a>>,
+    pids: &'a [u32],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    priority: Option<crate::config::model::Priority>,
+    #[serde(rename = "rebootPending", skip_serializing_if = "std::ops::Not::not")]
+    reboot_pending: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry: Option<RetryView>,
+    running: bool,
+    schedule: &'a str,
+    schedule_findings: &'a [crate::cronexpr::LintFinding],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule_resolved: Option<&'a str>,
+    scheduled_in: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slot: Option<SlotView<'a>>,
+    timezone: Option<std::borrow::Cow<'a, str>>,
+    utc: bool,
 }
 
-/// One entry of `GET /jobs` (and the body of `GET /jobs/{name}`).
-pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
+#[derive(Debug, serde::Serialize)]
+struct HistoryPoint {
+    duration: Option<f64>,
+    outcome: &'static str,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct RunSummaryView<'a> {
+    duration: Option<f64>,
+    exit_code: Option<i32>,
+    fail_reason: Option<&'a str>,
+    finished_at: String,
+    outcome: &'static str,
+    started_at: Option<String>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct PausedView<'a> {
+    by: &'a str,
+    channel: &'a str,
+    note: &'a str,
+    since: String,
+    until: String,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct RetryView {
+    attempt: u32,
+    #[serde(rename = "maxAttempts")]
+    max_attempts: Option<i64>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct SlotView<'a> {
+    held: bool,
+    holder: Option<&'a str>,
+    refs: usize,
+}
+
+/// One entry of `GET /jobs` (see [`JobDetail`]).
+pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
     let c = &job.config;
     let scheduled_in = if !c.enabled || job.running || is_reboot(job) {
         None
     } else {
         seconds_until(job.next_fire, now)
     };
-    let mut v = json!({
-        "name": c.name,
-        "enabled": c.enabled,
-        "schedule": c.schedule,
-        "command": command_text(&c.command),
-        "captureStdout": c.capture_stdout,
-        "captureStderr": c.capture_stderr,
-        "utc": c.utc,
-        "timezone": c.timezone.clone().or_else(|| c.utc.then(|| "UTC".to_owned())),
-        "running": job.running,
-        "pids": job.pids,
-        "scheduled_in": scheduled_in,
-        "never_fires": job.never_fires,
-        "schedule_findings": c.schedule_findings,
-        "last_run": job.last_run.as_ref().map(run_summary),
-        "history": job.history.iter().map(|(o, d)| json!({"outcome": o.as_str(), "duration": d})).collect::<Vec<_>>(),
-        "paused": job.paused.as_ref().map(|p| json!({
-            "since": iso(p.since), "until": iso(p.until), "note": p.note, "by": p.by, "channel": p.channel,
-        })),
-    });
-    if let (Some(map), Some(expr)) = (v.as_object_mut(), c.parsed_schedule.cron()) {
-        if expr.is_hashed() {
-            map.insert("schedule_resolved".into(), Value::from(expr.resolved()));
-        }
-        if let Some(retry) = &job.retry {
-            map.insert(
-                "retry".into(),
-                json!({"attempt": retry.attempt, "maxAttempts": retry.max_attempts}),
-            );
-        }
-        if c.priority != crate::config::model::Priority::Normal {
-            let name = serde_json::to_value(c.priority).unwrap_or(Value::Null);
-            map.insert("priority".into(), name);
-        }
+    let command = match &c.command {
+        Command::Shell(s) => std::borrow::Cow::Borrowed(s.as_str()),
+        Command::Argv(argv) => std::borrow::Cow::Owned(argv.join(" ")),
+    };
+    let timezone = match (&c.timezone, c.utc) {
+        (Some(tz), _) => Some(std::borrow::Cow::Borrowed(tz.as_str())),
+        (None, true) => Some(std::borrow::Cow::Borrowed("UTC")),
+        (None, false) => None,
+    };
+    let hashed = c.parsed_schedule.cron().filter(|expr| expr.is_hashed());
+    JobDetail {
+        capture_stderr: c.capture_stderr,
+        capture_stdout: c.capture_stdout,
+        cluster_owner: job.owner.as_ref(),
+        cluster_policy: job
+            .election
+            .then(|| crate::scheduler::ports::cluster_policy_name(c.cluster_policy)),
+        command,
+        concurrency_scope: job.slot.as_ref().map(|_| "cluster"),
+        enabled: c.enabled,
+        history: job
+            .history
+            .iter()
+            .map(|(outcome, duration)| HistoryPoint {
+                duration: *duration,
+                outcome: outcome.as_str(),
+            })
+            .collect(),
+        last_run: job.last_run.as_ref().map(|run| RunSummaryView {
+            duration: run.duration,
+            exit_code: run.exit_code,
+            fail_reason: run.fail_reason.as_deref(),
+            finished_at: iso(run.finished_at),
+            outcome: run.outcome.as_str(),
+            started_at: run.started_at.map(iso),
+        }),
+        name: &c.name,
+        never_fires: job.never_fires,
+        paused: job.paused.as_ref().map(|p| PausedView {
+            by: &p.by,
+            channel: &p.channel,
+            note: &p.note,
+            since: iso(p.since),
+            until: iso(p.until),
+        }),
+        pids: &job.pids,
+        priority: c
+            .parsed_schedule
+            .cron()
+            .filter(|_| c.priority != crate::config::model::Priority::Normal)
+            .map(|_| c.priority),
+        reboot_pending: job.reboot_pending,
+        // `retry` and `priority` are shown for cron schedules only, as
+        // they always were (an `@reboot` job shows neither).
+        retry: c
+            .parsed_schedule
+            .cron()
+            .and(job.retry.as_ref())
+            .map(|r| RetryView {
+                attempt: r.attempt,
+                max_attempts: r.max_attempts,
+            }),
+        running: job.running,
+        schedule: &c.schedule,
+        schedule_findings: &c.schedule_findings,
+        schedule_resolved: hashed.map(|expr| expr.resolved()),
+        scheduled_in,
+        slot: job.slot.as_ref().map(|slot| SlotView {
+            held: slot.held,
+            holder: slot.holder.as_deref(),
+            refs: slot.refs,
+        }),
+        timezone,
+        utc: c.utc,
     }
-    // Cluster members, each only where it means something (the HTTP-API
-    // page's rule, keeping the common single-node payload lean).
-    if let Some(map) = v.as_object_mut() {
-        if job.reboot_pending {
-            map.insert("rebootPending".into(), Value::Bool(true));
-        }
-        if let Some(slot) = &job.slot {
-            map.insert("concurrencyScope".into(), Value::from("cluster"));
-            map.insert(
-                "slot".into(),
-                json!({"held": slot.held, "holder": slot.holder, "refs": slot.refs}),
-            );
-        }
-        if job.election {
-            map.insert(
-                "clusterPolicy".into(),
-                Value::from(crate::scheduler::ports::cluster_policy_name(
-                    c.cluster_policy,
-                )),
-            );
-        }
-        if let Some(owner) = &job.owner {
-            // Under spread only; null while no quorum names an owner.
-            map.insert("clusterOwner".into(), json!(owner));
-        }
-    }
-    v
 }
 
 /// One run of `GET /jobs/{name}/runs`.
@@ -304,6 +396,175 @@ pub fn run_stats(runs: &[RunRecord]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `GET /jobs` entry as it was built before it was serialized
+    /// straight from the snapshot: a JSON map per job. The direct form
+    /// must give the same bytes.
+    fn command_text(command: &Command) -> String {
+        match command {
+            Command::Shell(s) => s.clone(),
+            Command::Argv(argv) => argv.join(" "),
+        }
+    }
+    fn map_built_entry(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
+        let c = &job.config;
+        let scheduled_in = if !c.enabled || job.running || is_reboot(job) {
+            None
+        } else {
+            seconds_until(job.next_fire, now)
+        };
+        let mut v = json!({
+            "name": c.name,
+            "enabled": c.enabled,
+            "schedule": c.schedule,
+            "command": command_text(&c.command),
+            "captureStdout": c.capture_stdout,
+            "captureStderr": c.capture_stderr,
+            "utc": c.utc,
+            "timezone": c.timezone.clone().or_else(|| c.utc.then(|| "UTC".to_owned())),
+            "running": job.running,
+            "pids": job.pids,
+            "scheduled_in": scheduled_in,
+            "never_fires": job.never_fires,
+            "schedule_findings": c.schedule_findings,
+            "last_run": job.last_run.as_ref().map(run_summary),
+            "history": job.history.iter().map(|(o, d)| json!({"outcome": o.as_str(), "duration": d})).collect::<Vec<_>>(),
+            "paused": job.paused.as_ref().map(|p| json!({
+                "since": iso(p.since), "until": iso(p.until), "note": p.note, "by": p.by, "channel": p.channel,
+            })),
+        });
+        if let (Some(map), Some(expr)) = (v.as_object_mut(), c.parsed_schedule.cron()) {
+            if expr.is_hashed() {
+                map.insert("schedule_resolved".into(), Value::from(expr.resolved()));
+            }
+            if let Some(retry) = &job.retry {
+                map.insert(
+                    "retry".into(),
+                    json!({"attempt": retry.attempt, "maxAttempts": retry.max_attempts}),
+                );
+            }
+            if c.priority != crate::config::model::Priority::Normal {
+                let name = serde_json::to_value(c.priority).unwrap_or(Value::Null);
+                map.insert("priority".into(), name);
+            }
+        }
+        // Cluster members, each only where it means something (the HTTP-API
+        // page's rule, keeping the common single-node payload lean).
+        if let Some(map) = v.as_object_mut() {
+            if job.reboot_pending {
+                map.insert("rebootPending".into(), Value::Bool(true));
+            }
+            if let Some(slot) = &job.slot {
+                map.insert("concurrencyScope".into(), Value::from("cluster"));
+                map.insert(
+                    "slot".into(),
+                    json!({"held": slot.held, "holder": slot.holder, "refs": slot.refs}),
+                );
+            }
+            if job.election {
+                map.insert(
+                    "clusterPolicy".into(),
+                    Value::from(crate::scheduler::ports::cluster_policy_name(
+                        c.cluster_policy,
+                    )),
+                );
+            }
+            if let Some(owner) = &job.owner {
+                // Under spread only; null while no quorum names an owner.
+                map.insert("clusterOwner".into(), json!(owner));
+            }
+        }
+        v
+    }
+
+    fn snapshot(yaml_job: &str, tweak: impl FnOnce(&mut JobSnapshot)) -> JobSnapshot {
+        use crate::config::{load_sources, Source, SourceKind};
+        let mut loaded = load_sources(&[Source {
+            name: "t.yaml".into(),
+            text: format!("jobs:\n{yaml_job}"),
+            kind: SourceKind::Yaml,
+            include_dir: None,
+        }])
+        .expect("loads");
+        let config = std::sync::Arc::new(loaded.jobs.remove(0));
+        let mut snap = JobSnapshot {
+            config,
+            pids: vec![],
+            running: false,
+            next_fire: None,
+            never_fires: false,
+            last_run: None,
+            history: vec![],
+            paused: None,
+            retry: None,
+            slot: None,
+            election: false,
+            reboot_pending: false,
+            owner: None,
+        };
+        tweak(&mut snap);
+        snap
+    }
+
+    #[test]
+    fn job_entries_are_the_bytes_a_json_map_gives() {
+        use crate::scheduler::control::{RetryView, SlotSnapshot};
+        use crate::scheduler::pause::PauseWindow;
+        use chrono::TimeZone;
+        let now = Utc.with_ymd_and_hms(2026, 6, 21, 12, 0, 0).unwrap();
+        let later = |s: i64| now + chrono::Duration::milliseconds(s);
+        let run = RunSummary {
+            outcome: Outcome::Failure,
+            exit_code: Some(3),
+            started_at: Some(later(-5_000)),
+            finished_at: later(-1_250),
+            duration: Some(3.75),
+            fail_reason: Some("exit code 3 \"quoted\" \u{e9}".into()),
+        };
+        let cases = vec![
+            snapshot("  - name: plain\n    command: echo hi\n    schedule: '*/5 * * * *'\n", |s| {
+                s.next_fire = Some(later(42_100));
+            }),
+            snapshot(
+                "  - name: argv\n    command: [echo, a b, c]\n    schedule: '@reboot'\n    utc: false\n    priority: high\n",
+                |s| {
+                    s.reboot_pending = true;
+                    s.election = true;
+                    s.retry = Some(RetryView { attempt: 2, max_attempts: None });
+                },
+            ),
+            snapshot(
+                "  - name: zoned\n    command: 'true'\n    schedule: 'H H * * *'\n    timezone: Europe/Berlin\n    priority: idle\n    captureStderr: false\n",
+                |s| {
+                    s.running = true;
+                    s.pids = vec![41, 42];
+                    s.next_fire = Some(later(1));
+                    s.last_run = Some(run.clone());
+                    s.history = vec![(Outcome::Success, Some(0.5)), (Outcome::Failure, None), (Outcome::Cancelled, Some(12.0))];
+                    s.paused = Some(PauseWindow { since: later(-60_000), until: later(3_600_000), note: "deploy \n window".into(), by: "ops".into(), channel: "api".into() });
+                    s.retry = Some(RetryView { attempt: 1, max_attempts: Some(5) });
+                    s.slot = Some(SlotSnapshot { held: true, holder: Some("node-a".into()), refs: 2 });
+                    s.election = true;
+                    s.owner = Some(Some("node-b".into()));
+                },
+            ),
+            snapshot(
+                "  - name: dead\n    command: 'true'\n    schedule: '0 0 1 1 * 2001'\n    enabled: false\n    utc: false\n",
+                |s| {
+                    s.never_fires = true;
+                    s.slot = Some(SlotSnapshot { held: false, holder: None, refs: 0 });
+                    s.election = true;
+                    s.owner = Some(None);
+                    s.last_run = Some(RunSummary { exit_code: None, started_at: None, duration: None, fail_reason: None, ..run.clone() });
+                },
+            ),
+        ];
+        for snap in &cases {
+            let direct = serde_json::to_string(&job_detail(snap, now)).unwrap();
+            let mapped = serde_json::to_string(&map_built_entry(snap, now)).unwrap();
+            assert_eq!(direct, mapped, "{}", snap.config.name);
+        }
+    }
 
     #[test]
     fn relative_times() {

@@ -1,0 +1,150 @@
+//! Response bodies shared between pollers until what they show changes.
+//!
+//! Prometheus scrapes `/metrics` every 15 s or so, and several may; with
+//! 10,000 jobs the body is 16 MB and takes tens of milliseconds to encode.
+//! The scheduler answers each request with a cheap snapshot of its state
+//! ([`Snapshot`]); when the snapshot shows nothing that the previous one
+//! did not, the body encoded from the previous one is served again. A
+//! snapshot compares every value the text is made from (the per-job
+//! counters by identity: they are copied whenever a run is recorded), so a
+//! cached body is never older than the state: it is exactly what encoding
+//! now would produce.
+
+use crate::metrics::prometheus::{Format, Snapshot};
+use axum::body::Bytes;
+use std::sync::{Arc, Mutex, PoisonError};
+
+/// The last `/metrics` body in each format, with the snapshot it encodes.
+#[derive(Debug, Default)]
+pub struct MetricsCache {
+    text: Mutex<Option<(Snapshot, Bytes)>>,
+    open_metrics: Mutex<Option<(Snapshot, Bytes)>>,
+}
+
+impl MetricsCache {
+    fn slot(&self, format: Format) -> &Mutex<Option<(Snapshot, Bytes)>> {
+        match format {
+            Format::Text => &self.text,
+            Format::OpenMetrics => &self.open_metrics,
+        }
+    }
+
+    /// The body for `snapshot` in `format`: the cached one when it encodes
+    /// the same, else a fresh encoding (on a blocking thread, so other
+    /// requests on the API's runtime go on meanwhile), which replaces it.
+    pub async fn body(self: &Arc<Self>, snapshot: Snapshot, format: Format) -> Bytes {
+        if let Some(body) = self.cached(&snapshot, format) {
+            return body;
+        }
+        let encoded = {
+            let snapshot = snapshot.clone();
+            tokio::task::spawn_blocking(move || Bytes::from(snapshot.encode(format))).await
+        };
+        let body = match encoded {
+            Ok(body) => body,
+            // The blocking pool is gone (the runtime is shutting down):
+            // encode here rather than fail the scrape.
+            Err(_) => Bytes::from(snapshot.encode(format)),
+        };
+        *self
+            .slot(format)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some((snapshot, body.clone()));
+        body
+    }
+
+    fn cached(&self, snapshot: &Snapshot, format: Format) -> Option<Bytes> {
+        let slot = self
+            .slot(format)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        slot.as_ref()
+            .filter(|(old, _)| old.same_output(snapshot))
+            .map(|(_, body)| body.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::outcome::RunRecord;
+    use crate::job::Trigger;
+    use crate::metrics::prometheus::{Counters, DaemonGauges, JobGauges};
+
+    fn gauges(next_run: f64, running: usize) -> DaemonGauges<'static> {
+        DaemonGauges {
+            version: "0.1.0",
+            job_set_id: "v1:x",
+            jobs: vec![JobGauges {
+                name: "j",
+                schedule: "* * * * *",
+                cluster_policy: "Leader",
+                enabled: true,
+                running,
+                next_run: Some(next_run),
+                last_run: None,
+                paused: false,
+            }],
+        }
+    }
+
+    fn runs_total(body: &Bytes) -> String {
+        let text = std::str::from_utf8(body).expect("utf-8");
+        text.lines()
+            .find(|l| l.starts_with("cronstable_job_runs_total{job_name=\"j\",status=\"success\"}"))
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    #[tokio::test]
+    async fn a_body_is_reused_only_while_nothing_it_shows_changed() {
+        let cache = Arc::new(MetricsCache::default());
+        let mut counters = Counters::new(100.0, None);
+        counters.retain_jobs(["j"].into_iter());
+        let first = cache
+            .body(Snapshot::take(&counters, &gauges(160.0, 0)), Format::Text)
+            .await;
+        // The same state: the very same buffer comes back.
+        let again = cache
+            .body(Snapshot::take(&counters, &gauges(160.0, 0)), Format::Text)
+            .await;
+        assert_eq!(first.as_ptr(), again.as_ptr(), "served from the cache");
+        // The other format is cached on its own.
+        let om = cache
+            .body(
+                Snapshot::take(&counters, &gauges(160.0, 0)),
+                Format::OpenMetrics,
+            )
+            .await;
+        assert!(std::str::from_utf8(&om).unwrap().ends_with("# EOF\n"));
+
+        // A recorded run gives the job new counters: a fresh body.
+        let at = chrono::Utc::now();
+        counters.record_run(&RunRecord::begun(1, "j".into(), Trigger::Schedule, 0, at));
+        let after_run = cache
+            .body(Snapshot::take(&counters, &gauges(160.0, 0)), Format::Text)
+            .await;
+        assert!(runs_total(&first).ends_with(" 0"), "{}", runs_total(&first));
+        assert!(
+            runs_total(&after_run).ends_with(" 1"),
+            "{}",
+            runs_total(&after_run)
+        );
+
+        // A gauge that moves (the next fire, a running instance) too.
+        let moved = cache
+            .body(Snapshot::take(&counters, &gauges(220.0, 0)), Format::Text)
+            .await;
+        assert_ne!(moved, after_run);
+        assert!(std::str::from_utf8(&moved).unwrap().contains("220.0"));
+        let running = cache
+            .body(Snapshot::take(&counters, &gauges(220.0, 1)), Format::Text)
+            .await;
+        assert_ne!(running, moved);
+        // Each fresh body equals what encoding the state now gives.
+        assert_eq!(
+            running,
+            Bytes::from(Snapshot::take(&counters, &gauges(220.0, 1)).encode(Format::Text))
+        );
+    }
+}
