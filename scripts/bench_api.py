@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""The HTTP API with many jobs, and whether serving it delays launches.
+
+One daemon (the release binary, or the original with --original) on a
+generated config of N idle jobs (default 10,000; the generator of
+scripts/bench.py) plus one probe job firing every second that appends the
+instant it ran (`date +%s.%N`) to a file. Measured:
+
+  * GET /status (JSON), /jobs and /metrics: the first request after start
+    (cold) and then repeated requests (median and p95), each on a fresh
+    connection, timed to the last byte of the body;
+  * the probe's launch lateness (the instant `date` ran minus the
+    scheduled second) for a window with nobody polling, then for the same
+    window with two clients polling /metrics and /jobs back to back.
+
+Nothing is asserted; the numbers are printed as a Markdown table. Run it
+on a quiet machine: another build on a 2-core machine moves every number.
+
+    python3 scripts/bench_api.py [--jobs 10000] [--seconds 20] [--original]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench  # noqa: E402  (the shared generator and helpers)
+
+
+def config_text(jobs, port, probe_file):
+    text = bench.idle_config(jobs, port)
+    # The probe: every second, through the shell, as a user's job would.
+    return text + (
+        "  - name: probe\n"
+        f'    command: "date +%s.%N >> {probe_file}"\n'
+        "    schedule:\n"
+        "      second: '*'\n"
+    )
+
+
+def wait_ready(port, jobs, proc, deadline_s=600):
+    start = time.monotonic()
+    while time.monotonic() - start < deadline_s:
+        if proc.poll() is not None:
+            raise RuntimeError("the daemon exited before it was ready")
+        try:
+            status, body, _ = bench.http_get(port, "/status", timeout=30)
+            if status == 200 and body.count(b'"job"') >= jobs + 1:
+                return time.monotonic() - start
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("the daemon was not ready in time")
+
+
+def timed(port, path, count):
+    cold = None
+    repeats = []
+    for i in range(count + 1):
+        status, body, secs = bench.http_get(port, path, timeout=120)
+        if status != 200:
+            raise RuntimeError(f"GET {path}: {status}")
+        if i == 0:
+            cold = (secs * 1000, len(body))
+        else:
+            repeats.append(secs * 1000)
+    return cold, repeats
+
+
+def probe_lateness(probe_file, since, until):
+    """Lateness in ms of each probe run scheduled in [since, until)."""
+    out = []
+    try:
+        with open(probe_file) as f:
+            for line in f:
+                try:
+                    ran = float(line.split()[0])
+                except (ValueError, IndexError):
+                    continue
+                second = int(ran)
+                if since <= second < until:
+                    out.append((ran - second) * 1000)
+    except OSError:
+        pass
+    return out
+
+
+def poll_loop(port, path, stop, counter):
+    while not stop.is_set():
+        try:
+            bench.http_get(port, path, timeout=120)
+            counter[0] += 1
+        except OSError:
+            time.sleep(0.01)
+
+
+def window(probe_file, seconds, pollers, port):
+    stop = threading.Event()
+    counts = {}
+    threads = []
+    for path in pollers:
+        counts[path] = [0]
+        t = threading.Thread(target=poll_loop, args=(port, path, stop, counts[path]))
+        t.start()
+        threads.append(t)
+    # Whole seconds only, starting at the next boundary.
+    begin = int(time.time()) + 1
+    time.sleep(begin + seconds - time.time() + 1.5)
+    stop.set()
+    for t in threads:
+        t.join()
+    return probe_lateness(probe_file, begin, begin + seconds), counts
+
+
+def stats(values):
+    if not values:
+        return "n/a"
+    return (
+        f"median {bench.percentile(values, 50):.1f} ms, p95 {bench.percentile(values, 95):.1f} ms, "
+        f"max {max(values):.1f} ms ({len(values)} runs)"
+    )
+
+
+def run(impl, jobs, seconds, repeats):
+    with tempfile.TemporaryDirectory(prefix="bench-api-") as tmp:
+        port = bench.free_port()
+        probe_file = os.path.join(tmp, "probe")
+        path = os.path.join(tmp, "config.yaml")
+        with open(path, "w") as f:
+            f.write(config_text(jobs, port, probe_file))
+        proc, errors = bench.start_daemon(impl, path)
+        try:
+            ready = wait_ready(port, jobs, proc)
+            rows = [("ready (first full /status)", f"{ready * 1000:.0f} ms")]
+            for route in ("/status", "/jobs", "/metrics"):
+                cold, rep = timed(port, route, repeats)
+                rows.append((f"GET {route} first ({cold[1] / 1e6:.1f} MB)", f"{cold[0]:.1f} ms"))
+                rows.append(
+                    (
+                        f"GET {route} repeated",
+                        f"median {bench.percentile(rep, 50):.1f} ms, p95 {bench.percentile(rep, 95):.1f} ms",
+                    )
+                )
+            idle, _ = window(probe_file, seconds, [], port)
+            busy, counts = window(probe_file, seconds, ["/metrics", "/jobs"], port)
+            rows.append(("probe lateness, nobody polling", stats(idle)))
+            rows.append(
+                (
+                    "probe lateness, /metrics and /jobs polled back to back",
+                    stats(busy)
+                    + f"; {counts['/metrics'][0]} /metrics and {counts['/jobs'][0]} /jobs served",
+                )
+            )
+            return rows
+        finally:
+            bench.stop(proc)
+            errors.close()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=10000)
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--original", action="store_true", help="measure the original too")
+    parser.add_argument("--original-bin", help="an installed original's cronstable")
+    parser.add_argument("--binary", default="target/release/cronstable")
+    args = parser.parse_args()
+    impls = [bench.Impl("cronstable (Rust)", [os.path.abspath(args.binary)])]
+    if args.original or args.original_bin:
+        impls.append(bench.original_impl(args))
+    load = os.getloadavg()[0]
+    print(f"load average at start: {load:.2f}; {args.jobs} jobs; windows of {args.seconds} s\n")
+    for impl in impls:
+        print(f"| {impl.label} | value |\n|---|---|")
+        for what, value in run(impl, args.jobs, args.seconds, args.repeats):
+            print(f"| {what} | {value} |")
+        print()
+
+
+if __name__ == "__main__":
+    main()
