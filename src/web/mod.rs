@@ -6,6 +6,7 @@
 
 pub(crate) mod auth;
 pub(crate) mod cache;
+pub(crate) mod conditional;
 pub(crate) mod logs;
 pub(crate) mod node;
 pub(crate) mod preview;

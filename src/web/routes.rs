@@ -3,7 +3,7 @@
 
 use super::auth::{Credentials, Grant, Needed};
 use super::node::{node_name, NodeSampler};
-use super::{logs, preview, views};
+use super::{conditional, logs, preview, views};
 use crate::cronexpr::{paused_note, why, Probe};
 use crate::metrics::prometheus::Format;
 use crate::pyfmt::py_repr;
@@ -273,11 +273,23 @@ async fn status(State(state): State<AppState>, headers: HeaderMap) -> ApiResult 
     Ok(text(body))
 }
 
-async fn jobs(State(state): State<AppState>) -> ApiResult {
+/// `GET /jobs`: every job, with an ETag that ignores the countdowns (see
+/// [`views::jobs_etag`]), 304 for a client that has it, gzip on request.
+async fn jobs(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {
     let jobs = state.control.jobs().await?;
+    let etag = views::jobs_etag(&jobs);
+    if conditional::not_modified(&headers, &etag) {
+        return Ok(conditional::json(&headers, &etag, Vec::new()).await);
+    }
     let now = Utc::now();
     let list: Vec<views::JobDetail<'_>> = jobs.iter().map(|j| views::job_detail(j, now)).collect();
-    Ok(Json(list).into_response())
+    let body = serde_json::to_vec(&list).map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode the job list: {e}"),
+        )
+    })?;
+    Ok(conditional::json(&headers, &etag, body).await)
 }
 
 async fn job(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
@@ -607,41 +619,12 @@ async fn activity(
             .collect();
         jobs.insert(name, Value::from(shown));
     }
-    let body = json!({"jobs": jobs}).to_string();
+    let body = json!({"jobs": jobs}).to_string().into_bytes();
     let etag = {
         use sha2::Digest;
-        let digest = sha2::Sha256::digest(body.as_bytes());
-        let hex: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-        format!("\"{hex}\"")
+        conditional::etag_of(&sha2::Sha256::digest(&body))
     };
-    let matches = headers
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|list| {
-            list.split(',')
-                .map(str::trim)
-                .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
-        });
-    let etag_header = HeaderValue::from_str(&etag).map_err(|e| {
-        ApiError(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot build the ETag: {e}"),
-        )
-    })?;
-    if matches {
-        return Ok((StatusCode::NOT_MODIFIED, [(header::ETAG, etag_header)]).into_response());
-    }
-    Ok((
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("application/json"),
-            ),
-            (header::ETAG, etag_header),
-        ],
-        body,
-    )
-        .into_response())
+    Ok(conditional::json(&headers, &etag, body).await)
 }
 
 /// `GET /node`: this node's live CPU and memory plus the daemon's own.

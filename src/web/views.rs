@@ -311,6 +311,48 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
     }
 }
 
+/// The entity tag of a `GET /jobs` answer: a digest of every entry as it
+/// would be served, except that each countdown (`scheduled_in`) is
+/// replaced by the absolute instant it counts down to. The tag therefore
+/// stays put while only the clock moves (a dashboard that got a 304 keeps
+/// its copy and counts down itself, as with the original) and moves with
+/// anything else that changes. It is computed by serializing into the
+/// digest, so nothing served can be left out of it.
+pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
+    struct Digest(std::collections::hash_map::DefaultHasher, std::collections::hash_map::DefaultHasher);
+    impl std::io::Write for Digest {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            use std::hash::Hasher;
+            self.0.write(bytes);
+            self.1.write(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    use std::hash::Hasher;
+    // Two differently seeded 64-bit SipHash digests: 128 bits of tag.
+    let mut digest = Digest(Default::default(), Default::default());
+    digest.1.write_u8(0x5a);
+    let epoch = DateTime::<Utc>::UNIX_EPOCH;
+    for job in jobs {
+        let mut entry = job_detail(job, epoch);
+        entry.scheduled_in = entry
+            .scheduled_in
+            .and(job.next_fire)
+            .map(|t| t.timestamp_micros() as f64 / 1e6);
+        // Writing into a digest cannot fail; a tag from a partial write
+        // would still change with the content.
+        let _ = serde_json::to_writer(&mut digest, &entry);
+    }
+    let (a, b) = (digest.0.finish(), digest.1.finish());
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_be_bytes());
+    bytes[8..].copy_from_slice(&b.to_be_bytes());
+    super::conditional::etag_of(&bytes)
+}
+
 /// One run of `GET /jobs/{name}/runs`.
 pub fn run_entry(run: &RunRecord) -> Value {
     let mut entry = run_summary(&RunSummary::of(run));

@@ -177,18 +177,27 @@ async fn accept_loop(
         };
         refused_logged = false;
         let acceptor = TlsAcceptor::from(tls.server_config());
+        let accepted_under = tls.generation();
         let shared = Arc::clone(&shared);
+        let tls = Arc::clone(&tls);
         connections.spawn(async move {
-            serve_connection(stream, peer, acceptor, &shared).await;
+            serve_connection(stream, peer, acceptor, (&tls, accepted_under), &shared).await;
             drop(permit);
         });
     }
 }
 
+/// Serves one connection's requests. `material` is the TLS material and
+/// the generation the connection was accepted under: once the files have
+/// changed, the next answer closes the connection, so a peer polling over
+/// a kept-alive connection must handshake again and meets the new
+/// certificate (a key rotated away, or a node moved to another CA, would
+/// otherwise stay trusted by every peer already connected).
 async fn serve_connection(
     stream: TcpStream,
     peer: SocketAddr,
     acceptor: TlsAcceptor,
+    material: (&TlsMaterial, u64),
     shared: &Shared,
 ) {
     let _ = stream.set_nodelay(true);
@@ -226,7 +235,11 @@ async fn serve_connection(
                 break;
             }
         };
-        let response = respond(&head, shared);
+        let mut response = respond(&head, shared);
+        let (current, accepted_under) = material;
+        if current.checked_generation() != accepted_under {
+            response.close = true;
+        }
         if write_response(&mut tls, &response, &limits).await.is_err() || response.close {
             break;
         }

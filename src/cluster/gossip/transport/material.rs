@@ -104,6 +104,15 @@ impl TlsMaterial {
         self.lock().current.generation
     }
 
+    /// The generation after a look at the files (if the last one is older
+    /// than [`CHECK_EVERY`]): what a kept-alive connection compares its
+    /// own against before answering another request.
+    pub fn checked_generation(&self) -> u64 {
+        let mut state = self.lock();
+        self.maybe_refresh(&mut state, false);
+        state.current.generation
+    }
+
     /// The server configuration for a new connection (after a look at the
     /// files, if the last one is older than [`CHECK_EVERY`]).
     pub fn server_config(&self) -> Arc<ServerConfig> {
