@@ -13,7 +13,7 @@ mod support;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use support::certs::Ca;
 use support::cluster::{agreed_leader, logs, Member};
@@ -142,17 +142,33 @@ fn lines_by(shared: &Path, node: &str) -> usize {
     runs(shared).iter().filter(|(n, _, _)| n == node).count()
 }
 
+/// Where a member's TLS files live (its certificate is issued at start).
+fn tls_dir(shared: &Path, me: &Plan) -> PathBuf {
+    shared.join(format!("tls-{}-{}", me.name, me.peer))
+}
+
 fn start_cluster(names: &[&'static str], shared: &Path, opts: Options) -> (Vec<Node>, Ca) {
     let ca = Ca::new();
-    let plans = plan(names);
-    let nodes = plans
+    let nodes = start_planned(&plan(names), &ca, shared, &[], opts);
+    (nodes, ca)
+}
+
+/// Starts one member per plan, each with a certificate from `ca`, listing
+/// the others and `extra_peers` as its peers.
+fn start_planned(
+    plans: &[Plan],
+    ca: &Ca,
+    shared: &Path,
+    extra_peers: &[u16],
+    opts: Options,
+) -> Vec<Node> {
+    plans
         .iter()
         .map(|p| {
-            let tls = ca.files(&ca, &shared.join(format!("tls-{}-{}", p.name, p.peer)));
-            Node::start(p, &config(p, &plans, &tls, shared, &[], opts))
+            let tls = ca.files(ca, &tls_dir(shared, p));
+            Node::start(p, &config(p, plans, &tls, shared, extra_peers, opts))
         })
-        .collect();
-    (nodes, ca)
+        .collect()
 }
 
 #[test]
@@ -526,4 +542,149 @@ fn spread_runs_each_job_on_exactly_one_node_and_names_its_owner() {
         "six jobs spread over more than one node: {owners:?}"
     );
     assert!(doubles(&shared).is_empty(), "{:?}", doubles(&shared));
+}
+
+/// SIGKILLs member `index` and waits for it to be gone.
+fn kill(nodes: &mut [Node], index: usize) {
+    if let Some(d) = nodes[index].daemon.as_mut() {
+        d.signal(nix::sys::signal::Signal::SIGKILL);
+        d.wait_exit(PATIENCE);
+    }
+    nodes[index].daemon = None;
+}
+
+/// The documented takeover bound (about one interval plus a poll timeout)
+/// with generous slack for a loaded machine: a deadline, not a speed test.
+fn takeover_deadline() -> Duration {
+    Duration::from_secs(2 * INTERVAL + CONNECT_TIMEOUT + 5)
+}
+
+/// Kills the agreed leader `index`, waits (within the takeover deadline)
+/// for the survivors to agree on `successor`, prints the time it took and
+/// returns it.
+fn kill_leader_and_wait_for(nodes: &mut [Node], index: usize, successor: &str) -> Duration {
+    let killed = Instant::now();
+    kill(nodes, index);
+    let mut next = 0;
+    wait_until(
+        &format!(
+            "the survivors to agree on {successor} after {} died",
+            nodes[index].name
+        ),
+        PATIENCE,
+        || agreed_leader(nodes).map(|l| next = l).is_some(),
+        || logs(nodes),
+    );
+    let takeover = killed.elapsed();
+    let survivors = nodes.iter().filter(|n| n.alive()).count();
+    eprintln!(
+        "measured gossip takeover after SIGKILL of {} ({survivors} of {} left): {takeover:?}",
+        nodes[index].name,
+        nodes.len()
+    );
+    assert_eq!(nodes[next].name, successor, "{}", logs(nodes));
+    assert!(
+        takeover <= takeover_deadline(),
+        "takeover took {takeover:?}\n{}",
+        logs(nodes)
+    );
+    takeover
+}
+
+/// Waits until `node` has run the job `more` more times than now.
+fn wait_for_runs_by(shared: &Path, nodes: &[Node], node: &str, more: usize) {
+    let seen = lines_by(shared, node);
+    wait_until(
+        &format!("{node} to run the job {more} more times"),
+        PATIENCE,
+        || lines_by(shared, node) >= seen + more,
+        || logs(nodes),
+    );
+}
+
+/// Asserts that every fired second so far had exactly one runner (no
+/// second was run by two nodes), and prints how many seconds ran and how
+/// many in between did not (a skipped second is allowed around a
+/// takeover; a double never is).
+fn assert_one_runner_per_second(shared: &Path, nodes: &[Node]) {
+    let mut by_second: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+    for (node, _, second) in runs(shared) {
+        by_second.entry(second).or_default().insert(node);
+    }
+    let twice: Vec<_> = by_second.iter().filter(|(_, n)| n.len() > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "seconds run by more than one node: {twice:?}\n{}",
+        logs(nodes)
+    );
+    if let (Some(first), Some(last)) = (by_second.keys().next(), by_second.keys().next_back()) {
+        eprintln!(
+            "fires so far: {} seconds run once each, {} not run between {first} and {last}",
+            by_second.len(),
+            (last - first + 1) as usize - by_second.len()
+        );
+    }
+}
+
+#[test]
+fn five_daemons_keep_one_runner_through_two_kills_and_stop_below_quorum() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let (mut nodes, _ca) = start_cluster(&["a", "b", "c", "d", "e"], &shared, Options::default());
+    wait_until(
+        "the five nodes to agree on a",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    for node in &nodes {
+        let view = node.cluster();
+        assert_eq!(view["cluster_size"], 5, "{view}");
+        assert_eq!(view["quorum"], 3, "{view}");
+        let statuses: Vec<&str> = view["peers"]
+            .as_array()
+            .expect("peers")
+            .iter()
+            .filter_map(|p| p["status"].as_str())
+            .collect();
+        assert_eq!(statuses, ["agreed"; 4], "{view}");
+    }
+    // Steady state: the leader alone runs, once per second.
+    wait_for_runs_by(&shared, &nodes, "a", 4);
+    assert_eq!(runs(&shared).len(), lines_by(&shared, "a"), "only a ran");
+    assert_one_runner_per_second(&shared, &nodes);
+
+    // One loss: b takes over.
+    kill_leader_and_wait_for(&mut nodes, 0, "b");
+    wait_for_runs_by(&shared, &nodes, "b", 3);
+    assert_one_runner_per_second(&shared, &nodes);
+
+    // Two losses: 3 of 5 are still a quorum, c takes over.
+    kill_leader_and_wait_for(&mut nodes, 1, "c");
+    wait_for_runs_by(&shared, &nodes, "c", 3);
+    assert_one_runner_per_second(&shared, &nodes);
+    for node in nodes.iter().filter(|n| n.alive()) {
+        let view = node.cluster();
+        assert_eq!(view["quorate"], true, "{view}");
+    }
+
+    // Three losses: 2 of 5 are no quorum, so no Leader job runs anywhere.
+    kill(&mut nodes, 2);
+    wait_until(
+        "d and e to leave quorum",
+        PATIENCE,
+        || {
+            nodes[3..].iter().all(|n| {
+                let v = n.cluster();
+                v["quorate"] == false && v["leader"] == Value::Null && v["is_leader"] == false
+            })
+        },
+        || logs(&nodes),
+    );
+    assert_no_runs_for(&shared, &nodes, 4 * INTERVAL);
+    assert_eq!(lines_by(&shared, "d") + lines_by(&shared, "e"), 0);
+    assert!(nodes[3]
+        .log()
+        .contains("cluster: this node left quorum; no majority reachable"));
+    assert_one_runner_per_second(&shared, &nodes);
 }
