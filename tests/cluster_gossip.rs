@@ -11,9 +11,16 @@
 
 mod support;
 
+use rustls::RootCertStore;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::certs::Ca;
 use support::cluster::{agreed_leader, logs, Member};
@@ -686,5 +693,385 @@ fn five_daemons_keep_one_runner_through_two_kills_and_stop_below_quorum() {
     assert!(nodes[3]
         .log()
         .contains("cluster: this node left quorum; no majority reachable"));
+    assert_one_runner_per_second(&shared, &nodes);
+}
+
+/// What the fake peer answers to `GET /peer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hostile {
+    /// `200` with a body that is not JSON.
+    GarbageBody,
+    /// `200` announcing (and sending) a body over the 256 KiB cap.
+    Oversized,
+    /// `200` with no length, over the cap, then the close: only counting
+    /// the bytes finds it too big.
+    OversizedUnframed,
+    /// `200`, gzip: a small body that inflates to many times the cap.
+    GzipBomb,
+    /// Not HTTP at all: bytes, then the close.
+    NotHttp,
+    /// `200` announcing 100000 bytes, then one byte a second: never done.
+    Dribble,
+}
+
+/// What the nodes' `GET /cluster` must say about a fake peer answering
+/// `mode` (the poller's and the payload decoder's texts, as the original
+/// words them): (status, whether `last_error` fits).
+fn classified(mode: Hostile, port: u16, status: &str, error: &str) -> bool {
+    let oversized = "oversized /peer response (> 262144 bytes)";
+    status == "unreachable"
+        && match mode {
+            Hostile::GarbageBody => error == "invalid JSON in /peer response",
+            Hostile::Oversized | Hostile::OversizedUnframed | Hostile::GzipBomb => {
+                error == oversized
+            }
+            Hostile::NotHttp => {
+                error.starts_with(&format!("Cannot connect to host 127.0.0.1:{port}"))
+            }
+            Hostile::Dribble => error.starts_with(&format!("timed out polling 127.0.0.1:{port}")),
+        }
+}
+
+/// Bytes that are neither JSON nor HTTP (zeros, controls, invalid UTF-8).
+fn garbage() -> Vec<u8> {
+    (0..4096u32).map(|i| (i * 7919 % 251) as u8).collect()
+}
+
+/// A small gzip body that inflates to 16 MiB.
+fn gzip_bomb() -> Vec<u8> {
+    let mut packer = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1024 * 1024];
+    for _ in 0..16 {
+        packer.write_all(&zeros).expect("compress");
+    }
+    let bomb = packer.finish().expect("compress");
+    assert!(
+        bomb.len() < 64 * 1024,
+        "a bomb, not a big body: {}",
+        bomb.len()
+    );
+    bomb
+}
+
+/// The PEM certificates in `path`.
+fn pem_certificates(path: &Path) -> Vec<CertificateDer<'static>> {
+    let bytes = std::fs::read(path).expect("read certificate file");
+    CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
+        .expect("PEM certificates")
+}
+
+/// The cluster CA of a TLS directory, as a root store.
+fn roots(tls: &Path) -> Arc<RootCertStore> {
+    let mut roots = RootCertStore::empty();
+    for cert in pem_certificates(&tls.join("ca.pem")) {
+        roots.add(cert).expect("CA certificate");
+    }
+    Arc::new(roots)
+}
+
+fn private_key(tls: &Path) -> PrivateKeyDer<'static> {
+    let bytes = std::fs::read(tls.join("key.pem")).expect("read key");
+    PrivateKeyDer::from_pem_slice(&bytes).expect("PEM key")
+}
+
+/// A peer of the cluster that is not a cronstable: a TLS server with a
+/// certificate from the cluster CA (for 127.0.0.1) that, like a real
+/// member, requires a client certificate from that CA, and answers every
+/// `GET /peer` as its current [`Hostile`] mode says, on a thread per
+/// connection.
+struct FakePeer {
+    port: u16,
+    mode: Arc<Mutex<Hostile>>,
+    /// Requests read (whole heads from an authenticated client).
+    requests: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakePeer {
+    fn start(tls: &Path, mode: Hostile) -> FakePeer {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            roots(tls),
+            provider.clone(),
+        )
+        .build()
+        .expect("client verifier");
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(pem_certificates(&tls.join("cert.pem")), private_key(tls))
+            .expect("server config");
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let config = Arc::new(config);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake peer");
+        let port = listener.local_addr().expect("address").port();
+        let fake = FakePeer {
+            port,
+            mode: Arc::new(Mutex::new(mode)),
+            requests: Arc::new(AtomicUsize::new(0)),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let (modes, requests, stop) = (
+            Arc::clone(&fake.mode),
+            Arc::clone(&fake.requests),
+            Arc::clone(&fake.stop),
+        );
+        let bodies = Arc::new((garbage(), gzip_bomb()));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let (config, modes, requests, bodies) = (
+                    Arc::clone(&config),
+                    Arc::clone(&modes),
+                    Arc::clone(&requests),
+                    Arc::clone(&bodies),
+                );
+                std::thread::spawn(move || {
+                    let _ = answer(stream, config, &modes, &requests, &bodies);
+                });
+            }
+        });
+        fake
+    }
+
+    fn set(&self, mode: Hostile) {
+        *self.mode.lock().expect("mode") = mode;
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakePeer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// One connection to the fake peer: the handshake (which checks the
+/// client's certificate), one request head, then the hostile answer.
+fn answer(
+    stream: TcpStream,
+    config: Arc<rustls::ServerConfig>,
+    mode: &Mutex<Hostile>,
+    requests: &AtomicUsize,
+    bodies: &(Vec<u8>, Vec<u8>),
+) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let connection = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+    let mut tls = rustls::StreamOwned::new(connection, stream);
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tls.read(&mut chunk)?;
+        if n == 0 || head.len() > 64 * 1024 {
+            return Ok(());
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    requests.fetch_add(1, Ordering::SeqCst);
+    let (garbage, bomb) = bodies;
+    let mode = *mode.lock().expect("mode");
+    let mut reply = |head: String, body: &[u8]| -> std::io::Result<()> {
+        tls.write_all(head.as_bytes())?;
+        tls.write_all(body)?;
+        tls.flush()
+    };
+    match mode {
+        Hostile::GarbageBody => reply(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n",
+                garbage.len()
+            ),
+            garbage,
+        )?,
+        Hostile::Oversized => {
+            let body = vec![b'['; 300_000];
+            reply(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                ),
+                &body,
+            )?
+        }
+        Hostile::OversizedUnframed => reply(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_owned(),
+            &vec![b'['; 300_000],
+        )?,
+        Hostile::GzipBomb => reply(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n",
+                bomb.len()
+            ),
+            bomb,
+        )?,
+        Hostile::NotHttp => reply(String::new(), garbage)?,
+        Hostile::Dribble => {
+            reply(
+                "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_owned(),
+                b"{",
+            )?;
+            // Until the poller gives up and the writes fail.
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                tls.write_all(b" ")?;
+                tls.flush()?;
+            }
+        }
+    }
+    tls.conn.send_close_notify();
+    tls.flush()
+}
+
+/// The row of `view`'s peers for the peer at `port`.
+fn peer_row(view: &Value, port: u16) -> Value {
+    view["peers"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| {
+                    r["host"]
+                        .as_str()
+                        .is_some_and(|h| h.ends_with(&format!(":{port}")))
+                })
+                .cloned()
+        })
+        .unwrap_or_default()
+}
+
+/// The fewest descriptors `node` holds over a few looks (a job's pipes come
+/// and go; a leak stays).
+fn settled_fds(node: &Node) -> usize {
+    let daemon = node.daemon.as_ref().expect("running");
+    (0..5)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            daemon.open_fds()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_hostile_peer_is_classified_and_cannot_crash_stall_or_drain_the_daemons() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let ca = Ca::new();
+    let fake_tls = ca.files(&ca, &shared.join("tls-fake"));
+    let fake = FakePeer::start(&fake_tls, Hostile::GarbageBody);
+    // Three members and the fake peer: a size of 4, so a quorum of 3, which
+    // the three real members reach on their own.
+    let plans = plan(&["a", "b", "c"]);
+    let nodes = start_planned(&plans, &ca, &shared, &[fake.port], Options::default());
+    wait_until(
+        "the three real nodes to agree on a",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    for node in &nodes {
+        let view = node.cluster();
+        assert_eq!(view["cluster_size"], 4, "{view}");
+        assert_eq!(view["quorum"], 3, "{view}");
+    }
+    /// Polls of the fake peer per phase: about four rounds of each node.
+    const POLLS_PER_PHASE: usize = 12;
+    let mut baseline: Vec<usize> = Vec::new();
+    let mut since_baseline = 0;
+    // Consecutive modes leave different texts, so each wait sees the new one.
+    for mode in [
+        Hostile::GarbageBody,
+        Hostile::Oversized,
+        Hostile::Dribble,
+        Hostile::GzipBomb,
+        Hostile::NotHttp,
+        Hostile::OversizedUnframed,
+    ] {
+        let started = Instant::now();
+        fake.set(mode);
+        let asked = fake.requests();
+        let ran = lines_by(&shared, "a");
+        wait_until(
+            &format!("the real nodes to classify {mode:?}, stay agreed and keep a leading"),
+            PATIENCE,
+            || {
+                fake.requests() >= asked + POLLS_PER_PHASE
+                    && lines_by(&shared, "a") >= ran + 2
+                    && nodes.iter().all(|n| {
+                        let view = n.cluster();
+                        let row = peer_row(&view, fake.port);
+                        let real_agreed = plans
+                            .iter()
+                            .filter(|p| p.name != n.name)
+                            .all(|p| peer_row(&view, p.peer)["status"] == "agreed");
+                        classified(
+                            mode,
+                            fake.port,
+                            row["status"].as_str().unwrap_or_default(),
+                            row["last_error"].as_str().unwrap_or_default(),
+                        ) && real_agreed
+                            && view["quorate"] == true
+                            && view["leader"] == "a"
+                    })
+            },
+            || {
+                let rows: Vec<Value> = nodes
+                    .iter()
+                    .map(|n| peer_row(&n.cluster(), fake.port))
+                    .collect();
+                format!("fake peer rows: {rows:?}\n{}", logs(&nodes))
+            },
+        );
+        for node in &nodes {
+            let daemon = node.daemon.as_ref().expect("started");
+            assert!(daemon.running(), "{} died\n{}", node.name, node.log());
+        }
+        let fds: Vec<usize> = nodes.iter().map(settled_fds).collect();
+        eprintln!(
+            "{mode:?}: classified by every node in {:?} ({}); fake peer polled {} times; \
+             fds {fds:?}",
+            started.elapsed(),
+            peer_row(&nodes[1].cluster(), fake.port)["last_error"],
+            fake.requests() - asked
+        );
+        if baseline.is_empty() {
+            baseline = fds;
+        } else {
+            since_baseline += fake.requests() - asked;
+        }
+    }
+    // About 20 hostile polls per node since the baseline: a descriptor kept
+    // per poll would show far above the slack (a job's pipes, the polls in
+    // flight, the real peers' connections coming and going).
+    const FD_SLACK: usize = 10;
+    assert!(
+        since_baseline >= 2 * FD_SLACK * nodes.len(),
+        "{since_baseline}"
+    );
+    for (node, before) in nodes.iter().zip(&baseline) {
+        let now = settled_fds(node);
+        assert!(
+            now <= before + FD_SLACK,
+            "{} holds {now} descriptors, {before} at the baseline",
+            node.name
+        );
+    }
+    assert_eq!(
+        runs(&shared).len(),
+        lines_by(&shared, "a"),
+        "only the leader ran"
+    );
     assert_one_runner_per_second(&shared, &nodes);
 }
