@@ -1072,18 +1072,22 @@ fn a_hostile_peer_is_classified_and_cannot_crash_stall_or_drain_the_daemons() {
     assert_one_runner_per_second(&shared, &nodes);
 }
 
+/// Replaces `name` in `dir` with `text` the way renewal tools do: written
+/// next to its target and renamed over it, so a reader never sees a
+/// half-written file.
+fn replace_file(dir: &Path, name: &str, text: &str) {
+    let staged = dir.join(format!(".{name}.new"));
+    std::fs::write(&staged, text).expect("stage the new file");
+    std::fs::rename(&staged, dir.join(name)).expect("rename over the old file");
+}
+
 /// Replaces `cert.pem` and `key.pem` in `dir` with a new key and a
-/// certificate `issuer` signs, the way renewal tools do: each file is
-/// written next to its target and renamed over it, so a reader never sees
-/// a half-written file (`ca.pem` is left alone). Returns the new
-/// certificate.
+/// certificate `issuer` signs, one file after the other (`ca.pem` is left
+/// alone). Returns the new certificate.
 fn rotate(issuer: &Ca, dir: &Path) -> CertificateDer<'static> {
     let (cert, key) = issuer.issue();
-    for (name, text) in [("cert.pem", &cert), ("key.pem", &key)] {
-        let staged = dir.join(format!(".{name}.new"));
-        std::fs::write(&staged, text).expect("stage the new file");
-        std::fs::rename(&staged, dir.join(name)).expect("rename over the old file");
-    }
+    replace_file(dir, "cert.pem", &cert);
+    replace_file(dir, "key.pem", &key);
     CertificateDer::from_pem_slice(cert.as_bytes()).expect("the new certificate")
 }
 
@@ -1125,18 +1129,36 @@ fn a_certificate_renewed_in_place_is_served_at_once_and_the_cluster_stays_agreed
         || agreed_leader(&nodes) == Some(0),
         || logs(&nodes),
     );
-    // Renewal from the same CA (new key): b switches without a restart and
-    // serves the new certificate to new connections.
+    // Renewal from the same CA (new key), written one file at a time as a
+    // renewal tool may: while only the certificate is new, it does not
+    // match the key, so b keeps the loaded pair and says so.
+    let b = nodes[1].daemon.as_ref().expect("b runs");
+    let b_tls = tls_dir(&shared, &plans[1]);
     let old = served_certificate(plans[1].peer, &probe).expect("b serves a certificate");
-    let renewed = rotate(&ca, &tls_dir(&shared, &plans[1]));
+    let (cert, key) = ca.issue();
+    let renewed = CertificateDer::from_pem_slice(cert.as_bytes()).expect("new certificate");
     assert_ne!(old, renewed);
+    replace_file(&b_tls, "cert.pem", &cert);
+    b.wait_for_log(
+        "cluster: the changed TLS files do not load, keeping the loaded certificates",
+        1,
+        PATIENCE,
+    );
+    assert_eq!(
+        served_certificate(plans[1].peer, &probe).as_ref(),
+        Some(&old),
+        "a mismatched pair is kept out"
+    );
+    // With the key in place the pair loads: b switches without a restart
+    // and serves the new certificate to new connections.
+    replace_file(&b_tls, "key.pem", &key);
     wait_until(
         "b to serve its renewed certificate",
         PATIENCE,
         || served_certificate(plans[1].peer, &probe).as_ref() == Some(&renewed),
         || logs(&nodes),
     );
-    nodes[1].daemon.as_ref().expect("b runs").wait_for_log(
+    b.wait_for_log(
         "cluster: TLS files changed, now using the new certificates",
         1,
         PATIENCE,
