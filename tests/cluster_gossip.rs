@@ -3,7 +3,9 @@
 //! made at test time, polling each other every second. Each runs `Leader`
 //! jobs that append "<node> <job> <epoch second>" to one shared file; the
 //! tests read that file, `GET /cluster`, `GET /jobs` and `/metrics`, and
-//! kill (SIGKILL) or freeze (SIGSTOP) nodes for real.
+//! kill (SIGKILL) or freeze (SIGSTOP) nodes for real. A fake peer (a TLS
+//! server of the test's own, certificate from the test CA) plays a hostile
+//! member, and certificates are rotated in place under running daemons.
 //!
 //! The job set must be the same on every node (peers compare job-set ids),
 //! so the command reads the node's name from a file in its own directory.
