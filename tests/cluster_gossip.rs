@@ -3,7 +3,9 @@
 //! made at test time, polling each other every second. Each runs `Leader`
 //! jobs that append "<node> <job> <epoch second>" to one shared file; the
 //! tests read that file, `GET /cluster`, `GET /jobs` and `/metrics`, and
-//! kill (SIGKILL) or freeze (SIGSTOP) nodes for real.
+//! kill (SIGKILL) or freeze (SIGSTOP) nodes for real. A fake peer (a TLS
+//! server of the test's own, certificate from the test CA) plays a hostile
+//! member, and certificates are rotated in place under running daemons.
 //!
 //! The job set must be the same on every node (peers compare job-set ids),
 //! so the command reads the node's name from a file in its own directory.
@@ -11,9 +13,16 @@
 
 mod support;
 
+use rustls::RootCertStore;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::certs::Ca;
 use support::cluster::{agreed_leader, logs, Member};
@@ -142,17 +151,33 @@ fn lines_by(shared: &Path, node: &str) -> usize {
     runs(shared).iter().filter(|(n, _, _)| n == node).count()
 }
 
+/// Where a member's TLS files live (its certificate is issued at start).
+fn tls_dir(shared: &Path, me: &Plan) -> PathBuf {
+    shared.join(format!("tls-{}-{}", me.name, me.peer))
+}
+
 fn start_cluster(names: &[&'static str], shared: &Path, opts: Options) -> (Vec<Node>, Ca) {
     let ca = Ca::new();
-    let plans = plan(names);
-    let nodes = plans
+    let nodes = start_planned(&plan(names), &ca, shared, &[], opts);
+    (nodes, ca)
+}
+
+/// Starts one member per plan, each with a certificate from `ca`, listing
+/// the others and `extra_peers` as its peers.
+fn start_planned(
+    plans: &[Plan],
+    ca: &Ca,
+    shared: &Path,
+    extra_peers: &[u16],
+    opts: Options,
+) -> Vec<Node> {
+    plans
         .iter()
         .map(|p| {
-            let tls = ca.files(&ca, &shared.join(format!("tls-{}-{}", p.name, p.peer)));
-            Node::start(p, &config(p, &plans, &tls, shared, &[], opts))
+            let tls = ca.files(ca, &tls_dir(shared, p));
+            Node::start(p, &config(p, plans, &tls, shared, extra_peers, opts))
         })
-        .collect();
-    (nodes, ca)
+        .collect()
 }
 
 #[test]
@@ -220,11 +245,7 @@ fn three_daemons_run_leader_jobs_once_and_a_killed_leader_is_replaced() {
     // re-elect (documented bound: about one interval plus a poll timeout;
     // asserted with generous slack, and printed).
     let killed = Instant::now();
-    if let Some(d) = nodes[first].daemon.as_mut() {
-        d.signal(nix::sys::signal::Signal::SIGKILL);
-        d.wait_exit(PATIENCE);
-    }
-    nodes[first].daemon = None;
+    kill(&mut nodes, first);
     let mut second = 0;
     wait_until(
         "the survivors to agree on a new leader",
@@ -236,7 +257,7 @@ fn three_daemons_run_leader_jobs_once_and_a_killed_leader_is_replaced() {
     eprintln!("measured gossip takeover after SIGKILL: {takeover:?}");
     assert_eq!(nodes[second].name, "b");
     assert!(
-        takeover <= Duration::from_secs(2 * INTERVAL + CONNECT_TIMEOUT + 5),
+        takeover <= takeover_deadline(),
         "takeover took {takeover:?}"
     );
     let seen = lines_by(&shared, "b");
@@ -526,4 +547,692 @@ fn spread_runs_each_job_on_exactly_one_node_and_names_its_owner() {
         "six jobs spread over more than one node: {owners:?}"
     );
     assert!(doubles(&shared).is_empty(), "{:?}", doubles(&shared));
+}
+
+/// SIGKILLs member `index` and waits for it to be gone.
+fn kill(nodes: &mut [Node], index: usize) {
+    if let Some(d) = nodes[index].daemon.as_mut() {
+        d.signal(nix::sys::signal::Signal::SIGKILL);
+        d.wait_exit(PATIENCE);
+    }
+    nodes[index].daemon = None;
+}
+
+/// The documented takeover bound (about one interval plus a poll timeout)
+/// with generous slack for a loaded machine: a deadline, not a speed test.
+fn takeover_deadline() -> Duration {
+    Duration::from_secs(2 * INTERVAL + CONNECT_TIMEOUT + 5)
+}
+
+/// Kills the agreed leader `index`, waits (within the takeover deadline)
+/// for the survivors to agree on `successor`, prints the time it took and
+/// returns it.
+fn kill_leader_and_wait_for(nodes: &mut [Node], index: usize, successor: &str) -> Duration {
+    let killed = Instant::now();
+    kill(nodes, index);
+    let mut next = 0;
+    wait_until(
+        &format!(
+            "the survivors to agree on {successor} after {} died",
+            nodes[index].name
+        ),
+        PATIENCE,
+        || agreed_leader(nodes).map(|l| next = l).is_some(),
+        || logs(nodes),
+    );
+    let takeover = killed.elapsed();
+    let survivors = nodes.iter().filter(|n| n.alive()).count();
+    eprintln!(
+        "measured gossip takeover after SIGKILL of {} ({survivors} of {} left): {takeover:?}",
+        nodes[index].name,
+        nodes.len()
+    );
+    assert_eq!(nodes[next].name, successor, "{}", logs(nodes));
+    assert!(
+        takeover <= takeover_deadline(),
+        "takeover took {takeover:?}\n{}",
+        logs(nodes)
+    );
+    takeover
+}
+
+/// Waits until `node` has run the job `more` more times than now.
+fn wait_for_runs_by(shared: &Path, nodes: &[Node], node: &str, more: usize) {
+    let seen = lines_by(shared, node);
+    wait_until(
+        &format!("{node} to run the job {more} more times"),
+        PATIENCE,
+        || lines_by(shared, node) >= seen + more,
+        || logs(nodes),
+    );
+}
+
+/// Asserts that every fired second so far had exactly one runner (no
+/// second was run by two nodes), and prints how many seconds ran and how
+/// many in between did not (a skipped second is allowed around a
+/// takeover; a double never is).
+fn assert_one_runner_per_second(shared: &Path, nodes: &[Node]) {
+    let mut by_second: BTreeMap<u64, BTreeSet<String>> = BTreeMap::new();
+    for (node, _, second) in runs(shared) {
+        by_second.entry(second).or_default().insert(node);
+    }
+    let twice: Vec<_> = by_second.iter().filter(|(_, n)| n.len() > 1).collect();
+    assert!(
+        twice.is_empty(),
+        "seconds run by more than one node: {twice:?}\n{}",
+        logs(nodes)
+    );
+    if let (Some(first), Some(last)) = (by_second.keys().next(), by_second.keys().next_back()) {
+        eprintln!(
+            "fires so far: {} seconds run once each, {} not run between {first} and {last}",
+            by_second.len(),
+            (last - first + 1) as usize - by_second.len()
+        );
+    }
+}
+
+#[test]
+fn five_daemons_keep_one_runner_through_two_kills_and_stop_below_quorum() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let (mut nodes, _ca) = start_cluster(&["a", "b", "c", "d", "e"], &shared, Options::default());
+    wait_until(
+        "the five nodes to agree on a",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    for node in &nodes {
+        let view = node.cluster();
+        assert_eq!(view["cluster_size"], 5, "{view}");
+        assert_eq!(view["quorum"], 3, "{view}");
+        let statuses: Vec<&str> = view["peers"]
+            .as_array()
+            .expect("peers")
+            .iter()
+            .filter_map(|p| p["status"].as_str())
+            .collect();
+        assert_eq!(statuses, ["agreed"; 4], "{view}");
+    }
+    // Steady state: the leader alone runs, once per second.
+    wait_for_runs_by(&shared, &nodes, "a", 4);
+    assert_eq!(runs(&shared).len(), lines_by(&shared, "a"), "only a ran");
+    assert_one_runner_per_second(&shared, &nodes);
+
+    // One loss: b takes over.
+    kill_leader_and_wait_for(&mut nodes, 0, "b");
+    wait_for_runs_by(&shared, &nodes, "b", 3);
+    assert_one_runner_per_second(&shared, &nodes);
+
+    // Two losses: 3 of 5 are still a quorum, c takes over.
+    kill_leader_and_wait_for(&mut nodes, 1, "c");
+    wait_for_runs_by(&shared, &nodes, "c", 3);
+    assert_one_runner_per_second(&shared, &nodes);
+    for node in nodes.iter().filter(|n| n.alive()) {
+        let view = node.cluster();
+        assert_eq!(view["quorate"], true, "{view}");
+    }
+
+    // Three losses: 2 of 5 are no quorum, so no Leader job runs anywhere.
+    kill(&mut nodes, 2);
+    wait_until(
+        "d and e to leave quorum",
+        PATIENCE,
+        || {
+            nodes[3..].iter().all(|n| {
+                let v = n.cluster();
+                v["quorate"] == false && v["leader"] == Value::Null && v["is_leader"] == false
+            })
+        },
+        || logs(&nodes),
+    );
+    assert_no_runs_for(&shared, &nodes, 4 * INTERVAL);
+    assert_eq!(lines_by(&shared, "d") + lines_by(&shared, "e"), 0);
+    assert!(nodes[3]
+        .log()
+        .contains("cluster: this node left quorum; no majority reachable"));
+    assert_one_runner_per_second(&shared, &nodes);
+}
+
+/// What the fake peer answers to `GET /peer`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hostile {
+    /// `200` with a body that is not JSON.
+    GarbageBody,
+    /// `200` announcing (and sending) a body over the 256 KiB cap.
+    Oversized,
+    /// `200` with no length, over the cap, then the close: only counting
+    /// the bytes finds it too big.
+    OversizedUnframed,
+    /// `200`, gzip: a small body that inflates to many times the cap.
+    GzipBomb,
+    /// Not HTTP at all: bytes, then the close.
+    NotHttp,
+    /// `200` announcing 100000 bytes, then one byte a second: never done.
+    Dribble,
+}
+
+/// What the nodes' `GET /cluster` must say about a fake peer answering
+/// `mode` (the poller's and the payload decoder's texts, as the original
+/// words them): (status, whether `last_error` fits).
+fn classified(mode: Hostile, port: u16, status: &str, error: &str) -> bool {
+    let oversized = "oversized /peer response (> 262144 bytes)";
+    status == "unreachable"
+        && match mode {
+            Hostile::GarbageBody => error == "invalid JSON in /peer response",
+            Hostile::Oversized | Hostile::OversizedUnframed | Hostile::GzipBomb => {
+                error == oversized
+            }
+            Hostile::NotHttp => {
+                error.starts_with(&format!("Cannot connect to host 127.0.0.1:{port}"))
+            }
+            Hostile::Dribble => error.starts_with(&format!("timed out polling 127.0.0.1:{port}")),
+        }
+}
+
+/// Bytes that are neither JSON nor HTTP (zeros, controls, invalid UTF-8).
+fn garbage() -> Vec<u8> {
+    (0..4096u32).map(|i| (i * 7919 % 251) as u8).collect()
+}
+
+/// A small gzip body that inflates to 16 MiB.
+fn gzip_bomb() -> Vec<u8> {
+    let mut packer = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    let zeros = vec![0u8; 1024 * 1024];
+    for _ in 0..16 {
+        packer.write_all(&zeros).expect("compress");
+    }
+    let bomb = packer.finish().expect("compress");
+    assert!(
+        bomb.len() < 64 * 1024,
+        "a bomb, not a big body: {}",
+        bomb.len()
+    );
+    bomb
+}
+
+/// The PEM certificates in `path`.
+fn pem_certificates(path: &Path) -> Vec<CertificateDer<'static>> {
+    let bytes = std::fs::read(path).expect("read certificate file");
+    CertificateDer::pem_slice_iter(&bytes)
+        .collect::<Result<_, _>>()
+        .expect("PEM certificates")
+}
+
+/// The cluster CA of a TLS directory, as a root store.
+fn roots(tls: &Path) -> Arc<RootCertStore> {
+    let mut roots = RootCertStore::empty();
+    for cert in pem_certificates(&tls.join("ca.pem")) {
+        roots.add(cert).expect("CA certificate");
+    }
+    Arc::new(roots)
+}
+
+fn private_key(tls: &Path) -> PrivateKeyDer<'static> {
+    let bytes = std::fs::read(tls.join("key.pem")).expect("read key");
+    PrivateKeyDer::from_pem_slice(&bytes).expect("PEM key")
+}
+
+/// A peer of the cluster that is not a cronstable: a TLS server with a
+/// certificate from the cluster CA (for 127.0.0.1) that, like a real
+/// member, requires a client certificate from that CA, and answers every
+/// `GET /peer` as its current [`Hostile`] mode says, on a thread per
+/// connection.
+struct FakePeer {
+    port: u16,
+    mode: Arc<Mutex<Hostile>>,
+    /// Requests read (whole heads from an authenticated client).
+    requests: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl FakePeer {
+    fn start(tls: &Path, mode: Hostile) -> FakePeer {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+            roots(tls),
+            provider.clone(),
+        )
+        .build()
+        .expect("client verifier");
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("protocol versions")
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(pem_certificates(&tls.join("cert.pem")), private_key(tls))
+            .expect("server config");
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let config = Arc::new(config);
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the fake peer");
+        let port = listener.local_addr().expect("address").port();
+        let fake = FakePeer {
+            port,
+            mode: Arc::new(Mutex::new(mode)),
+            requests: Arc::new(AtomicUsize::new(0)),
+            stop: Arc::new(AtomicBool::new(false)),
+        };
+        let (modes, requests, stop) = (
+            Arc::clone(&fake.mode),
+            Arc::clone(&fake.requests),
+            Arc::clone(&fake.stop),
+        );
+        let bodies = Arc::new((garbage(), gzip_bomb()));
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Ok(stream) = stream else { continue };
+                let (config, modes, requests, bodies) = (
+                    Arc::clone(&config),
+                    Arc::clone(&modes),
+                    Arc::clone(&requests),
+                    Arc::clone(&bodies),
+                );
+                std::thread::spawn(move || {
+                    let _ = answer(stream, config, &modes, &requests, &bodies);
+                });
+            }
+        });
+        fake
+    }
+
+    fn set(&self, mode: Hostile) {
+        *self.mode.lock().expect("mode") = mode;
+    }
+
+    fn requests(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for FakePeer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// One connection to the fake peer: the handshake (which checks the
+/// client's certificate), one request head, then the hostile answer.
+fn answer(
+    stream: TcpStream,
+    config: Arc<rustls::ServerConfig>,
+    mode: &Mutex<Hostile>,
+    requests: &AtomicUsize,
+    bodies: &(Vec<u8>, Vec<u8>),
+) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(10)))?;
+    let connection = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+    let mut tls = rustls::StreamOwned::new(connection, stream);
+    let mut head = Vec::new();
+    let mut chunk = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tls.read(&mut chunk)?;
+        if n == 0 || head.len() > 64 * 1024 {
+            return Ok(());
+        }
+        head.extend_from_slice(&chunk[..n]);
+    }
+    requests.fetch_add(1, Ordering::SeqCst);
+    let (garbage, bomb) = bodies;
+    let mode = *mode.lock().expect("mode");
+    let mut reply = |head: String, body: &[u8]| -> std::io::Result<()> {
+        tls.write_all(head.as_bytes())?;
+        tls.write_all(body)?;
+        tls.flush()
+    };
+    match mode {
+        Hostile::GarbageBody => reply(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n",
+                garbage.len()
+            ),
+            garbage,
+        )?,
+        Hostile::Oversized => {
+            let body = vec![b'['; 300_000];
+            reply(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                ),
+                &body,
+            )?
+        }
+        Hostile::OversizedUnframed => reply(
+            "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n".to_owned(),
+            &vec![b'['; 300_000],
+        )?,
+        Hostile::GzipBomb => reply(
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: {}\r\n\
+                 Connection: close\r\n\r\n",
+                bomb.len()
+            ),
+            bomb,
+        )?,
+        Hostile::NotHttp => reply(String::new(), garbage)?,
+        Hostile::Dribble => {
+            reply(
+                "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_owned(),
+                b"{",
+            )?;
+            // Until the poller gives up and the writes fail.
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+                tls.write_all(b" ")?;
+                tls.flush()?;
+            }
+        }
+    }
+    tls.conn.send_close_notify();
+    tls.flush()
+}
+
+/// The row of `view`'s peers for the peer at `port`.
+fn peer_row(view: &Value, port: u16) -> Value {
+    view["peers"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| {
+                    r["host"]
+                        .as_str()
+                        .is_some_and(|h| h.ends_with(&format!(":{port}")))
+                })
+                .cloned()
+        })
+        .unwrap_or_default()
+}
+
+/// The fewest descriptors `node` holds over a few looks (a job's pipes come
+/// and go; a leak stays).
+fn settled_fds(node: &Node) -> usize {
+    let daemon = node.daemon.as_ref().expect("running");
+    (0..5)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(100));
+            daemon.open_fds()
+        })
+        .min()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_hostile_peer_is_classified_and_cannot_crash_stall_or_drain_the_daemons() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let ca = Ca::new();
+    let fake_tls = ca.files(&ca, &shared.join("tls-fake"));
+    let fake = FakePeer::start(&fake_tls, Hostile::GarbageBody);
+    // Three members and the fake peer: a size of 4, so a quorum of 3, which
+    // the three real members reach on their own.
+    let plans = plan(&["a", "b", "c"]);
+    let nodes = start_planned(&plans, &ca, &shared, &[fake.port], Options::default());
+    wait_until(
+        "the three real nodes to agree on a",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    for node in &nodes {
+        let view = node.cluster();
+        assert_eq!(view["cluster_size"], 4, "{view}");
+        assert_eq!(view["quorum"], 3, "{view}");
+    }
+    /// Polls of the fake peer per phase: about four rounds of each node.
+    const POLLS_PER_PHASE: usize = 12;
+    let mut baseline: Vec<usize> = Vec::new();
+    let mut since_baseline = 0;
+    // Consecutive modes leave different texts, so each wait sees the new one.
+    for mode in [
+        Hostile::GarbageBody,
+        Hostile::Oversized,
+        Hostile::Dribble,
+        Hostile::GzipBomb,
+        Hostile::NotHttp,
+        Hostile::OversizedUnframed,
+    ] {
+        let started = Instant::now();
+        fake.set(mode);
+        let asked = fake.requests();
+        let ran = lines_by(&shared, "a");
+        wait_until(
+            &format!("the real nodes to classify {mode:?}, stay agreed and keep a leading"),
+            PATIENCE,
+            || {
+                fake.requests() >= asked + POLLS_PER_PHASE
+                    && lines_by(&shared, "a") >= ran + 2
+                    && nodes.iter().all(|n| {
+                        let view = n.cluster();
+                        let row = peer_row(&view, fake.port);
+                        let real_agreed = plans
+                            .iter()
+                            .filter(|p| p.name != n.name)
+                            .all(|p| peer_row(&view, p.peer)["status"] == "agreed");
+                        classified(
+                            mode,
+                            fake.port,
+                            row["status"].as_str().unwrap_or_default(),
+                            row["last_error"].as_str().unwrap_or_default(),
+                        ) && real_agreed
+                            && view["quorate"] == true
+                            && view["leader"] == "a"
+                    })
+            },
+            || {
+                let rows: Vec<Value> = nodes
+                    .iter()
+                    .map(|n| peer_row(&n.cluster(), fake.port))
+                    .collect();
+                format!("fake peer rows: {rows:?}\n{}", logs(&nodes))
+            },
+        );
+        for node in &nodes {
+            let daemon = node.daemon.as_ref().expect("started");
+            assert!(daemon.running(), "{} died\n{}", node.name, node.log());
+        }
+        let fds: Vec<usize> = nodes.iter().map(settled_fds).collect();
+        eprintln!(
+            "{mode:?}: classified by every node in {:?} ({}); fake peer polled {} times; \
+             fds {fds:?}",
+            started.elapsed(),
+            peer_row(&nodes[1].cluster(), fake.port)["last_error"],
+            fake.requests() - asked
+        );
+        if baseline.is_empty() {
+            baseline = fds;
+        } else {
+            since_baseline += fake.requests() - asked;
+        }
+    }
+    // About 20 hostile polls per node since the baseline: a descriptor kept
+    // per poll would show far above the slack (a job's pipes, the polls in
+    // flight, the real peers' connections coming and going).
+    const FD_SLACK: usize = 10;
+    assert!(
+        since_baseline >= 2 * FD_SLACK * nodes.len(),
+        "{since_baseline}"
+    );
+    for (node, before) in nodes.iter().zip(&baseline) {
+        let now = settled_fds(node);
+        assert!(
+            now <= before + FD_SLACK,
+            "{} holds {now} descriptors, {before} at the baseline",
+            node.name
+        );
+    }
+    assert_eq!(
+        runs(&shared).len(),
+        lines_by(&shared, "a"),
+        "only the leader ran"
+    );
+    assert_one_runner_per_second(&shared, &nodes);
+}
+
+/// Replaces `name` in `dir` with `text` the way renewal tools do: written
+/// next to its target and renamed over it, so a reader never sees a
+/// half-written file.
+fn replace_file(dir: &Path, name: &str, text: &str) {
+    let staged = dir.join(format!(".{name}.new"));
+    std::fs::write(&staged, text).expect("stage the new file");
+    std::fs::rename(&staged, dir.join(name)).expect("rename over the old file");
+}
+
+/// Replaces `cert.pem` and `key.pem` in `dir` with a new key and a
+/// certificate `issuer` signs, one file after the other (`ca.pem` is left
+/// alone). Returns the new certificate.
+fn rotate(issuer: &Ca, dir: &Path) -> CertificateDer<'static> {
+    let (cert, key) = issuer.issue();
+    replace_file(dir, "cert.pem", &cert);
+    replace_file(dir, "key.pem", &key);
+    CertificateDer::from_pem_slice(cert.as_bytes()).expect("the new certificate")
+}
+
+/// The certificate a node's `/peer` listener serves to a new connection,
+/// read by a TLS client presenting the certificate in `client` (the
+/// listener requires one from the cluster CA) and trusting its CA.
+fn served_certificate(port: u16, client: &Path) -> Option<CertificateDer<'static>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots(client))
+        .with_client_auth_cert(
+            pem_certificates(&client.join("cert.pem")),
+            private_key(client),
+        )
+        .expect("client config");
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").expect("server name");
+    let mut connection = rustls::ClientConnection::new(Arc::new(config), name).ok()?;
+    let mut socket = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    socket.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    while connection.is_handshaking() {
+        connection.complete_io(&mut socket).ok()?;
+    }
+    connection.peer_certificates()?.first().cloned()
+}
+
+#[test]
+fn a_certificate_renewed_in_place_is_served_at_once_and_the_cluster_stays_agreed() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let ca = Ca::new();
+    let plans = plan(&["a", "b", "c"]);
+    let nodes = start_planned(&plans, &ca, &shared, &[], Options::default());
+    let probe = ca.files(&ca, &shared.join("tls-probe"));
+    wait_until(
+        "the three nodes to agree on a",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    // Renewal from the same CA (new key), written one file at a time as a
+    // renewal tool may: while only the certificate is new, it does not
+    // match the key, so b keeps the loaded pair and says so.
+    let b = nodes[1].daemon.as_ref().expect("b runs");
+    let b_tls = tls_dir(&shared, &plans[1]);
+    let old = served_certificate(plans[1].peer, &probe).expect("b serves a certificate");
+    let (cert, key) = ca.issue();
+    let renewed = CertificateDer::from_pem_slice(cert.as_bytes()).expect("new certificate");
+    assert_ne!(old, renewed);
+    replace_file(&b_tls, "cert.pem", &cert);
+    b.wait_for_log(
+        "cluster: the changed TLS files do not load, keeping the loaded certificates",
+        1,
+        PATIENCE,
+    );
+    assert_eq!(
+        served_certificate(plans[1].peer, &probe).as_ref(),
+        Some(&old),
+        "a mismatched pair is kept out"
+    );
+    // With the key in place the pair loads: b switches without a restart
+    // and serves the new certificate to new connections.
+    replace_file(&b_tls, "key.pem", &key);
+    wait_until(
+        "b to serve its renewed certificate",
+        PATIENCE,
+        || served_certificate(plans[1].peer, &probe).as_ref() == Some(&renewed),
+        || logs(&nodes),
+    );
+    b.wait_for_log(
+        "cluster: TLS files changed, now using the new certificates",
+        1,
+        PATIENCE,
+    );
+    // b's polls now present the new certificate (its client is rebuilt on
+    // the switch); a peer refusing it would be untrusted in b's view. The
+    // cluster stays agreed with a leading, one runner per second.
+    wait_for_runs_by(&shared, &nodes, "a", 3);
+    for node in &nodes {
+        let view = node.cluster();
+        let statuses: Vec<&str> = view["peers"]
+            .as_array()
+            .expect("peers")
+            .iter()
+            .filter_map(|p| p["status"].as_str())
+            .collect();
+        assert_eq!(statuses, ["agreed", "agreed"], "{}: {view}", node.name);
+    }
+    assert_eq!(agreed_leader(&nodes), Some(0), "{}", logs(&nodes));
+    assert_eq!(runs(&shared).len(), lines_by(&shared, "a"), "only a ran");
+    assert_one_runner_per_second(&shared, &nodes);
+}
+
+#[test]
+fn a_node_rotated_in_place_to_another_ca_is_untrusted_and_the_quorum_runs_on() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let ca = Ca::new();
+    let plans = plan(&["a", "b", "c"]);
+    let nodes = start_planned(&plans, &ca, &shared, &[], Options::default());
+    wait_until(
+        "the three nodes to agree on a",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    // The leader's certificate and key are replaced in place by ones from
+    // another CA (its ca.pem unchanged), as a botched renewal would. Its
+    // peers must mark it untrusted (the docs: a node accepts a peer only
+    // when the peer's certificate chains to the cluster CA), it can no
+    // longer reach a quorum, and b and c run the Leader job, once per
+    // second.
+    let rogue = Ca::new();
+    rotate(&rogue, &tls_dir(&shared, &plans[0]));
+    wait_until(
+        "b and c to mark a untrusted and agree on b",
+        PATIENCE,
+        || {
+            let b = nodes[1].cluster();
+            let c = nodes[2].cluster();
+            peer_row(&b, plans[0].peer)["status"] == "untrusted"
+                && peer_row(&c, plans[0].peer)["status"] == "untrusted"
+                && b["is_leader"] == true
+                && c["leader"] == "b"
+        },
+        || {
+            let rows: Vec<Value> = nodes[1..]
+                .iter()
+                .map(|n| peer_row(&n.cluster(), plans[0].peer))
+                .collect();
+            format!("b's and c's rows for a: {rows:?}\n{}", logs(&nodes))
+        },
+    );
+    let a = nodes[0].cluster();
+    assert_eq!(a["quorate"], false, "{a}");
+    let a_ran = lines_by(&shared, "a");
+    wait_for_runs_by(&shared, &nodes, "b", 3);
+    assert_eq!(lines_by(&shared, "a"), a_ran, "a ran without a quorum");
+    assert_eq!(lines_by(&shared, "c"), 0);
+    assert!(nodes[1].log().contains(&format!(
+        "cluster: peer 127.0.0.1:{} is untrusted",
+        plans[0].peer
+    )));
+    assert_one_runner_per_second(&shared, &nodes);
 }

@@ -12,6 +12,7 @@ pub struct Ca {
 }
 
 impl Ca {
+    /// A new self-signed CA.
     pub fn new() -> Ca {
         let key = KeyPair::generate().expect("key");
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
@@ -24,18 +25,25 @@ impl Ca {
         }
     }
 
+    /// A new key and a certificate for 127.0.0.1 (an IP SAN) signed by
+    /// this CA: (certificate PEM, key PEM).
+    pub fn issue(&self) -> (String, String) {
+        let key = KeyPair::generate().expect("key");
+        let params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
+        let cert = params
+            .signed_by(&key, &self.cert, &self.key)
+            .expect("issue");
+        (cert.pem(), key.serialize_pem())
+    }
+
     /// Writes `ca.pem` (trusting `self`), `cert.pem` and `key.pem` (issued
     /// by `issuer` for 127.0.0.1) into `dir`.
     pub fn files(&self, issuer: &Ca, dir: &Path) -> PathBuf {
         std::fs::create_dir_all(dir).expect("tls dir");
-        let key = KeyPair::generate().expect("key");
-        let params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("params");
-        let cert = params
-            .signed_by(&key, &issuer.cert, &issuer.key)
-            .expect("issue");
+        let (cert, key) = issuer.issue();
         std::fs::write(dir.join("ca.pem"), &self.pem).expect("ca");
-        std::fs::write(dir.join("cert.pem"), cert.pem()).expect("cert");
-        std::fs::write(dir.join("key.pem"), key.serialize_pem()).expect("key");
+        std::fs::write(dir.join("cert.pem"), cert).expect("cert");
+        std::fs::write(dir.join("key.pem"), key).expect("key");
         dir.to_path_buf()
     }
 }

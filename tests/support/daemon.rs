@@ -131,6 +131,32 @@ impl Daemon {
         }
     }
 
+    /// The daemon's process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process is still there and not a zombie (it did not
+    /// crash or exit), read from /proc without reaping it.
+    pub fn running(&self) -> bool {
+        self.pid()
+            .and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+            .and_then(|stat| {
+                let (_, after) = stat.rsplit_once(')')?;
+                after.split_whitespace().next().map(|state| state != "Z")
+            })
+            .unwrap_or(false)
+    }
+
+    /// How many file descriptors the daemon holds open now (the entries of
+    /// /proc/PID/fd), to catch a leak of sockets or pipes.
+    pub fn open_fds(&self) -> usize {
+        let pid = self.pid().expect("the daemon runs");
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .expect("read /proc/PID/fd")
+            .count()
+    }
+
     /// Sends a signal to the daemon.
     pub fn signal(&self, sig: nix::sys::signal::Signal) {
         if let Some(child) = &self.child {

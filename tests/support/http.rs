@@ -120,12 +120,25 @@ pub fn request_unix(socket: &std::path::Path, method: &str, path: &str) -> Reply
     exchange(stream, method, path, &[], "").expect("http exchange")
 }
 
-/// A loopback port that is free right now.
+/// A loopback port that is free right now and that this process has not
+/// handed out before. Tests plan the ports of several daemons before any
+/// of them binds (and run in parallel), and the kernel may offer a port it
+/// just offered again: two daemons given one port would fight over it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static HANDED_OUT: std::sync::Mutex<std::collections::BTreeSet<u16>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let mut handed_out = HANDED_OUT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if handed_out.insert(port) {
+            return port;
+        }
+    }
 }
 
 /// Waits until something accepts connections on `port`.
