@@ -80,7 +80,10 @@ pub async fn json(headers: &HeaderMap, etag: &str, body: Vec<u8>) -> Response {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, tag)]).into_response();
     }
     let vary = (header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    let content_type = (header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    let content_type = (
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     if body.len() >= GZIP_MIN_BYTES && accepts_gzip(headers) {
         let compressed = if body.len() >= GZIP_OFF_THREAD_BYTES {
             match tokio::task::spawn_blocking(move || (gzip(&body), body)).await {
@@ -142,7 +145,11 @@ mod tests {
             ("br, deflate", false),
             ("identity", false),
         ] {
-            assert_eq!(accepts_gzip(&headers(&[("accept-encoding", value)])), expected, "{value}");
+            assert_eq!(
+                accepts_gzip(&headers(&[("accept-encoding", value)])),
+                expected,
+                "{value}"
+            );
         }
         assert!(!accepts_gzip(&HeaderMap::new()));
     }
@@ -151,23 +158,44 @@ mod tests {
     fn if_none_match_lists_and_weak_tags_match() {
         let tag = "\"abc\"";
         assert!(not_modified(&headers(&[("if-none-match", "\"abc\"")]), tag));
-        assert!(not_modified(&headers(&[("if-none-match", "\"x\", W/\"abc\"")]), tag));
+        assert!(not_modified(
+            &headers(&[("if-none-match", "\"x\", W/\"abc\"")]),
+            tag
+        ));
         assert!(not_modified(&headers(&[("if-none-match", "*")]), tag));
-        assert!(!not_modified(&headers(&[("if-none-match", "\"abd\"")]), tag));
+        assert!(!not_modified(
+            &headers(&[("if-none-match", "\"abd\"")]),
+            tag
+        ));
         assert!(!not_modified(&HeaderMap::new(), tag));
     }
 
     #[tokio::test]
     async fn a_large_body_is_compressed_and_decompresses_to_itself() {
-        let body: Vec<u8> = (0..400_000u32).flat_map(|i| (i % 97).to_string().into_bytes()).collect();
-        let answer = json(&headers(&[("accept-encoding", "gzip")]), "\"t\"", body.clone()).await;
+        let body: Vec<u8> = (0..400_000u32)
+            .flat_map(|i| (i % 97).to_string().into_bytes())
+            .collect();
+        let answer = json(
+            &headers(&[("accept-encoding", "gzip")]),
+            "\"t\"",
+            body.clone(),
+        )
+        .await;
         assert_eq!(answer.status(), StatusCode::OK);
         assert_eq!(answer.headers()[header::CONTENT_ENCODING], "gzip");
         assert_eq!(answer.headers()[header::ETAG], "\"t\"");
-        let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX).await.unwrap();
-        assert!(bytes.len() < body.len() / 2, "{} of {}", bytes.len(), body.len());
+        let bytes = axum::body::to_bytes(answer.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert!(
+            bytes.len() < body.len() / 2,
+            "{} of {}",
+            bytes.len(),
+            body.len()
+        );
         let mut plain = Vec::new();
-        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut plain).unwrap();
+        std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut plain)
+            .unwrap();
         assert_eq!(plain, body);
         // Not accepted: the body as it is; named tag: 304 without a body.
         let answer = json(&HeaderMap::new(), "\"t\"", body.clone()).await;

@@ -319,7 +319,10 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
 /// anything else that changes. It is computed by serializing into the
 /// digest, so nothing served can be left out of it.
 pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
-    struct Digest(std::collections::hash_map::DefaultHasher, std::collections::hash_map::DefaultHasher);
+    struct Digest(
+        std::collections::hash_map::DefaultHasher,
+        std::collections::hash_map::DefaultHasher,
+    );
     impl std::io::Write for Digest {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
             use std::hash::Hasher;
