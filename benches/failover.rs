@@ -161,15 +161,16 @@ async fn run() {
         node.start();
     }
     // Waits 6 s before counting, for the last catch-up.
-    let Some(run) = common::kill_the_leader_every_20s(
+    let Some(run) = common::kill_the_leader_every(
         &mut nodes,
         &dir.path().join("fires"),
         seconds,
+        Duration::from_secs(20),
         Duration::from_secs(6),
     )
     .await
     else {
-        eprintln!("no fire within 60 s");
+        eprintln!("no fire within 180 s");
         return;
     };
     let (first_second, last_second) = (run.first_second, run.last_second);

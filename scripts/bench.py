@@ -27,8 +27,9 @@ Scenarios (each one repeated --repeat times; medians are reported):
             --probe static uses a static C stamp instead (STAMP_C in this
             file, built with cc into target/bench-probe), so most of the
             job's own start-up (dynamic linking, locale) is not counted.
-            A reference row per size has this harness itself spawn the
-            same processes at each second.
+            The floor: per size, a bare C spawner (FLOOR_C in this file)
+            starts the same processes at each second; the daemon's lateness
+            minus the floor's is the scheduler's own (median, p95).
 
 --original creates a virtualenv under target/bench-venv (python3 -m venv,
 then pip install cronstable; PyPI is the only network access) unless it
@@ -72,6 +73,9 @@ TARGETS = {
     "late_200_p95_ms": (10.0, "ms"),
     "late_200_missed": (0.0, ""),
     "late_5_p95_ms": (2.0, "ms"),
+    # issue 16: what the scheduler adds to the floor's lateness
+    "own_5_p95_ms": (0.5, "ms"),
+    "own_200_p95_ms": (2.0, "ms"),
 }
 # The original's numbers as SPEC recorded them on its machine: a reference
 # column only (this run measures the original itself with --original).
@@ -476,33 +480,37 @@ def lateness_stats(stamps, window, jobs, key):
 
 
 def run_lateness_floor(tmp, jobs, seconds, probe):
-    """The reference launcher: this harness itself sleeps to each second
-    and posix_spawns the same `jobs` /bin/date commands back to back (in a
-    process group of their own, as the daemon does). What no scheduler on
-    this machine can beat by much: the cost of starting the processes."""
+    """The floor: FLOOR_C (a tiny C program, built like the probe) sleeps
+    to each second boundary with clock_nanosleep and posix_spawns the same
+    `jobs` probe commands back to back, each in a process group of its own
+    as the daemon does, writing to the stamps file directly. What no
+    scheduler on this machine can beat: the cost of starting the
+    processes. The daemon's lateness minus this one's is the scheduler's
+    own."""
     out = os.path.join(tmp, f"stamps-floor-{jobs}")
-    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
-    devnull = os.open(os.devnull, os.O_RDWR)
-    actions = [(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, fd, 1)]
-    argvs = [probe_argv(probe, i) for i in range(jobs)]
-    children = []
     first = int(time.time()) + 1
-    try:
-        for second in range(first, first + seconds):
-            time.sleep(max(0.0, second - time.time()))
-            for argv in argvs:
-                children.append(
-                    os.posix_spawn(argv[0], argv, os.environ, file_actions=actions, setpgroup=0)
-                )
-            # reap the finished ones before the next second
-            while children and os.waitpid(-1, os.WNOHANG)[0]:
-                children.pop()
-    finally:
-        for _ in children:
-            os.waitpid(-1, 0)
-        os.close(fd)
-        os.close(devnull)
+    with open(out, "w") as stamps:
+        subprocess.run(
+            [build_c("floor", FLOOR_C), str(first), str(seconds), str(jobs), probe],
+            stdin=subprocess.DEVNULL,
+            stdout=stamps,
+            check=True,
+            timeout=seconds + 60,
+        )
     return lateness_stats(out, range(first, first + seconds), jobs, "floor")
+
+
+def own_lateness(results, sizes):
+    """The scheduler's own lateness at each size: each run's daemon
+    lateness minus the floor's of the same repeat (median and p95)."""
+    own = {}
+    for n in sizes:
+        for q in ("median", "p95"):
+            late = results.get(f"late_{n}_{q}_ms", [])
+            floor = results.get(f"floor_{n}_{q}_ms", [])
+            if late and floor:
+                own[f"own_{n}_{q}_ms"] = [a - b for a, b in zip(late, floor)]
+    return own
 
 
 # ---------------------------------------------------------------- report
@@ -534,9 +542,14 @@ def metric_rows(daemon_sizes, lateness_sizes):
         ]
     for n in lateness_sizes:
         rows += [
-            (f"floor_{n}_median_ms", f"reference: harness spawns {n}/s: median", "ms"),
-            (f"floor_{n}_p95_ms", f"reference: harness spawns {n}/s: p95", "ms"),
-            (f"floor_{n}_max_ms", f"reference: harness spawns {n}/s: max", "ms"),
+            (f"floor_{n}_median_ms", f"floor: a bare C spawner, {n}/s: median", "ms"),
+            (f"floor_{n}_p95_ms", f"floor: a bare C spawner, {n}/s: p95", "ms"),
+            (f"floor_{n}_max_ms", f"floor: a bare C spawner, {n}/s: max", "ms"),
+        ]
+    for n in lateness_sizes:
+        rows += [
+            (f"own_{n}_median_ms", f"scheduler's own lateness (daemon - floor), {n}/s: median", "ms"),
+            (f"own_{n}_p95_ms", f"scheduler's own lateness (daemon - floor), {n}/s: p95", "ms"),
         ]
     return rows
 
@@ -636,24 +649,74 @@ int main(int argc, char **argv) {
 """
 
 
-def build_probe():
-    """Compiles STAMP_C (static, no locale: less start-up than /bin/date)
-    into target/bench-probe/stamp."""
+FLOOR_C = r"""/* The lateness floor: argv FIRST SECONDS JOBS PROBE. Sleeps to each
+ * second boundary from FIRST on (clock_nanosleep, absolute), spawns JOBS
+ * probe commands back to back (each in its own process group), reaps the
+ * finished ones, and at the end waits for all. Probe /bin/date runs as
+ * `date +%s.%N I`, any other as `PROBE I`. stdout is inherited. */
+#define _GNU_SOURCE
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+extern char **environ;
+int main(int argc, char **argv) {
+    if (argc != 5) { fprintf(stderr, "usage: floor FIRST SECONDS JOBS PROBE\n"); return 2; }
+    long first = atol(argv[1]), seconds = atol(argv[2]), jobs = atol(argv[3]);
+    const char *probe = argv[4];
+    int date = strcmp(probe, "/bin/date") == 0;
+    char **args = calloc(jobs, sizeof *args);
+    for (long i = 0; i < jobs; i++) {
+        args[i] = malloc(32);
+        snprintf(args[i], 32, date ? "+%%s.%%N %ld" : "%ld", i);
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    long running = 0;
+    for (long s = first; s < first + seconds; s++) {
+        struct timespec at = { .tv_sec = s, .tv_nsec = 0 };
+        while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &at, NULL) != 0) {}
+        for (long i = 0; i < jobs; i++) {
+            char *child_argv[] = { (char *)probe, args[i], NULL };
+            pid_t pid;
+            if (posix_spawn(&pid, probe, NULL, &attr, child_argv, environ) == 0) running++;
+        }
+        while (running > 0 && waitpid(-1, NULL, WNOHANG) > 0) running--;
+    }
+    while (running > 0 && waitpid(-1, NULL, 0) > 0) running--;
+    return 0;
+}
+"""
+
+
+def build_c(name, source_text, static=False):
+    """Compiles `source_text` into target/bench-probe/NAME (once per
+    change of the text) and returns the executable's path."""
     folder = os.path.join(ROOT, "target", "bench-probe")
-    source, exe = os.path.join(folder, "stamp.c"), os.path.join(folder, "stamp")
+    source, exe = os.path.join(folder, name + ".c"), os.path.join(folder, name)
     os.makedirs(folder, exist_ok=True)
     fresh = False
     if os.path.exists(source) and os.path.exists(exe):
         with open(source) as f:
-            fresh = f.read() == STAMP_C
+            fresh = f.read() == source_text
     if not fresh:
         with open(source, "w") as f:
-            f.write(STAMP_C)
+            f.write(source_text)
         cc = shutil.which("cc") or shutil.which("gcc")
         if not cc:
-            raise SystemExit("--probe static needs a C compiler (cc)")
-        subprocess.run([cc, "-O2", "-static", "-o", exe, source], check=True, timeout=120)
+            raise SystemExit(f"the {name} program needs a C compiler (cc)")
+        flags = ["-O2"] + (["-static"] if static else [])
+        subprocess.run([cc, *flags, "-o", exe, source], check=True, timeout=120)
     return exe
+
+
+def build_probe():
+    """STAMP_C, static and without locale (less start-up than /bin/date)."""
+    return build_c("stamp", STAMP_C, static=True)
 
 
 def version_of(impl):
@@ -762,9 +825,10 @@ def main():
                     log(f"run {r + 1}/{args.repeat}: {name} ({impl.label})")
                     add(impl.label, scenario(impl, tmp))
             for n in lateness_sizes:
-                log(f"run {r + 1}/{args.repeat}: reference launcher {n}/s")
+                log(f"run {r + 1}/{args.repeat}: floor spawner {n}/s")
                 add("ours", run_lateness_floor(tmp, n, min(args.seconds, 10), probe))
 
+    add("ours", own_lateness(results["ours"], lateness_sizes))
     uname = platform.uname()
     header = (
         f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, "

@@ -88,6 +88,8 @@ pub struct KillRun {
     pub last_second: u64,
     /// Leaders killed.
     pub kills: usize,
+    /// Seconds between kills.
+    pub period: u64,
     /// Seconds from each kill to the first fire after it (any replica).
     pub takeovers: Vec<f64>,
     /// Seconds with a fire.
@@ -103,8 +105,9 @@ impl KillRun {
     pub fn rows(&self, takeover_label: &str) -> Vec<(String, String)> {
         let mut rows = vec![(
             format!(
-                "fires over {} s, leader killed every 20 s ({} kills)",
+                "fires over {} s, leader killed every {} s ({} kills)",
                 self.last_second - self.first_second + 1,
+                self.period,
                 self.kills
             ),
             format!(
@@ -137,19 +140,20 @@ fn epoch_second() -> u64 {
 }
 
 /// Waits for the first fire in `file`, then for `seconds` kills the
-/// replica that ran the newest fire every 20 s and restarts it at once,
+/// replica that ran the newest fire every `period` and restarts it at once,
 /// timing each takeover to the first fire after the kill's second (by any
 /// replica: the restarted one is a new process and may lead again). Waits
 /// `settle` before counting (for a last catch-up). Async, so a fake API
 /// server on the same runtime keeps answering.
-pub async fn kill_the_leader_every_20s(
+pub async fn kill_the_leader_every(
     replicas: &mut [Replica],
     file: &Path,
     seconds: u64,
+    period: Duration,
     settle: Duration,
 ) -> Option<KillRun> {
     let begin = Instant::now();
-    while last_fire(file).is_none() && begin.elapsed() < Duration::from_secs(60) {
+    while last_fire(file).is_none() && begin.elapsed() < Duration::from_secs(180) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let (first_second, _) = last_fire(file)?;
@@ -157,7 +161,7 @@ pub async fn kill_the_leader_every_20s(
     let mut kills = 0;
     let mut takeovers = Vec::new();
     while start.elapsed() < Duration::from_secs(seconds) {
-        tokio::time::sleep(Duration::from_secs(20)).await;
+        tokio::time::sleep(period).await;
         let Some((_, leader)) = last_fire(file) else {
             continue;
         };
@@ -169,7 +173,7 @@ pub async fn kill_the_leader_every_20s(
         replica.kill();
         kills += 1;
         replica.start();
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + period.max(Duration::from_secs(60));
         while Instant::now() < deadline {
             if last_fire(file).is_some_and(|(second, _)| second > killed_second) {
                 takeovers.push(killed.elapsed().as_secs_f64());
@@ -185,6 +189,7 @@ pub async fn kill_the_leader_every_20s(
         first_second,
         last_second,
         kills,
+        period: period.as_secs(),
         takeovers,
         seconds_run: observed.len(),
         doubles: observed.values().filter(|n| n.len() > 1).count(),
