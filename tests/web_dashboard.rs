@@ -386,3 +386,92 @@ fn new_routes_need_the_view_scope() {
         assert_eq!(reader.status, 200, "{path}: {}", reader.body);
     }
 }
+
+/// GET `path` with `headers` and returns the status line and headers
+/// (lowercased names) and the raw body bytes (read by Content-Length).
+fn raw_get(port: u16, path: &str, headers: &[(&str, &str)]) -> (String, Vec<u8>) {
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let mut request = format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).expect("send");
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).expect("read");
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a header block");
+    let head = String::from_utf8_lossy(&raw[..split]).to_ascii_lowercase();
+    (head, raw[split + 4..].to_vec())
+}
+
+#[test]
+fn jobs_list_revalidates_and_compresses() {
+    // Enough jobs for a body worth compressing; their countdowns to next
+    // new year move while the list stays the same.
+    let jobs: String = (0..41)
+        .map(|i| {
+            format!("  - name: idle-{i:02}\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n")
+        })
+        .collect();
+    let (_d, port) = Daemon::start_with_web("", &jobs);
+    let first = get(port, "/jobs");
+    assert_eq!(first.status, 200);
+    let etag = first.header("etag").expect("an ETag on /jobs").to_owned();
+    let listed = first.json();
+    assert_eq!(listed.as_array().map(Vec::len), Some(41), "{listed}");
+
+    // Countdowns tick but the list is the same: still not modified.
+    std::thread::sleep(Duration::from_millis(1100));
+    let again = request(port, "GET", "/jobs", &[("If-None-Match", &etag)], "");
+    assert_eq!(again.status, 304, "{}", again.body);
+    assert!(again.body.is_empty());
+    assert_eq!(again.header("etag"), Some(etag.as_str()));
+    // A client without the tag gets the body with fresh countdowns.
+    let fresh = get(port, "/jobs").json();
+    let countdown = |list: &serde_json::Value| {
+        list.as_array()
+            .and_then(|jobs| jobs.iter().find(|j| j["name"] == "idle-40"))
+            .and_then(|j| j["scheduled_in"].as_f64())
+            .expect("a countdown")
+    };
+    assert!(
+        countdown(&fresh) < countdown(&listed),
+        "the countdown moved on: {} then {}",
+        countdown(&listed),
+        countdown(&fresh)
+    );
+
+    // gzip when accepted: the same document, smaller.
+    let (head, body) = raw_get(port, "/jobs", &[("Accept-Encoding", "gzip")]);
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(head.contains("content-encoding: gzip"), "{head}");
+    let mut plain = Vec::new();
+    flate2::read::GzDecoder::new(&body[..])
+        .read_to_end(&mut plain)
+        .expect("a gzip body");
+    assert!(
+        body.len() * 2 < plain.len(),
+        "{} of {}",
+        body.len(),
+        plain.len()
+    );
+    let unzipped: serde_json::Value = serde_json::from_slice(&plain).expect("JSON");
+    assert_eq!(unzipped.as_array().map(Vec::len), Some(41));
+    // Not accepted: plain JSON.
+    let (head, body) = raw_get(port, "/jobs", &[]);
+    assert!(!head.contains("content-encoding"), "{head}");
+    assert!(serde_json::from_slice::<serde_json::Value>(&body).is_ok());
+
+    // A run changes what is listed, so the tag changes.
+    assert_eq!(post(port, "/jobs/idle-00/start").status, 200);
+    wait_until(
+        || get(port, "/jobs/idle-00").json()["last_run"].is_object(),
+        "the manual run",
+    );
+    let changed = request(port, "GET", "/jobs", &[("If-None-Match", &etag)], "");
+    assert_eq!(changed.status, 200);
+    assert_ne!(changed.header("etag"), Some(etag.as_str()));
+}
