@@ -306,7 +306,7 @@ mod tests {
 
     /// A gate over node `i` of a simulated gossip cluster, with the
     /// snapshot fresh (or stale) as the manager would publish it.
-    fn gossip_gate(sim: &mut crate::gossip::sim::Sim, i: usize, fresh: bool) -> ClusterGate {
+    fn gossip_gate(sim: &mut crate::gossip::view::sim::Sim, i: usize, fresh: bool) -> ClusterGate {
         use crate::metrics::cluster::GossipState;
         let now = std::time::Instant::now();
         let view = &mut sim.views[i];
@@ -316,7 +316,7 @@ mod tests {
         stats.running = true;
         stats.gossip = Some(Arc::new(GossipState {
             view: view.clone(),
-            job_set_id: crate::gossip::sim::ID.to_owned(),
+            job_set_id: crate::gossip::view::sim::ID.to_owned(),
             settled,
             vouched,
             fresh_until: if fresh {
@@ -339,7 +339,7 @@ mod tests {
     #[test]
     fn gossip_single_leader_runs_leader_jobs_on_the_elected_node_only() {
         use crate::config::model::sections::Distribution;
-        use crate::gossip::sim::{all, Sim};
+        use crate::gossip::view::sim::{all, Sim};
         use Admission::*;
         let mut sim = Sim::new(3, Distribution::SingleLeader);
         // One round: everyone agreed, nobody attested back yet, so no
@@ -387,7 +387,7 @@ mod tests {
     #[test]
     fn gossip_minority_defers_leader_jobs_and_still_runs_prefer_leader() {
         use crate::config::model::sections::Distribution;
-        use crate::gossip::sim::{all, Sim};
+        use crate::gossip::view::sim::{all, Sim};
         use Admission::*;
         let mut sim = Sim::new(3, Distribution::SingleLeader);
         sim.rounds(3, &all);
@@ -406,7 +406,7 @@ mod tests {
     #[test]
     fn gossip_duplicate_name_stands_leader_jobs_down_on_every_node() {
         use crate::config::model::sections::Distribution;
-        use crate::gossip::sim::{all, identity, Sim};
+        use crate::gossip::view::sim::{all, identity, Sim};
         use crate::gossip::ClusterView;
         use Admission::*;
         let mut sim = Sim::new(3, Distribution::SingleLeader);
@@ -425,7 +425,7 @@ mod tests {
     #[test]
     fn gossip_spread_gives_each_leader_job_one_node_and_shows_the_owner() {
         use crate::config::model::sections::Distribution;
-        use crate::gossip::sim::{all, Sim};
+        use crate::gossip::view::sim::{all, Sim};
         use Admission::*;
         let mut sim = Sim::new(3, Distribution::Spread);
         sim.rounds(4, &all);

@@ -17,8 +17,6 @@
 
 pub mod elect;
 pub mod payload;
-#[cfg(test)]
-pub(crate) mod sim;
 pub mod view;
 
 pub use payload::{decode, encode, etag, DecodeError, PeerPayload};

@@ -25,6 +25,11 @@ use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+/// A simulated cluster of views for the unit tests here and the leader
+/// gate's; it lives under the view so the two do not import each other.
+#[cfg(test)]
+pub(crate) mod sim;
+
 /// Completed rounds after which an agreed peer that has still not listed
 /// this instance is taken as a one-way link, and the never-skip gates stop
 /// waiting for it.
@@ -1049,7 +1054,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    use crate::gossip::sim::*;
+    use crate::gossip::view::sim::*;
 
     #[test]
     fn a_full_mesh_agrees_on_one_leader() {

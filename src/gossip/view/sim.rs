@@ -3,9 +3,9 @@
 //! a time, with a link function deciding who can reach whom. Shared by the
 //! view's tests and the leader gate's.
 
-use super::payload::{decode, encode};
-use super::view::{ClusterView, Identity, Observation, Stamp};
+use super::{ClusterView, Identity, Observation, Stamp};
 use crate::config::model::sections::Distribution;
+use crate::gossip::payload::{decode, encode};
 use chrono::DateTime;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
