@@ -3,7 +3,7 @@
 
 use super::control::{
     ActivityRow, Control, ControlError, JobProgress, JobSnapshot, Progress, RetryView, RunSummary,
-    SlotSnapshot,
+    SlotSnapshot, StatusSnapshot,
 };
 use super::pause;
 use super::ports;
@@ -19,6 +19,9 @@ impl Scheduler {
             Control::Jobs { only, reply } => {
                 let snapshots = self.snapshots(only.as_deref());
                 let _ = reply.send(snapshots);
+            }
+            Control::Status { reply } => {
+                let _ = reply.send(self.status_snapshots());
             }
             Control::Runs { job, reply } => {
                 let runs = self.job(&job).map(|_| {
@@ -246,6 +249,40 @@ impl Scheduler {
                     election,
                     reboot_pending: self.reboot_pending(&job.name),
                     owner: self.gate.owner(job),
+                }
+            })
+            .collect()
+    }
+
+    fn status_snapshots(&self) -> Vec<StatusSnapshot> {
+        let now = self.clock.now();
+        self.jobs
+            .iter()
+            .enumerate()
+            .map(|(index, job)| {
+                let pids: Vec<u32> = self
+                    .running
+                    .get(&job.name)
+                    .map(|runs| {
+                        runs.iter()
+                            .filter(|r| !r.has_ended())
+                            .filter_map(|r| r.pid())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let running = self
+                    .running
+                    .get(&job.name)
+                    .is_some_and(|runs| runs.iter().any(|r| !r.has_ended()));
+                let next_fire = self.next_fires.get(index, job, now);
+                StatusSnapshot {
+                    config: Arc::clone(job),
+                    pids,
+                    running,
+                    next_fire,
+                    never_fires: job.enabled
+                        && job.parsed_schedule.cron().is_some()
+                        && next_fire.is_none(),
                 }
             })
             .collect()

@@ -101,6 +101,23 @@ pub struct JobSnapshot {
     pub owner: Option<Option<String>>,
 }
 
+/// What `GET /status` shows of one job: a [`JobSnapshot`] without the run
+/// history, the pause, the retry ladder or the cluster fields, so that a
+/// 10,000-job status costs the scheduler thread little more than a copy.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatusSnapshot {
+    /// The job.
+    pub config: Arc<JobConfig>,
+    /// Pids of running instances that started.
+    pub pids: Vec<u32>,
+    /// Any instance running.
+    pub running: bool,
+    /// Next scheduled fire.
+    pub next_fire: Option<DateTime<Utc>>,
+    /// Enabled but the schedule has no future occurrence.
+    pub never_fires: bool,
+}
+
 /// A cluster-scoped job's slot as this node sees it (`GET /jobs`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SlotSnapshot {
@@ -162,6 +179,11 @@ pub enum Control {
         only: Option<String>,
         /// Answer.
         reply: oneshot::Sender<Vec<JobSnapshot>>,
+    },
+    /// The status rows of every job, in config order.
+    Status {
+        /// Answer.
+        reply: oneshot::Sender<Vec<StatusSnapshot>>,
     },
     /// A job's retained runs, oldest first (None: unknown job).
     Runs {
@@ -278,6 +300,11 @@ impl ControlHandle {
     /// Snapshots of every job, in config order.
     pub async fn jobs(&self) -> Result<Vec<JobSnapshot>, ControlError> {
         self.ask(|reply| Control::Jobs { only: None, reply }).await
+    }
+
+    /// Every job's status row inputs, in config order.
+    pub async fn status(&self) -> Result<Vec<StatusSnapshot>, ControlError> {
+        self.ask(|reply| Control::Status { reply }).await
     }
 
     /// One job's snapshot.

@@ -258,7 +258,7 @@ async fn version() -> Response {
 }
 
 async fn status(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {
-    let jobs = state.control.jobs().await?;
+    let jobs = state.control.status().await?;
     let now = Utc::now();
     if wants_json(&headers) {
         let rows: Vec<views::StatusRow<'_>> =
@@ -267,8 +267,7 @@ async fn status(State(state): State<AppState>, headers: HeaderMap) -> ApiResult 
     }
     let mut body = String::with_capacity(jobs.len() * 48);
     for job in &jobs {
-        body.push_str(&views::status_line(job, now));
-        body.push('\n');
+        views::write_status_line(&mut body, job, now);
     }
     Ok(text(body))
 }

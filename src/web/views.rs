@@ -2,7 +2,7 @@
 
 use crate::config::model::Command;
 use crate::job::outcome::{Outcome, RunRecord};
-use crate::scheduler::control::{JobSnapshot, RunSummary};
+use crate::scheduler::control::{JobSnapshot, RunSummary, StatusSnapshot};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
 
@@ -15,8 +15,8 @@ fn seconds_until(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<f64> {
     at.map(|t| ((t - now).num_milliseconds().max(0) as f64) / 1000.0)
 }
 
-fn is_reboot(job: &JobSnapshot) -> bool {
-    job.config.parsed_schedule.cron().is_none()
+fn is_reboot(config: &crate::config::JobConfig) -> bool {
+    config.parsed_schedule.cron().is_none()
 }
 
 /// One row of `GET /status` (JSON form), serialized straight from the
@@ -64,7 +64,7 @@ impl serde::Serialize for ScheduledIn {
 }
 
 /// One row of `GET /status` (JSON form).
-pub fn status_row(job: &JobSnapshot, now: DateTime<Utc>) -> StatusRow<'_> {
+pub fn status_row(job: &StatusSnapshot, now: DateTime<Utc>) -> StatusRow<'_> {
     let row = |status, never_fires, pid, scheduled_in| StatusRow {
         job: &job.config.name,
         never_fires,
@@ -83,7 +83,7 @@ pub fn status_row(job: &JobSnapshot, now: DateTime<Utc>) -> StatusRow<'_> {
     if !job.config.enabled {
         return row("disabled", false, None, ScheduledIn::Absent);
     }
-    if is_reboot(job) {
+    if is_reboot(&job.config) {
         return row("scheduled", false, None, ScheduledIn::Reboot);
     }
     if job.never_fires {
@@ -97,35 +97,48 @@ pub fn status_row(job: &JobSnapshot, now: DateTime<Utc>) -> StatusRow<'_> {
     )
 }
 
-/// One line of `GET /status` (text form).
-pub fn status_line(job: &JobSnapshot, now: DateTime<Utc>) -> String {
+/// Appends one line of `GET /status` (text form), newline included, to
+/// `out`: the whole answer is written into one buffer.
+pub fn write_status_line(out: &mut String, job: &StatusSnapshot, now: DateTime<Utc>) {
+    use std::fmt::Write as _;
     let name = &job.config.name;
-    if job.running {
-        let pids: Vec<String> = job.pids.iter().map(u32::to_string).collect();
-        return format!("{name}: running (pid: {})", pids.join(", "));
-    }
-    if !job.config.enabled {
-        return format!("{name}: disabled");
-    }
-    if is_reboot(job) {
-        return format!("{name}: scheduled (@reboot)");
-    }
-    match seconds_until(job.next_fire, now) {
-        None => format!("{name}: never fires (schedule has no future occurrence)"),
-        Some(secs) => format!("{name}: scheduled ({})", relative(secs)),
-    }
+    // Writing into a String cannot fail.
+    let _ = if job.running {
+        let _ = write!(out, "{name}: running (pid: ");
+        for (i, pid) in job.pids.iter().enumerate() {
+            let _ = write!(out, "{}{pid}", if i == 0 { "" } else { ", " });
+        }
+        writeln!(out, ")")
+    } else if !job.config.enabled {
+        writeln!(out, "{name}: disabled")
+    } else if is_reboot(&job.config) {
+        writeln!(out, "{name}: scheduled (@reboot)")
+    } else {
+        match seconds_until(job.next_fire, now) {
+            None => writeln!(
+                out,
+                "{name}: never fires (schedule has no future occurrence)"
+            ),
+            Some(secs) => {
+                let (count, unit) = relative(secs);
+                writeln!(out, "{name}: scheduled (in {count} {unit})")
+            }
+        }
+    };
 }
 
-fn relative(secs: f64) -> String {
+/// A countdown in whole seconds, minutes, hours or days (rounded down
+/// after rounding to the second), as the text status words it.
+fn relative(secs: f64) -> (i64, &'static str) {
     let s = secs.round() as i64;
     if s < 60 {
-        format!("in {s} seconds")
+        (s, "seconds")
     } else if s < 3600 {
-        format!("in {} minutes", s / 60)
+        (s / 60, "minutes")
     } else if s < 86_400 {
-        format!("in {} hours", s / 3600)
+        (s / 3600, "hours")
     } else {
-        format!("in {} days", s / 86_400)
+        (s / 86_400, "days")
     }
 }
 
@@ -229,7 +242,7 @@ struct SlotView<'a> {
 /// One entry of `GET /jobs` (see [`JobDetail`]).
 pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
     let c = &job.config;
-    let scheduled_in = if !c.enabled || job.running || is_reboot(job) {
+    let scheduled_in = if !c.enabled || job.running || is_reboot(&job.config) {
         None
     } else {
         seconds_until(job.next_fire, now)
@@ -453,7 +466,7 @@ mod tests {
     }
     fn map_built_entry(job: &JobSnapshot, now: DateTime<Utc>) -> Value {
         let c = &job.config;
-        let scheduled_in = if !c.enabled || job.running || is_reboot(job) {
+        let scheduled_in = if !c.enabled || job.running || is_reboot(&job.config) {
             None
         } else {
             seconds_until(job.next_fire, now)
@@ -613,10 +626,12 @@ mod tests {
 
     #[test]
     fn relative_times() {
-        assert_eq!(relative(14.2), "in 14 seconds");
-        assert_eq!(relative(125.0), "in 2 minutes");
-        assert_eq!(relative(7300.0), "in 2 hours");
-        assert_eq!(relative(200_000.0), "in 2 days");
+        assert_eq!(relative(14.2), (14, "seconds"));
+        assert_eq!(relative(59.4), (59, "seconds"));
+        assert_eq!(relative(59.6), (1, "minutes"));
+        assert_eq!(relative(125.0), (2, "minutes"));
+        assert_eq!(relative(7300.0), (2, "hours"));
+        assert_eq!(relative(200_000.0), (2, "days"));
     }
 
     #[test]
