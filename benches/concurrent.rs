@@ -2,7 +2,7 @@
 //! release binary runs a generated config of N jobs that all fire at the
 //! same second; each prints one line naming itself and the moment its
 //! shell ran (`read t _ < /proc/uptime`: a shell builtin, so no extra
-//! process), then `exec sleep` (`CONCURRENT_SLEEP` seconds, default 30),
+//! process), then `exec sleep` (`CONCURRENT_SLEEP` seconds, default 60),
 //! so all N run at once. `captureStdout` is on and `captureStderr` keeps
 //! its default (on): two pipes per job, the most a job holds.
 //!
@@ -55,7 +55,7 @@ fn main() {
         .filter_map(|n| n.trim().parse().ok())
         .filter(|&n| n > 0)
         .collect();
-    let sleep = env_u64("CONCURRENT_SLEEP", 30);
+    let sleep = env_u64("CONCURRENT_SLEEP", 60);
     let soft = env_u64("CONCURRENT_SOFT_NOFILE", 1024);
     println!(
         "machine: {} cores, {}; binary {}",
