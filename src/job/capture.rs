@@ -214,6 +214,11 @@ pub enum LiveEvent {
 struct LiveState {
     lines: VecDeque<(&'static str, Arc<str>)>,
     closed: bool,
+    /// Made by the first viewer: a channel holds all its
+    /// [`LIVE_SUBSCRIBER_QUEUE`] slots from the start (about 600 KiB), and
+    /// most runs are never watched, so an eager one made every running
+    /// job cost that much (3 GB at 5,000 concurrent jobs).
+    tx: Option<broadcast::Sender<LiveEvent>>,
 }
 
 /// The observable output of one run: a bounded ring of its most recent
@@ -223,7 +228,6 @@ struct LiveState {
 #[derive(Debug)]
 pub struct LiveOutput {
     state: Mutex<LiveState>,
-    tx: broadcast::Sender<LiveEvent>,
 }
 
 /// A viewer's starting point: the lines so far, the feed of later events,
@@ -247,13 +251,12 @@ impl Default for LiveOutput {
 impl LiveOutput {
     /// An empty, open output.
     pub fn new() -> Self {
-        let (tx, _) = broadcast::channel(LIVE_SUBSCRIBER_QUEUE);
         LiveOutput {
             state: Mutex::new(LiveState {
                 lines: VecDeque::new(),
                 closed: false,
+                tx: None,
             }),
-            tx,
         }
     }
 
@@ -277,8 +280,8 @@ impl LiveOutput {
         }
         state.lines.push_back((stream, Arc::clone(&text)));
         // Without viewers there is nothing to send (and sending would fail).
-        if self.tx.receiver_count() > 0 {
-            let _ = self.tx.send(LiveEvent::Line { stream, text });
+        if let Some(tx) = state.tx.as_ref().filter(|tx| tx.receiver_count() > 0) {
+            let _ = tx.send(LiveEvent::Line { stream, text });
         }
     }
 
@@ -287,16 +290,22 @@ impl LiveOutput {
         let mut state = self.lock();
         if !state.closed {
             state.closed = true;
-            let _ = self.tx.send(LiveEvent::End);
+            if let Some(tx) = &state.tx {
+                let _ = tx.send(LiveEvent::End);
+            }
         }
     }
 
     /// Subscribes: the retained lines plus the feed of what follows.
     pub fn subscribe(&self) -> LiveSubscription {
-        let state = self.lock();
+        let mut state = self.lock();
+        let feed = state
+            .tx
+            .get_or_insert_with(|| broadcast::channel(LIVE_SUBSCRIBER_QUEUE).0)
+            .subscribe();
         LiveSubscription {
             replay: state.lines.iter().cloned().collect(),
-            feed: self.tx.subscribe(),
+            feed,
             ended: state.closed,
         }
     }
@@ -448,6 +457,25 @@ mod tests {
         let late = out.subscribe();
         assert!(late.ended);
         assert_eq!(late.replay.len(), 2, "a closed output ignores new lines");
+    }
+
+    #[test]
+    fn an_unwatched_run_has_no_broadcast_channel() {
+        let out = LiveOutput::new();
+        out.publish("stdout", "one\n");
+        out.close();
+        assert!(out.lock().tx.is_none(), "no viewer, no channel");
+        let watched = LiveOutput::new();
+        let mut sub = watched.subscribe();
+        assert!(watched.lock().tx.is_some());
+        watched.publish("stdout", "two\n");
+        assert_eq!(
+            sub.feed.try_recv().ok(),
+            Some(LiveEvent::Line {
+                stream: "stdout",
+                text: Arc::from("two")
+            })
+        );
     }
 
     #[test]
