@@ -24,8 +24,8 @@ pub const MAX_FILE_BYTES: u64 = 16 << 20;
 pub use error::{ConfigError, Location};
 pub use job::JobConfig;
 pub use load::{
-    load_jobs_against, load_path, load_path_and_sources, load_sources, LoadedConfig, Source,
-    SourceKind,
+    load_jobs_against, load_path, load_path_and_sources, load_sources, load_sources_with_files,
+    FileMap, LoadedConfig, Source, SourceKind,
 };
 pub use model::{ClusterConfig, WebConfig};
 
