@@ -105,9 +105,13 @@ impl Sections {
             match (mine.as_ref(), theirs) {
                 (Some(first), Some(second)) => {
                     let message = match clash {
+                        // `second` always comes from an included file;
+                        // `first` may be the including file or an earlier
+                        // include, so neither is called "the included one".
                         Clash::Include => format!(
-                            "'{key}' is configured both here and in included file {}; a config \
-                             has at most one '{key}' section",
+                            "'{key}' is configured in more than one file of one include tree \
+                             (first in {}, again here); a config has at most one '{key}' \
+                             section",
                             first.source
                         ),
                         Clash::Directory => format!(

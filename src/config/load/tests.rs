@@ -545,3 +545,36 @@ fn sources_without_a_directory_still_refuse_includes_with_files() {
         .to_string();
     assert!(err.contains("no directory to include from"), "{err}");
 }
+
+#[test]
+fn section_clash_in_an_include_tree_names_both_files() {
+    let files = file_map(&[
+        ("/cfg/a.yaml", "state:\n  path: /tmp/x\n"),
+        ("/cfg/b.yaml", "state:\n  path: /tmp/z\n"),
+    ]);
+    let main = yaml_in(
+        "/cfg/main.yaml",
+        "/cfg",
+        "include:\n  - a.yaml\nstate:\n  path: /tmp/y\n",
+    );
+    let err = load_sources_with_files(&[main], &files)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "/cfg/a.yaml: 'state' is configured in more than one file of one include tree \
+         (first in /cfg/main.yaml, again here); a config has at most one 'state' section"
+    );
+    let siblings = yaml_in(
+        "/cfg/main.yaml",
+        "/cfg",
+        "include:\n  - a.yaml\n  - b.yaml\n",
+    );
+    let err = load_sources_with_files(&[siblings], &files)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("/cfg/b.yaml: 'state' is configured in more than one file of one include tree (first in /cfg/a.yaml, again here)"),
+        "{err}"
+    );
+}
