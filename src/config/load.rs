@@ -251,6 +251,8 @@ struct Loader<'a> {
     linter: std::cell::RefCell<crate::cronexpr::Linter>,
     warnings: validate::Warnings,
     files: Vec<PathBuf>,
+    /// Included files read so far in this load (see MAX_INCLUDE_READS).
+    include_reads: usize,
 }
 
 /// Loads `path`: a YAML file, a crontab, or a directory of them.
@@ -377,6 +379,7 @@ impl<'a> Loader<'a> {
             linter: std::cell::RefCell::new(crate::cronexpr::Linter::new(chrono::Utc::now())),
             warnings: validate::Warnings::default(),
             files: Vec::new(),
+            include_reads: 0,
         }
     }
 
@@ -557,6 +560,27 @@ impl<'a> Loader<'a> {
                     format!("include cycle: {} includes itself", path.display()),
                 ));
             }
+            if stack.len() >= super::MAX_INCLUDE_DEPTH {
+                return Err(ConfigError::config(
+                    Location::source(name.clone()),
+                    format!(
+                        "include '{include}': includes nest more than {} deep",
+                        super::MAX_INCLUDE_DEPTH
+                    ),
+                ));
+            }
+            if self.include_reads >= super::MAX_INCLUDE_READS {
+                return Err(ConfigError::config(
+                    Location::source(name.clone()),
+                    format!(
+                        "include '{include}': this load already read {} included files (a \
+                         file included along several branches is read each time); that is \
+                         the limit",
+                        super::MAX_INCLUDE_READS
+                    ),
+                ));
+            }
+            self.include_reads += 1;
             let parsed = self.load_file(&path, stack)?;
             jobs.extend(parsed.jobs);
             sections.adopt(parsed.sections, Clash::Include)?;

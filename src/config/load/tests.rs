@@ -578,3 +578,90 @@ fn section_clash_in_an_include_tree_names_both_files() {
         "{err}"
     );
 }
+
+#[test]
+fn include_nesting_is_bounded() {
+    // A chain of distinct files, each including the next: one past the
+    // depth limit. (The in-memory source itself is not on the stack, so
+    // the chain's first file is depth 1.)
+    let depth = crate::config::MAX_INCLUDE_DEPTH;
+    let mut files = FileMap::new();
+    for i in 0..=depth {
+        files.insert(
+            PathBuf::from(format!("/c/f{i}.yaml")),
+            format!("include: [f{}.yaml]\n", i + 1),
+        );
+    }
+    files.insert(
+        PathBuf::from(format!("/c/f{}.yaml", depth + 1)),
+        String::new(),
+    );
+    let main = yaml_in("/c/m.yaml", "/c", "include: [f0.yaml]\n");
+    let err = load_sources_with_files(&[main], &files)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "/c/f{}.yaml: include 'f{}.yaml': includes nest more than {depth} deep",
+            depth - 1,
+            depth
+        )
+    );
+    // The same chain entered two files later stays within the limit.
+    let short = yaml_in("/c/m.yaml", "/c", "include: [f2.yaml]\n");
+    assert!(load_sources_with_files(&[short], &files).is_ok());
+}
+
+#[test]
+fn repeated_diamonds_are_bounded() {
+    // Each file includes the next twice: 2^15 reads without a bound.
+    let levels = 15;
+    let mut files = FileMap::new();
+    for i in 0..levels {
+        files.insert(
+            PathBuf::from(format!("/c/f{i}.yaml")),
+            format!("include: [f{0}.yaml, f{0}.yaml]\n", i + 1),
+        );
+    }
+    files.insert(
+        PathBuf::from(format!("/c/f{levels}.yaml")),
+        "defaults: {shell: /bin/bash}\n".into(),
+    );
+    let main = yaml_in("/c/m.yaml", "/c", "include: [f0.yaml]\n");
+    let err = load_sources_with_files(&[main], &files)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "this load already read {} included files",
+            crate::config::MAX_INCLUDE_READS
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn include_nesting_is_bounded_on_disk_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let depth = crate::config::MAX_INCLUDE_DEPTH;
+    for i in 0..depth {
+        write(
+            dir.path(),
+            &format!("f{i}.yaml"),
+            &format!("include: [f{}.yaml]\n", i + 1),
+        );
+    }
+    write(dir.path(), &format!("f{depth}.yaml"), "");
+    let err = load_path(&dir.path().join("f0.yaml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with(&format!(
+            "f{}.yaml: include 'f{depth}.yaml': includes nest more than {depth} deep",
+            depth - 1
+        )),
+        "{err}"
+    );
+    assert!(load_path(&dir.path().join("f1.yaml")).is_ok());
+}
