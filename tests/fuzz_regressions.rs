@@ -579,3 +579,19 @@ fn api_request_seeds_parse_as_documented() {
     }
     assert!(previews >= 3, "only {previews} previews");
 }
+
+/// Found by `cronjobset` (first run, after 46 s): a job named with `$$`
+/// loaded as `$` (the loader's `${VAR}` expansion ran over the converted
+/// text), so the job that ran was not the one the conversion reported and
+/// status could not be matched to it. Also covers a numeric name, which
+/// the loader reads as text but the conversion did not prefix.
+#[test]
+fn cronjobset_names_survive_interpolation_and_lenient_scalars() {
+    let minimized =
+        br#"{"jobs": [{"name": "a:b/c o$$o", "command": "tr$$ue", "schedule": "@reboot"}]}"#;
+    let names = load_set_input(minimized, &LoadedConfig::default()).expect("the set loads");
+    assert_eq!(names, ["batch:nightly:a:b/c o$$o"]);
+    let numeric = br#"{"jobs": [{"name": 5, "command": "true", "schedule": "@daily"}]}"#;
+    let names = load_set_input(numeric, &LoadedConfig::default()).expect("the set loads");
+    assert_eq!(names, ["batch:nightly:5"]);
+}
