@@ -595,3 +595,31 @@ fn cronjobset_names_survive_interpolation_and_lenient_scalars() {
     let names = load_set_input(numeric, &LoadedConfig::default()).expect("the set loads");
     assert_eq!(names, ["batch:nightly:5"]);
 }
+
+/// Found by review while `template_render` ran (the fuzzer did not reach
+/// it in 600 s; the inputs below were then run through the target's
+/// binary: a libFuzzer timeout after 11 s and an out-of-memory at
+/// 2,266 MB). minijinja renders without a work budget unless one is set:
+/// nested `range(100000)` loops are 10^10 steps, and concatenating
+/// 100 MB strings grows without end. Compile runs a trial render, so such
+/// a template hung the config load itself. Fixed with minijinja's fuel
+/// (`jinja::RENDER_FUEL`); the template is now refused at load.
+#[test]
+fn template_renders_are_bounded() {
+    let job = template_job();
+    let nested = "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}";
+    let concat = "{% set s = 'x' * 99999999 %}{{ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s ~ s }}";
+    for template in [nested, concat] {
+        let err = compile("mail.body", template).expect_err("refused at load");
+        assert!(err.message.contains("more work than a render may"), "{err}");
+        let err = render_template_input(&job, template).expect_err("bounded");
+        assert!(err.contains("more work than a render may"), "{err}");
+    }
+    // The budget leaves room for real runs: the default webhook body over
+    // 8 MiB of captured output renders.
+    let body = cronstable::report::templates::DEFAULT_WEBHOOK_BODY;
+    let output = "a line of captured output, repeated\n".repeat(8 << 20 >> 5);
+    let input = format!("{body}\0{output}\0{output}\0exit code 1");
+    let rendered = render_template_input(&job, &input).expect("renders");
+    assert!(rendered.len() > 16 << 20, "{}", rendered.len());
+}
