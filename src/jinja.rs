@@ -49,12 +49,24 @@ fn environment() -> &'static Environment<'static> {
     })
 }
 
+/// The largest `tojson` indent: far beyond any readable one.
+const MAX_JSON_INDENT: usize = 64;
+
 fn tojson(value: &Value, indent: Option<usize>, kwargs: Kwargs) -> Result<Value, Error> {
     let indent = match kwargs.get::<Option<usize>>("indent")? {
         Some(n) => Some(n),
         None => indent,
     };
     kwargs.assert_all_used()?;
+    // The indentation is written out per line and level before any fuel
+    // is charged: an indent in the quadrillions overflowed the buffer's
+    // capacity (a panic, found by the template_render fuzz target).
+    if indent.is_some_and(|n| n > MAX_JSON_INDENT) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("tojson: indent must be at most {MAX_JSON_INDENT}"),
+        ));
+    }
     Ok(Value::from_safe_string(pyfmt::to_json(value, indent)))
 }
 

@@ -623,3 +623,19 @@ fn template_renders_are_bounded() {
     let rendered = render_template_input(&job, &input).expect("renders");
     assert!(rendered.len() > 16 << 20, "{}", rendered.len());
 }
+
+/// Found by `template_render` (its run after the render budget, at about
+/// 1,040,000 executions): `tojson(indent=...)` with an indent in the
+/// quadrillions overflowed a buffer's capacity and panicked (the filter
+/// writes its indentation before fuel is charged). Minimized input below;
+/// the filter now refuses an indent over 64.
+#[test]
+fn tojson_refuses_a_huge_indent() {
+    let job = template_job();
+    // The target reads its input lossily, as here.
+    let minimized = String::from_utf8_lossy(b"4) }}name\x82upper()\x13}{}{.jinja{{ command | tojson(indent=0000000000000016124148018590259) }}").into_owned();
+    let err = render_template_input(&job, &minimized).expect_err("refused");
+    assert!(err.contains("tojson: indent must be at most 64"), "{err}");
+    let ok = render_template_input(&job, "{{ command | tojson(indent=64) }}").expect("renders");
+    assert!(ok.starts_with("[\n                                                                \"/usr/local/bin/backup\""), "{ok}");
+}
