@@ -23,10 +23,20 @@ pub struct TemplateError {
     pub message: String,
 }
 
+/// The work one render may do, in minijinja's fuel: about one unit per
+/// instruction and one per 64 bytes of text or lists created. Without a
+/// budget a render is unbounded (two nested `range(100000)` loops run
+/// 10^10 steps, string concatenation grows past any memory), and the
+/// loader's trial render at load time would hang the load with it. Four
+/// million units are about 256 MiB of text: the default templates with
+/// tens of MiB of captured output fit many times over.
+pub const RENDER_FUEL: u64 = 4_000_000;
+
 fn environment() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
         let mut env = Environment::new();
+        env.set_fuel(Some(RENDER_FUEL));
         // Python's str() of each printed value: `None`, `True`, `['a']`.
         env.set_formatter(|out, _state, value| {
             out.write_str(&pyfmt::py_str(value))
@@ -39,19 +49,35 @@ fn environment() -> &'static Environment<'static> {
     })
 }
 
+/// The largest `tojson` indent: far beyond any readable one.
+const MAX_JSON_INDENT: usize = 64;
+
 fn tojson(value: &Value, indent: Option<usize>, kwargs: Kwargs) -> Result<Value, Error> {
     let indent = match kwargs.get::<Option<usize>>("indent")? {
         Some(n) => Some(n),
         None => indent,
     };
     kwargs.assert_all_used()?;
+    // The indentation is written out per line and level before any fuel
+    // is charged: an indent in the quadrillions overflowed the buffer's
+    // capacity (a panic, found by the template_render fuzz target).
+    if indent.is_some_and(|n| n > MAX_JSON_INDENT) {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("tojson: indent must be at most {MAX_JSON_INDENT}"),
+        ));
+    }
     Ok(Value::from_safe_string(pyfmt::to_json(value, indent)))
 }
 
 fn describe(err: &Error) -> String {
-    let mut text = match err.detail() {
-        Some(detail) => format!("{}: {detail}", err.kind()),
-        None => err.kind().to_string(),
+    let mut text = match (err.kind(), err.detail()) {
+        (ErrorKind::OutOfFuel, _) => format!(
+            "the template does more work than a render may ({RENDER_FUEL} steps, or that many \
+             64-byte pieces of text)"
+        ),
+        (kind, Some(detail)) => format!("{kind}: {detail}"),
+        (kind, None) => kind.to_string(),
     };
     if let Some(line) = err.line() {
         text.push_str(&format!(" (line {line})"));
@@ -73,7 +99,9 @@ pub fn render(key: &str, source: &str, vars: &Value) -> Result<String, TemplateE
 /// successful run. Syntax errors fail, and so do unknown filters and tests
 /// (Jinja2 refuses those when it compiles; minijinja only notices them
 /// when the line runs, hence the trial renders). Other errors of a trial
-/// render are left alone: they depend on the data of a real run.
+/// render are left alone: they depend on the data of a real run, except
+/// running out of the render budget on the small sample data, which a real
+/// run could only make worse.
 pub fn compile(key: &str, source: &str) -> Result<(), TemplateError> {
     // A template set in `defaults:` is repeated in every job of the file:
     // check each distinct source once (10,000 jobs must still validate in
@@ -103,7 +131,10 @@ fn compile_uncached(key: &str, source: &str) -> Result<(), TemplateError> {
         .map_err(|e| fail(&e))?;
     for success in [false, true] {
         if let Err(e) = template.render(sample_vars(success)) {
-            if matches!(e.kind(), ErrorKind::UnknownFilter | ErrorKind::UnknownTest) {
+            if matches!(
+                e.kind(),
+                ErrorKind::UnknownFilter | ErrorKind::UnknownTest | ErrorKind::OutOfFuel
+            ) {
                 return Err(fail(&e));
             }
         }

@@ -14,8 +14,8 @@ use super::sections::{Located, Sections};
 use super::sections_check;
 use super::validate::{self, Context};
 use crate::platform;
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Component, Path, PathBuf};
 
 /// What kind of text a source holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,9 +105,13 @@ impl Sections {
             match (mine.as_ref(), theirs) {
                 (Some(first), Some(second)) => {
                     let message = match clash {
+                        // `second` always comes from an included file;
+                        // `first` may be the including file or an earlier
+                        // include, so neither is called "the included one".
                         Clash::Include => format!(
-                            "'{key}' is configured both here and in included file {}; a config \
-                             has at most one '{key}' section",
+                            "'{key}' is configured in more than one file of one include tree \
+                             (first in {}, again here); a config has at most one '{key}' \
+                             section",
                             first.source
                         ),
                         Clash::Directory => format!(
@@ -149,11 +153,97 @@ struct Parsed {
     sections: Sections,
 }
 
+/// Config texts by path, standing in for the disk when includes are
+/// resolved in memory ([`load_sources_with_files`]): tests and fuzzing
+/// exercise the include rules without writing files. Keys are compared
+/// after lexical normalization (`a/./b.yaml` and `a/x/../b.yaml` name
+/// `a/b.yaml`), as the disk path compares canonical paths.
+pub type FileMap = BTreeMap<PathBuf, String>;
+
+/// Where `include:` entries (and `-c` files) are read from. The include
+/// rules (cycles, missing files, the size cap, error wording) live in the
+/// loader once; only reading and identifying a file differ.
+enum Files<'a> {
+    /// The file system.
+    Disk,
+    /// An in-memory map, keyed by lexically normalized path.
+    Memory(HashMap<PathBuf, &'a str>),
+}
+
+impl Files<'_> {
+    /// The file's text, or the error the load reports for it.
+    fn read(&self, path: &Path) -> Result<String, ConfigError> {
+        let bytes = match self {
+            Files::Disk => platform::read_regular_file(path, super::MAX_FILE_BYTES)
+                .map_err(|e| io_error(path, &e))?,
+            Files::Memory(map) => {
+                let Some(text) = map.get(&normalize(path)) else {
+                    return Err(ConfigError::Io {
+                        path: path.display().to_string(),
+                        reason: "no such file among the in-memory files".into(),
+                    });
+                };
+                if text.len() as u64 > super::MAX_FILE_BYTES {
+                    return Err(ConfigError::Io {
+                        path: path.display().to_string(),
+                        reason: format!(
+                            "is larger than the {} MiB limit",
+                            super::MAX_FILE_BYTES >> 20
+                        ),
+                    });
+                }
+                return Ok((*text).to_owned());
+            }
+        };
+        String::from_utf8(bytes).map_err(|e| {
+            ConfigError::config(
+                Location::source(path.display().to_string()),
+                format!(
+                    "not valid UTF-8 text (byte {})",
+                    e.utf8_error().valid_up_to()
+                ),
+            )
+        })
+    }
+
+    /// What identifies the file for cycle detection: two spellings of one
+    /// file must compare equal, or a cycle written through `./` or `..`
+    /// would recurse without end.
+    fn identity(&self, path: &Path) -> PathBuf {
+        match self {
+            Files::Disk => std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
+            Files::Memory(_) => normalize(path),
+        }
+    }
+}
+
+/// Drops `.` components and folds `..` into the component before it,
+/// without touching the disk (a `..` with nothing before it is kept, so
+/// `../x` and `x` stay distinct).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.last() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(component),
+            },
+            other => out.push(other),
+        }
+    }
+    out.iter().collect()
+}
+
 /// Looks up an environment variable of the daemon.
 type EnvLookup = Box<dyn Fn(&str) -> Option<String>>;
 
 /// Shared state of one load.
-struct Loader {
+struct Loader<'a> {
+    source_files: Files<'a>,
     builtins: JobSpec,
     cwd: PathBuf,
     is_root: bool,
@@ -161,6 +251,8 @@ struct Loader {
     linter: std::cell::RefCell<crate::cronexpr::Linter>,
     warnings: validate::Warnings,
     files: Vec<PathBuf>,
+    /// Included files read so far in this load (see MAX_INCLUDE_READS).
+    include_reads: usize,
 }
 
 /// Loads `path`: a YAML file, a crontab, or a directory of them.
@@ -174,6 +266,25 @@ pub fn load_sources(sources: &[Source]) -> Result<LoadedConfig, ConfigError> {
     load_path_and_sources(None, sources)
 }
 
+/// Loads in-memory sources like [`load_sources`], but resolves their
+/// `include:` entries in `files` instead of on the disk, under the same
+/// rules: a cycle, a missing include or a text over the size cap is an
+/// error naming the file. A source takes includes only when its
+/// `include_dir` is set; entries are joined to it (and an included file's
+/// own entries to that file's directory) and looked up in `files`.
+pub fn load_sources_with_files(
+    sources: &[Source],
+    files: &FileMap,
+) -> Result<LoadedConfig, ConfigError> {
+    let memory = files
+        .iter()
+        .map(|(path, text)| (normalize(path), text.as_str()))
+        .collect();
+    let mut loader = Loader::new(Files::Memory(memory));
+    let (jobs, sections) = loader.load_sources_into(Vec::new(), Sections::default(), sources)?;
+    loader.finish(jobs, sections)
+}
+
 /// Loads a file or directory (when given) and then in-memory sources as
 /// one config: the sources join the files as if they were more files of
 /// the directory (a ConfigMap's keys beside `-c`). Cross-source rules
@@ -182,10 +293,9 @@ pub fn load_path_and_sources(
     path: Option<&Path>,
     sources: &[Source],
 ) -> Result<LoadedConfig, ConfigError> {
-    let mut loader = Loader::new();
+    let mut loader = Loader::new(Files::Disk);
     let mut jobs = Vec::new();
     let mut sections = Sections::default();
-    let mut errors = Vec::new();
     if let Some(path) = path {
         let meta = std::fs::metadata(path).map_err(|e| io_error(path, &e))?;
         if meta.is_dir() {
@@ -198,18 +308,7 @@ pub fn load_path_and_sources(
             sections = parsed.sections;
         }
     }
-    for source in sources {
-        match loader.parse_source(source, &mut Vec::new()) {
-            Ok(parsed) => {
-                jobs.extend(parsed.jobs);
-                sections.adopt(parsed.sections, Clash::Directory)?;
-            }
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        return Err(one_or_many(errors));
-    }
+    let (jobs, sections) = loader.load_sources_into(jobs, sections, sources)?;
     loader.finish(jobs, sections)
 }
 
@@ -223,7 +322,7 @@ pub fn load_jobs_against(
     sources: &[Source],
     sections: &Sections,
 ) -> Result<LoadedConfig, ConfigError> {
-    let mut loader = Loader::new();
+    let mut loader = Loader::new(Files::Disk);
     let mut jobs = Vec::new();
     let mut errors = Vec::new();
     for source in sources {
@@ -269,9 +368,10 @@ fn io_error(path: &Path, err: &std::io::Error) -> ConfigError {
     }
 }
 
-impl Loader {
-    fn new() -> Self {
+impl<'a> Loader<'a> {
+    fn new(source_files: Files<'a>) -> Self {
         Loader {
+            source_files,
             builtins: builtin_job_defaults(),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             is_root: platform::is_root(),
@@ -279,7 +379,32 @@ impl Loader {
             linter: std::cell::RefCell::new(crate::cronexpr::Linter::new(chrono::Utc::now())),
             warnings: validate::Warnings::default(),
             files: Vec::new(),
+            include_reads: 0,
         }
+    }
+
+    /// Adds in-memory sources to what a load holds so far, as more files
+    /// of one directory.
+    fn load_sources_into(
+        &mut self,
+        mut jobs: Vec<JobConfig>,
+        mut sections: Sections,
+        sources: &[Source],
+    ) -> Result<(Vec<JobConfig>, Sections), ConfigError> {
+        let mut errors = Vec::new();
+        for source in sources {
+            match self.parse_source(source, &mut Vec::new()) {
+                Ok(parsed) => {
+                    jobs.extend(parsed.jobs);
+                    sections.adopt(parsed.sections, Clash::Directory)?;
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        if !errors.is_empty() {
+            return Err(one_or_many(errors));
+        }
+        Ok((jobs, sections))
     }
 
     fn load_directory(&mut self, dir: &Path) -> Result<(Vec<JobConfig>, Sections), ConfigError> {
@@ -314,17 +439,7 @@ impl Loader {
     /// Reads and parses one file; `stack` holds the files being included
     /// above it, for cycle detection.
     fn load_file(&mut self, path: &Path, stack: &mut Vec<PathBuf>) -> Result<Parsed, ConfigError> {
-        let bytes = platform::read_regular_file(path, super::MAX_FILE_BYTES)
-            .map_err(|e| io_error(path, &e))?;
-        let text = String::from_utf8(bytes).map_err(|e| {
-            ConfigError::config(
-                Location::source(path.display().to_string()),
-                format!(
-                    "not valid UTF-8 text (byte {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })?;
+        let text = self.source_files.read(path)?;
         self.files.push(path.to_path_buf());
         // A file named neither *.yaml nor like a crontab is sniffed, as the
         // original does for `-c some-file`.
@@ -341,8 +456,7 @@ impl Loader {
             kind,
             include_dir: Some(path.parent().unwrap_or(Path::new(".")).to_path_buf()),
         };
-        let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-        stack.push(canonical);
+        stack.push(self.source_files.identity(path));
         let result = self.parse_source(&source, stack);
         stack.pop();
         result
@@ -440,13 +554,33 @@ impl Loader {
                 ));
             };
             let path = dir.join(&include);
-            let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            if stack.contains(&canonical) {
+            if stack.contains(&self.source_files.identity(&path)) {
                 return Err(ConfigError::config(
                     Location::source(name.clone()),
                     format!("include cycle: {} includes itself", path.display()),
                 ));
             }
+            if stack.len() >= super::MAX_INCLUDE_DEPTH {
+                return Err(ConfigError::config(
+                    Location::source(name.clone()),
+                    format!(
+                        "include '{include}': includes nest more than {} deep",
+                        super::MAX_INCLUDE_DEPTH
+                    ),
+                ));
+            }
+            if self.include_reads >= super::MAX_INCLUDE_READS {
+                return Err(ConfigError::config(
+                    Location::source(name.clone()),
+                    format!(
+                        "include '{include}': this load already read {} included files (a \
+                         file included along several branches is read each time); that is \
+                         the limit",
+                        super::MAX_INCLUDE_READS
+                    ),
+                ));
+            }
+            self.include_reads += 1;
             let parsed = self.load_file(&path, stack)?;
             jobs.extend(parsed.jobs);
             sections.adopt(parsed.sections, Clash::Include)?;

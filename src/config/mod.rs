@@ -21,11 +21,24 @@ pub(crate) mod validate;
 /// is about 2 MB; a Kubernetes ConfigMap holds at most 1 MiB).
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
 
+/// How deep `include:` may nest (a top-level file counts as one). Without
+/// a bound a long chain of distinct files recurses until the stack ends
+/// and the process aborts: one level takes about 70 KiB of stack in a
+/// debug build (a 2 MiB thread overflowed at 32 levels). Real configs
+/// nest two or three deep.
+pub const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// How many included files one load may read, counting a file again each
+/// time another branch includes it. Diamonds are allowed, so without a
+/// bound twenty tiny files that each include the next twice make a
+/// million reads and the load never ends.
+pub const MAX_INCLUDE_READS: usize = 10_000;
+
 pub use error::{ConfigError, Location};
 pub use job::JobConfig;
 pub use load::{
-    load_jobs_against, load_path, load_path_and_sources, load_sources, LoadedConfig, Source,
-    SourceKind,
+    load_jobs_against, load_path, load_path_and_sources, load_sources, load_sources_with_files,
+    FileMap, LoadedConfig, Source, SourceKind,
 };
 pub use model::{ClusterConfig, WebConfig};
 

@@ -79,12 +79,27 @@ pub fn to_source(set: &CronJobSet) -> Result<SetSource, ConvertError> {
     let mut jobs = Vec::with_capacity(set.spec.jobs.len());
     for job in &set.spec.jobs {
         let mut job = job.clone();
-        // A job without a string name is left as is: the loader's message
+        // A job without a scalar name is left as is: the loader's message
         // about it names the object and the key.
         if let Value::Object(map) = &mut job {
-            if let Some(own) = map.get("name").and_then(Value::as_str).map(str::to_owned) {
+            // The loader reads a number or a boolean as its text (lenient
+            // scalars), so those names are prefixed too: left alone, `5`
+            // would run as `5`, outside the set's names.
+            let own = match map.get("name") {
+                Some(Value::String(text)) => Some(text.clone()),
+                Some(scalar @ (Value::Number(_) | Value::Bool(_))) => Some(scalar.to_string()),
+                _ => None,
+            };
+            if let Some(own) = own {
                 let scheduled = job_name(namespace, name, &own);
-                map.insert("name".to_owned(), Value::String(scheduled.clone()));
+                // Every `$` doubled: the loader's `${VAR}` expansion turns
+                // `$$` back into `$`, so the name that runs is the one
+                // reported here (status is matched by it), whatever the
+                // daemon's environment holds.
+                map.insert(
+                    "name".to_owned(),
+                    Value::String(scheduled.replace('$', "$$")),
+                );
                 names.push((own, scheduled));
             }
         }
@@ -252,5 +267,27 @@ suspend: true
         object.metadata.namespace = None;
         let err = to_source(&object).expect_err("no namespace");
         assert!(err.to_string().contains("metadata.namespace"), "{err}");
+    }
+
+    /// Found by the `cronjobset` fuzz target: a `$$` in a job's name was
+    /// expanded by the loader, so the name that ran (`a$b`) was not the
+    /// one reported for status (`a$$b`). Names are now taken literally,
+    /// `${VAR}` included, and a numeric or boolean name is prefixed too.
+    #[test]
+    fn names_are_literal_and_always_prefixed() {
+        let spec = r#"{"jobs": [
+            {"name": "a$$b", "command": "true", "schedule": "@daily"},
+            {"name": "x${HOME}", "command": "true", "schedule": "@daily"},
+            {"name": 5, "command": "true", "schedule": "@daily"},
+            {"name": true, "command": "true", "schedule": "@daily"}]}"#;
+        let converted = to_source(&set("ns", "s", spec)).expect("converts");
+        let reported: Vec<&str> = converted.jobs.iter().map(|(_, s)| s.as_str()).collect();
+        assert_eq!(
+            reported,
+            ["ns:s:a$$b", "ns:s:x${HOME}", "ns:s:5", "ns:s:true"]
+        );
+        let loaded = load_sources(&[converted.source]).expect("the set loads");
+        let names: Vec<&str> = loaded.jobs.iter().map(|j| j.name.as_str()).collect();
+        assert_eq!(names, reported);
     }
 }

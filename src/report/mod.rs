@@ -19,7 +19,10 @@ use crate::config::model::report::{MailReport, SentryReport, ShellReport, Webhoo
 use crate::config::model::Report;
 use crate::config::JobConfig;
 use crate::job::RunRecord;
-use context::RunContext;
+/// The variables a report template sees for one run; public so templates
+/// can be rendered against a real run's context outside the crate (the
+/// `template_render` fuzz target).
+pub use context::RunContext;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;

@@ -1,5 +1,5 @@
-//! Report templates: the default texts, and the engine's render entry
-//! point re-exported (the engine itself is `crate::jinja`, shared with
+//! Report templates: the default texts, and the engine's render and compile
+//! entry points re-exported (the engine itself is `crate::jinja`, shared with
 //! the config loader's compile check).
 //!
 //! The default subject and body are interface texts: they are the
@@ -11,6 +11,12 @@
 //! wins; docs/reporting.md lists the difference.
 
 pub use crate::jinja::{render, TemplateError};
+
+/// The load-time check of a template (what the config loader runs on every
+/// report template), re-exported beside [`render`] so a caller outside the
+/// crate (the `template_render` fuzz target) can compile and render as the
+/// daemon does.
+pub use crate::jinja::compile;
 
 // Macros rather than constants so that the Sentry and webhook defaults can
 // be assembled with `concat!` at compile time.

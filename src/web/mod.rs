@@ -10,6 +10,7 @@ pub(crate) mod conditional;
 pub(crate) mod logs;
 pub(crate) mod node;
 pub(crate) mod preview;
+pub mod request;
 pub mod routes;
 pub(crate) mod tls;
 pub(crate) mod views;

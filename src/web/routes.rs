@@ -3,21 +3,20 @@
 
 use super::auth::{Credentials, Grant, Needed};
 use super::node::{node_name, NodeSampler};
-use super::{conditional, logs, preview, views};
+use super::request::{self, PauseRequest};
+use super::{conditional, logs, views};
 use crate::cronexpr::{paused_note, why, Probe};
 use crate::metrics::prometheus::Format;
 use crate::pyfmt::py_repr;
 use crate::scheduler::control::{ControlError, ControlHandle};
-use crate::scheduler::pause::PauseRequest;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, Request, State};
-use axum::http::{header, HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, MethodRouter};
 use axum::{Extension, Json, Router};
 use chrono::Utc;
-use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -130,11 +129,7 @@ async fn method_not_allowed() -> ApiError {
 /// Auth, the cross-site check, and the extra headers on success.
 async fn authorize(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
-    let needed = if request.method() == Method::GET || request.method() == Method::HEAD {
-        Needed::View
-    } else {
-        Needed::Control
-    };
+    let needed = request::needed(request.method());
     // Probes reveal nothing but health, and a kubelet cannot be given a
     // token without putting it in the pod spec: they never need one.
     let public = (path == "/metrics" && state.credentials.metrics_public)
@@ -215,14 +210,7 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| {
-            accept
-                .split(',')
-                .any(|range| range.split(';').next().map(str::trim) == Some("application/json"))
-        })
+    request::wants_json(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()))
 }
 
 fn text(body: String) -> Response {
@@ -302,15 +290,9 @@ async fn runs(
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     let runs = state.control.runs(&name).await?;
-    let limit = match query.get("limit") {
-        None => runs.len(),
-        Some(text) => text.parse::<usize>().map_err(|_| {
-            ApiError(
-                StatusCode::BAD_REQUEST,
-                format!("limit must be a positive integer, got '{text}'"),
-            )
-        })?,
-    };
+    let limit = request::runs_limit(&query)
+        .map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?
+        .unwrap_or(runs.len());
     let shown: Vec<Value> = runs
         .iter()
         .skip(runs.len().saturating_sub(limit))
@@ -329,16 +311,9 @@ async fn cancel(State(state): State<AppState>, Path(name): Path<String>) -> ApiR
     Ok(Json(json!({"cancelled": name, "instances": instances})).into_response())
 }
 
-fn optional_body<T: for<'de> Deserialize<'de> + Default>(body: &Bytes) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(T::default());
-    }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("invalid JSON body: {e}")))
-}
-
 async fn pause(State(state): State<AppState>, Path(name): Path<String>, body: Bytes) -> ApiResult {
-    let request: PauseRequest = optional_body(&body)?;
+    let request: PauseRequest =
+        request::pause_body(&body).map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
     let window = state.control.pause(&name, request).await?;
     Ok(Json(json!({"paused": {
         "since": views::iso(window.since),
@@ -350,15 +325,8 @@ async fn pause(State(state): State<AppState>, Path(name): Path<String>, body: By
     .into_response())
 }
 
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ResumeRequest {
-    #[allow(dead_code)]
-    by: Option<String>,
-}
-
 async fn resume(State(state): State<AppState>, Path(name): Path<String>, body: Bytes) -> ApiResult {
-    let _request: ResumeRequest = optional_body(&body)?;
+    request::resume_body(&body).map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
     state.control.resume(&name).await?;
     Ok(Json(json!({"paused": null})).into_response())
 }
@@ -447,7 +415,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
 }
 
 async fn schedule_preview(Query(query): Query<HashMap<String, String>>) -> ApiResult {
-    preview::preview(&query, Utc::now())
+    request::preview(&query, Utc::now())
         .map(|v| Json(v).into_response())
         .map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))
 }
@@ -459,13 +427,8 @@ async fn schedule_why(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    let param = |key: &str| query.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
-    let (Some(name), Some(at)) = (param("job"), param("at")) else {
-        return Err(ApiError(
-            StatusCode::BAD_REQUEST,
-            "both query parameters are required: job=<name> and at=<ISO-8601 timestamp>".into(),
-        ));
-    };
+    let (name, at) = request::why_params(&query)
+        .map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
     // an unknown job is a 404 whatever the timestamp says
     let job = state.control.job(name).await?;
     let probe = Probe::parse(at).map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
@@ -509,24 +472,6 @@ async fn job_logs(State(state): State<AppState>, Path(name): Path<String>) -> Ap
         Body::from_stream(body),
     )
         .into_response())
-}
-
-/// Reads a clamped integer query parameter; a missing or malformed value
-/// gives `default` (these listings never answer 400 for it).
-fn clamped(
-    query: &HashMap<String, String>,
-    keys: &[&str],
-    default: usize,
-    lo: usize,
-    hi: usize,
-) -> usize {
-    keys.iter()
-        .find_map(|k| query.get(*k))
-        .map(|raw| match raw.trim().parse::<i64>() {
-            Ok(n) => n.clamp(lo as i64, hi as i64) as usize,
-            Err(_) => default,
-        })
-        .unwrap_or(default)
 }
 
 /// `GET /jobs/{name}/resources`. Resource monitoring is not part of this
@@ -601,7 +546,7 @@ async fn activity(
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
     use crate::scheduler::history::RUN_HISTORY_LIMIT;
-    let limit = clamped(&query, &["limit"], RUN_HISTORY_LIMIT, 1, RUN_HISTORY_LIMIT);
+    let limit = request::clamped(&query, &["limit"], RUN_HISTORY_LIMIT, 1, RUN_HISTORY_LIMIT);
     let rows = state.control.activity().await?;
     let mut jobs = serde_json::Map::new();
     for (name, runs) in rows {

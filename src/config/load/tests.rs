@@ -415,3 +415,253 @@ fn jobs_loaded_against_sections_refuse_sections_of_their_own() {
     .to_string();
     assert!(err.contains("already defined"), "{err}");
 }
+
+/// A source that may include from the in-memory files under `dir`.
+fn yaml_in(name: &str, dir: &str, text: &str) -> Source {
+    Source {
+        name: name.into(),
+        text: text.into(),
+        kind: SourceKind::Yaml,
+        include_dir: Some(PathBuf::from(dir)),
+    }
+}
+
+fn file_map(entries: &[(&str, &str)]) -> FileMap {
+    entries
+        .iter()
+        .map(|(path, text)| (PathBuf::from(path), (*text).to_owned()))
+        .collect()
+}
+
+#[test]
+fn in_memory_include_tree_layers_like_the_disk() {
+    let files = file_map(&[
+        (
+            "/cfg/inc/_common.yaml",
+            "include:\n  - ../shared/_shell.yaml\ndefaults:\n  killTimeout: 7\njobs:\n  - name: included\n    command: y\n    schedule: '@daily'\n",
+        ),
+        // Written with a `.` component: keys are normalized too.
+        ("/cfg/./shared/_shell.yaml", "defaults:\n  shell: /bin/bash\n"),
+        (
+            "/cfg/crontabs/extra.crontab",
+            "0 1 * * * echo from-crontab\n",
+        ),
+    ]);
+    let main = yaml_in(
+        "/cfg/main.yaml",
+        "/cfg",
+        "include:\n  - inc/_common.yaml\n  - crontabs/extra.crontab\njobs:\n  - name: inline\n    command: x\n    schedule: '@daily'\n",
+    );
+    let loaded = load_sources_with_files(&[main], &files).unwrap();
+    let names: Vec<&str> = loaded.jobs.iter().map(|j| j.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["included", "extra.crontab:1", "inline"],
+        "included jobs come first, in include order"
+    );
+    let inline = job(&loaded, "inline");
+    assert_eq!(
+        inline.kill_timeout, 7.0,
+        "included defaults reach inline jobs"
+    );
+    assert_eq!(
+        inline.shell, "/bin/bash",
+        "and so do their includes' defaults"
+    );
+    assert_eq!(
+        job(&loaded, "included").origin.source,
+        "/cfg/inc/_common.yaml"
+    );
+    assert_eq!(
+        loaded.files,
+        [
+            PathBuf::from("/cfg/inc/_common.yaml"),
+            PathBuf::from("/cfg/inc/../shared/_shell.yaml"),
+            PathBuf::from("/cfg/crontabs/extra.crontab"),
+        ]
+    );
+}
+
+#[test]
+fn in_memory_include_cycles_are_refused_however_spelled() {
+    let files = file_map(&[
+        ("/cfg/a.yaml", "include:\n  - sub/b.yaml\n"),
+        ("/cfg/sub/b.yaml", "include:\n  - ./../a.yaml\n"),
+    ]);
+    let main = yaml_in("/cfg/main.yaml", "/cfg", "include:\n  - a.yaml\n");
+    let err = load_sources_with_files(&[main], &files)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "/cfg/sub/b.yaml: include cycle: /cfg/sub/./../a.yaml includes itself"
+    );
+}
+
+#[test]
+fn in_memory_diamonds_are_not_cycles() {
+    let files = file_map(&[
+        ("/cfg/b.yaml", "include:\n  - d.yaml\n"),
+        ("/cfg/c.yaml", "include:\n  - d.yaml\n"),
+        ("/cfg/d.yaml", "defaults:\n  shell: /bin/bash\n"),
+    ]);
+    let main = yaml_in(
+        "/cfg/a.yaml",
+        "/cfg",
+        "include:\n  - b.yaml\n  - c.yaml\njobs:\n  - name: j\n    command: x\n    schedule: '@daily'\n",
+    );
+    let loaded = load_sources_with_files(&[main], &files).unwrap();
+    assert_eq!(job(&loaded, "j").shell, "/bin/bash");
+}
+
+#[test]
+fn in_memory_missing_include_names_the_file() {
+    let files = file_map(&[("/cfg/a.yaml", "include:\n  - gone.yaml\n")]);
+    let main = yaml_in("/cfg/main.yaml", "/cfg", "include:\n  - a.yaml\n");
+    let err = load_sources_with_files(&[main], &files).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/cfg/gone.yaml: cannot read: no such file among the in-memory files"
+    );
+}
+
+#[test]
+fn in_memory_includes_keep_the_size_cap() {
+    let big = "#".repeat(usize::try_from(crate::config::MAX_FILE_BYTES).unwrap() + 1);
+    let files = file_map(&[("/cfg/big.yaml", &big)]);
+    let main = yaml_in("/cfg/main.yaml", "/cfg", "include:\n  - big.yaml\n");
+    let err = load_sources_with_files(&[main], &files).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/cfg/big.yaml: cannot read: is larger than the 16 MiB limit"
+    );
+}
+
+#[test]
+fn sources_without_a_directory_still_refuse_includes_with_files() {
+    let files = file_map(&[("other.yaml", "jobs: []\n")]);
+    let err = load_sources_with_files(&[yaml("m", "include:\n  - other.yaml\n")], &files)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no directory to include from"), "{err}");
+}
+
+#[test]
+fn section_clash_in_an_include_tree_names_both_files() {
+    let files = file_map(&[
+        ("/cfg/a.yaml", "state:\n  path: /tmp/x\n"),
+        ("/cfg/b.yaml", "state:\n  path: /tmp/z\n"),
+    ]);
+    let main = yaml_in(
+        "/cfg/main.yaml",
+        "/cfg",
+        "include:\n  - a.yaml\nstate:\n  path: /tmp/y\n",
+    );
+    let err = load_sources_with_files(&[main], &files)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "/cfg/a.yaml: 'state' is configured in more than one file of one include tree \
+         (first in /cfg/main.yaml, again here); a config has at most one 'state' section"
+    );
+    let siblings = yaml_in(
+        "/cfg/main.yaml",
+        "/cfg",
+        "include:\n  - a.yaml\n  - b.yaml\n",
+    );
+    let err = load_sources_with_files(&[siblings], &files)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("/cfg/b.yaml: 'state' is configured in more than one file of one include tree (first in /cfg/a.yaml, again here)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn include_nesting_is_bounded() {
+    // A chain of distinct files, each including the next: one past the
+    // depth limit. (The in-memory source itself is not on the stack, so
+    // the chain's first file is depth 1.)
+    let depth = crate::config::MAX_INCLUDE_DEPTH;
+    let mut files = FileMap::new();
+    for i in 0..=depth {
+        files.insert(
+            PathBuf::from(format!("/c/f{i}.yaml")),
+            format!("include: [f{}.yaml]\n", i + 1),
+        );
+    }
+    files.insert(
+        PathBuf::from(format!("/c/f{}.yaml", depth + 1)),
+        String::new(),
+    );
+    let main = yaml_in("/c/m.yaml", "/c", "include: [f0.yaml]\n");
+    let err = load_sources_with_files(&[main], &files)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "/c/f{}.yaml: include 'f{}.yaml': includes nest more than {depth} deep",
+            depth - 1,
+            depth
+        )
+    );
+    // The same chain entered two files later stays within the limit.
+    let short = yaml_in("/c/m.yaml", "/c", "include: [f2.yaml]\n");
+    assert!(load_sources_with_files(&[short], &files).is_ok());
+}
+
+#[test]
+fn repeated_diamonds_are_bounded() {
+    // Each file includes the next twice: 2^15 reads without a bound.
+    let levels = 15;
+    let mut files = FileMap::new();
+    for i in 0..levels {
+        files.insert(
+            PathBuf::from(format!("/c/f{i}.yaml")),
+            format!("include: [f{0}.yaml, f{0}.yaml]\n", i + 1),
+        );
+    }
+    files.insert(
+        PathBuf::from(format!("/c/f{levels}.yaml")),
+        "defaults: {shell: /bin/bash}\n".into(),
+    );
+    let main = yaml_in("/c/m.yaml", "/c", "include: [f0.yaml]\n");
+    let err = load_sources_with_files(&[main], &files)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains(&format!(
+            "this load already read {} included files",
+            crate::config::MAX_INCLUDE_READS
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn include_nesting_is_bounded_on_disk_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let depth = crate::config::MAX_INCLUDE_DEPTH;
+    for i in 0..depth {
+        write(
+            dir.path(),
+            &format!("f{i}.yaml"),
+            &format!("include: [f{}.yaml]\n", i + 1),
+        );
+    }
+    write(dir.path(), &format!("f{depth}.yaml"), "");
+    let err = load_path(&dir.path().join("f0.yaml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.ends_with(&format!(
+            "f{}.yaml: include 'f{depth}.yaml': includes nest more than {depth} deep",
+            depth - 1
+        )),
+        "{err}"
+    );
+    assert!(load_path(&dir.path().join("f1.yaml")).is_ok());
+}
