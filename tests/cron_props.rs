@@ -15,6 +15,10 @@ use chrono_tz::Tz;
 use cronstable::cronexpr::{CronExpr, Fold, TimeBase};
 use proptest::prelude::*;
 
+#[path = "support/cron_scan.rs"]
+mod cron_scan;
+use cron_scan::{brute_next, fold0, transitions};
+
 const ZONES: &[Tz] = &[
     chrono_tz::UTC,
     chrono_tz::America::New_York,
@@ -115,41 +119,6 @@ fn parsed(seconds: bool) -> impl Strategy<Value = CronExpr> {
     })
 }
 
-fn offset_at(zone: &Tz, instant: NaiveDateTime) -> i64 {
-    i64::from(
-        zone.offset_from_utc_datetime(&instant)
-            .fix()
-            .local_minus_utc(),
-    )
-}
-
-/// The offset changes of `zone` during `year`, found by daily sampling.
-fn transitions(zone: &Tz, year: i32) -> Vec<NaiveDateTime> {
-    let mut out = Vec::new();
-    let Some(start) = NaiveDate::from_ymd_opt(year, 1, 1).and_then(|d| d.and_hms_opt(0, 0, 0))
-    else {
-        return out;
-    };
-    let mut t = start;
-    while t.year() == year {
-        let next = t + Duration::days(1);
-        if offset_at(zone, t) != offset_at(zone, next) {
-            let (mut a, mut b) = (t, next);
-            while (b - a).num_seconds() > 1 {
-                let mid = a + Duration::seconds((b - a).num_seconds() / 2);
-                if offset_at(zone, mid) == offset_at(zone, a) {
-                    a = mid;
-                } else {
-                    b = mid;
-                }
-            }
-            out.push(b);
-        }
-        t = next;
-    }
-    out
-}
-
 /// An instant, half the time within a day and a half of one of the zone's
 /// transitions.
 fn instant(zone: Tz) -> impl Strategy<Value = DateTime<Utc>> {
@@ -177,64 +146,6 @@ fn instant(zone: Tz) -> impl Strategy<Value = DateTime<Utc>> {
             let micros = if micros % 3 == 0 { micros } else { 0 };
             (chosen + Duration::microseconds(micros)).and_utc()
         })
-}
-
-/// The fold-0 instant of a wall time, stated from first principles.
-fn fold0(zone: &Tz, label: NaiveDateTime) -> NaiveDateTime {
-    match zone.offset_from_local_datetime(&label) {
-        LocalResult::Single(o) => label - Duration::seconds(i64::from(o.fix().local_minus_utc())),
-        LocalResult::Ambiguous(a, b) => {
-            let (x, y) = (
-                label - Duration::seconds(i64::from(a.fix().local_minus_utc())),
-                label - Duration::seconds(i64::from(b.fix().local_minus_utc())),
-            );
-            x.min(y)
-        }
-        // in a gap: the offset in force a day earlier (before the jump)
-        LocalResult::None => label - Duration::seconds(offset_at(zone, label - Duration::days(1))),
-    }
-}
-
-/// Brute force: walk wall times from 26 hours before now's wall time, one
-/// step at a time, and take the first that matches and whose fold-0 instant
-/// is after now. `Err(end)` when nothing turned up before the wall time
-/// `end`.
-fn brute_next(
-    expr: &CronExpr,
-    zone: &Tz,
-    now: DateTime<Utc>,
-    window: Duration,
-) -> Result<DateTime<Utc>, NaiveDateTime> {
-    let now = now.naive_utc();
-    let label = now + Duration::seconds(offset_at(zone, now));
-    let step = if expr.has_seconds() {
-        Duration::seconds(1)
-    } else {
-        Duration::minutes(1)
-    };
-    // first candidate: the step boundary after (label - 26h)
-    let start = label - Duration::hours(26);
-    let mut t = start.with_nanosecond(0).unwrap_or(start);
-    if !expr.has_seconds() {
-        t = t.with_second(0).unwrap_or(t);
-    }
-    while t <= start {
-        t += step;
-    }
-    let end = label + window;
-    while t <= end {
-        if t.year() > 2099 {
-            return Err(t);
-        }
-        if expr.matches_civil(t) {
-            let instant = fold0(zone, t);
-            if instant > now {
-                return Ok(instant.and_utc());
-            }
-        }
-        t += step;
-    }
-    Err(end)
 }
 
 fn check_next(

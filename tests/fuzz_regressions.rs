@@ -20,6 +20,9 @@ use cronstable::report::templates::{compile, render};
 use cronstable::report::{Hook, RunContext};
 use cronstable::web::request::{self, Credentials, Needed};
 
+#[path = "support/cron_scan.rs"]
+mod cron_scan;
+
 /// The committed seed files of one fuzz target.
 fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -87,10 +90,19 @@ fn cron_seeds_walk_in_every_clock() {
 }
 
 /// The cron_differential target: next_after in UTC equals the first
-/// matching minute of a plain scan.
+/// matching minute of a plain scan, and in every zone the target picks
+/// from it equals the wall-time walk of tests/support/cron_scan.rs, from a
+/// plain instant and from instants around each zone's offset changes.
 #[test]
 fn cron_seeds_agree_with_a_minute_scan() {
     let start = at(2026, 2, 27, 13, 7, 31);
+    let zones = [
+        chrono_tz::America::New_York,
+        chrono_tz::Europe::Berlin,
+        chrono_tz::Australia::Lord_Howe,
+        chrono_tz::America::Sao_Paulo,
+    ];
+    let mut compared = 0;
     for (name, bytes) in seeds("cron_differential") {
         let text = String::from_utf8_lossy(&bytes);
         let expr = text.split('\0').next().unwrap_or_default();
@@ -112,7 +124,37 @@ fn cron_seeds_agree_with_a_minute_scan() {
                 "{name}: {expr}"
             );
         }
+        for zone in zones {
+            let mut instants = vec![start];
+            for year in [2018, 2026] {
+                for change in cron_scan::transitions(&zone, year) {
+                    for minutes in [-61, -30, -1, 0, 29, 90] {
+                        instants.push(
+                            (change + chrono::Duration::minutes(minutes)).and_utc()
+                                + chrono::Duration::seconds(17),
+                        );
+                    }
+                }
+            }
+            for now in instants {
+                let window = chrono::Duration::days(8);
+                let got = cron.next_after(now, &TimeBase::Zone(zone));
+                if let Ok(want) = cron_scan::brute_next(&cron, &zone, now, window) {
+                    assert_eq!(
+                        got,
+                        Some(want),
+                        "{name}: {expr} in {} from {now}",
+                        zone.name()
+                    );
+                    compared += 1;
+                }
+            }
+        }
     }
+    assert!(
+        compared >= 100,
+        "only {compared} zone comparisons were made"
+    );
 }
 
 /// The config_yaml target: every seed loads or is refused, as YAML and as
