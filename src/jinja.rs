@@ -32,6 +32,23 @@ pub struct TemplateError {
 /// tens of MiB of captured output fit many times over.
 pub const RENDER_FUEL: u64 = 4_000_000;
 
+/// The largest template source, in bytes. The default templates are under
+/// 1 KiB; a template is compiled (and tried) at every load, so a source of
+/// megabytes would make each load and reload slow before its budget ran.
+pub const MAX_TEMPLATE_BYTES: usize = 256 * 1024;
+
+/// The error for a source past [`MAX_TEMPLATE_BYTES`], if `source` is one.
+fn oversized(key: &str, source: &str) -> Option<TemplateError> {
+    (source.len() > MAX_TEMPLATE_BYTES).then(|| TemplateError {
+        key: key.to_owned(),
+        message: format!(
+            "the template is {} bytes long, more than the limit of {} KiB",
+            source.len(),
+            MAX_TEMPLATE_BYTES / 1024
+        ),
+    })
+}
+
 fn environment() -> &'static Environment<'static> {
     static ENV: OnceLock<Environment<'static>> = OnceLock::new();
     ENV.get_or_init(|| {
@@ -87,6 +104,9 @@ fn describe(err: &Error) -> String {
 
 /// Renders `source` with `vars`; `key` names the template in the error.
 pub fn render(key: &str, source: &str, vars: &Value) -> Result<String, TemplateError> {
+    if let Some(err) = oversized(key, source) {
+        return Err(err);
+    }
     environment()
         .render_str(source, vars.clone())
         .map_err(|e| TemplateError {
@@ -103,6 +123,9 @@ pub fn render(key: &str, source: &str, vars: &Value) -> Result<String, TemplateE
 /// running out of the render budget on the small sample data, which a real
 /// run could only make worse.
 pub fn compile(key: &str, source: &str) -> Result<(), TemplateError> {
+    if let Some(err) = oversized(key, source) {
+        return Err(err);
+    }
     // A template set in `defaults:` is repeated in every job of the file:
     // check each distinct source once (10,000 jobs must still validate in
     // a blink). Only sources that passed are remembered.
@@ -178,4 +201,24 @@ fn sample_vars(success: bool) -> Value {
             .map(|(k, v)| (k.to_owned(), v))
             .collect::<std::collections::BTreeMap<String, Value>>(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_past_the_size_cap_are_refused_unparsed() {
+        let at_cap = "x".repeat(MAX_TEMPLATE_BYTES);
+        assert!(compile("mail.body", &at_cap).is_ok());
+        let over = format!("{at_cap}{{{{");
+        let err = compile("mail.body", &over).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "mail.body: the template is 262146 bytes long, more than the limit of 256 KiB"
+        );
+        let err = render("mail.body", &over, &Value::from(())).unwrap_err();
+        assert_eq!(err.key, "mail.body");
+        assert!(err.message.starts_with("the template is 262146 bytes"));
+    }
 }

@@ -7,10 +7,7 @@
 //! time, in wall-time order, whose instant (read with the pre-transition
 //! offset) lies strictly after now.
 
-use chrono::{
-    DateTime, Datelike, Duration, LocalResult, NaiveDate, NaiveDateTime, Offset, TimeZone,
-    Timelike, Utc,
-};
+use chrono::{DateTime, Duration, NaiveDate, TimeZone, Timelike, Utc};
 use chrono_tz::Tz;
 use cronstable::cronexpr::{CronExpr, Fold, TimeBase};
 use proptest::prelude::*;

@@ -222,6 +222,14 @@ fn pause_skips_fires_until_resumed() {
         r#"{"durationSeconds": 0}"#,
     );
     assert_eq!(bad.status, 400);
+    // A body past the 64 KiB request limit is refused unread.
+    let huge = format!(
+        r#"{{"durationSeconds": 60, "note": "{}"}}"#,
+        "n".repeat(70 * 1024)
+    );
+    let refused = request(port, "POST", "/jobs/tick/pause", &[], &huge);
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    assert_eq!(get(port, "/jobs/tick").json()["paused"]["by"], "ops");
     let resumed = post(port, "/jobs/tick/resume");
     assert_eq!(resumed.status, 200);
     assert!(resumed.json()["paused"].is_null());

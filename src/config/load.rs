@@ -253,6 +253,8 @@ struct Loader<'a> {
     files: Vec<PathBuf>,
     /// Included files read so far in this load (see MAX_INCLUDE_READS).
     include_reads: usize,
+    /// Bytes of config text read from files so far (see MAX_LOAD_BYTES).
+    bytes_read: usize,
 }
 
 /// Loads `path`: a YAML file, a crontab, or a directory of them.
@@ -342,6 +344,7 @@ pub fn load_jobs_against(
     if !errors.is_empty() {
         return Err(one_or_many(errors));
     }
+    check_job_count(&jobs, super::MAX_JOBS)?;
     check_duplicate_names(&jobs)?;
     sections_check::check_cross_sections(&jobs, sections, &mut loader.warnings.warnings)?;
     Ok(LoadedConfig {
@@ -380,6 +383,7 @@ impl<'a> Loader<'a> {
             warnings: validate::Warnings::default(),
             files: Vec::new(),
             include_reads: 0,
+            bytes_read: 0,
         }
     }
 
@@ -440,6 +444,17 @@ impl<'a> Loader<'a> {
     /// above it, for cycle detection.
     fn load_file(&mut self, path: &Path, stack: &mut Vec<PathBuf>) -> Result<Parsed, ConfigError> {
         let text = self.source_files.read(path)?;
+        self.bytes_read = self.bytes_read.saturating_add(text.len());
+        if self.bytes_read > super::MAX_LOAD_BYTES {
+            return Err(ConfigError::Io {
+                path: path.display().to_string(),
+                reason: format!(
+                    "this load has read more than {} MiB of config text with it, the limit \
+                     for one load",
+                    super::MAX_LOAD_BYTES >> 20
+                ),
+            });
+        }
         self.files.push(path.to_path_buf());
         // A file named neither *.yaml nor like a crontab is sniffed, as the
         // original does for `-c some-file`.
@@ -680,6 +695,7 @@ impl<'a> Loader<'a> {
         jobs: Vec<JobConfig>,
         sections: Sections,
     ) -> Result<LoadedConfig, ConfigError> {
+        check_job_count(&jobs, super::MAX_JOBS)?;
         check_duplicate_names(&jobs)?;
         sections_check::check_cross_sections(&jobs, &sections, &mut self.warnings.warnings)?;
         Ok(LoadedConfig {
@@ -721,6 +737,24 @@ fn is_blank_yaml(text: &str) -> bool {
         let t = line.trim();
         t.is_empty() || t.starts_with('#') || t == "---" || t == "..."
     })
+}
+
+/// Refuses a config with more than `limit` jobs ([`super::MAX_JOBS`]),
+/// naming the first job past the limit.
+fn check_job_count(jobs: &[JobConfig], limit: usize) -> Result<(), ConfigError> {
+    match jobs.get(limit) {
+        None => Ok(()),
+        Some(job) => Err(ConfigError::Job {
+            location: job.origin.clone(),
+            job: job.name.clone(),
+            key: String::new(),
+            message: format!(
+                "the config defines {} jobs, more than the limit of {}",
+                jobs.len(),
+                limit
+            ),
+        }),
+    }
 }
 
 fn check_duplicate_names(jobs: &[JobConfig]) -> Result<(), ConfigError> {

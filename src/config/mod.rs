@@ -34,6 +34,18 @@ pub const MAX_INCLUDE_DEPTH: usize = 16;
 /// million reads and the load never ends.
 pub const MAX_INCLUDE_READS: usize = 10_000;
 
+/// How much config text one load may read from files in all (the config
+/// and every include, a file counted each time it is read). Each file is capped at [`MAX_FILE_BYTES`], but
+/// thousands of includes of large files would still make a load read
+/// gigabytes; a 10,000-job config is about 2 MB.
+pub const MAX_LOAD_BYTES: usize = 64 << 20;
+
+/// How many jobs one config may define. Each job costs a few KiB of
+/// memory and a slot in every API answer; the daemon is measured with
+/// 10,000 (docs/performance.md), ten times that is far past any real
+/// config and still fits in memory.
+pub const MAX_JOBS: usize = 100_000;
+
 pub use error::{ConfigError, Location};
 pub use job::JobConfig;
 pub use load::{

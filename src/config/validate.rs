@@ -74,8 +74,10 @@ pub fn resolve_job(
         return Err(rule("schedule", "schedule is empty"));
     }
 
-    let parsed_schedule = crate::cronexpr::Schedule::parse(&schedule, &name)
-        .map_err(|e| rule("schedule", format!("invalid schedule '{schedule}': {e}")))?;
+    let parsed_schedule = crate::cronexpr::Schedule::parse(&schedule, &name).map_err(|e| {
+        let shown = crate::cronexpr::quotable(&schedule);
+        rule("schedule", format!("invalid schedule '{shown}': {e}"))
+    })?;
 
     let (timezone, time_base) = match spec.timezone.as_deref() {
         Some(tz) => {

@@ -45,6 +45,7 @@ mod why;
 pub use error::{Field, ParseError};
 pub use expr::CronExpr;
 pub use field::{Fields, YearSet, YEAR_FLOOR, YEAR_HORIZON};
+pub use parse::{quotable, MAX_EXPRESSION_LEN};
 // For the classic-crontab front end (`config::crontab`), which splits its
 // lines and recognises nicknames with the engine's own rules rather than a
 // copy of them.

@@ -439,9 +439,32 @@ fn lower(field: &str) -> Cow<'_, str> {
 /// many.
 const MAX_FIELDS: usize = 7;
 
+/// The longest expression parsed, in bytes. Every second, minute and hour
+/// listed one by one with all the years after 1970 is about 1,200 bytes;
+/// past the cap the text is refused before it is split, so a schedule of
+/// megabytes (a config may hold 16 MiB) costs nothing to turn down.
+pub const MAX_EXPRESSION_LEN: usize = 4096;
+
+/// The expression as an error message should quote it: as written, or,
+/// past [`MAX_EXPRESSION_LEN`], its first 64 characters and `...` (an
+/// error must not repeat megabytes of text into the log).
+pub fn quotable(text: &str) -> Cow<'_, str> {
+    if text.len() <= MAX_EXPRESSION_LEN {
+        return Cow::Borrowed(text);
+    }
+    let end = text.char_indices().nth(64).map_or(text.len(), |(i, _)| i);
+    Cow::Owned(format!("{}...", &text[..end]))
+}
+
 /// Parses one expression. `hash_key` (the job name) resolves `H` items;
 /// without one, `H` is an error.
 pub(crate) fn parse(text: &str, hash_key: Option<&str>) -> Result<Parsed, ParseError> {
+    if text.len() > MAX_EXPRESSION_LEN {
+        return Err(ParseError::whole(format!(
+            "the expression is {} bytes long, more than the limit of {MAX_EXPRESSION_LEN}",
+            text.len()
+        )));
+    }
     let mut written: [&str; MAX_FIELDS] = [""; MAX_FIELDS];
     let mut count = 0;
     for field in fields_of(text) {

@@ -467,3 +467,21 @@ fn documented_fires_are_what_the_engine_answers() {
     }
     assert!(rows >= 40, "only {rows} rows checked");
 }
+
+#[test]
+fn expressions_past_the_length_cap_are_refused_before_parsing() {
+    let padded = format!("* * * * *{}", " ".repeat(MAX_EXPRESSION_LEN - 9));
+    assert_eq!(padded.len(), MAX_EXPRESSION_LEN);
+    assert!(CronExpr::parse(&padded, None).is_ok());
+    let over = format!("{padded} ");
+    let err = CronExpr::parse(&over, None).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "the expression is 4097 bytes long, more than the limit of 4096"
+    );
+    assert!(Schedule::parse(&"1,".repeat(1 << 20), "job").is_err());
+    // Quoted in an error: short text as is, long text cut at 64 characters.
+    assert_eq!(quotable("*/5 * * * *"), "*/5 * * * *");
+    let long = "é".repeat(5000);
+    assert_eq!(quotable(&long), format!("{}...", "é".repeat(64)));
+}

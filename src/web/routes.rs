@@ -102,6 +102,10 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
     table().into_iter().map(|(m, p, _)| (m, p)).collect()
 }
 
+/// The largest request body read (a pause or resume body is under 1 KiB);
+/// a longer one is answered `413 Payload Too Large` without reading it.
+pub const MAX_REQUEST_BODY_BYTES: usize = 64 * 1024;
+
 /// Builds the router for one web configuration.
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new();
@@ -112,6 +116,7 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_REQUEST_BODY_BYTES))
         .with_state(state)
 }
 

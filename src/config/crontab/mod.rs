@@ -656,7 +656,7 @@ fn lower_entry(
             return Err(CrontabError::InvalidSchedule {
                 file: file.to_owned(),
                 line,
-                schedule,
+                schedule: crate::cronexpr::quotable(&schedule).into_owned(),
                 reason,
             });
         }

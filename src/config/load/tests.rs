@@ -665,3 +665,66 @@ fn include_nesting_is_bounded_on_disk_too() {
     );
     assert!(load_path(&dir.path().join("f1.yaml")).is_ok());
 }
+
+#[test]
+fn one_load_reads_at_most_the_load_byte_budget() {
+    // Five includes of a 15 MiB file: each under the per-file cap, 75 MiB
+    // together; the fifth read passes the 64 MiB budget of one load.
+    let big = format!("#{}\n", "x".repeat(15 << 20));
+    let files = file_map(&[("/cfg/big.yaml", &big)]);
+    let main = yaml_in(
+        "/cfg/main.yaml",
+        "/cfg",
+        "include:\n  - big.yaml\n  - big.yaml\n  - big.yaml\n  - big.yaml\n  - big.yaml\n",
+    );
+    let err = load_sources_with_files(&[main], &files).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/cfg/big.yaml: cannot read: this load has read more than 64 MiB of config text with \
+         it, the limit for one load"
+    );
+    // Four of them fit.
+    let main = yaml_in(
+        "/cfg/main.yaml",
+        "/cfg",
+        "include:\n  - big.yaml\n  - big.yaml\n  - big.yaml\n  - big.yaml\n",
+    );
+    assert!(load_sources_with_files(&[main], &files).is_ok());
+}
+
+#[test]
+fn a_config_past_the_job_limit_names_the_first_job_over_it() {
+    let loaded = load_sources(&[yaml(
+        "jobs.yaml",
+        "jobs:\n  - {name: a, command: 'true', schedule: '* * * * *'}\n  \
+         - {name: b, command: 'true', schedule: '* * * * *'}\n  \
+         - {name: c, command: 'true', schedule: '* * * * *'}\n",
+    )])
+    .unwrap();
+    assert!(check_job_count(&loaded.jobs, 3).is_ok());
+    let err = check_job_count(&loaded.jobs, 2).unwrap_err().to_string();
+    assert!(
+        err.ends_with("job 'c': the config defines 3 jobs, more than the limit of 2"),
+        "{err}"
+    );
+    assert!(err.starts_with("jobs.yaml:"), "{err}");
+    assert_eq!(crate::config::MAX_JOBS, 100_000);
+}
+
+#[test]
+fn an_overlong_schedule_is_refused_and_quoted_short() {
+    let schedule = format!("{} * * * *", "1,".repeat(3000) + "2");
+    let text = format!("jobs:\n  - name: long\n    command: 'true'\n    schedule: '{schedule}'\n");
+    let err = load_sources(&[yaml("jobs.yaml", &text)])
+        .unwrap_err()
+        .to_string();
+    let shown = format!("{}...", &schedule[..64]);
+    assert!(
+        err.ends_with(&format!(
+            "job 'long': schedule: invalid schedule '{shown}': the expression is {} bytes \
+             long, more than the limit of 4096",
+            schedule.len()
+        )),
+        "{err}"
+    );
+}
