@@ -67,7 +67,7 @@ fn gossip_admit(state: &ClusterStats, job: &JobConfig, now: std::time::Instant) 
             }
             let mine = if g.spread() {
                 // The same hold as the single leader's (see
-                // `ClusterView::vouched_by_quorum`): at start every node
+                // `ClusterView::vouched`): at start every node
                 // sees only itself as a member and would own every job.
                 g.vouched && g.view.is_job_owner(&job.name)
             } else {
@@ -311,7 +311,7 @@ mod tests {
         let now = std::time::Instant::now();
         let view = &mut sim.views[i];
         let settled = view.settled();
-        let vouched = view.vouched_by_quorum();
+        let vouched = view.vouched();
         let mut stats = ClusterStats::new("gossip", view.identity().node_name.clone());
         stats.running = true;
         stats.gossip = Some(Arc::new(GossipState {

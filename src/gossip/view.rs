@@ -498,7 +498,7 @@ impl ClusterView {
 
     /// Names some agreeing peer vouches quorate that this node cannot
     /// account for: possible co-owners under spread, so a job one of them
-    /// out-scores this node for is left to it.
+    /// out-scores this node for is left to it; and the pending peers.
     fn unconfirmed_contenders(&self) -> Vec<String> {
         let agreeing = self.agreeing();
         let mut accounted: BTreeSet<String> = BTreeSet::from([self.me.node_name.clone()]);
@@ -512,7 +512,29 @@ impl ClusterView {
                 }
             }
         }
+        out.extend(self.pending_peers());
         out.into_iter().collect()
+    }
+
+    /// Peers reachable with this node's job-set id that have not seen this
+    /// process yet (their member list does not show it) but look quorate:
+    /// they may be acting on a view from before this process started, so
+    /// they are deferred to like candidates (a lower name leads, a higher
+    /// score owns the job) without counting toward the quorum, until they
+    /// poll this process.
+    fn pending_peers(&self) -> Vec<String> {
+        let quorum = self.quorum();
+        self.peers
+            .iter()
+            .filter(|p| {
+                p.status == Status::Agreed
+                    && p.reports_members
+                    && !p.attests(&self.me.instance_id)
+                    && p.mutual_agreeing.as_ref().map_or(0, BTreeSet::len) + 1 >= quorum
+            })
+            .filter_map(|p| p.node_name.clone())
+            .filter(|name| *name != self.me.node_name)
+            .collect()
     }
 
     /// Nodes an agreeing peer mutually agrees with that this node cannot
@@ -640,7 +662,8 @@ impl ClusterView {
     /// The single leader as this node sees it; `None` below quorum.
     pub fn leader_name(&self) -> Option<String> {
         let live = self.agreeing_peer_names();
-        let candidates = self.eligible_candidates();
+        let mut candidates = self.eligible_candidates();
+        candidates.extend(self.pending_peers());
         elect_leader(
             &self.me.node_name,
             &live,
@@ -759,6 +782,56 @@ impl ClusterView {
             .filter(|p| p.quorate_vouched.iter().flatten().any(|n| n == me))
             .count();
         vouchers + 1 >= self.quorum()
+    }
+
+    /// Whether this node may act on its election: vouched for by a quorum
+    /// ([`Self::vouched_by_quorum`]), and known to every peer that could be
+    /// running what this node would run.
+    ///
+    /// A peer's vouch list is the set it elects from: a peer that lists
+    /// this node does not lead over it (when this node's name is lower) and
+    /// leaves it the jobs it out-scores the peer for. So waiting until each
+    /// such peer lists this node orders a handover: the node that led or
+    /// owned a job before steps down in the round that adds this node to
+    /// its list, before any poll can see the list. The peers waited for are
+    /// the agreeing ones and the reachable ones with this job-set id that
+    /// have not seen this process yet but look quorate (they may act on a
+    /// view from before it started: when two of three nodes restart, the
+    /// survivor is accounted for by nobody else). A quorum of vouches alone
+    /// let a restarted leader start while the old one, not among its
+    /// vouchers, still ran: a double run whenever the rounds fell that way.
+    /// A peer with no list (an older build) or a list cut at the cap is not
+    /// waited for. In steady state every list already names every member,
+    /// so a takeover after a death is not slowed; a restarted node waits
+    /// a round or two.
+    pub fn vouched(&self) -> bool {
+        self.vouched_by_quorum() && self.unaware_peers().is_empty()
+    }
+
+    /// The peers [`Self::vouched`] waits for that do not list this node.
+    fn unaware_peers(&self) -> Vec<&str> {
+        let me = self.me.node_name.as_str();
+        let pending = self.pending_peers();
+        let agreeing: BTreeSet<&str> = self
+            .agreeing()
+            .into_iter()
+            .filter_map(|p| p.node_name.as_deref())
+            .collect();
+        self.peers
+            .iter()
+            .filter(|p| p.status == Status::Agreed)
+            .filter_map(|p| p.node_name.as_deref().map(|name| (p, name)))
+            .filter(|(_, name)| {
+                *name != me && (agreeing.contains(name) || pending.iter().any(|n| n == name))
+            })
+            .filter(|(p, _)| match &p.quorate_vouched {
+                None => false,
+                Some(list) => {
+                    list.len() < MAX_ADVERTISED_CANDIDATE_NAMES && !list.iter().any(|n| n == me)
+                }
+            })
+            .map(|(_, name)| name)
+            .collect()
     }
 
     /// The member list for spread ownership: this node, the eligible
@@ -1488,6 +1561,73 @@ mod tests {
                 let leaders: Vec<usize> = sim.leaders().into_iter().filter(|i| side[*i] != 2).collect();
                 prop_assert!(leaders.len() <= 1, "{:?}", leaders);
                 prop_assert_eq!(leaders.len() == 1, majority);
+            }
+        }
+
+        /// Nodes killed and started again (a new process under the old
+        /// name) while the others' rounds run unsynchronized, in any
+        /// interleaving: after every single round, at most one node would
+        /// launch a `Leader` fire (single-leader), or a given job (spread),
+        /// by the gate's rule (elected, vouched for, no conflict). Dead
+        /// nodes launch nothing. Once everyone is up again and a few
+        /// rounds pass, exactly one does: the hold never wedges.
+        #[test]
+        fn restarts_in_unsynchronized_rounds_never_give_two_runners(
+            five in any::<bool>(),
+            spread in any::<bool>(),
+            steps in proptest::collection::vec((0u8..8, 0usize..5), 1..160),
+        ) {
+            let n = if five { 5 } else { 3 };
+            let distribution = if spread { Distribution::Spread } else { Distribution::SingleLeader };
+            let mut sim = Sim::new(n, distribution);
+            sim.rounds(3, &all);
+            let jobs: Vec<String> = (0..8).map(|k| format!("job-{k}")).collect();
+            let mut down: Vec<bool> = vec![false; n];
+            let check = |sim: &Sim, down: &[bool]| -> Result<(), TestCaseError> {
+                if spread {
+                    for job in &jobs {
+                        let owners: Vec<usize> = sim.acting_owners(job).into_iter().filter(|i| !down[*i]).collect();
+                        prop_assert!(owners.len() <= 1, "{} owned by {:?}", job, owners);
+                    }
+                } else {
+                    let leaders: Vec<usize> = sim.acting_leaders().into_iter().filter(|i| !down[*i]).collect();
+                    prop_assert!(leaders.len() <= 1, "leaders {:?}", leaders);
+                }
+                Ok(())
+            };
+            check(&sim, &down)?;
+            for (op, node) in steps {
+                let node = node % n;
+                match op {
+                    // Kill: at most a minority down at once.
+                    0 if 2 * (down.iter().filter(|d| **d).count() + 1) < n => {
+                        down[node] = true;
+                    }
+                    // Start again (a new instance), or restart at once.
+                    1 => {
+                        down[node] = false;
+                        sim.restart(node);
+                    }
+                    _ if !down[node] => {
+                        let dead = down.clone();
+                        sim.round_of(node, &|i, j| !dead[i] && !dead[j]);
+                    }
+                    _ => {}
+                }
+                check(&sim, &down)?;
+            }
+            for i in 0..n {
+                if down[i] {
+                    sim.restart(i);
+                }
+            }
+            sim.rounds(4, &all);
+            if spread {
+                for job in &jobs {
+                    prop_assert_eq!(sim.acting_owners(job).len(), 1, "{}", job);
+                }
+            } else {
+                prop_assert_eq!(sim.acting_leaders().len(), 1);
             }
         }
     }

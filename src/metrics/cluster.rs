@@ -24,9 +24,9 @@ pub struct GossipState {
     pub job_set_id: String,
     /// The never-skip gates may trust the view (see `ClusterView::settled`).
     pub settled: bool,
-    /// A quorum of agreeing peers names this node among the nodes they
-    /// see quorate (this node's leadership is vouched, not only
-    /// self-asserted); `Leader` jobs under single-leader wait for it.
+    /// A quorum of agreeing peers, and every agreeing peer, names this
+    /// node among the nodes they see quorate (see `ClusterView::vouched`);
+    /// `Leader` jobs wait for it under both distributions.
     pub vouched: bool,
     /// After this instant the snapshot is too old to act on: the poll loop
     /// stalled, and `Leader` jobs fail closed.

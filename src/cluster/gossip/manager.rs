@@ -346,28 +346,31 @@ impl Rounds {
                 (host, observation)
             })
             .collect();
-        let snapshot = {
-            let mut state = lock(&self.shared);
-            let my_id = state.job_set_id.clone();
-            for (host, observation) in observations {
-                let previous = state.view.observe(&host, observation, &my_id, stamp);
-                if let Some(previous) = previous {
-                    log_peer_change(&state.view, &host, previous);
-                }
+        // The gate's snapshot and the body peers read change under one
+        // hold of the lock, so no peer reads a body of this round (a vouch
+        // given, which tells it this node stepped down) while the gate
+        // still acts on the previous round, or the other way round.
+        let shared = Arc::clone(&self.shared);
+        let mut state = lock(&shared);
+        let my_id = state.job_set_id.clone();
+        for (host, observation) in observations {
+            let previous = state.view.observe(&host, observation, &my_id, stamp);
+            if let Some(previous) = previous {
+                log_peer_change(&state.view, &host, previous);
             }
-            state.view.round_completed();
-            let settled = state.view.settled();
-            let vouched = state.view.vouched_by_quorum();
-            state.refresh_body();
-            GossipState {
-                view: state.view.clone(),
-                job_set_id: my_id,
-                settled,
-                vouched,
-                fresh_until: (Instant::now() + freshness(&self.settings)).into_std(),
-            }
+        }
+        state.view.round_completed();
+        let settled = state.view.settled();
+        let vouched = state.view.vouched();
+        let snapshot = GossipState {
+            view: state.view.clone(),
+            job_set_id: my_id,
+            settled,
+            vouched,
+            fresh_until: (Instant::now() + freshness(&self.settings)).into_std(),
         };
         self.publish(snapshot);
+        state.refresh_body();
     }
 
     /// Turns a transport outcome into what the view takes, keeping the

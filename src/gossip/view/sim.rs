@@ -34,6 +34,7 @@ pub(crate) struct Sim {
     pub(crate) views: Vec<ClusterView>,
     pub(crate) ids: Vec<String>,
     clock: u64,
+    restarts: usize,
 }
 
 impl Sim {
@@ -48,6 +49,7 @@ impl Sim {
             views,
             ids: vec![ID.to_owned(); n],
             clock: 0,
+            restarts: 0,
         }
     }
 
@@ -76,6 +78,65 @@ impl Sim {
             }
             self.views[i].round_completed();
         }
+    }
+
+    /// Node `i` alone completes a round, reading every other node's body
+    /// as it stands now: rounds of different nodes interleave in any
+    /// order, as real nodes' unsynchronized rounds do.
+    pub(crate) fn round_of(&mut self, i: usize, link: &dyn Fn(usize, usize) -> bool) {
+        self.clock += 1;
+        for j in 0..self.views.len() {
+            if i == j {
+                continue;
+            }
+            let obs = if link(i, j) {
+                let body = encode(&self.views[j].our_payload(
+                    &self.ids[j],
+                    &BTreeSet::new(),
+                    (BTreeMap::new(), false),
+                ));
+                Observation::Payload(Box::new(decode(&body).unwrap()))
+            } else {
+                Observation::Unreachable("Cannot connect to host".to_owned())
+            };
+            let id = self.ids[i].clone();
+            self.views[i].observe(&format!("h{j}"), obs, &id, at(self.clock));
+        }
+        self.views[i].round_completed();
+    }
+
+    /// Node `i` is killed and started again at once: a new process (a new
+    /// instance id) with an empty view, under the same name.
+    pub(crate) fn restart(&mut self, i: usize) {
+        self.restarts += 1;
+        let distribution = self.views[i].identity().distribution;
+        let mut me = identity(&format!("n{i}"), distribution);
+        me.instance_id = format!("inst-n{i}-{}", self.restarts);
+        let hosts = (0..self.views.len())
+            .filter(|j| *j != i)
+            .map(|j| format!("h{j}"));
+        self.views[i] = ClusterView::new(me, hosts);
+    }
+
+    /// The nodes that would launch a single-leader `Leader` fire now, by
+    /// the gate's rule: elected, vouched for, no conflict.
+    pub(crate) fn acting_leaders(&self) -> Vec<usize> {
+        (0..self.views.len())
+            .filter(|i| {
+                let v = &self.views[*i];
+                v.vouched() && v.is_leader() && !v.has_conflict()
+            })
+            .collect()
+    }
+
+    /// The nodes that would launch the spread `Leader` job `job` now.
+    pub(crate) fn acting_owners(&self, job: &str) -> Vec<usize> {
+        (0..self.views.len())
+            .filter(|i| {
+                let v = &self.views[*i];
+                v.vouched() && v.is_job_owner(job) && !v.has_conflict()
+            })
+            .collect()
     }
 
     pub(crate) fn rounds(&mut self, k: usize, link: &dyn Fn(usize, usize) -> bool) {
