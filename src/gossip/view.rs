@@ -800,10 +800,11 @@ impl ClusterView {
     /// survivor is accounted for by nobody else). A quorum of vouches alone
     /// let a restarted leader start while the old one, not among its
     /// vouchers, still ran: a double run whenever the rounds fell that way.
-    /// A peer with no list (an older build) or a list cut at the cap is not
-    /// waited for. In steady state every list already names every member,
-    /// so a takeover after a death is not slowed; a restarted node waits
-    /// a round or two.
+    /// A peer with no list (an older build), a list cut at the cap, or a
+    /// mutual set below a quorum (eligible nowhere, so running nothing) is
+    /// not waited for. In steady state every list already names every
+    /// member, so a takeover is not slowed; a restarted node waits a round
+    /// or two.
     pub fn vouched(&self) -> bool {
         self.vouched_by_quorum() && self.unaware_peers().is_empty()
     }
@@ -811,6 +812,7 @@ impl ClusterView {
     /// The peers [`Self::vouched`] waits for that do not list this node.
     fn unaware_peers(&self) -> Vec<&str> {
         let me = self.me.node_name.as_str();
+        let quorum = self.quorum();
         let pending = self.pending_peers();
         let agreeing: BTreeSet<&str> = self
             .agreeing()
@@ -824,6 +826,11 @@ impl ClusterView {
             .filter(|(_, name)| {
                 *name != me && (agreeing.contains(name) || pending.iter().any(|n| n == name))
             })
+            // A peer whose own mutual set is below a quorum is eligible
+            // nowhere, so it runs nothing yet (a process that just started
+            // and has not formed its view): waiting for its list would only
+            // slow a takeover.
+            .filter(|(p, _)| p.mutual_agreeing.as_ref().map_or(0, BTreeSet::len) + 1 >= quorum)
             .filter(|(p, _)| match &p.quorate_vouched {
                 None => false,
                 Some(list) => {
