@@ -283,6 +283,67 @@ fn three_daemons_run_leader_jobs_once_and_a_killed_leader_is_replaced() {
     );
 }
 
+/// The failover benchmark's double run: the runner killed and started
+/// again at once (a new process under the same name), six times at
+/// different phases of the second. The node that took over hands back to
+/// the restarted lower name only after it has stepped down (the hold of
+/// `ClusterView::vouched`), so no second runs twice, and the job keeps
+/// running.
+#[test]
+fn a_runner_restarted_at_once_takes_over_again_without_a_double_run() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let ca = Ca::new();
+    let plans = plan(&["a", "b", "c"]);
+    let configs: Vec<String> = plans
+        .iter()
+        .map(|p| {
+            let tls = ca.files(&ca, &tls_dir(&shared, p));
+            config(p, &plans, &tls, &shared, &[], Options::default())
+        })
+        .collect();
+    let mut nodes: Vec<Node> = plans
+        .iter()
+        .zip(&configs)
+        .map(|(p, c)| Node::start(p, c))
+        .collect();
+    wait_until(
+        "a to lead the converged cluster",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0) && lines_by(&shared, "a") >= 2,
+        || logs(&nodes),
+    );
+    for cycle in 0..6u64 {
+        std::thread::sleep(Duration::from_millis(1000 + 170 * cycle));
+        let runner = runs(&shared).last().map(|(n, _, _)| n.clone());
+        let index = nodes
+            .iter()
+            .position(|n| Some(n.name) == runner.as_deref())
+            .expect("the newest fire names a node");
+        kill(&mut nodes, index);
+        nodes[index] = Node::start(&plans[index], &configs[index]);
+        let seen = runs(&shared).len();
+        wait_until(
+            "the job to run three more times after the restart",
+            PATIENCE,
+            || runs(&shared).len() >= seen + 3,
+            || logs(&nodes),
+        );
+    }
+    wait_until(
+        "a to lead again",
+        PATIENCE,
+        || agreed_leader(&nodes) == Some(0),
+        || logs(&nodes),
+    );
+    assert!(
+        doubles(&shared).is_empty(),
+        "no second ran twice: {:?}\n{}",
+        doubles(&shared),
+        logs(&nodes)
+    );
+}
+
 #[test]
 fn a_frozen_node_runs_nothing_until_it_re_agrees() {
     let shared_dir = tempfile::tempdir().expect("shared dir");
