@@ -192,12 +192,17 @@ fn main() -> ExitCode {
     // a logger (disable_existing_loggers).
     logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
 
+    // For the two one-shot modes below the process ends at once: freeing
+    // every job's allocations one by one would only delay the exit (7 % of
+    // `-v` on 10,000 jobs in a profile), so the config is left to the OS.
     if cli.job_set_id {
         println!("{}", fingerprint::job_set_id(&loaded.jobs));
+        std::mem::forget(loaded);
         return ExitCode::SUCCESS;
     }
     if cli.validate_config {
         tracing::info!(target: "cronstable", "Configuration is valid.");
+        std::mem::forget(loaded);
         return ExitCode::SUCCESS;
     }
     // DEBUG: at INFO the start is announced by the job-set id line, as in

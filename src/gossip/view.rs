@@ -1623,8 +1623,8 @@ mod tests {
                 }
                 check(&sim, &down)?;
             }
-            for i in 0..n {
-                if down[i] {
+            for (i, dead) in down.iter().enumerate() {
+                if *dead {
                     sim.restart(i);
                 }
             }
