@@ -484,7 +484,7 @@ struct JobCounterFamilies(Arc<Scrape>);
 
 impl Collector for JobCounterFamilies {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let jobs = &self.0.jobs;
+        let jobs = &self.0.jobs[..];
         // Counter families are declared without `_total`: the encoders add
         // it where each format wants it (everywhere in 0.0.4, on samples
         // only in OpenMetrics).
@@ -587,7 +587,7 @@ struct JobStateFamilies(Arc<Scrape>);
 
 impl Collector for JobStateFamilies {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let jobs = &self.0.jobs;
+        let jobs = &self.0.jobs[..];
         let mut info = encoder.encode_descriptor(
             "cronstable_job_info",
             "Static job configuration.",
