@@ -629,8 +629,15 @@ async fn a_suspended_job_skips_its_fires_but_starts_by_hand_and_progress_reports
 async fn jobs_now(
     control: &ControlHandle,
     since: Option<super::control::Stamp>,
-) -> Option<(Option<super::control::Stamp>, Vec<super::control::JobSnapshot>)> {
-    match control.jobs_since(since).await.expect("the scheduler answers") {
+) -> Option<(
+    Option<super::control::Stamp>,
+    Vec<super::control::JobSnapshot>,
+)> {
+    match control
+        .jobs_since(since)
+        .await
+        .expect("the scheduler answers")
+    {
         super::control::JobsAnswer::Unchanged => None,
         super::control::JobsAnswer::Changed { stamp, jobs } => Some((stamp, jobs)),
     }
@@ -687,7 +694,10 @@ async fn a_jobs_stamp_holds_only_while_nothing_shown_changed() {
         .await
         .expect("the start moved it");
     assert!(jobs[1].running);
-    assert!(running_stamp.is_none(), "a running instance is never cached");
+    assert!(
+        running_stamp.is_none(),
+        "a running instance is never cached"
+    );
     h.control.cancel("slow").await.unwrap();
     runs(&h.control, "slow", 1).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -725,7 +735,9 @@ async fn metrics_rows_are_shared_only_while_nothing_changed() {
     let runs_line = |s: &crate::metrics::prometheus::Snapshot| {
         s.encode(crate::metrics::prometheus::Format::Text)
             .lines()
-            .find(|l| l.starts_with("cronstable_job_runs_total{job_name=\"far\",status=\"success\"}"))
+            .find(|l| {
+                l.starts_with("cronstable_job_runs_total{job_name=\"far\",status=\"success\"}")
+            })
             .unwrap_or_default()
             .to_owned()
     };
