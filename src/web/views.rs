@@ -347,6 +347,15 @@ pub struct RenderedJobs {
 /// member itself.
 const SCHEDULED_IN_NULL: &[u8] = b",\"scheduled_in\":null";
 
+/// Where [`SCHEDULED_IN_NULL`] starts in a serialized entry. Searched
+/// from the end: only the short cluster and time zone members follow it.
+fn scheduled_in_member(entry: &[u8]) -> Option<usize> {
+    let len = SCHEDULED_IN_NULL.len();
+    (0..=entry.len().checked_sub(len)?)
+        .rev()
+        .find(|&at| entry[at] == b',' && &entry[at..at + len] == SCHEDULED_IN_NULL)
+}
+
 impl RenderedJobs {
     /// Renders `jobs` (in order), computing the tag from the same bytes.
     pub fn render(jobs: &[JobSnapshot]) -> Result<RenderedJobs, serde_json::Error> {
@@ -363,10 +372,7 @@ impl RenderedJobs {
             detail.scheduled_in = None;
             entry.clear();
             serde_json::to_writer(&mut entry, &detail)?;
-            let Some(member) = entry
-                .windows(SCHEDULED_IN_NULL.len())
-                .position(|w| w == SCHEDULED_IN_NULL)
-            else {
+            let Some(member) = scheduled_in_member(&entry) else {
                 return Err(serde::ser::Error::custom(
                     "a job entry without its scheduled_in member",
                 ));
