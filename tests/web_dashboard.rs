@@ -475,3 +475,45 @@ fn jobs_list_revalidates_and_compresses() {
     assert_eq!(changed.status, 200);
     assert_ne!(changed.header("etag"), Some(etag.as_str()));
 }
+
+/// `/jobs` is rendered once and shared between polls while nothing
+/// changes: every change between two polls must still show in the second.
+#[test]
+fn jobs_list_shows_every_change_between_two_polls() {
+    let jobs: String = (0..3)
+        .map(|i| format!("  - name: j{i}\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n"))
+        .collect();
+    let (_d, port) = Daemon::start_with_web("", &jobs);
+    let entry = |name: &str| {
+        get(port, "/jobs")
+            .json()
+            .as_array()
+            .and_then(|list| list.iter().find(|j| j["name"] == name).cloned())
+            .expect("the job is listed")
+    };
+    // Two polls of the same state: the same entry.
+    assert!(entry("j1")["paused"].is_null());
+    assert!(entry("j1")["paused"].is_null());
+
+    let paused = request(
+        port,
+        "POST",
+        "/jobs/j1/pause",
+        &[("Content-Type", "application/json")],
+        r#"{"durationSeconds": 600, "note": "between polls"}"#,
+    );
+    assert_eq!(paused.status, 200, "{}", paused.body);
+    assert_eq!(entry("j1")["paused"]["note"], "between polls");
+
+    assert_eq!(post(port, "/jobs/j1/resume").status, 200);
+    assert!(entry("j1")["paused"].is_null(), "the resume shows");
+
+    assert!(entry("j2")["last_run"].is_null());
+    assert_eq!(post(port, "/jobs/j2/start").status, 200);
+    wait_until(
+        || entry("j2")["last_run"].is_object(),
+        "the manual run in the list",
+    );
+    assert_eq!(entry("j2")["last_run"]["outcome"], "success");
+    assert_eq!(entry("j2")["running"], false);
+}

@@ -95,6 +95,10 @@ pub struct Counters {
     pub kube: Option<super::kube::KubeStats>,
     /// The leadership state (`None` without a lease backend).
     pub cluster: Option<super::cluster::ClusterStats>,
+    /// Moves whenever any job's counters change (a run, a retry, a
+    /// permanent failure, new bucket bounds, a job added or dropped), so
+    /// a scrape can tell cheaply that the per-job part did not.
+    epoch: u64,
 }
 
 impl Counters {
@@ -111,7 +115,14 @@ impl Counters {
             last_reload_success: Some(start_time),
             kube: None,
             cluster: None,
+            epoch: 0,
         }
+    }
+
+    /// The per-job counters' change count (see the field): equal epochs
+    /// mean every job's counters are the ones they were.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Changes the histogram bounds; histograms restart from zero when
@@ -119,6 +130,7 @@ impl Counters {
     pub fn set_buckets(&mut self, bounds: Option<&[f64]>) {
         let bounds = bounds.unwrap_or(&DEFAULT_BUCKETS).to_vec();
         if bounds != self.bounds {
+            self.epoch += 1;
             for counters in self.jobs.values_mut() {
                 Arc::make_mut(counters).duration = Histogram::new(&bounds);
             }
@@ -127,6 +139,8 @@ impl Counters {
     }
 
     fn job(&mut self, name: &str) -> &mut JobCounters {
+        // Every per-job change comes through here.
+        self.epoch += 1;
         let bounds = &self.bounds;
         let counters = self
             .jobs
@@ -170,6 +184,7 @@ impl Counters {
     /// Drops series of jobs no longer configured; zero-fills the rest.
     pub fn retain_jobs<'a>(&mut self, names: impl Iterator<Item = &'a str>) {
         let keep: std::collections::HashSet<&str> = names.collect();
+        self.epoch += 1;
         self.jobs.retain(|name, _| keep.contains(name.as_str()));
         for name in keep {
             if !self.jobs.contains_key(name) {
@@ -264,7 +279,9 @@ struct Scrape {
     /// (quorate, leader, the leader's name) at `taken`: the only cluster
     /// values that move with the clock rather than with the stats.
     cluster_facts: Option<(bool, bool, Option<String>)>,
-    jobs: Vec<JobRow>,
+    /// Shared between scrapes while no job's row changed (see
+    /// [`JobRows`]).
+    jobs: Arc<Vec<JobRow>>,
 }
 
 impl Scrape {
@@ -282,12 +299,13 @@ impl Scrape {
             && self.kube == other.kube
             && self.cluster == other.cluster
             && self.cluster_facts == other.cluster_facts
-            && self.jobs.len() == other.jobs.len()
-            && self
-                .jobs
-                .iter()
-                .zip(&other.jobs)
-                .all(|(a, b)| a.same_output(b))
+            && (Arc::ptr_eq(&self.jobs, &other.jobs)
+                || (self.jobs.len() == other.jobs.len()
+                    && self
+                        .jobs
+                        .iter()
+                        .zip(other.jobs.iter())
+                        .all(|(a, b)| a.same_output(b))))
     }
 }
 
@@ -339,10 +357,14 @@ impl JobRow {
 
 impl Scrape {
     fn take(counters: &Counters, gauges: &DaemonGauges) -> Scrape {
+        Scrape::with_rows(counters, gauges, Arc::new(Scrape::rows(counters, gauges)))
+    }
+
+    fn rows(counters: &Counters, gauges: &DaemonGauges) -> Vec<JobRow> {
         // Jobs without counters yet (none recorded since they appeared)
         // read as zero, sharing one empty set.
         let empty = Arc::new(JobCounters::new(&counters.bounds));
-        let jobs = gauges
+        gauges
             .jobs
             .iter()
             .map(|g| JobRow {
@@ -361,7 +383,12 @@ impl Scrape {
                 paused: g.paused,
                 counters: Arc::clone(counters.jobs.get(g.name).unwrap_or(&empty)),
             })
-            .collect();
+            .collect()
+    }
+
+    /// A scrape of the daemon-wide values now, with the per-job rows
+    /// `jobs` (`gauges.jobs` is not read).
+    fn with_rows(counters: &Counters, gauges: &DaemonGauges, jobs: Arc<Vec<JobRow>>) -> Scrape {
         let taken = std::time::Instant::now();
         Scrape {
             version: gauges.version.to_owned(),
@@ -673,10 +700,35 @@ pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> Str
 #[derive(Debug, Clone)]
 pub struct Snapshot(Arc<Scrape>);
 
+/// The per-job rows of a [`Snapshot`] (every job's gauges and a handle on
+/// its counters), shared by reference.
+#[derive(Debug, Clone)]
+pub struct JobRows(Arc<Vec<JobRow>>);
+
 impl Snapshot {
     /// Takes the counters and the scheduler's gauges as they are now.
     pub fn take(counters: &Counters, gauges: &DaemonGauges) -> Snapshot {
         Snapshot(Arc::new(Scrape::take(counters, gauges)))
+    }
+
+    /// Takes the daemon-wide values as they are now, with the per-job
+    /// rows of an earlier snapshot. Only for a caller that knows no row
+    /// would differ: the same job table, the same per-job gauges and the
+    /// same [`Counters::epoch`]. `gauges.jobs` is not read (it may be
+    /// empty). Such a snapshot shares the rows, so comparing it with the
+    /// earlier one costs nothing per job.
+    pub fn take_with_rows(counters: &Counters, gauges: &DaemonGauges, rows: &JobRows) -> Snapshot {
+        Snapshot(Arc::new(Scrape::with_rows(
+            counters,
+            gauges,
+            Arc::clone(&rows.0),
+        )))
+    }
+
+    /// This snapshot's per-job rows, to share with a later snapshot
+    /// ([`Snapshot::take_with_rows`]).
+    pub fn rows(&self) -> JobRows {
+        JobRows(Arc::clone(&self.0.jobs))
     }
 
     /// Whether this snapshot encodes to the same text as `other` (in the

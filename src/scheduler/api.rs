@@ -2,8 +2,8 @@
 //! its own state (snapshots, manual start and cancel, pauses, metrics).
 
 use super::control::{
-    ActivityRow, Control, ControlError, JobProgress, JobSnapshot, Progress, RetryView, RunSummary,
-    SlotSnapshot, StatusSnapshot,
+    ActivityRow, Control, ControlError, JobProgress, JobSnapshot, JobsAnswer, Progress, RetryView,
+    RunSummary, SlotSnapshot, Stamp, StatusSnapshot,
 };
 use super::pause;
 use super::ports;
@@ -11,6 +11,7 @@ use super::Scheduler;
 use crate::config::model::ConcurrencyScope;
 use crate::job::{RunHandle, RunRecord, Trigger};
 use crate::metrics::prometheus::{self, DaemonGauges, JobGauges};
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 
 impl Scheduler {
@@ -19,6 +20,29 @@ impl Scheduler {
             Control::Jobs { only, reply } => {
                 let snapshots = self.snapshots(only.as_deref());
                 let _ = reply.send(snapshots);
+            }
+            Control::JobsSince { since, reply } => {
+                let now = self.clock.now();
+                let answer = if since.is_some_and(|s| self.stamp_holds(&s, now)) {
+                    JobsAnswer::Unchanged
+                } else {
+                    let jobs = self.snapshots(None);
+                    let cluster_fields = jobs
+                        .iter()
+                        .any(|j| j.election || j.owner.is_some() || j.slot.is_some());
+                    let stamp = if cluster_fields {
+                        None
+                    } else {
+                        let horizon = jobs
+                            .iter()
+                            .flat_map(|j| [j.next_fire, j.paused.as_ref().map(|p| p.until)])
+                            .flatten()
+                            .min();
+                        self.stamp(now, horizon)
+                    };
+                    JobsAnswer::Changed { stamp, jobs }
+                };
+                let _ = reply.send(answer);
             }
             Control::Status { reply } => {
                 let _ = reply.send(self.status_snapshots());
@@ -126,7 +150,8 @@ impl Scheduler {
                 let _ = reply.send(result);
             }
             Control::Metrics { reply } => {
-                let _ = reply.send(self.metrics_snapshot());
+                let snapshot = self.metrics_snapshot();
+                let _ = reply.send(snapshot);
             }
             Control::Kube { reply } => {
                 let _ = reply.send(ports::with_counters(&self.counters, |c| c.kube.clone()));
@@ -322,9 +347,66 @@ impl Scheduler {
         }
     }
 
-    fn metrics_snapshot(&self) -> prometheus::Snapshot {
+    /// The stamp of the state now, for a rendering that may be reused
+    /// until `horizon` (the earliest instant at which a value shown moves
+    /// by itself), or `None` when it must not be reused: while any
+    /// instance is in the running set, because an instance's end is seen
+    /// (its `ended` flag) before the event that reports it; and while a
+    /// cluster section is configured, because leadership and ownership
+    /// move on the backend's task.
+    fn stamp(&self, now: DateTime<Utc>, horizon: Option<DateTime<Utc>>) -> Option<Stamp> {
+        if self.running.values().any(|runs| !runs.is_empty()) {
+            return None;
+        }
+        if ports::with_counters(&self.counters, |c| c.cluster.is_some()) {
+            return None;
+        }
+        Some(Stamp {
+            generation: self.api_generation,
+            taken: now,
+            until: horizon.unwrap_or(DateTime::<Utc>::MAX_UTC),
+        })
+    }
+
+    /// Whether a rendering of the state stamped `stamp` still shows the
+    /// state now: no turn of the loop changed anything since, the clock
+    /// is inside the stamp's span, and nothing that moves without an
+    /// event (see [`Scheduler::stamp`]) has appeared.
+    fn stamp_holds(&self, stamp: &Stamp, now: DateTime<Utc>) -> bool {
+        stamp.generation == self.api_generation
+            && stamp.taken <= now
+            && now < stamp.until
+            && self.stamp(now, None).is_some()
+    }
+
+    fn metrics_snapshot(&mut self) -> prometheus::Snapshot {
         let now = self.clock.now();
-        let jobs = self
+        let epoch = ports::with_counters(&self.counters, |c| c.epoch());
+        if let Some((stamp, rows_epoch, rows)) = &self.metrics_rows {
+            if *rows_epoch == epoch && self.stamp_holds(stamp, now) {
+                let gauges = DaemonGauges {
+                    version: env!("CARGO_PKG_VERSION"),
+                    job_set_id: &self.job_set_id,
+                    jobs: Vec::new(),
+                };
+                // The epoch is read again under the same lock: counters
+                // that moved in between are taken afresh.
+                let reused = ports::with_counters(&self.counters, |c| {
+                    (c.epoch() == epoch)
+                        .then(|| prometheus::Snapshot::take_with_rows(c, &gauges, rows))
+                });
+                if let Some(snapshot) = reused {
+                    return snapshot;
+                }
+            }
+        }
+        let mut horizon: Option<DateTime<Utc>> = None;
+        let mut earliest = |at: Option<DateTime<Utc>>| {
+            if let Some(at) = at {
+                horizon = Some(horizon.map_or(at, |h| h.min(at)));
+            }
+        };
+        let jobs: Vec<JobGauges<'_>> = self
             .jobs
             .iter()
             .enumerate()
@@ -342,13 +424,19 @@ impl Scheduler {
                     .enabled
                     .then(|| self.next_fires.get(index, job, now))
                     .flatten()
+                    .inspect(|t| earliest(Some(*t)))
                     .map(|t| t.timestamp_micros() as f64 / 1e6),
                 last_run: self
                     .store
                     .runs_newest_first(&job.name)
                     .into_iter()
                     .find(|r| r.skip_reason.is_none()),
-                paused: self.store.pause(&job.name).is_some_and(|w| w.until > now),
+                paused: self
+                    .store
+                    .pause(&job.name)
+                    .filter(|w| w.until > now)
+                    .inspect(|w| earliest(Some(w.until)))
+                    .is_some(),
             })
             .collect();
         let gauges = DaemonGauges {
@@ -356,6 +444,12 @@ impl Scheduler {
             job_set_id: &self.job_set_id,
             jobs,
         };
-        ports::with_counters(&self.counters, |c| prometheus::Snapshot::take(c, &gauges))
+        let (snapshot, epoch) = ports::with_counters(&self.counters, |c| {
+            (prometheus::Snapshot::take(c, &gauges), c.epoch())
+        });
+        drop(gauges);
+        let stamp = self.stamp(now, horizon);
+        self.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
+        snapshot
     }
 }

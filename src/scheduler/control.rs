@@ -159,6 +159,39 @@ pub struct Progress {
     pub jobs: Vec<JobProgress>,
 }
 
+/// A point in the scheduler's state that a rendering of it may be reused
+/// for: the scheduler's change generation and the span of time over
+/// which nothing it shows moves by itself (see [`JobsAnswer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    /// The scheduler's change generation when the state was read.
+    pub(crate) generation: u64,
+    /// When it was read (a clock stepped back before it voids it).
+    pub(crate) taken: DateTime<Utc>,
+    /// The first instant at which a value shown could change without any
+    /// event (the earliest next fire, or the end of a pause).
+    pub(crate) until: DateTime<Utc>,
+}
+
+/// The answer to [`ControlHandle::jobs_since`].
+#[derive(Debug)]
+pub enum JobsAnswer {
+    /// Nothing the job list shows has changed since the stamp the caller
+    /// passed: its rendering of that state is still exact (countdowns
+    /// aside, which are computed from the absolute instants it shows).
+    Unchanged,
+    /// The state now, with a stamp to pass back next time, or `None`
+    /// when a rendering of it must not be reused (an instance is running,
+    /// whose end is seen without an event, or cluster leadership is
+    /// configured, whose view moves on another task).
+    Changed {
+        /// The stamp of this state, if reusable.
+        stamp: Option<Stamp>,
+        /// Every job, in config order.
+        jobs: Vec<JobSnapshot>,
+    },
+}
+
 /// One run as the activity heatmap plots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivityRow {
@@ -179,6 +212,14 @@ pub enum Control {
         only: Option<String>,
         /// Answer.
         reply: oneshot::Sender<Vec<JobSnapshot>>,
+    },
+    /// Snapshots of every job, unless nothing shown changed since
+    /// `since`.
+    JobsSince {
+        /// The stamp of the state the caller has rendered.
+        since: Option<Stamp>,
+        /// Answer.
+        reply: oneshot::Sender<JobsAnswer>,
     },
     /// The status rows of every job, in config order.
     Status {
@@ -268,6 +309,22 @@ pub enum Control {
     },
 }
 
+impl Control {
+    /// Whether answering this request can change the scheduler's state
+    /// (and so the change generation the API's cached bodies are keyed
+    /// on). A read-only request leaves the generation alone, so polling
+    /// does not void the caches it reads through.
+    pub(super) fn changes_state(&self) -> bool {
+        matches!(
+            self,
+            Control::Start { .. }
+                | Control::Cancel { .. }
+                | Control::Pause { .. }
+                | Control::Resume { .. }
+        )
+    }
+}
+
 /// A cloneable way to reach the scheduler.
 #[derive(Debug, Clone)]
 pub struct ControlHandle {
@@ -300,6 +357,12 @@ impl ControlHandle {
     /// Snapshots of every job, in config order.
     pub async fn jobs(&self) -> Result<Vec<JobSnapshot>, ControlError> {
         self.ask(|reply| Control::Jobs { only: None, reply }).await
+    }
+
+    /// Snapshots of every job, or [`JobsAnswer::Unchanged`] when nothing
+    /// they show changed since the state stamped `since`.
+    pub async fn jobs_since(&self, since: Option<Stamp>) -> Result<JobsAnswer, ControlError> {
+        self.ask(|reply| Control::JobsSince { since, reply }).await
     }
 
     /// Every job's status row inputs, in config order.

@@ -143,6 +143,14 @@ pub struct Scheduler {
     /// Each job's next fire as the API last asked for it (see
     /// [`next_fire`]).
     next_fires: next_fire::NextFires,
+    /// Bumped by every turn of the run loop that can change anything the
+    /// API shows (all but read-only control requests): the API reuses a
+    /// body rendered at one generation while the generation holds (see
+    /// [`control::Stamp`]).
+    api_generation: u64,
+    /// The per-job rows of the last metrics snapshot, with the stamp and
+    /// counters epoch they were read at.
+    metrics_rows: Option<(control::Stamp, u64, crate::metrics::prometheus::JobRows)>,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -186,6 +194,8 @@ impl Scheduler {
             progress_version: 0,
             failover: failover::Failover::default(),
             next_fires: next_fire::NextFires::default(),
+            api_generation: 0,
+            metrics_rows: None,
         };
         scheduler.install_jobs(initial);
         scheduler
@@ -196,7 +206,17 @@ impl Scheduler {
         ControlHandle::new(self.control_tx.clone(), self.shutdown.clone())
     }
 
+    /// Answers one control request; one that can change state moves the
+    /// API's change generation first.
+    fn control_request(&mut self, request: Control) {
+        if request.changes_state() {
+            self.api_generation += 1;
+        }
+        self.handle_control(request);
+    }
+
     fn install_jobs(&mut self, set: JobSet) {
+        self.api_generation += 1;
         // Logged at start and then only when a reload changes the set, so
         // the line marks the moments the fleet's job set moved.
         if set.job_set_id != self.job_set_id {
@@ -260,6 +280,7 @@ impl Scheduler {
     /// or [`ShutdownHandle::trigger`]), then drains running jobs. Further
     /// requests during the drain change nothing but a log line.
     pub async fn run(mut self, mut stop: ShutdownRequests) {
+        self.api_generation += 1;
         self.launch_reboot_jobs();
         // Nothing at or before the start instant is due: the first pass is
         // the first boundary after it.
@@ -270,16 +291,24 @@ impl Scheduler {
                 .sleep_until(tick::next_boundary(self.evaluated, self.cadence()));
             tokio::select! {
                 _ = sleep => {
+                    self.api_generation += 1;
                     let started = self.clock.now();
                     if let Some(set) = self.source.poll() {
                         self.swap(set, started);
                     }
                     self.launch_passed_boundaries();
                 }
-                Some(event) = self.events_rx.recv() => self.handle_event(event),
-                Some(request) = self.control_rx.recv() => self.handle_control(request),
-                request = self.slots.next_yield() => self.slot_yield(request),
+                Some(event) = self.events_rx.recv() => {
+                    self.api_generation += 1;
+                    self.handle_event(event)
+                }
+                Some(request) = self.control_rx.recv() => self.control_request(request),
+                request = self.slots.next_yield() => {
+                    self.api_generation += 1;
+                    self.slot_yield(request)
+                }
                 set = self.source.next() => {
+                    self.api_generation += 1;
                     // Boundaries that passed while the source worked are
                     // not lost: the sleep above is already due when the
                     // loop comes back, and that pass fires them.
@@ -359,6 +388,7 @@ impl Scheduler {
 
     /// Stops launching, drops pending retries and waits for running jobs.
     async fn drain(&mut self, stop: &mut ShutdownRequests) {
+        self.api_generation += 1;
         self.stopping = true;
         self.gate.step_down();
         tracing::info!(
@@ -371,9 +401,15 @@ impl Scheduler {
         }
         while self.running.values().any(|v| !v.is_empty()) {
             tokio::select! {
-                Some(event) = self.events_rx.recv() => self.handle_event(event),
-                Some(request) = self.control_rx.recv() => self.handle_control(request),
-                request = self.slots.next_yield() => self.slot_yield(request),
+                Some(event) = self.events_rx.recv() => {
+                    self.api_generation += 1;
+                    self.handle_event(event)
+                }
+                Some(request) = self.control_rx.recv() => self.control_request(request),
+                request = self.slots.next_yield() => {
+                    self.api_generation += 1;
+                    self.slot_yield(request)
+                }
                 cause = stop.recv() => {
                     // The manual: a second signal does not change the
                     // shutdown sequence. Say so, so the operator knows.

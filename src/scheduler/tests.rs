@@ -624,3 +624,128 @@ async fn a_suspended_job_skips_its_fires_but_starts_by_hand_and_progress_reports
     assert_eq!(only_free.jobs.len(), 1);
     finish(h).await;
 }
+
+/// The stamp `jobs_since` hands out, and the state it stands for.
+async fn jobs_now(
+    control: &ControlHandle,
+    since: Option<super::control::Stamp>,
+) -> Option<(
+    Option<super::control::Stamp>,
+    Vec<super::control::JobSnapshot>,
+)> {
+    match control
+        .jobs_since(since)
+        .await
+        .expect("the scheduler answers")
+    {
+        super::control::JobsAnswer::Unchanged => None,
+        super::control::JobsAnswer::Changed { stamp, jobs } => Some((stamp, jobs)),
+    }
+}
+
+/// A rendering the API keeps is reused only while nothing it shows moved:
+/// a pause, a reload, a manual run and a fire that passes each void it.
+#[tokio::test(start_paused = true)]
+async fn a_jobs_stamp_holds_only_while_nothing_shown_changed() {
+    let yaml = "jobs:\n  - name: far\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n  \
+                - name: slow\n    command: \"sleep 30\"\n    schedule: \"0 * * * *\"\n";
+    let h = start(job_set(yaml), Admission::Launch, SlotClaim::Claimed).await;
+    let (stamp, jobs) = jobs_now(&h.control, None).await.expect("a first answer");
+    let stamp = stamp.expect("an idle table is reusable");
+    assert_eq!(jobs.len(), 2);
+    // Reads (of any kind) change nothing.
+    h.control.status().await.unwrap();
+    h.control.metrics().await.unwrap();
+    assert!(jobs_now(&h.control, Some(stamp)).await.is_none());
+
+    // A pause shows up.
+    let request = super::pause::PauseRequest {
+        duration_seconds: Some(600),
+        until: None,
+        note: None,
+        by: None,
+    };
+    h.control.pause("far", request).await.unwrap();
+    let (paused_stamp, jobs) = jobs_now(&h.control, Some(stamp)).await.expect("moved");
+    assert!(jobs[0].paused.is_some());
+    let paused_stamp = paused_stamp.expect("still reusable");
+
+    // A new table shows up.
+    h.sets
+        .send(job_set(&format!("{yaml}{}", &every_minute("added")[5..])))
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let (table_stamp, jobs) = loop {
+        if let Some(answer) = jobs_now(&h.control, Some(paused_stamp)).await {
+            break answer;
+        }
+        assert!(std::time::Instant::now() < deadline, "the reload shows");
+        tokio::task::yield_now().await;
+    };
+    assert_eq!(jobs.len(), 3);
+    assert_eq!(jobs[2].config.name, "added");
+    let table_stamp = table_stamp.expect("reusable");
+    assert!(jobs_now(&h.control, Some(table_stamp)).await.is_none());
+
+    // A manual run: while it runs nothing is reusable, and once it has
+    // finished the run shows.
+    h.control.start("slow").await.unwrap();
+    let (running_stamp, jobs) = jobs_now(&h.control, Some(table_stamp))
+        .await
+        .expect("the start moved it");
+    assert!(jobs[1].running);
+    assert!(
+        running_stamp.is_none(),
+        "a running instance is never cached"
+    );
+    h.control.cancel("slow").await.unwrap();
+    runs(&h.control, "slow", 1).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let (stamp, jobs) = jobs_now(&h.control, None).await.unwrap();
+        if let Some(stamp) = stamp {
+            break (stamp, jobs);
+        }
+        assert!(std::time::Instant::now() < deadline, "the run ends");
+        tokio::task::yield_now().await;
+    };
+    assert!(!after.1[1].running);
+    assert!(after.1[1].last_run.is_some(), "the finished run shows");
+
+    // The stamp lasts until the earliest next fire (the minute boundary
+    // of `added`), and the clock passing it voids the stamp.
+    assert_eq!(Some(after.0.until), after.1[2].next_fire);
+    tokio::time::advance(Duration::from_secs(31)).await;
+    let (_, jobs) = jobs_now(&h.control, Some(after.0))
+        .await
+        .expect("a passed fire moves the next fires");
+    assert!(jobs[2].next_fire.unwrap() > origin() + chrono::Duration::seconds(30));
+    finish(h).await;
+}
+
+/// `/metrics` snapshots share their per-job rows while nothing changed,
+/// and a recorded run gives fresh rows that encode it.
+#[tokio::test(start_paused = true)]
+async fn metrics_rows_are_shared_only_while_nothing_changed() {
+    let yaml = "jobs:\n  - name: far\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n";
+    let h = start(job_set(yaml), Admission::Launch, SlotClaim::Claimed).await;
+    let first = h.control.metrics().await.unwrap();
+    let second = h.control.metrics().await.unwrap();
+    assert!(first.same_output(&second));
+    let runs_line = |s: &crate::metrics::prometheus::Snapshot| {
+        s.encode(crate::metrics::prometheus::Format::Text)
+            .lines()
+            .find(|l| {
+                l.starts_with("cronstable_job_runs_total{job_name=\"far\",status=\"success\"}")
+            })
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(runs_line(&second).ends_with(" 0"), "{}", runs_line(&second));
+    h.control.start("far").await.unwrap();
+    runs(&h.control, "far", 1).await;
+    let after = h.control.metrics().await.unwrap();
+    assert!(!after.same_output(&second));
+    assert!(runs_line(&after).ends_with(" 1"), "{}", runs_line(&after));
+    finish(h).await;
+}

@@ -10,9 +10,81 @@
 //! cached body is never older than the state: it is exactly what encoding
 //! now would produce.
 
+use super::views::RenderedJobs;
 use crate::metrics::prometheus::{Format, Snapshot};
+use crate::scheduler::control::{ControlError, ControlHandle, JobsAnswer, Stamp};
 use axum::body::Bytes;
 use std::sync::{Arc, Mutex, PoisonError};
+
+/// The last `GET /jobs` rendering, with the scheduler's stamp of the state
+/// it shows.
+///
+/// Each request asks the scheduler whether anything changed since that
+/// stamp (an O(1) check on its thread, see
+/// [`ControlHandle::jobs_since`]); while nothing did, the rendering is
+/// served again, its countdowns written in for the moment of serving. The
+/// scheduler withholds a stamp whenever a rendering could go stale
+/// without it seeing a change, so such a state is rendered per request.
+#[derive(Debug, Default)]
+pub struct JobsCache {
+    last: Mutex<Option<(Stamp, Arc<RenderedJobs>)>>,
+}
+
+/// Why the job list could not be rendered.
+#[derive(Debug, thiserror::Error)]
+pub enum JobsError {
+    /// The scheduler did not answer.
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    /// Serializing failed (it writes to memory: it does not).
+    #[error("cannot encode the job list: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+impl JobsCache {
+    /// The rendering of the job list as it is now.
+    pub async fn current(&self, control: &ControlHandle) -> Result<Arc<RenderedJobs>, JobsError> {
+        let since = self.slot().as_ref().map(|(stamp, _)| *stamp);
+        match control.jobs_since(since).await? {
+            JobsAnswer::Unchanged => {
+                if let Some((stamp, rendered)) = self.slot().as_ref() {
+                    if Some(*stamp) == since {
+                        return Ok(Arc::clone(rendered));
+                    }
+                }
+                // Another request replaced the rendering meanwhile: ask
+                // for the state itself.
+                match control.jobs_since(None).await? {
+                    JobsAnswer::Changed { stamp, jobs } => self.render(stamp, jobs).await,
+                    JobsAnswer::Unchanged => Err(ControlError::Unavailable.into()),
+                }
+            }
+            JobsAnswer::Changed { stamp, jobs } => self.render(stamp, jobs).await,
+        }
+    }
+
+    async fn render(
+        &self,
+        stamp: Option<Stamp>,
+        jobs: Vec<crate::scheduler::control::JobSnapshot>,
+    ) -> Result<Arc<RenderedJobs>, JobsError> {
+        // Tens of milliseconds with 10,000 jobs: on the blocking pool, so
+        // other requests on the API's runtime go on meanwhile.
+        let rendered = match tokio::task::spawn_blocking(move || RenderedJobs::render(&jobs)).await
+        {
+            Ok(rendered) => Arc::new(rendered?),
+            // The blocking pool is gone (shutting down).
+            Err(_) => return Err(ControlError::Unavailable.into()),
+        };
+        let mut slot = self.slot();
+        *slot = stamp.map(|stamp| (stamp, Arc::clone(&rendered)));
+        Ok(rendered)
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<(Stamp, Arc<RenderedJobs>)>> {
+        self.last.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
 
 /// The last `/metrics` body in each format, with the snapshot it encodes.
 #[derive(Debug, Default)]

@@ -230,6 +230,7 @@ async fn start(
         extra_headers: Arc::new(extra_headers),
         metrics_enabled: web.metrics.as_ref().and_then(|m| m.enabled).unwrap_or(true),
         metrics_cache: Arc::default(),
+        jobs_cache: Arc::default(),
     };
     let app = routes::router(state);
     let stop = Arc::new(Notify::new());

@@ -39,6 +39,8 @@ pub struct AppState {
     pub draining: watch::Receiver<bool>,
     /// The last `/metrics` bodies, served again while nothing changed.
     pub metrics_cache: Arc<super::cache::MetricsCache>,
+    /// The last `/jobs` rendering, served again while nothing changed.
+    pub jobs_cache: Arc<super::cache::JobsCache>,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -266,22 +268,26 @@ async fn status(State(state): State<AppState>, headers: HeaderMap) -> ApiResult 
 }
 
 /// `GET /jobs`: every job, with an ETag that ignores the countdowns (see
-/// [`views::jobs_etag`]), 304 for a client that has it, gzip on request.
+/// [`views::RenderedJobs`]), 304 for a client that has it, gzip on
+/// request. The rendering is shared between requests while the scheduler
+/// says nothing it shows changed ([`super::cache::JobsCache`]).
 async fn jobs(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {
-    let jobs = state.control.jobs().await?;
-    let etag = views::jobs_etag(&jobs);
-    if conditional::not_modified(&headers, &etag) {
-        return Ok(conditional::json(&headers, &etag, Vec::new()).await);
+    let rendered = state
+        .jobs_cache
+        .current(&state.control)
+        .await
+        .map_err(|err| match err {
+            super::cache::JobsError::Control(err) => ApiError::from(err),
+            err @ super::cache::JobsError::Encode(_) => {
+                ApiError(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+            }
+        })?;
+    let etag = rendered.etag();
+    if conditional::not_modified(&headers, etag) {
+        return Ok(conditional::json(&headers, etag, Vec::new()).await);
     }
-    let now = Utc::now();
-    let list: Vec<views::JobDetail<'_>> = jobs.iter().map(|j| views::job_detail(j, now)).collect();
-    let body = serde_json::to_vec(&list).map_err(|e| {
-        ApiError(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot encode the job list: {e}"),
-        )
-    })?;
-    Ok(conditional::json(&headers, &etag, body).await)
+    let body = rendered.body_at(Utc::now());
+    Ok(conditional::json(&headers, etag, body).await)
 }
 
 async fn job(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {

@@ -324,33 +324,159 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
     }
 }
 
+/// The `GET /jobs` body of one state, rendered once and served to every
+/// poller while the state holds. Each countdown (`scheduled_in`) moves
+/// with the clock, so it is left out of the rendered text and written at
+/// serving time from the absolute instant it counts down to
+/// ([`RenderedJobs::body_at`]): the body served is exactly what rendering
+/// the same state at that moment gives.
+#[derive(Debug)]
+pub struct RenderedJobs {
+    /// The body with every countdown cut out.
+    text: Vec<u8>,
+    /// Where each cut is (an offset into `text`), with the instant the
+    /// countdown there counts down to (`None`: the value is `null`).
+    cuts: Vec<(usize, Option<DateTime<Utc>>)>,
+    /// The entity tag ([`jobs_etag`] of the same state).
+    etag: String,
+}
+
+/// The member a countdown is cut from, as the entry is serialized with
+/// the countdown set to `null`. A `"` inside a JSON string is always
+/// escaped, so this text (with its unescaped quotes) can only be the
+/// member itself.
+const SCHEDULED_IN_NULL: &[u8] = b",\"scheduled_in\":null";
+
+/// Where [`SCHEDULED_IN_NULL`] starts in a serialized entry. Searched
+/// from the end: only the short cluster and time zone members follow it.
+fn scheduled_in_member(entry: &[u8]) -> Option<usize> {
+    let len = SCHEDULED_IN_NULL.len();
+    (0..=entry.len().checked_sub(len)?)
+        .rev()
+        .find(|&at| entry[at] == b',' && &entry[at..at + len] == SCHEDULED_IN_NULL)
+}
+
+impl RenderedJobs {
+    /// Renders `jobs` (in order), computing the tag from the same bytes.
+    pub fn render(jobs: &[JobSnapshot]) -> Result<RenderedJobs, serde_json::Error> {
+        let mut digest = TagDigest::new();
+        let mut text = Vec::with_capacity(64 + jobs.len() * 320);
+        let mut cuts = Vec::with_capacity(jobs.len());
+        let mut entry = Vec::with_capacity(1024);
+        let epoch = DateTime::<Utc>::UNIX_EPOCH;
+        text.push(b'[');
+        for (i, job) in jobs.iter().enumerate() {
+            let mut detail = job_detail(job, epoch);
+            // The instant counted down to, where a countdown is shown.
+            let at = detail.scheduled_in.and(job.next_fire);
+            detail.scheduled_in = None;
+            entry.clear();
+            serde_json::to_writer(&mut entry, &detail)?;
+            let Some(member) = scheduled_in_member(&entry) else {
+                return Err(serde::ser::Error::custom(
+                    "a job entry without its scheduled_in member",
+                ));
+            };
+            let cut = member + SCHEDULED_IN_NULL.len() - b"null".len();
+            let (head, tail) = (&entry[..cut], &entry[cut + b"null".len()..]);
+            if i > 0 {
+                text.push(b',');
+            }
+            text.extend_from_slice(head);
+            cuts.push((text.len(), at));
+            text.extend_from_slice(tail);
+            // The tag's bytes: the entry with the instant in place of the
+            // countdown (see jobs_etag).
+            digest.write(head);
+            let instant = at.map(|t| t.timestamp_micros() as f64 / 1e6);
+            serde_json::to_writer(&mut digest, &instant)?;
+            digest.write(tail);
+        }
+        text.push(b']');
+        Ok(RenderedJobs {
+            text,
+            cuts,
+            etag: digest.tag(),
+        })
+    }
+
+    /// The entity tag.
+    pub fn etag(&self) -> &str {
+        &self.etag
+    }
+
+    /// The body as of `now`: the rendered text with each countdown
+    /// written in.
+    pub fn body_at(&self, now: DateTime<Utc>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.text.len() + self.cuts.len() * 12);
+        let mut from = 0;
+        for &(at, instant) in &self.cuts {
+            out.extend_from_slice(&self.text[from..at]);
+            match seconds_until(instant, now) {
+                None => out.extend_from_slice(b"null"),
+                Some(secs) => {
+                    // Writing into a Vec cannot fail.
+                    let _ = serde_json::to_writer(&mut out, &secs);
+                }
+            }
+            from = at;
+        }
+        out.extend_from_slice(&self.text[from..]);
+        out
+    }
+}
+
+/// Two differently seeded 64-bit SipHash digests: 128 bits of tag.
+struct TagDigest(
+    std::collections::hash_map::DefaultHasher,
+    std::collections::hash_map::DefaultHasher,
+);
+
+impl TagDigest {
+    fn new() -> TagDigest {
+        use std::hash::Hasher;
+        let mut digest = TagDigest(Default::default(), Default::default());
+        digest.1.write_u8(0x5a);
+        digest
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        use std::hash::Hasher;
+        self.0.write(bytes);
+        self.1.write(bytes);
+    }
+
+    fn tag(&self) -> String {
+        use std::hash::Hasher;
+        let (a, b) = (self.0.finish(), self.1.finish());
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&a.to_be_bytes());
+        bytes[8..].copy_from_slice(&b.to_be_bytes());
+        super::conditional::etag_of(&bytes)
+    }
+}
+
+impl std::io::Write for TagDigest {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        TagDigest::write(self, bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The entity tag of a `GET /jobs` answer: a digest of every entry as it
 /// would be served, except that each countdown (`scheduled_in`) is
 /// replaced by the absolute instant it counts down to. The tag therefore
 /// stays put while only the clock moves (a dashboard that got a 304 keeps
 /// its copy and counts down itself, as with the original) and moves with
 /// anything else that changes. It is computed by serializing into the
-/// digest, so nothing served can be left out of it.
+/// digest, so nothing served can be left out of it. [`RenderedJobs`]
+/// computes the same tag while rendering; this is its reference.
+#[cfg(test)]
 pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
-    struct Digest(
-        std::collections::hash_map::DefaultHasher,
-        std::collections::hash_map::DefaultHasher,
-    );
-    impl std::io::Write for Digest {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            use std::hash::Hasher;
-            self.0.write(bytes);
-            self.1.write(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    use std::hash::Hasher;
-    // Two differently seeded 64-bit SipHash digests: 128 bits of tag.
-    let mut digest = Digest(Default::default(), Default::default());
-    digest.1.write_u8(0x5a);
+    let mut digest = TagDigest::new();
     let epoch = DateTime::<Utc>::UNIX_EPOCH;
     for job in jobs {
         let mut entry = job_detail(job, epoch);
@@ -362,11 +488,7 @@ pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
         // would still change with the content.
         let _ = serde_json::to_writer(&mut digest, &entry);
     }
-    let (a, b) = (digest.0.finish(), digest.1.finish());
-    let mut bytes = [0u8; 16];
-    bytes[..8].copy_from_slice(&a.to_be_bytes());
-    bytes[8..].copy_from_slice(&b.to_be_bytes());
-    super::conditional::etag_of(&bytes)
+    digest.tag()
 }
 
 /// One run of `GET /jobs/{name}/runs`.
@@ -622,6 +744,59 @@ mod tests {
             let mapped = serde_json::to_string(&map_built_entry(snap, now)).unwrap();
             assert_eq!(direct, mapped, "{}", snap.config.name);
         }
+    }
+
+    /// A rendering served later writes the countdowns for the moment it
+    /// is served: the body is byte for byte what serializing the same
+    /// state then gives, and the tag is the reference tag.
+    #[test]
+    fn a_rendering_served_later_has_the_countdowns_of_that_moment() {
+        use chrono::TimeZone;
+        let now = Utc.with_ymd_and_hms(2026, 6, 21, 12, 0, 0).unwrap();
+        let later = |ms: i64| now + chrono::Duration::milliseconds(ms);
+        let jobs = vec![
+            snapshot("  - name: a\n    command: echo ',\"scheduled_in\":null'\n    schedule: '*/5 * * * *'\n", |s| {
+                s.next_fire = Some(later(42_100));
+            }),
+            snapshot("  - name: boot\n    command: 'true'\n    schedule: '@reboot'\n", |_| {}),
+            snapshot("  - name: busy\n    command: 'true'\n    schedule: '* * * * *'\n", |s| {
+                s.running = true;
+                s.pids = vec![7];
+                s.next_fire = Some(later(500));
+            }),
+            snapshot("  - name: dead\n    command: 'true'\n    schedule: '0 0 1 1 * 2001'\n", |s| {
+                s.never_fires = true;
+            }),
+            snapshot("  - name: z\n    command: 'true'\n    schedule: '0 * * * *'\n    timezone: Europe/Berlin\n", |s| {
+                s.next_fire = Some(later(3_599_999));
+            }),
+        ];
+        let rendered = RenderedJobs::render(&jobs).expect("renders");
+        assert_eq!(rendered.etag(), jobs_etag(&jobs));
+        let fresh = |at: DateTime<Utc>| {
+            let list: Vec<JobDetail<'_>> = jobs.iter().map(|j| job_detail(j, at)).collect();
+            serde_json::to_vec(&list).unwrap()
+        };
+        for ms in [0, 999, 1_000, 1_500, 42_099, 42_100, 60_000] {
+            let at = later(ms);
+            assert_eq!(
+                String::from_utf8(rendered.body_at(at)).unwrap(),
+                String::from_utf8(fresh(at)).unwrap(),
+                "served {ms} ms after rendering"
+            );
+        }
+        // The countdown moves between seconds; nothing else does.
+        let (first, second) = (rendered.body_at(later(0)), rendered.body_at(later(1_000)));
+        let parsed = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
+        assert_eq!(parsed(&first)[0]["scheduled_in"], 42.1);
+        assert_eq!(parsed(&second)[0]["scheduled_in"], 41.1);
+        assert_eq!(parsed(&second)[4]["scheduled_in"], 3598.999);
+        assert_eq!(parsed(&first)[1]["scheduled_in"], Value::Null);
+        assert_eq!(parsed(&first)[2]["scheduled_in"], Value::Null);
+        // A job list without jobs is an empty array.
+        let empty = RenderedJobs::render(&[]).unwrap();
+        assert_eq!(empty.body_at(now), b"[]");
+        assert_eq!(empty.etag(), jobs_etag(&[]));
     }
 
     #[test]
