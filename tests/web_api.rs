@@ -236,6 +236,25 @@ fn pause_skips_fires_until_resumed() {
     assert!(get(port, "/jobs/tick").json()["paused"].is_null());
 }
 
+/// The request head limits documented in docs/configuration.md (hyper's
+/// defaults: 100 headers, about 400 KiB of head): past them a client gets
+/// `431` and the daemon answers the next request as usual.
+#[test]
+fn an_oversized_request_head_is_refused_with_431() {
+    let (_d, port) = Daemon::start_with_web("", JOBS);
+    let names: Vec<String> = (0..150).map(|i| format!("x-extra-{i}")).collect();
+    let many: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "v")).collect();
+    assert_eq!(request(port, "GET", "/status", &many, "").status, 431);
+    let long = "v".repeat(30 * 1024);
+    let big: Vec<(&str, &str)> = names[..20]
+        .iter()
+        .map(|n| (n.as_str(), long.as_str()))
+        .collect();
+    assert_eq!(request(port, "GET", "/status", &big, "").status, 431);
+    let fine: Vec<(&str, &str)> = names[..50].iter().map(|n| (n.as_str(), "v")).collect();
+    assert_eq!(request(port, "GET", "/status", &fine, "").status, 200);
+}
+
 #[test]
 fn bearer_token_auth_and_scopes() {
     let web = r#"  authToken:
