@@ -162,8 +162,25 @@ fn start_cluster(names: &[&'static str], shared: &Path, opts: Options) -> (Vec<N
     (nodes, ca)
 }
 
-/// Starts one member per plan, each with a certificate from `ca`, listing
-/// the others and `extra_peers` as its peers.
+/// One config per plan, each with a certificate from `ca`, listing the
+/// others and `extra_peers` as its peers.
+fn planned_configs(
+    plans: &[Plan],
+    ca: &Ca,
+    shared: &Path,
+    extra_peers: &[u16],
+    opts: Options,
+) -> Vec<String> {
+    plans
+        .iter()
+        .map(|p| {
+            let tls = ca.files(ca, &tls_dir(shared, p));
+            config(p, plans, &tls, shared, extra_peers, opts)
+        })
+        .collect()
+}
+
+/// Starts one member per plan (see [`planned_configs`]).
 fn start_planned(
     plans: &[Plan],
     ca: &Ca,
@@ -171,12 +188,18 @@ fn start_planned(
     extra_peers: &[u16],
     opts: Options,
 ) -> Vec<Node> {
+    start_configs(
+        plans,
+        &planned_configs(plans, ca, shared, extra_peers, opts),
+    )
+}
+
+/// Starts plan i on config i.
+fn start_configs(plans: &[Plan], configs: &[String]) -> Vec<Node> {
     plans
         .iter()
-        .map(|p| {
-            let tls = ca.files(ca, &tls_dir(shared, p));
-            Node::start(p, &config(p, plans, &tls, shared, extra_peers, opts))
-        })
+        .zip(configs)
+        .map(|(p, c)| Node::start(p, c))
         .collect()
 }
 
@@ -295,18 +318,9 @@ fn a_runner_restarted_at_once_takes_over_again_without_a_double_run() {
     let shared = shared_dir.path().to_path_buf();
     let ca = Ca::new();
     let plans = plan(&["a", "b", "c"]);
-    let configs: Vec<String> = plans
-        .iter()
-        .map(|p| {
-            let tls = ca.files(&ca, &tls_dir(&shared, p));
-            config(p, &plans, &tls, &shared, &[], Options::default())
-        })
-        .collect();
-    let mut nodes: Vec<Node> = plans
-        .iter()
-        .zip(&configs)
-        .map(|(p, c)| Node::start(p, c))
-        .collect();
+    // Kept to start a killed node again with the same config.
+    let configs = planned_configs(&plans, &ca, &shared, &[], Options::default());
+    let mut nodes = start_configs(&plans, &configs);
     wait_until(
         "a to lead the converged cluster",
         PATIENCE,

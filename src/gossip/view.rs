@@ -774,7 +774,7 @@ impl ClusterView {
     /// way also sees each voucher as eligible and cannot elect itself over
     /// a lower voucher: the hold that keeps every node from leading on a
     /// view its peers have not confirmed yet (the first rounds at start).
-    pub fn vouched_by_quorum(&self) -> bool {
+    fn vouched_by_quorum(&self) -> bool {
         let me = self.me.node_name.as_str();
         let vouchers = self
             .agreeing()
@@ -785,7 +785,7 @@ impl ClusterView {
     }
 
     /// Whether this node may act on its election: vouched for by a quorum
-    /// ([`Self::vouched_by_quorum`]), and known to every peer that could be
+    /// (`vouched_by_quorum`), and known to every peer that could be
     /// running what this node would run.
     ///
     /// A peer's vouch list is the set it elects from: a peer that lists

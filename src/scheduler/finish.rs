@@ -14,7 +14,10 @@ use std::time::Duration;
 const GATE_RECHECK: Duration = Duration::from_secs(5);
 
 impl Scheduler {
+    /// Takes one event from a run or a timer; every event can change what
+    /// the API shows, so it moves the change generation.
     pub(super) fn handle_event(&mut self, event: Event) {
+        self.api_generation += 1;
         match event {
             Event::Finished(record) => self.handle_finished(*record),
             Event::RetryDue { job, generation } => self.handle_retry_due(&job, generation),

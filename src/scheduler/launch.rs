@@ -361,6 +361,7 @@ impl Scheduler {
     /// Replace cancels them (no report, no retry); the finish path gives
     /// the slot back when the last one ends.
     pub(super) fn slot_yield(&mut self, request: SlotYield) {
+        self.api_generation += 1;
         let live: Vec<RunHandle> = self
             .running
             .get(&request.job)

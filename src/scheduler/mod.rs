@@ -298,15 +298,9 @@ impl Scheduler {
                     }
                     self.launch_passed_boundaries();
                 }
-                Some(event) = self.events_rx.recv() => {
-                    self.api_generation += 1;
-                    self.handle_event(event)
-                }
+                Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),
-                request = self.slots.next_yield() => {
-                    self.api_generation += 1;
-                    self.slot_yield(request)
-                }
+                request = self.slots.next_yield() => self.slot_yield(request),
                 set = self.source.next() => {
                     self.api_generation += 1;
                     // Boundaries that passed while the source worked are
@@ -401,15 +395,9 @@ impl Scheduler {
         }
         while self.running.values().any(|v| !v.is_empty()) {
             tokio::select! {
-                Some(event) = self.events_rx.recv() => {
-                    self.api_generation += 1;
-                    self.handle_event(event)
-                }
+                Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),
-                request = self.slots.next_yield() => {
-                    self.api_generation += 1;
-                    self.slot_yield(request)
-                }
+                request = self.slots.next_yield() => self.slot_yield(request),
                 cause = stop.recv() => {
                     // The manual: a second signal does not change the
                     // shutdown sequence. Say so, so the operator knows.
