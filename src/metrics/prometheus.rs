@@ -296,7 +296,7 @@ struct Scrape {
     cluster_facts: Option<(bool, bool, Option<String>)>,
     /// Shared between scrapes while no job's row changed (see
     /// [`JobRows`]).
-    jobs: Arc<Vec<JobRow>>,
+    jobs: Arc<Vec<Arc<JobRow>>>,
 }
 
 impl Scrape {
@@ -320,7 +320,7 @@ impl Scrape {
                         .jobs
                         .iter()
                         .zip(other.jobs.iter())
-                        .all(|(a, b)| a.same_output(b))))
+                        .all(|(a, b)| Arc::ptr_eq(a, b) || a.same_output(b))))
     }
 }
 
@@ -348,6 +348,24 @@ struct LastRun {
 }
 
 impl JobRow {
+    /// Whether this row is what `g`, `last_run` and `counters` would make.
+    fn shows(
+        &self,
+        g: &JobGauges,
+        last_run: &Option<LastRun>,
+        counters: &Arc<JobCounters>,
+    ) -> bool {
+        self.enabled == g.enabled
+            && self.running == g.running
+            && self.paused == g.paused
+            && self.next_run.map(f64::to_bits) == g.next_run.map(f64::to_bits)
+            && Arc::ptr_eq(&self.counters, counters)
+            && LastRun::same(&self.last_run, last_run)
+            && self.name == g.name
+            && self.schedule == g.schedule
+            && self.cluster_policy == g.cluster_policy
+    }
+
     fn same_output(&self, other: &JobRow) -> bool {
         self.name == other.name
             && self.schedule == other.schedule
@@ -357,53 +375,83 @@ impl JobRow {
             && self.next_run.map(f64::to_bits) == other.next_run.map(f64::to_bits)
             && self.paused == other.paused
             && Arc::ptr_eq(&self.counters, &other.counters)
-            && match (&self.last_run, &other.last_run) {
-                (None, None) => true,
-                (Some(a), Some(b)) => {
-                    a.finished.to_bits() == b.finished.to_bits()
-                        && a.duration.map(f64::to_bits) == b.duration.map(f64::to_bits)
-                        && a.retcode == b.retcode
-                        && a.success == b.success
-                }
-                _ => false,
+            && LastRun::same(&self.last_run, &other.last_run)
+    }
+}
+
+impl LastRun {
+    /// Equal values (floats bit for bit: they are printed).
+    fn same(a: &Option<LastRun>, b: &Option<LastRun>) -> bool {
+        match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                a.finished.to_bits() == b.finished.to_bits()
+                    && a.duration.map(f64::to_bits) == b.duration.map(f64::to_bits)
+                    && a.retcode == b.retcode
+                    && a.success == b.success
             }
+            _ => false,
+        }
     }
 }
 
 impl Scrape {
-    fn take(counters: &Counters, gauges: &DaemonGauges) -> Scrape {
-        Scrape::with_rows(counters, gauges, Arc::new(Scrape::rows(counters, gauges)))
+    fn take(counters: &Counters, gauges: &DaemonGauges, previous: Option<&JobRows>) -> Scrape {
+        let rows = Scrape::rows(counters, gauges, previous.map(|p| &p.0[..]));
+        Scrape::with_rows(counters, gauges, Arc::new(rows))
     }
 
-    fn rows(counters: &Counters, gauges: &DaemonGauges) -> Vec<JobRow> {
+    /// The rows of `gauges.jobs`, each the same (shared) row as
+    /// `previous` has at its index when every value is the same: a
+    /// snapshot after one job changed then allocates (and later frees)
+    /// one row rather than 10,000, and comparing it with the previous
+    /// snapshot, or encoding it from the previous body, skips the shared
+    /// rows by identity.
+    fn rows(
+        counters: &Counters,
+        gauges: &DaemonGauges,
+        previous: Option<&[Arc<JobRow>]>,
+    ) -> Vec<Arc<JobRow>> {
         // Jobs without counters yet (none recorded since they appeared)
         // read as zero, sharing one empty set.
         let empty = Arc::new(JobCounters::new(&counters.bounds));
         gauges
             .jobs
             .iter()
-            .map(|g| JobRow {
-                name: g.name.to_owned(),
-                schedule: g.schedule.to_owned(),
-                cluster_policy: g.cluster_policy.to_owned(),
-                enabled: g.enabled,
-                running: g.running,
-                next_run: g.next_run,
-                last_run: g.last_run.map(|r| LastRun {
+            .enumerate()
+            .map(|(i, g)| {
+                let counters = counters.jobs.get(g.name).unwrap_or(&empty);
+                let last_run = g.last_run.map(|r| LastRun {
                     finished: r.finished_at.timestamp_micros() as f64 / 1e6,
                     duration: r.duration_seconds(),
                     retcode: r.retcode,
                     success: r.outcome() == Outcome::Success,
-                }),
-                paused: g.paused,
-                counters: Arc::clone(counters.jobs.get(g.name).unwrap_or(&empty)),
+                });
+                match previous.and_then(|p| p.get(i)) {
+                    Some(old) if old.shows(g, &last_run, counters) => Arc::clone(old),
+                    _ => Arc::new(JobRow {
+                        name: g.name.to_owned(),
+                        schedule: g.schedule.to_owned(),
+                        cluster_policy: g.cluster_policy.to_owned(),
+                        enabled: g.enabled,
+                        running: g.running,
+                        next_run: g.next_run,
+                        last_run,
+                        paused: g.paused,
+                        counters: Arc::clone(counters),
+                    }),
+                }
             })
             .collect()
     }
 
     /// A scrape of the daemon-wide values now, with the per-job rows
     /// `jobs` (`gauges.jobs` is not read).
-    fn with_rows(counters: &Counters, gauges: &DaemonGauges, jobs: Arc<Vec<JobRow>>) -> Scrape {
+    fn with_rows(
+        counters: &Counters,
+        gauges: &DaemonGauges,
+        jobs: Arc<Vec<Arc<JobRow>>>,
+    ) -> Scrape {
         let taken = std::time::Instant::now();
         Scrape {
             version: gauges.version.to_owned(),
@@ -507,12 +555,23 @@ pub struct Snapshot(Arc<Scrape>);
 /// The per-job rows of a [`Snapshot`] (every job's gauges and a handle on
 /// its counters), shared by reference.
 #[derive(Debug, Clone)]
-pub struct JobRows(Arc<Vec<JobRow>>);
+pub struct JobRows(Arc<Vec<Arc<JobRow>>>);
 
 impl Snapshot {
     /// Takes the counters and the scheduler's gauges as they are now.
     pub fn take(counters: &Counters, gauges: &DaemonGauges) -> Snapshot {
-        Snapshot(Arc::new(Scrape::take(counters, gauges)))
+        Snapshot(Arc::new(Scrape::take(counters, gauges, None)))
+    }
+
+    /// [`Snapshot::take`], sharing each row of `previous` (an earlier
+    /// snapshot's rows, of any state) that has the same values: the
+    /// same text, less work when few jobs changed.
+    pub fn take_reusing(
+        counters: &Counters,
+        gauges: &DaemonGauges,
+        previous: &JobRows,
+    ) -> Snapshot {
+        Snapshot(Arc::new(Scrape::take(counters, gauges, Some(previous))))
     }
 
     /// Takes the daemon-wide values as they are now, with the per-job
@@ -580,7 +639,7 @@ pub struct Encoder {
 /// of each family are in it (see [`job_text::Starts`]).
 #[derive(Debug)]
 struct Encoded {
-    rows: Arc<Vec<JobRow>>,
+    rows: Arc<Vec<Arc<JobRow>>>,
     body: Body,
     starts: job_text::Starts,
 }
@@ -613,7 +672,7 @@ impl Encoder {
 /// For each of `rows`, the index of the earlier row it equals (same job,
 /// same values), whose lines can therefore be copied. Rows are looked up
 /// by position first (the job table rarely changes), by name otherwise.
-fn reusable(earlier: &[JobRow], rows: &[JobRow]) -> Vec<Option<usize>> {
+fn reusable(earlier: &[Arc<JobRow>], rows: &[Arc<JobRow>]) -> Vec<Option<usize>> {
     let mut by_name: Option<HashMap<&str, usize>> = None;
     rows.iter()
         .enumerate()
@@ -631,7 +690,7 @@ fn reusable(earlier: &[JobRow], rows: &[JobRow]) -> Vec<Option<usize>> {
                     .get(row.name.as_str())
                     .copied(),
             };
-            at.filter(|&j| earlier[j].same_output(row))
+            at.filter(|&j| Arc::ptr_eq(&earlier[j], row) || earlier[j].same_output(row))
         })
         .collect()
 }

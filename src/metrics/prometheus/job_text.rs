@@ -16,6 +16,7 @@
 
 use super::{bucket_bound, outcome_index, Format, JobRow, OUTCOMES};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The shape of a family: decides its `# TYPE`, whether the 0.0.4
 /// format names it with `_total`, and how a job's samples are laid out.
@@ -450,7 +451,7 @@ pub(super) struct Earlier<'a> {
 pub(super) fn write_families(
     out: &mut String,
     format: Format,
-    rows: &[JobRow],
+    rows: &[Arc<JobRow>],
     reuse: &[Option<usize>],
     earlier: Option<&Earlier<'_>>,
 ) -> Starts {

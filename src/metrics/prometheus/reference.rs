@@ -240,7 +240,9 @@ pub(super) fn encode_with_crate(scrape: &Arc<Scrape>, format: Format) -> String 
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Counters, DaemonGauges, Encoder, JobGauges, Snapshot, DEFAULT_BUCKETS};
+    use super::super::{
+        Counters, DaemonGauges, Encoder, JobGauges, JobRows, Snapshot, DEFAULT_BUCKETS,
+    };
     use super::*;
     use crate::job::outcome::RunRecord;
     use crate::job::Trigger;
@@ -542,8 +544,22 @@ mod tests {
             Encoder::new(Format::Text),
             Encoder::new(Format::OpenMetrics),
         ];
-        let check = |encoders: &mut [Encoder; 2], counters: &Counters, state: &State| {
-            let snapshot = Snapshot::take(counters, &state.gauges());
+        // Each snapshot shares the unchanged rows of the one before, as
+        // the scheduler's do.
+        let mut previous: Option<JobRows> = None;
+        let mut check = |encoders: &mut [Encoder; 2], counters: &Counters, state: &State| {
+            let snapshot = match previous.take() {
+                Some(rows) => Snapshot::take_reusing(counters, &state.gauges(), &rows),
+                None => Snapshot::take(counters, &state.gauges()),
+            };
+            let fresh = Snapshot::take(counters, &state.gauges());
+            // (Not `same_output`: a job without counters gets a fresh
+            // empty set in each snapshot, equal but not identical.)
+            assert_eq!(
+                snapshot.encode(Format::OpenMetrics),
+                fresh.encode(Format::OpenMetrics)
+            );
+            previous = Some(snapshot.rows());
             for encoder in encoders.iter_mut() {
                 let body = encoder.encode(&snapshot);
                 assert_same(&snapshot, body.as_str(), encoder.format);
