@@ -396,8 +396,11 @@ impl Writer {
         let mut cumulative = 0u64;
         let finite = h.bounds.len().min(h.counts.len());
         for index in 0..=finite {
-            let at_or_below = h.counts.get(index).copied().unwrap_or(h.count);
-            let count = if index < finite { at_or_below } else { h.count };
+            let count = if index < finite {
+                h.counts[index]
+            } else {
+                h.count
+            };
             cumulative = cumulative.wrapping_add(count.saturating_sub(below));
             below = count;
             let le = if index < finite {
