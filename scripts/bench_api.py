@@ -9,6 +9,9 @@ instant it ran (`date +%s.%N`) to a file. Measured:
   * GET /status (JSON), /jobs and /metrics: the first request after start
     (cold) and then repeated requests (median and p95), each on a fresh
     connection, timed to the last byte of the body;
+  * GET /jobs and /metrics right after a change of state (one job paused
+    or resumed through the API before each request: a fresh rendering,
+    the cold build), each followed by a repeat;
   * the probe's launch lateness (the instant `date` ran minus the
     scheduled second) for a window with nobody polling, then for the same
     window with two clients polling /metrics and /jobs back to back.
@@ -20,6 +23,7 @@ on a quiet machine: another build on a 2-core machine moves every number.
 """
 
 import argparse
+import http.client
 import os
 import subprocess
 import sys
@@ -69,6 +73,35 @@ def timed(port, path, count):
         else:
             repeats.append(secs * 1000)
     return cold, repeats
+
+
+def http_post(port, path):
+    """POST with an empty body on a fresh connection; returns the status."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", path, body=b"")
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+def after_change(port, path, count):
+    """`path` fetched right after pausing or resuming one job (count
+    times), and again right after that; returns both lists of ms."""
+    changed, repeated = [], []
+    for i in range(count):
+        action = "pause" if i % 2 == 0 else "resume"
+        status = http_post(port, f"/jobs/job-00000/{action}")
+        if status != 200:
+            raise RuntimeError(f"POST {action}: {status}")
+        for out in (changed, repeated):
+            status, _, secs = bench.http_get(port, path, timeout=120)
+            if status != 200:
+                raise RuntimeError(f"GET {path}: {status}")
+            out.append(secs * 1000)
+    return changed, repeated
 
 
 def probe_lateness(probe_file, since, until):
@@ -145,6 +178,16 @@ def run(impl, jobs, seconds, repeats):
                         f"median {bench.percentile(rep, 50):.1f} ms, p95 {bench.percentile(rep, 95):.1f} ms",
                     )
                 )
+            for route in ("/jobs", "/metrics"):
+                changed, again = after_change(port, route, repeats)
+                for what, values in (("after a change", changed), ("right after that", again)):
+                    rows.append(
+                        (
+                            f"GET {route} {what}",
+                            f"median {bench.percentile(values, 50):.1f} ms, "
+                            f"p95 {bench.percentile(values, 95):.1f} ms",
+                        )
+                    )
             idle, _ = window(probe_file, seconds, [], port)
             busy, counts = window(probe_file, seconds, ["/metrics", "/jobs"], port)
             rows.append(("probe lateness, nobody polling", stats(idle)))
