@@ -404,7 +404,9 @@ mod tests {
         }
         // Every char below U+0800 alone and between plain text.
         for code in 0u32..0x800 {
-            let Some(c) = char::from_u32(code) else { continue };
+            let Some(c) = char::from_u32(code) else {
+                continue;
+            };
             for sample in [c.to_string(), format!("ab{c}cd{c}")] {
                 for html_safe in [false, true] {
                     let mut fast = String::new();

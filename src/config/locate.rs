@@ -44,6 +44,12 @@ impl<'a> LineIndex<'a> {
         lines.extend(text.lines());
         let mut names: HashMap<&'a str, NameLines> = HashMap::new();
         for (i, line) in lines.iter().enumerate() {
+            // A `name` key, quoted or not, contains the word: most lines
+            // are skipped by this search alone (key_value was 6 % of
+            // loading 10,000 jobs).
+            if !line.contains("name") {
+                continue;
+            }
             if let Some(("name", value)) = key_value(line) {
                 match names.entry(value) {
                     Entry::Occupied(mut seen) => seen.get_mut().more.push(i),

@@ -160,12 +160,14 @@ pub fn resolve_job(
             nonzero_return: fails.nonzero_return.unwrap_or(true),
             always: fails.always.unwrap_or(false),
         },
-        retry: on_failure.and_then(|h| h.retry.clone()).unwrap_or(super::model::Retry {
-            maximum_retries: 0,
-            initial_delay: 1.0,
-            maximum_delay: 300.0,
-            backoff_multiplier: 2.0,
-        }),
+        retry: on_failure
+            .and_then(|h| h.retry.clone())
+            .unwrap_or(super::model::Retry {
+                maximum_retries: 0,
+                initial_delay: 1.0,
+                maximum_delay: 300.0,
+                backoff_multiplier: 2.0,
+            }),
         on_failure: Box::new(
             on_failure
                 .and_then(|h| h.report.clone())
