@@ -36,6 +36,10 @@ pub struct ConfigDocument {
     /// its previous buffer) before a single job was resolved; boxed, the
     /// list is 80 kB and each box is kept as the resolved job's `spec`.
     #[serde(default)]
+    #[allow(
+        clippy::vec_box,
+        reason = "each box moves into its JobConfig; inline specs made the peak"
+    )]
     pub jobs: Option<Vec<Box<JobSpec>>>,
     /// Other config files, relative to this one.
     #[serde(default, deserialize_with = "lenient::opt_string_list")]
