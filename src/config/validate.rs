@@ -49,7 +49,7 @@ pub struct Warnings {
 
 /// Checks one merged job and resolves it.
 pub fn resolve_job(
-    spec: JobSpec,
+    spec: Box<JobSpec>,
     origin: Location,
     ctx: &Context,
     warnings: &mut Warnings,
@@ -115,8 +115,10 @@ pub fn resolve_job(
         }
     }
 
-    let fails = spec.fails_when.clone().unwrap_or_default();
-    let on_failure = spec.on_failure.clone().unwrap_or_default();
+    // Read in place: cloning the boxed blocks only to read four flags and
+    // a retry ladder cost two allocations per job.
+    let fails = spec.fails_when.as_deref().cloned().unwrap_or_default();
+    let on_failure = spec.on_failure.as_deref();
     let report_of = |hook: &Option<Box<super::model::ReportHook>>| {
         hook.as_ref()
             .and_then(|h| h.report.clone())
@@ -158,13 +160,19 @@ pub fn resolve_job(
             nonzero_return: fails.nonzero_return.unwrap_or(true),
             always: fails.always.unwrap_or(false),
         },
-        retry: on_failure.retry.clone().unwrap_or(super::model::Retry {
-            maximum_retries: 0,
-            initial_delay: 1.0,
-            maximum_delay: 300.0,
-            backoff_multiplier: 2.0,
-        }),
-        on_failure: Box::new(on_failure.report.clone().unwrap_or_default()),
+        retry: on_failure
+            .and_then(|h| h.retry.clone())
+            .unwrap_or(super::model::Retry {
+                maximum_retries: 0,
+                initial_delay: 1.0,
+                maximum_delay: 300.0,
+                backoff_multiplier: 2.0,
+            }),
+        on_failure: Box::new(
+            on_failure
+                .and_then(|h| h.report.clone())
+                .unwrap_or_default(),
+        ),
         on_permanent_failure: Box::new(report_of(&spec.on_permanent_failure)),
         on_success: Box::new(report_of(&spec.on_success)),
         on_missed: spec.on_missed.unwrap_or(super::model::OnMissed::Skip),
@@ -178,7 +186,7 @@ pub fn resolve_job(
         statsd: spec.statsd.clone(),
         user: spec.user.clone(),
         group: spec.group.clone(),
-        spec: Some(Box::new(spec)),
+        spec: Some(spec),
         origin,
     })
 }

@@ -4,6 +4,11 @@
 
 use std::collections::BTreeMap;
 
+/// An object key: the fixed keys of a job are borrowed (a job object has
+/// about forty of them, and owning each was an allocation per key per
+/// job); keys read from JSON are owned.
+pub type Key = std::borrow::Cow<'static, str>;
+
 /// A JSON value whose numbers are kept as their final text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Canon {
@@ -18,9 +23,10 @@ pub enum Canon {
     /// An array.
     List(Vec<Canon>),
     /// An object; `BTreeMap` keeps keys in code point order.
-    Object(BTreeMap<String, Canon>),
-    /// A value already in canonical form (a cached serialization).
-    Raw(String),
+    Object(BTreeMap<Key, Canon>),
+    /// A value already in canonical form (a cached serialization), shared:
+    /// every job without reporters holds the same text three times.
+    Raw(std::sync::Arc<str>),
 }
 
 impl Canon {
@@ -60,7 +66,7 @@ impl Canon {
             }
             serde_json::Value::Object(map) => Canon::Object(
                 map.iter()
-                    .map(|(k, v)| (k.clone(), Canon::from_json(v)))
+                    .map(|(k, v)| (Key::Owned(k.clone()), Canon::from_json(v)))
                     .collect(),
             ),
         }
@@ -98,7 +104,8 @@ impl Canon {
             Canon::Null => out.push_str("null"),
             Canon::Bool(true) => out.push_str("true"),
             Canon::Bool(false) => out.push_str("false"),
-            Canon::Number(text) | Canon::Raw(text) => out.push_str(text),
+            Canon::Number(text) => out.push_str(text),
+            Canon::Raw(text) => out.push_str(text),
             Canon::Str(s) => write_string(s, out),
             Canon::List(items) => {
                 out.push('[');
@@ -142,6 +149,13 @@ pub fn python_number(v: f64) -> String {
         return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
     }
     if v.fract() == 0.0 {
+        // Below 2^53 every whole double is an exact i64, whose text is the
+        // same digits (`-0` included, which becomes `0`); the exact float
+        // formatting below is several times slower and every job has a few
+        // whole-valued floats (timeouts, retry delays).
+        if v.abs() < 9_007_199_254_740_992.0 {
+            return (v as i64).to_string();
+        }
         // `{:.0}` prints the exact decimal value of the double, as an
         // arbitrary-precision int conversion does; `-0` becomes `0`.
         let text = format!("{v:.0}");
@@ -170,6 +184,49 @@ mod tests {
         assert_eq!(python_number(f64::NAN), "NaN");
     }
 
+    /// The integer fast path prints what the exact formatting printed, on
+    /// both sides of 2^53 and at the edges of the fast path.
+    #[test]
+    fn whole_numbers_print_as_the_exact_formatting_does() {
+        let exact = |v: f64| {
+            let text = format!("{v:.0}");
+            if text == "-0" {
+                "0".to_owned()
+            } else {
+                text
+            }
+        };
+        let limit = 9_007_199_254_740_992.0_f64;
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            30.0,
+            300.0,
+            600.0,
+            1e15,
+            -1e15,
+            limit - 1.0,
+            -(limit - 1.0),
+            limit,
+            -limit,
+            limit * 2.0,
+            1e20,
+            -1e300,
+            f64::MAX,
+            f64::MIN,
+        ];
+        let mut x = 1.0_f64;
+        while x < 1e18 {
+            values.extend([x, -x, x + 1.0, (x * 7.0).floor(), -(x * 3.0).floor()]);
+            x *= 3.7;
+        }
+        for v in values.into_iter().filter(|v| v.fract() == 0.0) {
+            assert_eq!(python_number(v), exact(v), "{v:e}");
+        }
+    }
+
     #[test]
     fn strings_are_ascii_with_lowercase_escapes() {
         let mut out = String::new();
@@ -180,12 +237,12 @@ mod tests {
     #[test]
     fn objects_sort_keys_and_use_compact_separators() {
         let mut map = BTreeMap::new();
-        map.insert("b".to_owned(), Canon::int(1));
+        map.insert("b".into(), Canon::int(1));
         map.insert(
-            "B".to_owned(),
+            "B".into(),
             Canon::List(vec![Canon::Null, Canon::Bool(true)]),
         );
-        map.insert("_".to_owned(), Canon::str("x"));
+        map.insert("_".into(), Canon::str("x"));
         let mut out = String::new();
         Canon::Object(map).write(&mut out);
         assert_eq!(out, "{\"B\":[null,true],\"_\":\"x\",\"b\":1}");
