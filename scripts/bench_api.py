@@ -9,6 +9,10 @@ instant it ran (`date +%s.%N`) to a file. Measured:
   * GET /status (JSON), /jobs and /metrics: the first request after start
     (cold) and then repeated requests (median and p95), each on a fresh
     connection, timed to the last byte of the body;
+  * GET /status in its text form (no Accept header), repeated;
+  * GET /jobs right after a change of state (one job paused or resumed
+    before each request, untimed), so every request renders afresh, and
+    a second GET /jobs right after it (the shared rendering again);
   * the probe's launch lateness (the instant `date` ran minus the
     scheduled second) for a window with nobody polling, then for the same
     window with two clients polling /metrics and /jobs back to back.
@@ -20,6 +24,7 @@ on a quiet machine: another build on a 2-core machine moves every number.
 """
 
 import argparse
+import http.client
 import os
 import subprocess
 import sys
@@ -55,6 +60,54 @@ def wait_ready(port, jobs, proc, deadline_s=600):
             pass
         time.sleep(0.05)
     raise RuntimeError("the daemon was not ready in time")
+
+
+def http_request(port, method, path, accept=None):
+    """One request on a fresh connection; returns (status, body, seconds).
+    Like bench.http_get, but with the Accept header chosen (None: none)."""
+    start = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        headers = {"Accept": accept} if accept else {}
+        body = b"" if method == "POST" else None
+        conn.request(method, path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, data, time.perf_counter() - start
+    finally:
+        conn.close()
+
+
+def timed_text_status(port, count):
+    """GET /status without an Accept header (the text form), repeated."""
+    out = []
+    for _ in range(count):
+        status, body, secs = http_request(port, "GET", "/status")
+        if status != 200 or body.startswith(b"["):
+            raise RuntimeError(f"GET /status (text): {status}")
+        out.append(secs * 1000)
+    return out
+
+
+def timed_jobs_after_change(port, job, count):
+    """GET /jobs right after pausing or resuming `job` (alternately), and
+    a second GET /jobs right after that one."""
+    cold, warm = [], []
+    for i in range(count):
+        action = "pause" if i % 2 == 0 else "resume"
+        status, _, _ = http_request(port, "POST", f"/jobs/{job}/{action}", "application/json")
+        if status != 200:
+            raise RuntimeError(f"POST /jobs/{job}/{action}: {status}")
+        for into in (cold, warm):
+            status, _, secs = http_request(port, "GET", "/jobs", "application/json")
+            if status != 200:
+                raise RuntimeError(f"GET /jobs: {status}")
+            into.append(secs * 1000)
+    return cold, warm
+
+
+def median_p95(values):
+    return f"median {bench.percentile(values, 50):.1f} ms, p95 {bench.percentile(values, 95):.1f} ms"
 
 
 def timed(port, path, count):
@@ -139,12 +192,11 @@ def run(impl, jobs, seconds, repeats):
             for route in ("/status", "/jobs", "/metrics"):
                 cold, rep = timed(port, route, repeats)
                 rows.append((f"GET {route} first ({cold[1] / 1e6:.1f} MB)", f"{cold[0]:.1f} ms"))
-                rows.append(
-                    (
-                        f"GET {route} repeated",
-                        f"median {bench.percentile(rep, 50):.1f} ms, p95 {bench.percentile(rep, 95):.1f} ms",
-                    )
-                )
+                rows.append((f"GET {route} repeated", median_p95(rep)))
+            rows.append(("GET /status text form repeated", median_p95(timed_text_status(port, repeats))))
+            cold, warm = timed_jobs_after_change(port, "job-00000", repeats)
+            rows.append(("GET /jobs after a pause or resume", median_p95(cold)))
+            rows.append(("GET /jobs right after that", median_p95(warm)))
             idle, _ = window(probe_file, seconds, [], port)
             busy, counts = window(probe_file, seconds, ["/metrics", "/jobs"], port)
             rows.append(("probe lateness, nobody polling", stats(idle)))

@@ -98,7 +98,11 @@ pub struct Ports {
 
 /// The daemon's scheduling core.
 pub struct Scheduler {
-    jobs: Vec<Arc<JobConfig>>,
+    /// The job table; shared so that `GET /status` gets it without a
+    /// copy (see [`control::StatusTable`]).
+    jobs: Arc<Vec<Arc<JobConfig>>>,
+    /// Moves with every table installed (see [`control::StatusTable`]).
+    table_id: u64,
     by_name: HashMap<String, usize>,
     running: HashMap<String, Vec<RunHandle>>,
     retries: HashMap<String, RetryState>,
@@ -163,7 +167,8 @@ impl Scheduler {
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let evaluated = ports.clock.now();
         let mut scheduler = Scheduler {
-            jobs: Vec::new(),
+            jobs: Arc::new(Vec::new()),
+            table_id: 0,
             by_name: HashMap::new(),
             running: HashMap::new(),
             retries: HashMap::new(),
@@ -240,7 +245,8 @@ impl Scheduler {
                 Arc::make_mut(job).spec = None;
             }
         }
-        self.jobs = table;
+        self.jobs = Arc::new(table);
+        self.table_id += 1;
         self.next_fires.reset(self.jobs.len());
         self.by_name = self
             .jobs
