@@ -228,7 +228,10 @@ impl Scheduler {
         // Every job's next fire in one pass over the remembered ones, or
         // the one job's.
         let (indices, next_fires): (Vec<usize>, Vec<Option<DateTime<Utc>>>) = match only {
-            None => ((0..self.jobs.len()).collect(), self.next_fires.all(&self.jobs, now)),
+            None => (
+                (0..self.jobs.len()).collect(),
+                self.next_fires.all(&self.jobs, now),
+            ),
             Some(name) => self
                 .by_name
                 .get(name)
@@ -236,15 +239,32 @@ impl Scheduler {
                 .into_iter()
                 .unzip(),
         };
+        // The live instances of the jobs that run, by position (ascending,
+        // as the jobs are visited): one pass over the running set rather
+        // than a lookup by name per job.
+        let mut live_runs: Vec<(usize, Vec<&RunHandle>)> = self
+            .running
+            .iter()
+            .filter_map(|(name, runs)| {
+                let live: Vec<&RunHandle> = runs.iter().filter(|r| !r.has_ended()).collect();
+                // A job a reload removed while it ran is not in the table.
+                (!live.is_empty()).then_some((*self.by_name.get(name)?, live))
+            })
+            .collect();
+        live_runs.sort_unstable_by_key(|(index, _)| *index);
+        let mut live_runs = live_runs.into_iter().peekable();
+        // Only a cluster section names job owners (see LeaderGate::owner):
+        // asked once here rather than once per job under the counters' lock.
+        let owners = ports::with_counters(&self.counters, |c| c.cluster.is_some());
         indices
             .into_iter()
             .zip(next_fires)
             .map(|(index, next_fire)| {
                 let job = &self.jobs[index];
-                let live: Vec<&RunHandle> = self
-                    .running
-                    .get(&job.name)
-                    .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
+                while live_runs.next_if(|(at, _)| *at < index).is_some() {}
+                let live = live_runs
+                    .next_if(|(at, _)| *at == index)
+                    .map(|(_, live)| live)
                     .unwrap_or_default();
                 let never_fires =
                     job.enabled && job.parsed_schedule.cron().is_some() && next_fire.is_none();
@@ -283,7 +303,7 @@ impl Scheduler {
                     }),
                     election,
                     reboot_pending: self.reboot_pending(&job.name),
-                    owner: self.gate.owner(job),
+                    owner: if owners { self.gate.owner(job) } else { None },
                 }
             })
             .collect()

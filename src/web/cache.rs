@@ -72,7 +72,10 @@ impl JobsCache {
         stamp: Option<Stamp>,
         jobs: Vec<crate::scheduler::control::JobSnapshot>,
     ) -> Result<Arc<RenderedJobs>, JobsError> {
-        let previous = self.slot().as_ref().map(|(_, rendered)| Arc::clone(rendered));
+        let previous = self
+            .slot()
+            .as_ref()
+            .map(|(_, rendered)| Arc::clone(rendered));
         // Milliseconds with 10,000 jobs (tens when every entry is new): on
         // the blocking pool, so other requests on the API's runtime go on
         // meanwhile.
@@ -85,9 +88,7 @@ impl JobsCache {
             // The blocking pool is gone (shutting down).
             Err(_) => return Err(ControlError::Unavailable.into()),
         };
-        let replaced = self
-            .slot()
-            .replace((stamp, Arc::clone(&rendered)));
+        let replaced = self.slot().replace((stamp, Arc::clone(&rendered)));
         // Freeing 10,000 snapshots takes a while too: not on this thread.
         if let Some(old) = replaced {
             drop(tokio::task::spawn_blocking(move || drop(old)));

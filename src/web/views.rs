@@ -278,8 +278,9 @@ pub fn status_text(names: &StatusNames, table: &StatusTable, now: DateTime<Utc>)
             RowKind::Disabled => out.extend_from_slice(b": disabled\n"),
             RowKind::Reboot => out.extend_from_slice(b": scheduled (@reboot)\n"),
             RowKind::Cron => match countdown_ms(next_fire, now) {
-                None => out
-                    .extend_from_slice(b": never fires (schedule has no future occurrence)\n"),
+                None => {
+                    out.extend_from_slice(b": never fires (schedule has no future occurrence)\n")
+                }
                 Some(ms) => {
                     let (count, unit) = relative(ms as f64 / 1000.0);
                     out.extend_from_slice(b": scheduled (in ");
@@ -511,6 +512,8 @@ struct Entry {
     end: usize,
     /// The instant the countdown counts down to (`None`: it is `null`).
     at: Option<DateTime<Utc>>,
+    /// Whether the entry shows a countdown at all ([`counts_down`]).
+    counts_down: bool,
     /// The digest of the entry's text (see [`entry_digest`]).
     digest: [u8; 16],
 }
@@ -530,15 +533,12 @@ fn scheduled_in_member(entry: &[u8]) -> Option<usize> {
         .find(|&at| entry[at] == b',' && &entry[at..at + len] == SCHEDULED_IN_NULL)
 }
 
-/// The instant a job's countdown (`scheduled_in`) counts down to, where
-/// its entry shows one: as [`job_detail`] decides.
-fn countdown_instant(job: &JobSnapshot) -> Option<DateTime<Utc>> {
+/// Whether a job's entry shows a countdown (`scheduled_in`) from its next
+/// fire, as [`job_detail`] decides: not while it is disabled, running or
+/// an `@reboot` job.
+fn counts_down(job: &JobSnapshot) -> bool {
     let c = &job.config;
-    if !c.enabled || job.running || is_reboot(c) {
-        None
-    } else {
-        job.next_fire
-    }
+    c.enabled && !job.running && !is_reboot(c)
 }
 
 /// Whether two snapshots of a job give the same `GET /jobs` entry text
@@ -605,15 +605,17 @@ fn entry_digest(text: &[u8], cut: usize) -> [u8; 16] {
     digest.bytes()
 }
 
-/// Adds one entry to a tag: its digest and the instant its countdown
-/// counts down to (microseconds), so the tag moves with either.
-fn tag_entry(tag: &mut TagDigest, digest: &[u8; 16], at: Option<DateTime<Utc>>) {
-    tag.write(digest);
+/// Adds one entry to the bytes a tag digests: the entry's digest and the
+/// instant its countdown counts down to (microseconds), so the tag moves
+/// with either. The bytes of all entries are digested in one go
+/// ([`TagDigest::of`]): per-entry writes cost more than the hashing.
+fn tag_entry(tag: &mut Vec<u8>, digest: &[u8; 16], at: Option<DateTime<Utc>>) {
+    tag.extend_from_slice(digest);
     match at {
-        None => tag.write(&[0]),
+        None => tag.push(0),
         Some(at) => {
-            tag.write(&[1]);
-            tag.write(&at.timestamp_micros().to_le_bytes());
+            tag.push(1);
+            tag.extend_from_slice(&at.timestamp_micros().to_le_bytes());
         }
     }
 }
@@ -637,7 +639,7 @@ impl RenderedJobs {
         };
         let mut text = Vec::with_capacity(capacity);
         let mut entries = Vec::with_capacity(jobs.len());
-        let mut tag = TagDigest::new();
+        let mut tag = Vec::with_capacity(jobs.len() * 25);
         let mut scratch = Vec::with_capacity(1024);
         text.push(b'[');
         for (i, job) in jobs.iter().enumerate() {
@@ -645,27 +647,30 @@ impl RenderedJobs {
                 text.push(b',');
             }
             let start = text.len();
-            let at = countdown_instant(job);
             let reused = previous
                 .and_then(|p| Some((p.jobs.get(i)?, p.entries.get(i)?, p)))
                 .filter(|(old, _, _)| shows_the_same(old, job));
-            let (cut, digest) = match reused {
+            // A reused entry brings what its config decided, so that the
+            // config (10,000 cache misses) is read for new entries only.
+            let (cut, digest, counts_down) = match reused {
                 Some((_, old, p)) => {
                     text.extend_from_slice(&p.text[old.start..old.end]);
-                    (start + (old.cut - old.start), old.digest)
+                    (start + (old.cut - old.start), old.digest, old.counts_down)
                 }
                 None => {
                     let cut = serialize_entry(job, &mut scratch)?;
                     text.extend_from_slice(&scratch);
-                    (start + cut, entry_digest(&scratch, cut))
+                    (start + cut, entry_digest(&scratch, cut), counts_down(job))
                 }
             };
+            let at = if counts_down { job.next_fire } else { None };
             tag_entry(&mut tag, &digest, at);
             entries.push(Entry {
                 start,
                 cut,
                 end: text.len(),
                 at,
+                counts_down,
                 digest,
             });
         }
@@ -674,7 +679,7 @@ impl RenderedJobs {
             text,
             entries,
             jobs,
-            etag: tag.tag(),
+            etag: TagDigest::of(&tag).tag(),
         })
     }
 
@@ -721,6 +726,12 @@ impl TagDigest {
         self.1.write(bytes);
     }
 
+    fn of(bytes: &[u8]) -> TagDigest {
+        let mut digest = TagDigest::new();
+        digest.write(bytes);
+        digest
+    }
+
     fn bytes(&self) -> [u8; 16] {
         use std::hash::Hasher;
         let (a, b) = (self.0.finish(), self.1.finish());
@@ -748,7 +759,7 @@ impl TagDigest {
 /// reference, written from the serialized entries alone.
 #[cfg(test)]
 pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
-    let mut tag = TagDigest::new();
+    let mut tag = Vec::new();
     let epoch = DateTime::<Utc>::UNIX_EPOCH;
     for job in jobs {
         let mut entry = job_detail(job, epoch);
@@ -761,7 +772,7 @@ pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
         cut_out.drain(cut..cut + 4);
         tag_entry(&mut tag, &entry_digest(&cut_out, cut), at);
     }
-    tag.tag()
+    TagDigest::of(&tag).tag()
 }
 
 /// One run of `GET /jobs/{name}/runs`.
@@ -1217,9 +1228,19 @@ mod tests {
     fn countdowns_are_the_bytes_serde_json_writes() {
         let mut values: Vec<i64> = (0..20_000).collect();
         values.extend([
-            99_999, 100_000, 100_001, 3_599_999, 86_400_000, 123_456_789_012,
-            999_999_999_999_999, 1_000_000_000_000_000, 1_000_000_000_000_001,
-            9_007_199_254_740_993, i64::MAX / 2, -1, -1_500,
+            99_999,
+            100_000,
+            100_001,
+            3_599_999,
+            86_400_000,
+            123_456_789_012,
+            999_999_999_999_999,
+            1_000_000_000_000_000,
+            1_000_000_000_000_001,
+            9_007_199_254_740_993,
+            i64::MAX / 2,
+            -1,
+            -1_500,
         ]);
         // A spread over every magnitude below and around the direct limit.
         let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -1252,7 +1273,8 @@ mod tests {
         let now = Utc.with_ymd_and_hms(2026, 6, 21, 12, 0, 0).unwrap();
         let later = |ms: i64| Some(now + chrono::Duration::milliseconds(ms));
         let cron = "  - name: x\n    command: 'true'\n    schedule: '*/5 * * * *'\n";
-        let off = "  - name: x\n    command: 'true'\n    schedule: '0 * * * *'\n    enabled: false\n";
+        let off =
+            "  - name: x\n    command: 'true'\n    schedule: '0 * * * *'\n    enabled: false\n";
         let boot = "  - name: x\n    command: 'true'\n    schedule: '@reboot'\n";
         let dead = "  - name: x\n    command: 'true'\n    schedule: '0 0 1 1 * 2001'\n";
         let names = [
@@ -1309,7 +1331,10 @@ mod tests {
             for job in &old {
                 write_status_line(&mut lines, job, at);
             }
-            assert_eq!(String::from_utf8(status_text(&names, &table, at)).unwrap(), lines);
+            assert_eq!(
+                String::from_utf8(status_text(&names, &table, at)).unwrap(),
+                lines
+            );
         }
         // No jobs: an empty array and an empty text.
         let empty = StatusTable {
@@ -1366,33 +1391,61 @@ mod tests {
         type Change = Box<dyn Fn(&mut Vec<JobSnapshot>)>;
         let changes: Vec<(&str, Change)> = vec![
             ("nothing", Box::new(|_| {})),
-            ("a pause", Box::new(move |j| j[0].paused = Some(pause.clone()))),
-            ("a next fire", Box::new(move |j| j[4].next_fire = Some(later(99_999)))),
-            ("a run", Box::new(move |j| {
-                j[8].running = true;
-                j[8].pids = vec![12];
-                j[9].last_run = Some(run.clone());
-                j[9].history.push((Outcome::Success, Some(1.0)));
-            })),
-            ("cluster fields", Box::new(|j| {
-                j[1].reboot_pending = true;
-                j[2].election = true;
-                j[3].owner = Some(None);
-                j[5].slot = Some(SlotSnapshot { held: true, holder: Some("n".into()), refs: 1 });
-                j[6].retry = Some(RetryView { attempt: 1, max_attempts: None });
-            })),
-            ("a reloaded config", Box::new(|j| {
-                let mut config = (*j[0].config).clone();
-                config.command = Command::Shell("echo other".into());
-                j[0].config = std::sync::Arc::new(config);
-            })),
-            ("a removed job", Box::new(|j| {
-                j.remove(3);
-            })),
-            ("an added job", Box::new(|j| {
-                let extra = j[0].clone();
-                j.push(extra);
-            })),
+            (
+                "a pause",
+                Box::new(move |j| j[0].paused = Some(pause.clone())),
+            ),
+            (
+                "a next fire",
+                Box::new(move |j| j[4].next_fire = Some(later(99_999))),
+            ),
+            (
+                "a run",
+                Box::new(move |j| {
+                    j[8].running = true;
+                    j[8].pids = vec![12];
+                    j[9].last_run = Some(run.clone());
+                    j[9].history.push((Outcome::Success, Some(1.0)));
+                }),
+            ),
+            (
+                "cluster fields",
+                Box::new(|j| {
+                    j[1].reboot_pending = true;
+                    j[2].election = true;
+                    j[3].owner = Some(None);
+                    j[5].slot = Some(SlotSnapshot {
+                        held: true,
+                        holder: Some("n".into()),
+                        refs: 1,
+                    });
+                    j[6].retry = Some(RetryView {
+                        attempt: 1,
+                        max_attempts: None,
+                    });
+                }),
+            ),
+            (
+                "a reloaded config",
+                Box::new(|j| {
+                    let mut config = (*j[0].config).clone();
+                    config.command = Command::Shell("echo other".into());
+                    j[0].config = std::sync::Arc::new(config);
+                }),
+            ),
+            (
+                "a removed job",
+                Box::new(|j| {
+                    j.remove(3);
+                }),
+            ),
+            (
+                "an added job",
+                Box::new(|j| {
+                    let extra = j[0].clone();
+                    j.push(extra);
+                }),
+            ),
             ("no jobs", Box::new(|j| j.clear())),
         ];
         let fresh = |jobs: &[JobSnapshot], at: DateTime<Utc>| {
