@@ -69,9 +69,9 @@ fn push_countdown(out: &mut Vec<u8>, ms: i64) {
         b'0' + (fraction / 10 % 10) as u8,
         b'0' + (fraction % 10) as u8,
     ];
-    let len = if fraction % 100 == 0 {
+    let len = if fraction.is_multiple_of(100) {
         2
-    } else if fraction % 10 == 0 {
+    } else if fraction.is_multiple_of(10) {
         3
     } else {
         4
@@ -1291,7 +1291,7 @@ mod tests {
         let mut running = Vec::new();
         for (i, name) in names.iter().enumerate() {
             // Every name in every kind of row.
-            let rows: [(&str, Option<DateTime<Utc>>, Option<Vec<u32>>); 11] = [
+            let rows = [
                 (cron, later(42_100), None),
                 (cron, later(0), None),
                 (cron, later(-5_000), None),
