@@ -103,6 +103,11 @@ pub struct Scheduler {
     jobs: Arc<Vec<Arc<JobConfig>>>,
     /// Moves with every table installed (see [`control::StatusTable`]).
     table_id: u64,
+    /// The table's cadence ([`Scheduler::cadence`]), worked out when the
+    /// table is installed: the run loop asks for it on every turn, and
+    /// with 10,000 jobs reading every config each time was a millisecond
+    /// per event or API request on this thread.
+    cadence: Cadence,
     by_name: HashMap<String, usize>,
     running: HashMap<String, Vec<RunHandle>>,
     retries: HashMap<String, RetryState>,
@@ -169,6 +174,7 @@ impl Scheduler {
         let mut scheduler = Scheduler {
             jobs: Arc::new(Vec::new()),
             table_id: 0,
+            cadence: Cadence::Minute,
             by_name: HashMap::new(),
             running: HashMap::new(),
             retries: HashMap::new(),
@@ -247,6 +253,7 @@ impl Scheduler {
         }
         self.jobs = Arc::new(table);
         self.table_id += 1;
+        self.cadence = Self::cadence_of(&self.jobs);
         self.next_fires.reset(self.jobs.len());
         self.by_name = self
             .jobs
@@ -271,8 +278,12 @@ impl Scheduler {
 
     /// Second cadence while any enabled job has a seconds field.
     fn cadence(&self) -> Cadence {
-        let per_second = self
-            .jobs
+        self.cadence
+    }
+
+    /// The cadence `jobs` need (see [`Scheduler::cadence`]).
+    fn cadence_of(jobs: &[Arc<JobConfig>]) -> Cadence {
+        let per_second = jobs
             .iter()
             .any(|j| j.enabled && j.parsed_schedule.cron().is_some_and(|c| c.has_seconds()));
         if per_second {
