@@ -3,12 +3,19 @@
 //! observed durations spread over the default buckets), in both the text
 //! format 0.0.4 and the OpenMetrics variant.
 //!
+//! `text` and `openmetrics` write every line (the first scrape);
+//! `after_one_run` is a scrape after one job ran since the previous one,
+//! which the API's encoder answers by copying the other jobs' lines from
+//! its previous body (the snapshot the scheduler takes is included).
+//!
 //! Run with `cargo bench --bench metrics`. The number is the daemon's own
 //! cost of one scrape body (the HTTP layer is not included).
 
 use chrono::{Duration, TimeZone, Utc};
 use cronstable::job::{RunRecord, Trigger};
-use cronstable::metrics::prometheus::{render, Counters, DaemonGauges, Format, JobGauges};
+use cronstable::metrics::prometheus::{
+    render, Counters, DaemonGauges, Encoder, Format, JobGauges, Snapshot,
+};
 use divan::counter::BytesCount;
 use divan::{black_box, Bencher};
 
@@ -110,4 +117,23 @@ fn text(bencher: Bencher, jobs: usize) {
 #[divan::bench(args = [1_000, 10_000], sample_count = 20)]
 fn openmetrics(bencher: Bencher, jobs: usize) {
     scrape(bencher, jobs, Format::OpenMetrics);
+}
+
+/// A scrape after one job (a different one each time) ran: text format.
+#[divan::bench(args = [1_000, 10_000], sample_count = 20)]
+fn after_one_run(bencher: Bencher, jobs: usize) {
+    let mut f = fixture(jobs);
+    let mut encoder = Encoder::new(Format::Text);
+    let size = encoder
+        .encode(&Snapshot::take(&f.counters, &gauges(&f)))
+        .as_str()
+        .len();
+    let mut id = 100;
+    bencher.counter(BytesCount::new(size)).bench_local(|| {
+        id += 1;
+        let name = f.names[id as usize % jobs].clone();
+        f.counters.record_run(&run(&name, id, 1, 0, false));
+        let snapshot = Snapshot::take(black_box(&f.counters), &gauges(&f));
+        encoder.encode(&snapshot)
+    });
 }

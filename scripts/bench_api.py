@@ -10,9 +10,9 @@ instant it ran (`date +%s.%N`) to a file. Measured:
     (cold) and then repeated requests (median and p95), each on a fresh
     connection, timed to the last byte of the body;
   * GET /status in its text form (no Accept header), repeated;
-  * GET /jobs right after a change of state (one job paused or resumed
-    before each request, untimed), so every request renders afresh, and
-    a second GET /jobs right after it (the shared rendering again);
+  * GET /jobs and /metrics right after a change of state (one job paused
+    or resumed through the API before each request: a fresh rendering,
+    the cold build), each followed by a repeat;
   * the probe's launch lateness (the instant `date` ran minus the
     scheduled second) for a window with nobody polling, then for the same
     window with two clients polling /metrics and /jobs back to back.
@@ -89,23 +89,6 @@ def timed_text_status(port, count):
     return out
 
 
-def timed_jobs_after_change(port, job, count):
-    """GET /jobs right after pausing or resuming `job` (alternately), and
-    a second GET /jobs right after that one."""
-    cold, warm = [], []
-    for i in range(count):
-        action = "pause" if i % 2 == 0 else "resume"
-        status, _, _ = http_request(port, "POST", f"/jobs/{job}/{action}", "application/json")
-        if status != 200:
-            raise RuntimeError(f"POST /jobs/{job}/{action}: {status}")
-        for into in (cold, warm):
-            status, _, secs = http_request(port, "GET", "/jobs", "application/json")
-            if status != 200:
-                raise RuntimeError(f"GET /jobs: {status}")
-            into.append(secs * 1000)
-    return cold, warm
-
-
 def median_p95(values):
     return f"median {bench.percentile(values, 50):.1f} ms, p95 {bench.percentile(values, 95):.1f} ms"
 
@@ -122,6 +105,35 @@ def timed(port, path, count):
         else:
             repeats.append(secs * 1000)
     return cold, repeats
+
+
+def http_post(port, path):
+    """POST with an empty body on a fresh connection; returns the status."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", path, body=b"")
+        resp = conn.getresponse()
+        resp.read()
+        return resp.status
+    finally:
+        conn.close()
+
+
+def after_change(port, path, count):
+    """`path` fetched right after pausing or resuming one job (count
+    times), and again right after that; returns both lists of ms."""
+    changed, repeated = [], []
+    for i in range(count):
+        action = "pause" if i % 2 == 0 else "resume"
+        status = http_post(port, f"/jobs/job-00000/{action}")
+        if status != 200:
+            raise RuntimeError(f"POST {action}: {status}")
+        for out in (changed, repeated):
+            status, _, secs = bench.http_get(port, path, timeout=120)
+            if status != 200:
+                raise RuntimeError(f"GET {path}: {status}")
+            out.append(secs * 1000)
+    return changed, repeated
 
 
 def probe_lateness(probe_file, since, until):
@@ -194,9 +206,10 @@ def run(impl, jobs, seconds, repeats):
                 rows.append((f"GET {route} first ({cold[1] / 1e6:.1f} MB)", f"{cold[0]:.1f} ms"))
                 rows.append((f"GET {route} repeated", median_p95(rep)))
             rows.append(("GET /status text form repeated", median_p95(timed_text_status(port, repeats))))
-            cold, warm = timed_jobs_after_change(port, "job-00000", repeats)
-            rows.append(("GET /jobs after a pause or resume", median_p95(cold)))
-            rows.append(("GET /jobs right after that", median_p95(warm)))
+            for route in ("/jobs", "/metrics"):
+                changed, again = after_change(port, route, repeats)
+                for what, values in (("after a change", changed), ("right after that", again)):
+                    rows.append((f"GET {route} {what}", median_p95(values)))
             idle, _ = window(probe_file, seconds, [], port)
             busy, counts = window(probe_file, seconds, ["/metrics", "/jobs"], port)
             rows.append(("probe lateness, nobody polling", stats(idle)))

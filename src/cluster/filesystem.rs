@@ -1359,7 +1359,13 @@ mod tests {
     #[tokio::test]
     async fn two_backends_on_one_directory_elect_one_and_hand_over_on_release() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let s = settings(dir.path());
+        // A long TTL: with 3 s each operation had 0.5 s and a lease 2 s of
+        // leadership, which a loaded CI machine outran (it failed there);
+        // this test is about who wins and the hand-over, not expiry.
+        let s = FilesystemSettings {
+            ttl: 60.0,
+            ..settings(dir.path())
+        };
         let timeout = Duration::from_secs(5);
         let mut a = FilesystemLease::open(&s, "a", timeout)
             .await

@@ -2,33 +2,48 @@
 //! pruned for removed jobs) and the text / OpenMetrics exposition, with
 //! gauges computed at scrape time from a snapshot the scheduler provides.
 //!
-//! The exposition goes through the `prometheus-client` crate: a scrape
-//! builds a [`Registry`] in which each component registers a
-//! [`Collector`] for its own families (the daemon's, the per-job counters,
-//! the per-job state gauges, the cluster gauge); the crate's encoders write
-//! names, `_total` suffixes, label escaping and the `# EOF` trailer. One
-//! spelling the crate cannot produce is fixed afterwards: histogram bucket
-//! bounds. The original (Python's prometheus_client) writes `le="1.0"`, the
-//! crate's 0.0.4 encoder writes Go's `le="1"` and its OpenMetrics encoder
-//! writes `1e16` where Python writes `1e+16`. A series selector such as
+//! The daemon-wide families go through the `prometheus-client` crate: a
+//! scrape builds a [`Registry`] in which each component registers a
+//! [`Collector`] for its own families (the daemon's, the cluster's, the
+//! Kubernetes mode's); the crate's encoders write names, `_total`
+//! suffixes, label escaping and the `# EOF` trailer. One spelling the
+//! crate cannot produce is fixed afterwards: histogram bucket bounds. The
+//! original (Python's prometheus_client) writes `le="1.0"`, the crate's
+//! 0.0.4 encoder writes Go's `le="1"` and its OpenMetrics encoder writes
+//! `1e16` where Python writes `1e+16`. A series selector such as
 //! `le="1.0"` in a dashboard would silently stop matching, so
 //! `respell_bucket_bounds` rewrites each `le` value of the encoded text
 //! into Python's spelling. The crate's encoders are a closed set (no custom
 //! encoder can be plugged into a registry), so a pass over the text is the
 //! one way to get that spelling while keeping its registry and collectors.
+//!
+//! The per-job families are not encoded by the crate: they are the bulk
+//! of the text (16 MB with 10,000 jobs), and the crate's per-sample calls,
+//! repeated label escaping and the respelling pass made a scrape cost
+//! around 100 ms. `job_text` writes them directly, in the crate's exact
+//! bytes with the bounds already in Python's spelling, between the
+//! daemon's families and the cluster's; and an [`Encoder`] keeps the
+//! previous body and where each job's lines are in it, so a scrape after
+//! one job ran copies the other jobs' lines instead of writing them. The
+//! tests keep the crate-based collectors of those families
+//! (`reference`) and compare the two encodings.
 
 use crate::job::outcome::{Outcome, RunRecord};
 // One implementation of Python's float spelling, shared with the log and
 // report formatters; the name stays for the tests and readers here.
 use crate::pyfmt::py_float as python_float;
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub use super::encode::Histogram;
+
+mod job_text;
+#[cfg(test)]
+mod reference;
 use super::encode::{gauge, single_gauge};
 
 /// Default histogram bounds (seconds) of `cronstable_job_duration_seconds`.
@@ -281,7 +296,7 @@ struct Scrape {
     cluster_facts: Option<(bool, bool, Option<String>)>,
     /// Shared between scrapes while no job's row changed (see
     /// [`JobRows`]).
-    jobs: Arc<Vec<JobRow>>,
+    jobs: Arc<Vec<Arc<JobRow>>>,
 }
 
 impl Scrape {
@@ -305,7 +320,7 @@ impl Scrape {
                         .jobs
                         .iter()
                         .zip(other.jobs.iter())
-                        .all(|(a, b)| a.same_output(b))))
+                        .all(|(a, b)| Arc::ptr_eq(a, b) || a.same_output(b))))
     }
 }
 
@@ -333,6 +348,24 @@ struct LastRun {
 }
 
 impl JobRow {
+    /// Whether this row is what `g`, `last_run` and `counters` would make.
+    fn shows(
+        &self,
+        g: &JobGauges,
+        last_run: &Option<LastRun>,
+        counters: &Arc<JobCounters>,
+    ) -> bool {
+        self.enabled == g.enabled
+            && self.running == g.running
+            && self.paused == g.paused
+            && self.next_run.map(f64::to_bits) == g.next_run.map(f64::to_bits)
+            && Arc::ptr_eq(&self.counters, counters)
+            && LastRun::same(&self.last_run, last_run)
+            && self.name == g.name
+            && self.schedule == g.schedule
+            && self.cluster_policy == g.cluster_policy
+    }
+
     fn same_output(&self, other: &JobRow) -> bool {
         self.name == other.name
             && self.schedule == other.schedule
@@ -342,53 +375,83 @@ impl JobRow {
             && self.next_run.map(f64::to_bits) == other.next_run.map(f64::to_bits)
             && self.paused == other.paused
             && Arc::ptr_eq(&self.counters, &other.counters)
-            && match (&self.last_run, &other.last_run) {
-                (None, None) => true,
-                (Some(a), Some(b)) => {
-                    a.finished.to_bits() == b.finished.to_bits()
-                        && a.duration.map(f64::to_bits) == b.duration.map(f64::to_bits)
-                        && a.retcode == b.retcode
-                        && a.success == b.success
-                }
-                _ => false,
+            && LastRun::same(&self.last_run, &other.last_run)
+    }
+}
+
+impl LastRun {
+    /// Equal values (floats bit for bit: they are printed).
+    fn same(a: &Option<LastRun>, b: &Option<LastRun>) -> bool {
+        match (a, b) {
+            (None, None) => true,
+            (Some(a), Some(b)) => {
+                a.finished.to_bits() == b.finished.to_bits()
+                    && a.duration.map(f64::to_bits) == b.duration.map(f64::to_bits)
+                    && a.retcode == b.retcode
+                    && a.success == b.success
             }
+            _ => false,
+        }
     }
 }
 
 impl Scrape {
-    fn take(counters: &Counters, gauges: &DaemonGauges) -> Scrape {
-        Scrape::with_rows(counters, gauges, Arc::new(Scrape::rows(counters, gauges)))
+    fn take(counters: &Counters, gauges: &DaemonGauges, previous: Option<&JobRows>) -> Scrape {
+        let rows = Scrape::rows(counters, gauges, previous.map(|p| &p.0[..]));
+        Scrape::with_rows(counters, gauges, Arc::new(rows))
     }
 
-    fn rows(counters: &Counters, gauges: &DaemonGauges) -> Vec<JobRow> {
+    /// The rows of `gauges.jobs`, each the same (shared) row as
+    /// `previous` has at its index when every value is the same: a
+    /// snapshot after one job changed then allocates (and later frees)
+    /// one row rather than 10,000, and comparing it with the previous
+    /// snapshot, or encoding it from the previous body, skips the shared
+    /// rows by identity.
+    fn rows(
+        counters: &Counters,
+        gauges: &DaemonGauges,
+        previous: Option<&[Arc<JobRow>]>,
+    ) -> Vec<Arc<JobRow>> {
         // Jobs without counters yet (none recorded since they appeared)
         // read as zero, sharing one empty set.
         let empty = Arc::new(JobCounters::new(&counters.bounds));
         gauges
             .jobs
             .iter()
-            .map(|g| JobRow {
-                name: g.name.to_owned(),
-                schedule: g.schedule.to_owned(),
-                cluster_policy: g.cluster_policy.to_owned(),
-                enabled: g.enabled,
-                running: g.running,
-                next_run: g.next_run,
-                last_run: g.last_run.map(|r| LastRun {
+            .enumerate()
+            .map(|(i, g)| {
+                let counters = counters.jobs.get(g.name).unwrap_or(&empty);
+                let last_run = g.last_run.map(|r| LastRun {
                     finished: r.finished_at.timestamp_micros() as f64 / 1e6,
                     duration: r.duration_seconds(),
                     retcode: r.retcode,
                     success: r.outcome() == Outcome::Success,
-                }),
-                paused: g.paused,
-                counters: Arc::clone(counters.jobs.get(g.name).unwrap_or(&empty)),
+                });
+                match previous.and_then(|p| p.get(i)) {
+                    Some(old) if old.shows(g, &last_run, counters) => Arc::clone(old),
+                    _ => Arc::new(JobRow {
+                        name: g.name.to_owned(),
+                        schedule: g.schedule.to_owned(),
+                        cluster_policy: g.cluster_policy.to_owned(),
+                        enabled: g.enabled,
+                        running: g.running,
+                        next_run: g.next_run,
+                        last_run,
+                        paused: g.paused,
+                        counters: Arc::clone(counters),
+                    }),
+                }
             })
             .collect()
     }
 
     /// A scrape of the daemon-wide values now, with the per-job rows
     /// `jobs` (`gauges.jobs` is not read).
-    fn with_rows(counters: &Counters, gauges: &DaemonGauges, jobs: Arc<Vec<JobRow>>) -> Scrape {
+    fn with_rows(
+        counters: &Counters,
+        gauges: &DaemonGauges,
+        jobs: Arc<Vec<Arc<JobRow>>>,
+    ) -> Scrape {
         let taken = std::time::Instant::now();
         Scrape {
             version: gauges.version.to_owned(),
@@ -476,217 +539,6 @@ impl Collector for DaemonFamilies {
     }
 }
 
-/// The per-job cumulative families: runs by outcome, the duration
-/// histogram, retries, permanent and start failures, and the times of the
-/// last success and failure.
-#[derive(Debug)]
-struct JobCounterFamilies(Arc<Scrape>);
-
-impl Collector for JobCounterFamilies {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let jobs = &self.0.jobs[..];
-        // Counter families are declared without `_total`: the encoders add
-        // it where each format wants it (everywhere in 0.0.4, on samples
-        // only in OpenMetrics).
-        let mut runs = encoder.encode_descriptor(
-            "cronstable_job_runs",
-            "Finished runs by outcome.",
-            None,
-            MetricType::Counter,
-        )?;
-        for job in jobs {
-            for outcome in OUTCOMES {
-                runs.encode_family(&[
-                    ("job_name", job.name.as_str()),
-                    ("status", outcome.as_str()),
-                ])?
-                .encode_counter::<NoLabelSet, u64, f64>(
-                    &job.counters.runs[outcome_index(outcome)],
-                    None,
-                )?;
-            }
-        }
-        let mut duration = encoder.encode_descriptor(
-            "cronstable_job_duration_seconds",
-            "Duration of finished runs.",
-            None,
-            MetricType::Histogram,
-        )?;
-        let mut buckets = Vec::new();
-        for job in jobs {
-            let h = &job.counters.duration;
-            // The encoders take per-bucket counts (they accumulate them);
-            // ours are cumulative, and the `+Inf` bucket is explicit.
-            h.buckets_into(&mut buckets);
-            duration
-                .encode_family(&[("job_name", job.name.as_str())])?
-                .encode_histogram::<NoLabelSet>(h.sum, h.count, &buckets, None)?;
-        }
-        type Count = fn(&JobCounters) -> u64;
-        let counter_families: [(&str, &str, Count); 3] = [
-            ("cronstable_job_retries", "Retry attempts launched.", |c| {
-                c.retries
-            }),
-            (
-                "cronstable_job_permanent_failures",
-                "Failures with no retry remaining.",
-                |c| c.permanent_failures,
-            ),
-            (
-                "cronstable_job_start_failures",
-                "Runs whose command could not be started.",
-                |c| c.start_failures,
-            ),
-        ];
-        for (name, help, get) in counter_families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-            for job in jobs {
-                family
-                    .encode_family(&[("job_name", job.name.as_str())])?
-                    .encode_counter::<NoLabelSet, u64, f64>(&get(&job.counters), None)?;
-            }
-        }
-        type Stamp = fn(&JobCounters) -> Option<f64>;
-        let timestamp_families: [(&str, &str, Stamp); 2] = [
-            (
-                "cronstable_job_last_success_timestamp_seconds",
-                "Unix time of the last successful finish.",
-                |c| c.last_success,
-            ),
-            (
-                "cronstable_job_last_failure_timestamp_seconds",
-                "Unix time of the last failed finish.",
-                |c| c.last_failure,
-            ),
-        ];
-        for (name, help, get) in timestamp_families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for job in jobs {
-                if let Some(ts) = get(&job.counters) {
-                    gauge(
-                        &mut family.encode_family(&[("job_name", job.name.as_str())])?,
-                        &ts,
-                    )?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A gauge value of one job at scrape time.
-#[derive(Debug, Clone, Copy)]
-enum Reading {
-    Int(i64),
-    Float(f64),
-}
-
-/// The per-job state gauges, computed at scrape time.
-#[derive(Debug)]
-struct JobStateFamilies(Arc<Scrape>);
-
-impl Collector for JobStateFamilies {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let jobs = &self.0.jobs[..];
-        let mut info = encoder.encode_descriptor(
-            "cronstable_job_info",
-            "Static job configuration.",
-            None,
-            MetricType::Gauge,
-        )?;
-        for job in jobs {
-            gauge(
-                &mut info.encode_family(&[
-                    ("job_name", job.name.as_str()),
-                    ("schedule", job.schedule.as_str()),
-                    ("cluster_policy", job.cluster_policy.as_str()),
-                ])?,
-                &1i64,
-            )?;
-        }
-        type Read = fn(&JobRow) -> Option<Reading>;
-        let families: [(&str, &str, Read); 8] = [
-            ("cronstable_job_enabled", "1 if the job is enabled.", |j| {
-                Some(Reading::Int(i64::from(j.enabled)))
-            }),
-            ("cronstable_job_running", "Running instances.", |j| {
-                Some(Reading::Int(i64::try_from(j.running).unwrap_or(i64::MAX)))
-            }),
-            (
-                "cronstable_job_next_run_timestamp_seconds",
-                "Unix time of the next scheduled run.",
-                |j| j.next_run.map(Reading::Float),
-            ),
-            (
-                "cronstable_job_last_run_timestamp_seconds",
-                "Unix time the most recent run finished.",
-                |j| j.last_run.as_ref().map(|r| Reading::Float(r.finished)),
-            ),
-            (
-                "cronstable_job_last_run_duration_seconds",
-                "Duration of the most recent run.",
-                |j| {
-                    j.last_run
-                        .as_ref()
-                        .and_then(|r| r.duration)
-                        .map(Reading::Float)
-                },
-            ),
-            (
-                "cronstable_job_last_run_exit_code",
-                "Exit code of the most recent run.",
-                |j| {
-                    j.last_run
-                        .as_ref()
-                        .map(|r| Reading::Int(i64::from(r.retcode)))
-                },
-            ),
-            (
-                "cronstable_job_last_run_success",
-                "1 if the most recent run succeeded.",
-                |j| {
-                    j.last_run
-                        .as_ref()
-                        .map(|r| Reading::Int(i64::from(r.success)))
-                },
-            ),
-            ("cronstable_job_paused", "1 while the job is paused.", |j| {
-                Some(Reading::Int(i64::from(j.paused)))
-            }),
-        ];
-        for (name, help, read) in families {
-            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
-            for job in jobs {
-                let Some(reading) = read(job) else { continue };
-                let labels = [("job_name", job.name.as_str())];
-                let mut sample = family.encode_family(&labels)?;
-                match reading {
-                    Reading::Int(v) => gauge(&mut sample, &v)?,
-                    Reading::Float(v) => gauge(&mut sample, &v)?,
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// The registry of one scrape, each component's collector in the order
-/// its families appear in the exposition.
-fn registry(scrape: &Arc<Scrape>) -> Registry {
-    let mut registry = Registry::default();
-    registry.register_collector(Box::new(DaemonFamilies(Arc::clone(scrape))));
-    registry.register_collector(Box::new(JobCounterFamilies(Arc::clone(scrape))));
-    registry.register_collector(Box::new(JobStateFamilies(Arc::clone(scrape))));
-    registry.register_collector(Box::new(super::cluster::ClusterFamilies {
-        stats: scrape.cluster.clone(),
-        now: scrape.taken,
-    }));
-    if let Some(kube) = &scrape.kube {
-        registry.register_collector(Box::new(super::kube::KubeFamilies(kube.clone())));
-    }
-    registry
-}
-
 /// Renders the exposition.
 pub fn render(counters: &Counters, gauges: &DaemonGauges, format: Format) -> String {
     Snapshot::take(counters, gauges).encode(format)
@@ -703,12 +555,23 @@ pub struct Snapshot(Arc<Scrape>);
 /// The per-job rows of a [`Snapshot`] (every job's gauges and a handle on
 /// its counters), shared by reference.
 #[derive(Debug, Clone)]
-pub struct JobRows(Arc<Vec<JobRow>>);
+pub struct JobRows(Arc<Vec<Arc<JobRow>>>);
 
 impl Snapshot {
     /// Takes the counters and the scheduler's gauges as they are now.
     pub fn take(counters: &Counters, gauges: &DaemonGauges) -> Snapshot {
-        Snapshot(Arc::new(Scrape::take(counters, gauges)))
+        Snapshot(Arc::new(Scrape::take(counters, gauges, None)))
+    }
+
+    /// [`Snapshot::take`], sharing each row of `previous` (an earlier
+    /// snapshot's rows, of any state) that has the same values: the
+    /// same text, less work when few jobs changed.
+    pub fn take_reusing(
+        counters: &Counters,
+        gauges: &DaemonGauges,
+        previous: &JobRows,
+    ) -> Snapshot {
+        Snapshot(Arc::new(Scrape::take(counters, gauges, Some(previous))))
     }
 
     /// Takes the daemon-wide values as they are now, with the per-job
@@ -737,18 +600,155 @@ impl Snapshot {
         Arc::ptr_eq(&self.0, &other.0) || self.0.same_output(&other.0)
     }
 
-    /// The exposition text.
+    /// The exposition text, every line written afresh.
     pub fn encode(&self, format: Format) -> String {
-        encode(&self.0, format)
+        write(&self.0, format, None).0
     }
 }
 
-fn encode(scrape: &Arc<Scrape>, format: Format) -> String {
-    let registry = registry(scrape);
-    let mut out = String::with_capacity(256 + scrape.jobs.len() * 2048);
+/// An encoded exposition, shared rather than copied between whoever
+/// serves it and the [`Encoder`] that copies lines out of it next time.
+#[derive(Debug, Clone)]
+pub struct Body(Arc<String>);
+
+impl Body {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl AsRef<[u8]> for Body {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_bytes()
+    }
+}
+
+/// Encodes snapshots in one format, each from the previous one: the lines
+/// of a job whose row (gauges and counters) is the one the previous
+/// snapshot had are copied from the previous body, only the others are
+/// written. A scrape after one job ran is then a copy of the 16 MB and
+/// that job's lines, rather than 10,000 jobs' worth of number formatting.
+#[derive(Debug)]
+pub struct Encoder {
+    format: Format,
+    last: Option<Encoded>,
+}
+
+/// The previous encoding: its rows, its text, and where each job's lines
+/// of each family are in it (see [`job_text::Starts`]).
+#[derive(Debug)]
+struct Encoded {
+    rows: Arc<Vec<Arc<JobRow>>>,
+    body: Body,
+    starts: job_text::Starts,
+}
+
+impl Encoder {
+    /// An encoder of `format` with nothing to copy from yet.
+    pub fn new(format: Format) -> Encoder {
+        Encoder { format, last: None }
+    }
+
+    /// The exposition of `snapshot`: the same text as
+    /// [`Snapshot::encode`], reusing what it can of the previous call's.
+    pub fn encode(&mut self, snapshot: &Snapshot) -> Body {
+        let scrape = &snapshot.0;
+        let last = self.last.take();
+        let (text, starts) = write(scrape, self.format, last.as_ref());
+        // The previous body is dropped here (unless a response still
+        // holds it): only one is kept.
+        drop(last);
+        let body = Body(Arc::new(text));
+        self.last = Some(Encoded {
+            rows: Arc::clone(&scrape.jobs),
+            body: body.clone(),
+            starts,
+        });
+        body
+    }
+}
+
+/// For each of `rows`, the index of the earlier row it equals (same job,
+/// same values), whose lines can therefore be copied. Rows are looked up
+/// by position first (the job table rarely changes), by name otherwise.
+fn reusable(earlier: &[Arc<JobRow>], rows: &[Arc<JobRow>]) -> Vec<Option<usize>> {
+    let mut by_name: Option<HashMap<&str, usize>> = None;
+    rows.iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let at = match earlier.get(i) {
+                Some(old) if old.name == row.name => Some(i),
+                _ => by_name
+                    .get_or_insert_with(|| {
+                        earlier
+                            .iter()
+                            .enumerate()
+                            .map(|(j, old)| (old.name.as_str(), j))
+                            .collect()
+                    })
+                    .get(row.name.as_str())
+                    .copied(),
+            };
+            at.filter(|&j| Arc::ptr_eq(&earlier[j], row) || earlier[j].same_output(row))
+        })
+        .collect()
+}
+
+/// Encodes `scrape`: the daemon's families and, after the per-job ones,
+/// the cluster's and the Kubernetes mode's through the crate (a few dozen
+/// lines), the per-job families directly ([`job_text`]), copied from
+/// `earlier` where a job's row did not change. Returns the text and where
+/// each job's lines are in it.
+fn write(
+    scrape: &Arc<Scrape>,
+    format: Format,
+    earlier: Option<&Encoded>,
+) -> (String, job_text::Starts) {
+    let jobs = &scrape.jobs;
+    let capacity = match earlier {
+        Some(e) => e.body.0.len() + e.body.0.len() / 64 + 4096,
+        None => 4096 + jobs.len() * 2048,
+    };
+    let mut out = String::with_capacity(capacity);
+    let mut head = Registry::default();
+    head.register_collector(Box::new(DaemonFamilies(Arc::clone(scrape))));
+    encode_with_crate(&mut out, &head, format, false);
+    let reuse = match earlier {
+        Some(e) if Arc::ptr_eq(&e.rows, jobs) => (0..jobs.len()).map(Some).collect(),
+        Some(e) => reusable(&e.rows, jobs),
+        None => vec![None; jobs.len()],
+    };
+    let copy_from = earlier.map(|e| job_text::Earlier {
+        text: e.body.as_str(),
+        starts: &e.starts,
+        jobs: e.rows.len(),
+    });
+    let starts = job_text::write_families(&mut out, format, jobs, &reuse, copy_from.as_ref());
+    let mut tail = Registry::default();
+    tail.register_collector(Box::new(super::cluster::ClusterFamilies {
+        stats: scrape.cluster.clone(),
+        now: scrape.taken,
+    }));
+    if let Some(kube) = &scrape.kube {
+        tail.register_collector(Box::new(super::kube::KubeFamilies(kube.clone())));
+    }
+    encode_with_crate(&mut out, &tail, format, true);
+    (out, starts)
+}
+
+/// Appends `registry` encoded by the crate, bucket bounds respelled, and
+/// when `last`, the OpenMetrics `# EOF` trailer.
+fn encode_with_crate(out: &mut String, registry: &Registry, format: Format, last: bool) {
+    let mut text = String::new();
     let encoded = match format {
-        Format::Text => prometheus_client::encoding::prometheus_text::encode(&mut out, &registry),
-        Format::OpenMetrics => prometheus_client::encoding::text::encode(&mut out, &registry),
+        Format::Text => prometheus_client::encoding::prometheus_text::encode(&mut text, registry),
+        Format::OpenMetrics if last => {
+            prometheus_client::encoding::text::encode(&mut text, registry)
+        }
+        Format::OpenMetrics => {
+            prometheus_client::encoding::text::encode_registry(&mut text, registry)
+        }
     };
     // Writing into a String cannot fail and the collectors only pass the
     // writer's errors on; should it ever happen, the scrape still gets
@@ -759,7 +759,7 @@ fn encode(scrape: &Arc<Scrape>, format: Format) -> String {
             "could not encode the metrics exposition: {err}"
         );
     }
-    respell_bucket_bounds(out)
+    out.push_str(&respell_bucket_bounds(text));
 }
 
 /// Rewrites every histogram bucket bound (`le="…"`) of an encoded

@@ -466,12 +466,19 @@ impl Scheduler {
             job_set_id: &self.job_set_id,
             jobs,
         };
+        let previous = self.metrics_last_rows.take();
         let (snapshot, epoch) = ports::with_counters(&self.counters, |c| {
-            (prometheus::Snapshot::take(c, &gauges), c.epoch())
+            let snapshot = match &previous {
+                Some(rows) => prometheus::Snapshot::take_reusing(c, &gauges, rows),
+                None => prometheus::Snapshot::take(c, &gauges),
+            };
+            (snapshot, c.epoch())
         });
         drop(gauges);
+        drop(previous);
         let stamp = self.stamp(now, horizon);
         self.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
+        self.metrics_last_rows = Some(snapshot.rows());
         snapshot
     }
 }

@@ -160,6 +160,10 @@ pub struct Scheduler {
     /// The per-job rows of the last metrics snapshot, with the stamp and
     /// counters epoch they were read at.
     metrics_rows: Option<(control::Stamp, u64, crate::metrics::prometheus::JobRows)>,
+    /// The per-job rows of the last full metrics snapshot, whatever its
+    /// stamp: the next one shares each row whose values are unchanged
+    /// rather than copying every job's strings again.
+    metrics_last_rows: Option<crate::metrics::prometheus::JobRows>,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -207,6 +211,7 @@ impl Scheduler {
             next_fires: next_fire::NextFires::default(),
             api_generation: 0,
             metrics_rows: None,
+            metrics_last_rows: None,
         };
         scheduler.install_jobs(initial);
         scheduler

@@ -403,6 +403,11 @@ pub trait Clock: Send + Sync {
     fn sleep_until(&self, at: DateTime<Utc>) -> BoxFuture<'static, ()>;
 }
 
+/// How long before a wall-clock deadline [`SystemClock`] hands over from
+/// tokio's millisecond timer to the platform's precise one: more than the
+/// millisecond tokio may add, so the hand-over is not itself late.
+const PRECISE_FINISH: std::time::Duration = std::time::Duration::from_millis(3);
+
 /// The system's wall clock.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
@@ -417,9 +422,21 @@ impl Clock for SystemClock {
             // Re-reading the clock after each sleep: a timer that fires a
             // hair early (or a clock step) must not start a pass before `at`.
             loop {
-                match (at - Utc::now()).to_std() {
-                    Ok(d) if !d.is_zero() => tokio::time::sleep(d).await,
+                let left = match (at - Utc::now()).to_std() {
+                    Ok(d) if !d.is_zero() => d,
                     _ => return,
+                };
+                if left > PRECISE_FINISH {
+                    // tokio's timer wakes in whole milliseconds, late by up
+                    // to one: the bulk of the wait here, the rest below.
+                    tokio::time::sleep(left - PRECISE_FINISH).await;
+                } else if crate::platform::wait_for_wall_clock(at.into())
+                    .await
+                    .is_err()
+                {
+                    // No precise timer (descriptors exhausted, say): the
+                    // coarse one is late by a millisecond, not wrong.
+                    tokio::time::sleep(left).await;
                 }
             }
         })

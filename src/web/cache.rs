@@ -8,10 +8,13 @@
 //! snapshot compares every value the text is made from (the per-job
 //! counters by identity: they are copied whenever a run is recorded), so a
 //! cached body is never older than the state: it is exactly what encoding
-//! now would produce.
+//! now would produce. When something did change, the body is still not
+//! written from scratch: each format's [`Encoder`] copies the lines of
+//! every job whose row is unchanged from the previous body and writes
+//! only the others.
 
 use super::views::{RenderedJobs, StatusNames};
-use crate::metrics::prometheus::{Format, Snapshot};
+use crate::metrics::prometheus::{Encoder, Format, Snapshot};
 use crate::scheduler::control::{ControlError, ControlHandle, JobsAnswer, Stamp, StatusTable};
 use axum::body::Bytes;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -126,11 +129,26 @@ impl StatusCache {
     }
 }
 
-/// The last `/metrics` body in each format, with the snapshot it encodes.
-#[derive(Debug, Default)]
+/// The last `/metrics` body in each format, with the snapshot it encodes,
+/// and each format's [`Encoder`], which writes the next body from the
+/// last one (copying the lines of the jobs that did not change).
+#[derive(Debug)]
 pub struct MetricsCache {
     text: Mutex<Option<(Snapshot, Bytes)>>,
     open_metrics: Mutex<Option<(Snapshot, Bytes)>>,
+    text_encoder: Arc<Mutex<Encoder>>,
+    open_metrics_encoder: Arc<Mutex<Encoder>>,
+}
+
+impl Default for MetricsCache {
+    fn default() -> Self {
+        MetricsCache {
+            text: Mutex::default(),
+            open_metrics: Mutex::default(),
+            text_encoder: Arc::new(Mutex::new(Encoder::new(Format::Text))),
+            open_metrics_encoder: Arc::new(Mutex::new(Encoder::new(Format::OpenMetrics))),
+        }
+    }
 }
 
 impl MetricsCache {
@@ -141,6 +159,13 @@ impl MetricsCache {
         }
     }
 
+    fn encoder(&self, format: Format) -> &Arc<Mutex<Encoder>> {
+        match format {
+            Format::Text => &self.text_encoder,
+            Format::OpenMetrics => &self.open_metrics_encoder,
+        }
+    }
+
     /// The body for `snapshot` in `format`: the cached one when it encodes
     /// the same, else a fresh encoding (on a blocking thread, so other
     /// requests on the API's runtime go on meanwhile), which replaces it.
@@ -148,11 +173,20 @@ impl MetricsCache {
         if let Some(body) = self.cached(&snapshot, format) {
             return body;
         }
-        let encoded = {
+        let encode = {
             let snapshot = snapshot.clone();
-            tokio::task::spawn_blocking(move || Bytes::from(snapshot.encode(format))).await
+            let encoder = Arc::clone(self.encoder(format));
+            // Concurrent scrapes of one format take turns: the second
+            // then copies nearly everything from the first one's body.
+            move || {
+                let body = encoder
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .encode(&snapshot);
+                Bytes::from_owner(body)
+            }
         };
-        let body = match encoded {
+        let body = match tokio::task::spawn_blocking(encode).await {
             Ok(body) => body,
             // The blocking pool is gone (the runtime is shutting down):
             // encode here rather than fail the scrape.
