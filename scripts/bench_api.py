@@ -9,6 +9,7 @@ instant it ran (`date +%s.%N`) to a file. Measured:
   * GET /status (JSON), /jobs and /metrics: the first request after start
     (cold) and then repeated requests (median and p95), each on a fresh
     connection, timed to the last byte of the body;
+  * GET /status in its text form (no Accept header), repeated;
   * GET /jobs and /metrics right after a change of state (one job paused
     or resumed through the API before each request: a fresh rendering,
     the cold build), each followed by a repeat;
@@ -59,6 +60,37 @@ def wait_ready(port, jobs, proc, deadline_s=600):
             pass
         time.sleep(0.05)
     raise RuntimeError("the daemon was not ready in time")
+
+
+def http_request(port, method, path, accept=None):
+    """One request on a fresh connection; returns (status, body, seconds).
+    Like bench.http_get, but with the Accept header chosen (None: none)."""
+    start = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        headers = {"Accept": accept} if accept else {}
+        body = b"" if method == "POST" else None
+        conn.request(method, path, body=body, headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+        return resp.status, data, time.perf_counter() - start
+    finally:
+        conn.close()
+
+
+def timed_text_status(port, count):
+    """GET /status without an Accept header (the text form), repeated."""
+    out = []
+    for _ in range(count):
+        status, body, secs = http_request(port, "GET", "/status")
+        if status != 200 or body.startswith(b"["):
+            raise RuntimeError(f"GET /status (text): {status}")
+        out.append(secs * 1000)
+    return out
+
+
+def median_p95(values):
+    return f"median {bench.percentile(values, 50):.1f} ms, p95 {bench.percentile(values, 95):.1f} ms"
 
 
 def timed(port, path, count):
@@ -172,22 +204,12 @@ def run(impl, jobs, seconds, repeats):
             for route in ("/status", "/jobs", "/metrics"):
                 cold, rep = timed(port, route, repeats)
                 rows.append((f"GET {route} first ({cold[1] / 1e6:.1f} MB)", f"{cold[0]:.1f} ms"))
-                rows.append(
-                    (
-                        f"GET {route} repeated",
-                        f"median {bench.percentile(rep, 50):.1f} ms, p95 {bench.percentile(rep, 95):.1f} ms",
-                    )
-                )
+                rows.append((f"GET {route} repeated", median_p95(rep)))
+            rows.append(("GET /status text form repeated", median_p95(timed_text_status(port, repeats))))
             for route in ("/jobs", "/metrics"):
                 changed, again = after_change(port, route, repeats)
                 for what, values in (("after a change", changed), ("right after that", again)):
-                    rows.append(
-                        (
-                            f"GET {route} {what}",
-                            f"median {bench.percentile(values, 50):.1f} ms, "
-                            f"p95 {bench.percentile(values, 95):.1f} ms",
-                        )
-                    )
+                    rows.append((f"GET {route} {what}", median_p95(values)))
             idle, _ = window(probe_file, seconds, [], port)
             busy, counts = window(probe_file, seconds, ["/metrics", "/jobs"], port)
             rows.append(("probe lateness, nobody polling", stats(idle)))

@@ -3,7 +3,7 @@
 
 use super::control::{
     ActivityRow, Control, ControlError, JobProgress, JobSnapshot, JobsAnswer, Progress, RetryView,
-    RunSummary, SlotSnapshot, Stamp, StatusSnapshot,
+    RunSummary, SlotSnapshot, Stamp, StatusTable,
 };
 use super::pause;
 use super::ports;
@@ -45,7 +45,7 @@ impl Scheduler {
                 let _ = reply.send(answer);
             }
             Control::Status { reply } => {
-                let _ = reply.send(self.status_snapshots());
+                let _ = reply.send(self.status_table());
             }
             Control::Runs { job, reply } => {
                 let runs = self.job(&job).map(|_| {
@@ -225,17 +225,47 @@ impl Scheduler {
     fn snapshots(&self, only: Option<&str>) -> Vec<JobSnapshot> {
         let now = self.clock.now();
         let election = self.gate.records().is_some();
-        self.jobs
+        // Every job's next fire in one pass over the remembered ones, or
+        // the one job's.
+        let (indices, next_fires): (Vec<usize>, Vec<Option<DateTime<Utc>>>) = match only {
+            None => (
+                (0..self.jobs.len()).collect(),
+                self.next_fires.all(&self.jobs, now),
+            ),
+            Some(name) => self
+                .by_name
+                .get(name)
+                .map(|&index| (index, self.next_fires.get(index, &self.jobs[index], now)))
+                .into_iter()
+                .unzip(),
+        };
+        // The live instances of the jobs that run, by position (ascending,
+        // as the jobs are visited): one pass over the running set rather
+        // than a lookup by name per job.
+        let mut live_runs: Vec<(usize, Vec<&RunHandle>)> = self
+            .running
             .iter()
-            .enumerate()
-            .filter(|(_, j)| only.is_none_or(|name| j.name == name))
-            .map(|(index, job)| {
-                let live: Vec<&RunHandle> = self
-                    .running
-                    .get(&job.name)
-                    .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
+            .filter_map(|(name, runs)| {
+                let live: Vec<&RunHandle> = runs.iter().filter(|r| !r.has_ended()).collect();
+                // A job a reload removed while it ran is not in the table.
+                (!live.is_empty()).then_some((*self.by_name.get(name)?, live))
+            })
+            .collect();
+        live_runs.sort_unstable_by_key(|(index, _)| *index);
+        let mut live_runs = live_runs.into_iter().peekable();
+        // Only a cluster section names job owners (see LeaderGate::owner):
+        // asked once here rather than once per job under the counters' lock.
+        let owners = ports::with_counters(&self.counters, |c| c.cluster.is_some());
+        indices
+            .into_iter()
+            .zip(next_fires)
+            .map(|(index, next_fire)| {
+                let job = &self.jobs[index];
+                while live_runs.next_if(|(at, _)| *at < index).is_some() {}
+                let live = live_runs
+                    .next_if(|(at, _)| *at == index)
+                    .map(|(_, live)| live)
                     .unwrap_or_default();
-                let next_fire = self.next_fires.get(index, job, now);
                 let never_fires =
                     job.enabled && job.parsed_schedule.cron().is_some() && next_fire.is_none();
                 let runs = self.store.runs_newest_first(&job.name);
@@ -273,44 +303,36 @@ impl Scheduler {
                     }),
                     election,
                     reboot_pending: self.reboot_pending(&job.name),
-                    owner: self.gate.owner(job),
+                    owner: if owners { self.gate.owner(job) } else { None },
                 }
             })
             .collect()
     }
 
-    fn status_snapshots(&self) -> Vec<StatusSnapshot> {
+    fn status_table(&self) -> StatusTable {
         let now = self.clock.now();
-        self.jobs
+        let mut running: Vec<(usize, Vec<u32>)> = self
+            .running
             .iter()
-            .enumerate()
-            .map(|(index, job)| {
-                let pids: Vec<u32> = self
-                    .running
-                    .get(&job.name)
-                    .map(|runs| {
-                        runs.iter()
-                            .filter(|r| !r.has_ended())
-                            .filter_map(|r| r.pid())
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                let running = self
-                    .running
-                    .get(&job.name)
-                    .is_some_and(|runs| runs.iter().any(|r| !r.has_ended()));
-                let next_fire = self.next_fires.get(index, job, now);
-                StatusSnapshot {
-                    config: Arc::clone(job),
-                    pids,
-                    running,
-                    next_fire,
-                    never_fires: job.enabled
-                        && job.parsed_schedule.cron().is_some()
-                        && next_fire.is_none(),
-                }
+            .filter(|(_, runs)| runs.iter().any(|r| !r.has_ended()))
+            // A job a reload removed while it ran is not in the table.
+            .filter_map(|(name, runs)| {
+                let index = *self.by_name.get(name)?;
+                let pids = runs
+                    .iter()
+                    .filter(|r| !r.has_ended())
+                    .filter_map(|r| r.pid())
+                    .collect();
+                Some((index, pids))
             })
-            .collect()
+            .collect();
+        running.sort_unstable_by_key(|(index, _)| *index);
+        StatusTable {
+            jobs: Arc::clone(&self.jobs),
+            table_id: self.table_id,
+            next_fires: self.next_fires.all(&self.jobs, now),
+            running,
+        }
     }
 
     fn progress(&self, prefix: &str) -> Progress {

@@ -98,7 +98,16 @@ pub struct Ports {
 
 /// The daemon's scheduling core.
 pub struct Scheduler {
-    jobs: Vec<Arc<JobConfig>>,
+    /// The job table; shared so that `GET /status` gets it without a
+    /// copy (see [`control::StatusTable`]).
+    jobs: Arc<Vec<Arc<JobConfig>>>,
+    /// Moves with every table installed (see [`control::StatusTable`]).
+    table_id: u64,
+    /// The table's cadence ([`Scheduler::cadence`]), worked out when the
+    /// table is installed: the run loop asks for it on every turn, and
+    /// with 10,000 jobs reading every config each time was a millisecond
+    /// per event or API request on this thread.
+    cadence: Cadence,
     by_name: HashMap<String, usize>,
     running: HashMap<String, Vec<RunHandle>>,
     retries: HashMap<String, RetryState>,
@@ -167,7 +176,9 @@ impl Scheduler {
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let evaluated = ports.clock.now();
         let mut scheduler = Scheduler {
-            jobs: Vec::new(),
+            jobs: Arc::new(Vec::new()),
+            table_id: 0,
+            cadence: Cadence::Minute,
             by_name: HashMap::new(),
             running: HashMap::new(),
             retries: HashMap::new(),
@@ -245,7 +256,9 @@ impl Scheduler {
                 Arc::make_mut(job).spec = None;
             }
         }
-        self.jobs = table;
+        self.jobs = Arc::new(table);
+        self.table_id += 1;
+        self.cadence = Self::cadence_of(&self.jobs);
         self.next_fires.reset(self.jobs.len());
         self.by_name = self
             .jobs
@@ -270,8 +283,12 @@ impl Scheduler {
 
     /// Second cadence while any enabled job has a seconds field.
     fn cadence(&self) -> Cadence {
-        let per_second = self
-            .jobs
+        self.cadence
+    }
+
+    /// The cadence `jobs` need (see [`Scheduler::cadence`]).
+    fn cadence_of(jobs: &[Arc<JobConfig>]) -> Cadence {
+        let per_second = jobs
             .iter()
             .any(|j| j.enabled && j.parsed_schedule.cron().is_some_and(|c| c.has_seconds()));
         if per_second {

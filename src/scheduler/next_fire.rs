@@ -44,13 +44,42 @@ impl NextFires {
         job: &JobConfig,
         now: DateTime<Utc>,
     ) -> Option<DateTime<Utc>> {
-        let cron = job.parsed_schedule.cron()?;
         let mut slots = self.slots.borrow_mut();
+        Self::lookup(&mut slots, index, job, now)
+    }
+
+    /// The next fire of every job in `table` (the scheduler's table, in
+    /// order), as [`NextFires::get`] answers each: one pass that reads
+    /// the remembered answers in order and opens a job's config only to
+    /// search again.
+    pub(super) fn all(
+        &self,
+        table: &[std::sync::Arc<JobConfig>],
+        now: DateTime<Utc>,
+    ) -> Vec<Option<DateTime<Utc>>> {
+        let mut slots = self.slots.borrow_mut();
+        table
+            .iter()
+            .enumerate()
+            .map(|(index, job)| Self::lookup(&mut slots, index, job, now))
+            .collect()
+    }
+
+    fn lookup(
+        slots: &mut [Option<Remembered>],
+        index: usize,
+        job: &JobConfig,
+        now: DateTime<Utc>,
+    ) -> Option<DateTime<Utc>> {
+        // A remembered answer exists only for a cron schedule (it is what
+        // a search of one returned), so it is checked before the config
+        // is read: with 10,000 jobs the configs are 10,000 cache misses.
         if let Some(Some(r)) = slots.get(index) {
             if r.computed_at <= now && now < r.next {
                 return Some(r.next);
             }
         }
+        let cron = job.parsed_schedule.cron()?;
         let next = cron.next_after(now, &job.time_base);
         if let Some(slot) = slots.get_mut(index) {
             *slot = next.map(|next| Remembered {
@@ -108,16 +137,28 @@ mod tests {
         // Through the 2026 autumn DST changes in Europe and America.
         let mut now = Utc.with_ymd_and_hms(2026, 10, 24, 23, 0, 0).unwrap();
         let end = Utc.with_ymd_and_hms(2026, 11, 2, 12, 0, 0).unwrap();
+        let shared: Vec<std::sync::Arc<JobConfig>> =
+            table.iter().cloned().map(std::sync::Arc::new).collect();
         let mut step = 1i64;
         let mut checks = 0;
         while now < end {
-            for (i, job) in table.iter().enumerate() {
-                let fresh = job
-                    .parsed_schedule
-                    .cron()
-                    .and_then(|c| c.next_after(now, &job.time_base));
-                assert_eq!(cache.get(i, job, now), fresh, "{} at {now}", job.name);
-                checks += 1;
+            let fresh: Vec<_> = table
+                .iter()
+                .map(|job| {
+                    job.parsed_schedule
+                        .cron()
+                        .and_then(|c| c.next_after(now, &job.time_base))
+                })
+                .collect();
+            // One job at a time and the whole table in one pass, in turn.
+            if step % 2 == 0 {
+                assert_eq!(cache.all(&shared, now), fresh, "at {now}");
+                checks += table.len();
+            } else {
+                for (i, job) in table.iter().enumerate() {
+                    assert_eq!(cache.get(i, job, now), fresh[i], "{} at {now}", job.name);
+                    checks += 1;
+                }
             }
             // Steps of 1 s to ~17 min, landing on fires and between them.
             step = (step * 7 + 13) % 1031;

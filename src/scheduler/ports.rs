@@ -123,7 +123,9 @@ pub trait LeaderGate: Send {
     /// The node that runs `job` as this node sees it, for `GET /jobs`'
     /// `clusterOwner`: `None` when no per-job owner applies (no election,
     /// single-leader, an `EveryNode` job); `Some(None)` when one applies
-    /// but none can be named (no quorum).
+    /// but none can be named (no quorum). Always `None` while no cluster
+    /// section is configured (the shared counters hold no cluster state):
+    /// a snapshot of every job asks only then.
     fn owner(&self, job: &JobConfig) -> Option<Option<String>> {
         let _ = job;
         None

@@ -13,9 +13,9 @@
 //! every job whose row is unchanged from the previous body and writes
 //! only the others.
 
-use super::views::RenderedJobs;
+use super::views::{RenderedJobs, StatusNames};
 use crate::metrics::prometheus::{Encoder, Format, Snapshot};
-use crate::scheduler::control::{ControlError, ControlHandle, JobsAnswer, Stamp};
+use crate::scheduler::control::{ControlError, ControlHandle, JobsAnswer, Stamp, StatusTable};
 use axum::body::Bytes;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -28,9 +28,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// served again, its countdowns written in for the moment of serving. The
 /// scheduler withholds a stamp whenever a rendering could go stale
 /// without it seeing a change, so such a state is rendered per request.
+/// The last rendering is kept either way: a new one copies from it the
+/// entry of every job whose snapshot shows the same
+/// ([`RenderedJobs::render_after`]).
 #[derive(Debug, Default)]
 pub struct JobsCache {
-    last: Mutex<Option<(Stamp, Arc<RenderedJobs>)>>,
+    /// The last rendering, with its stamp when it may be served again.
+    last: Mutex<Option<(Option<Stamp>, Arc<RenderedJobs>)>>,
 }
 
 /// Why the job list could not be rendered.
@@ -47,11 +51,11 @@ pub enum JobsError {
 impl JobsCache {
     /// The rendering of the job list as it is now.
     pub async fn current(&self, control: &ControlHandle) -> Result<Arc<RenderedJobs>, JobsError> {
-        let since = self.slot().as_ref().map(|(stamp, _)| *stamp);
+        let since = self.slot().as_ref().and_then(|(stamp, _)| *stamp);
         match control.jobs_since(since).await? {
             JobsAnswer::Unchanged => {
                 if let Some((stamp, rendered)) = self.slot().as_ref() {
-                    if Some(*stamp) == since {
+                    if stamp.is_some() && *stamp == since {
                         return Ok(Arc::clone(rendered));
                     }
                 }
@@ -71,21 +75,57 @@ impl JobsCache {
         stamp: Option<Stamp>,
         jobs: Vec<crate::scheduler::control::JobSnapshot>,
     ) -> Result<Arc<RenderedJobs>, JobsError> {
-        // Tens of milliseconds with 10,000 jobs: on the blocking pool, so
-        // other requests on the API's runtime go on meanwhile.
-        let rendered = match tokio::task::spawn_blocking(move || RenderedJobs::render(&jobs)).await
+        let previous = self
+            .slot()
+            .as_ref()
+            .map(|(_, rendered)| Arc::clone(rendered));
+        // Milliseconds with 10,000 jobs (tens when every entry is new): on
+        // the blocking pool, so other requests on the API's runtime go on
+        // meanwhile.
+        let rendered = match tokio::task::spawn_blocking(move || {
+            RenderedJobs::render_after(previous.as_deref(), jobs)
+        })
+        .await
         {
             Ok(rendered) => Arc::new(rendered?),
             // The blocking pool is gone (shutting down).
             Err(_) => return Err(ControlError::Unavailable.into()),
         };
-        let mut slot = self.slot();
-        *slot = stamp.map(|stamp| (stamp, Arc::clone(&rendered)));
+        let replaced = self.slot().replace((stamp, Arc::clone(&rendered)));
+        // Freeing 10,000 snapshots takes a while too: not on this thread.
+        if let Some(old) = replaced {
+            drop(tokio::task::spawn_blocking(move || drop(old)));
+        }
         Ok(rendered)
     }
 
-    fn slot(&self) -> std::sync::MutexGuard<'_, Option<(Stamp, Arc<RenderedJobs>)>> {
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<(Option<Stamp>, Arc<RenderedJobs>)>> {
         self.last.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The per-table part of every `GET /status` body ([`StatusNames`]: the
+/// escaped names and what each config says of its row), kept until the
+/// scheduler installs a new job table.
+#[derive(Debug, Default)]
+pub struct StatusCache {
+    names: Mutex<Option<Arc<StatusNames>>>,
+}
+
+impl StatusCache {
+    /// The names of `table`'s jobs: the kept ones while they are of the
+    /// same table (its id has not moved), else made now and kept.
+    pub fn names(&self, table: &StatusTable) -> Arc<StatusNames> {
+        if let Some(names) = self.slot().as_ref().filter(|n| n.fits(table)) {
+            return Arc::clone(names);
+        }
+        let names = Arc::new(StatusNames::of(table));
+        *self.slot() = Some(Arc::clone(&names));
+        names
+    }
+
+    fn slot(&self) -> std::sync::MutexGuard<'_, Option<Arc<StatusNames>>> {
+        self.names.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -231,6 +231,7 @@ async fn start(
         metrics_enabled: web.metrics.as_ref().and_then(|m| m.enabled).unwrap_or(true),
         metrics_cache: Arc::default(),
         jobs_cache: Arc::default(),
+        status_cache: Arc::default(),
     };
     let app = routes::router(state);
     let stop = Arc::new(Notify::new());

@@ -41,6 +41,8 @@ pub struct AppState {
     pub metrics_cache: Arc<super::cache::MetricsCache>,
     /// The last `/jobs` rendering, served again while nothing changed.
     pub jobs_cache: Arc<super::cache::JobsCache>,
+    /// The escaped job names `/status` writes, kept per job table.
+    pub status_cache: Arc<super::cache::StatusCache>,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -252,19 +254,19 @@ async fn version() -> Response {
     text(env!("CARGO_PKG_VERSION").to_owned())
 }
 
+/// `GET /status`: one row or line per job, written straight into one
+/// buffer from the scheduler's [`crate::scheduler::control::StatusTable`]
+/// and the names kept for its job table ([`super::cache::StatusCache`]).
 async fn status(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {
-    let jobs = state.control.status().await?;
+    let table = state.control.status().await?;
+    let names = state.status_cache.names(&table);
     let now = Utc::now();
     if wants_json(&headers) {
-        let rows: Vec<views::StatusRow<'_>> =
-            jobs.iter().map(|j| views::status_row(j, now)).collect();
-        return Ok(Json(rows).into_response());
+        let body = views::status_json(&names, &table, now);
+        return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
     }
-    let mut body = String::with_capacity(jobs.len() * 48);
-    for job in &jobs {
-        views::write_status_line(&mut body, job, now);
-    }
-    Ok(text(body))
+    let body = views::status_text(&names, &table, now);
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response())
 }
 
 /// `GET /jobs`: every job, with an ETag that ignores the countdowns (see

@@ -2,9 +2,10 @@
 
 use crate::config::model::Command;
 use crate::job::outcome::{Outcome, RunRecord};
-use crate::scheduler::control::{JobSnapshot, RunSummary, StatusSnapshot};
+use crate::scheduler::control::{JobSnapshot, RunSummary, StatusTable};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
+use std::sync::Arc;
 
 /// ISO-8601 with an explicit `+00:00` offset, as the original writes.
 pub fn iso(at: DateTime<Utc>) -> String {
@@ -17,114 +18,6 @@ fn seconds_until(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<f64> {
 
 fn is_reboot(config: &crate::config::JobConfig) -> bool {
     config.parsed_schedule.cron().is_none()
-}
-
-/// One row of `GET /status` (JSON form), serialized straight from the
-/// snapshot: a 10,000-job answer builds no intermediate JSON maps.
-///
-/// Fields are declared in the order a JSON object map sorts its keys, so
-/// the bytes are the ones the map-based rows had.
-#[derive(Debug, serde::Serialize)]
-pub struct StatusRow<'a> {
-    job: &'a str,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    never_fires: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pid: Option<&'a [u32]>,
-    #[serde(skip_serializing_if = "ScheduledIn::is_absent")]
-    scheduled_in: ScheduledIn,
-    status: &'static str,
-}
-
-/// The `scheduled_in` member of a status row.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum ScheduledIn {
-    /// Not part of the row (running or disabled jobs).
-    Absent,
-    /// `"@reboot"`.
-    Reboot,
-    /// Seconds until the next fire, or `null` when there is none.
-    Seconds(Option<f64>),
-}
-
-impl ScheduledIn {
-    fn is_absent(&self) -> bool {
-        *self == ScheduledIn::Absent
-    }
-}
-
-impl serde::Serialize for ScheduledIn {
-    fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
-        match self {
-            ScheduledIn::Absent | ScheduledIn::Seconds(None) => out.serialize_none(),
-            ScheduledIn::Reboot => out.serialize_str("@reboot"),
-            ScheduledIn::Seconds(Some(secs)) => out.serialize_f64(*secs),
-        }
-    }
-}
-
-/// One row of `GET /status` (JSON form).
-pub fn status_row(job: &StatusSnapshot, now: DateTime<Utc>) -> StatusRow<'_> {
-    let row = |status, never_fires, pid, scheduled_in| StatusRow {
-        job: &job.config.name,
-        never_fires,
-        pid,
-        scheduled_in,
-        status,
-    };
-    if job.running {
-        return row(
-            "running",
-            job.never_fires,
-            Some(&job.pids[..]),
-            ScheduledIn::Absent,
-        );
-    }
-    if !job.config.enabled {
-        return row("disabled", false, None, ScheduledIn::Absent);
-    }
-    if is_reboot(&job.config) {
-        return row("scheduled", false, None, ScheduledIn::Reboot);
-    }
-    if job.never_fires {
-        return row("scheduled", true, None, ScheduledIn::Seconds(None));
-    }
-    row(
-        "scheduled",
-        false,
-        None,
-        ScheduledIn::Seconds(seconds_until(job.next_fire, now)),
-    )
-}
-
-/// Appends one line of `GET /status` (text form), newline included, to
-/// `out`: the whole answer is written into one buffer.
-pub fn write_status_line(out: &mut String, job: &StatusSnapshot, now: DateTime<Utc>) {
-    use std::fmt::Write as _;
-    let name = &job.config.name;
-    // Writing into a String cannot fail.
-    let _ = if job.running {
-        let _ = write!(out, "{name}: running (pid: ");
-        for (i, pid) in job.pids.iter().enumerate() {
-            let _ = write!(out, "{}{pid}", if i == 0 { "" } else { ", " });
-        }
-        writeln!(out, ")")
-    } else if !job.config.enabled {
-        writeln!(out, "{name}: disabled")
-    } else if is_reboot(&job.config) {
-        writeln!(out, "{name}: scheduled (@reboot)")
-    } else {
-        match seconds_until(job.next_fire, now) {
-            None => writeln!(
-                out,
-                "{name}: never fires (schedule has no future occurrence)"
-            ),
-            Some(secs) => {
-                let (count, unit) = relative(secs);
-                writeln!(out, "{name}: scheduled (in {count} {unit})")
-            }
-        }
-    };
 }
 
 /// A countdown in whole seconds, minutes, hours or days (rounded down
@@ -140,6 +33,266 @@ fn relative(secs: f64) -> (i64, &'static str) {
     } else {
         (s / 86_400, "days")
     }
+}
+
+/// Milliseconds from `now` until `at` (none past zero), the resolution
+/// every countdown is shown at; `None` without an instant.
+fn countdown_ms(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<i64> {
+    at.map(|t| (t - now).num_milliseconds().max(0))
+}
+
+/// Countdowns below this many milliseconds (about 31,700 years) are
+/// written digit by digit; see [`push_countdown`].
+const DIRECT_COUNTDOWN_MS: i64 = 1_000_000_000_000_000;
+
+/// Appends `ms / 1000` seconds as JSON, byte for byte what serde_json
+/// writes for the `f64` `ms as f64 / 1000.0` (the countdowns of
+/// `/status` and `/jobs`), without the float formatting. serde_json
+/// writes the shortest decimal that reads back as the same double; a
+/// count of milliseconds below 10^15 is a decimal of at most 15
+/// significant digits, which a double tells apart from every other such
+/// decimal, so that shortest form is the count itself with the point put
+/// in and trailing zeros of the fraction dropped (one kept: `42.0`).
+/// Anything larger goes through serde_json.
+fn push_countdown(out: &mut Vec<u8>, ms: i64) {
+    if !(0..DIRECT_COUNTDOWN_MS).contains(&ms) {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, &(ms as f64 / 1000.0));
+        return;
+    }
+    let mut digits = itoa::Buffer::new();
+    out.extend_from_slice(digits.format(ms / 1000).as_bytes());
+    let fraction = (ms % 1000) as u32;
+    let tail = [
+        b'.',
+        b'0' + (fraction / 100) as u8,
+        b'0' + (fraction / 10 % 10) as u8,
+        b'0' + (fraction % 10) as u8,
+    ];
+    let len = if fraction.is_multiple_of(100) {
+        2
+    } else if fraction.is_multiple_of(10) {
+        3
+    } else {
+        4
+    };
+    out.extend_from_slice(&tail[..len]);
+}
+
+/// What `GET /status` writes of each job that only a new job table can
+/// change, kept between requests (see [`crate::web::cache::StatusCache`]):
+/// each job's opening `{"job":"<name, JSON-escaped>"` and its name as the
+/// text form writes it, back to back in two buffers, so a request copies
+/// them in order instead of escaping or even reading 10,000 configs.
+#[derive(Debug)]
+pub struct StatusNames {
+    /// The table these are the names of ([`StatusTable::table_id`]).
+    table_id: u64,
+    /// `{"job":"…"` of every job, back to back.
+    json: Vec<u8>,
+    /// Every job's name, back to back.
+    text: Vec<u8>,
+    /// Per job: where its pieces end in `json` and `text`, and what its
+    /// config says of its row.
+    rows: Vec<NameRow>,
+}
+
+/// Where one job's pieces end in [`StatusNames`], and its row kind.
+#[derive(Debug, Clone, Copy)]
+struct NameRow {
+    json_end: usize,
+    text_end: usize,
+    kind: RowKind,
+}
+
+/// What a job's config decides about its status row.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RowKind {
+    /// `enabled: false`.
+    Disabled,
+    /// An `@reboot` schedule.
+    Reboot,
+    /// A calendar schedule.
+    Cron,
+}
+
+impl StatusNames {
+    /// The names of `table`'s jobs.
+    pub fn of(table: &StatusTable) -> StatusNames {
+        let jobs = &table.jobs;
+        let mut names = StatusNames {
+            table_id: table.table_id,
+            json: Vec::with_capacity(jobs.iter().map(|j| j.name.len() + 12).sum()),
+            text: Vec::with_capacity(jobs.iter().map(|j| j.name.len()).sum()),
+            rows: Vec::with_capacity(jobs.len()),
+        };
+        for job in jobs.iter() {
+            names.json.extend_from_slice(b"{\"job\":");
+            // The escaping serde gives the field (a Vec takes any write).
+            let _ = serde_json::to_writer(&mut names.json, job.name.as_str());
+            names.text.extend_from_slice(job.name.as_bytes());
+            let kind = if !job.enabled {
+                RowKind::Disabled
+            } else if is_reboot(job) {
+                RowKind::Reboot
+            } else {
+                RowKind::Cron
+            };
+            names.rows.push(NameRow {
+                json_end: names.json.len(),
+                text_end: names.text.len(),
+                kind,
+            });
+        }
+        names
+    }
+
+    /// Whether these are the names of `table`'s jobs.
+    pub fn fits(&self, table: &StatusTable) -> bool {
+        self.table_id == table.table_id && self.rows.len() == table.jobs.len()
+    }
+
+    /// Each job's pieces with its state in `table`, in order: the JSON
+    /// opening, the name, the row kind, the next fire and, while it runs,
+    /// its pids.
+    fn rows<'a>(&'a self, table: &'a StatusTable) -> impl Iterator<Item = RowParts<'a>> + 'a {
+        let mut running = table.running.iter().peekable();
+        let (mut json_from, mut text_from) = (0, 0);
+        self.rows
+            .iter()
+            .zip(&table.next_fires)
+            .enumerate()
+            .map(move |(index, (row, next_fire))| {
+                let json = &self.json[json_from..row.json_end];
+                let text = &self.text[text_from..row.text_end];
+                (json_from, text_from) = (row.json_end, row.text_end);
+                let pids = running
+                    .next_if(|(at, _)| *at == index)
+                    .map(|(_, pids)| &pids[..]);
+                RowParts {
+                    opening: json,
+                    name: text,
+                    kind: row.kind,
+                    next_fire: *next_fire,
+                    pids,
+                }
+            })
+    }
+}
+
+/// One job's pieces of a status row ([`StatusNames::rows`]).
+struct RowParts<'a> {
+    /// `{"job":"…"`.
+    opening: &'a [u8],
+    /// The name.
+    name: &'a [u8],
+    kind: RowKind,
+    next_fire: Option<DateTime<Utc>>,
+    /// The pids while the job runs.
+    pids: Option<&'a [u32]>,
+}
+
+/// The body of `GET /status` (JSON form) for `table` at `now`: the bytes
+/// serde gives the rows ([`StatusRow`]), written straight into one buffer.
+/// `names` must fit the table ([`StatusNames::fits`]).
+pub fn status_json(names: &StatusNames, table: &StatusTable, now: DateTime<Utc>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(names.json.len() + table.jobs.len() * 48 + 2);
+    out.push(b'[');
+    for (i, row) in names.rows(table).enumerate() {
+        let RowParts {
+            opening,
+            kind,
+            next_fire,
+            pids,
+            ..
+        } = row;
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(opening);
+        let never_fires = kind == RowKind::Cron && next_fire.is_none();
+        if let Some(pids) = pids {
+            if never_fires {
+                out.extend_from_slice(b",\"never_fires\":true");
+            }
+            out.extend_from_slice(b",\"pid\":[");
+            let mut digits = itoa::Buffer::new();
+            for (i, pid) in pids.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(digits.format(*pid).as_bytes());
+            }
+            out.extend_from_slice(b"],\"status\":\"running\"}");
+            continue;
+        }
+        match kind {
+            RowKind::Disabled => out.extend_from_slice(b",\"status\":\"disabled\"}"),
+            RowKind::Reboot => {
+                out.extend_from_slice(b",\"scheduled_in\":\"@reboot\",\"status\":\"scheduled\"}")
+            }
+            RowKind::Cron => {
+                if never_fires {
+                    out.extend_from_slice(b",\"never_fires\":true");
+                }
+                out.extend_from_slice(b",\"scheduled_in\":");
+                match countdown_ms(next_fire, now) {
+                    Some(ms) => push_countdown(&mut out, ms),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.extend_from_slice(b",\"status\":\"scheduled\"}");
+            }
+        }
+    }
+    out.push(b']');
+    out
+}
+
+/// The body of `GET /status` (text form) for `table` at `now`: the lines
+/// of [`write_status_line`], written straight into one buffer. `names`
+/// must fit the table ([`StatusNames::fits`]).
+pub fn status_text(names: &StatusNames, table: &StatusTable, now: DateTime<Utc>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(names.text.len() + table.jobs.len() * 32);
+    let mut digits = itoa::Buffer::new();
+    for row in names.rows(table) {
+        let RowParts {
+            name,
+            kind,
+            next_fire,
+            pids,
+            ..
+        } = row;
+        out.extend_from_slice(name);
+        if let Some(pids) = pids {
+            out.extend_from_slice(b": running (pid: ");
+            for (i, pid) in pids.iter().enumerate() {
+                if i > 0 {
+                    out.extend_from_slice(b", ");
+                }
+                out.extend_from_slice(digits.format(*pid).as_bytes());
+            }
+            out.extend_from_slice(b")\n");
+            continue;
+        }
+        match kind {
+            RowKind::Disabled => out.extend_from_slice(b": disabled\n"),
+            RowKind::Reboot => out.extend_from_slice(b": scheduled (@reboot)\n"),
+            RowKind::Cron => match countdown_ms(next_fire, now) {
+                None => {
+                    out.extend_from_slice(b": never fires (schedule has no future occurrence)\n")
+                }
+                Some(ms) => {
+                    let (count, unit) = relative(ms as f64 / 1000.0);
+                    out.extend_from_slice(b": scheduled (in ");
+                    out.extend_from_slice(digits.format(count).as_bytes());
+                    out.push(b' ');
+                    out.extend_from_slice(unit.as_bytes());
+                    out.extend_from_slice(b")\n");
+                }
+            },
+        }
+    }
+    out
 }
 
 fn run_summary(run: &RunSummary) -> Value {
@@ -330,15 +483,39 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
 /// serving time from the absolute instant it counts down to
 /// ([`RenderedJobs::body_at`]): the body served is exactly what rendering
 /// the same state at that moment gives.
+///
+/// The rendering keeps the state it shows, and each job's entry is
+/// rendered on its own: the next rendering ([`RenderedJobs::render_after`])
+/// copies the entry (and its digest) of every job whose snapshot shows
+/// the same as before ([`shows_the_same`]) and serializes only the others,
+/// so a pause of one job re-renders one entry, not 10,000.
 #[derive(Debug)]
 pub struct RenderedJobs {
     /// The body with every countdown cut out.
     text: Vec<u8>,
-    /// Where each cut is (an offset into `text`), with the instant the
-    /// countdown there counts down to (`None`: the value is `null`).
-    cuts: Vec<(usize, Option<DateTime<Utc>>)>,
+    /// Per job, in order: its entry and countdown.
+    entries: Vec<Entry>,
+    /// The state rendered, to compare the next one with.
+    jobs: Vec<JobSnapshot>,
     /// The entity tag ([`jobs_etag`] of the same state).
     etag: String,
+}
+
+/// One job's entry in a [`RenderedJobs`].
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    /// Where the entry starts in the text.
+    start: usize,
+    /// Where its countdown is cut out (the offset in the text).
+    cut: usize,
+    /// Where it ends.
+    end: usize,
+    /// The instant the countdown counts down to (`None`: it is `null`).
+    at: Option<DateTime<Utc>>,
+    /// Whether the entry shows a countdown at all ([`counts_down`]).
+    counts_down: bool,
+    /// The digest of the entry's text (see [`entry_digest`]).
+    digest: [u8; 16],
 }
 
 /// The member a countdown is cut from, as the entry is serialized with
@@ -356,47 +533,153 @@ fn scheduled_in_member(entry: &[u8]) -> Option<usize> {
         .find(|&at| entry[at] == b',' && &entry[at..at + len] == SCHEDULED_IN_NULL)
 }
 
+/// Whether a job's entry shows a countdown (`scheduled_in`) from its next
+/// fire, as [`job_detail`] decides: not while it is disabled, running or
+/// an `@reboot` job.
+fn counts_down(job: &JobSnapshot) -> bool {
+    let c = &job.config;
+    c.enabled && !job.running && !is_reboot(c)
+}
+
+/// Whether two snapshots of a job give the same `GET /jobs` entry text
+/// (countdown aside, which is written from `next_fire` at serving time):
+/// every field the entry is made from is compared, the config by
+/// identity (a config is never changed in place; a reload brings new
+/// ones). The snapshot is taken apart field by field, so a field added
+/// to it does not compile here until it is compared or said to be shown
+/// only through the countdown.
+fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
+    let JobSnapshot {
+        config,
+        pids,
+        running,
+        next_fire: _,
+        never_fires,
+        last_run,
+        history,
+        paused,
+        retry,
+        slot,
+        election,
+        reboot_pending,
+        owner,
+    } = a;
+    Arc::ptr_eq(config, &b.config)
+        && *pids == b.pids
+        && *running == b.running
+        && *never_fires == b.never_fires
+        && *last_run == b.last_run
+        && *history == b.history
+        && *paused == b.paused
+        && *retry == b.retry
+        && *slot == b.slot
+        && *election == b.election
+        && *reboot_pending == b.reboot_pending
+        && *owner == b.owner
+}
+
+/// A job's entry serialized with its countdown cut out: the text before
+/// the cut and the text after it, back to back in `out` (cleared first);
+/// returns the length of the part before.
+fn serialize_entry(job: &JobSnapshot, out: &mut Vec<u8>) -> Result<usize, serde_json::Error> {
+    let mut detail = job_detail(job, DateTime::<Utc>::UNIX_EPOCH);
+    detail.scheduled_in = None;
+    out.clear();
+    serde_json::to_writer(&mut *out, &detail)?;
+    let Some(member) = scheduled_in_member(out) else {
+        return Err(serde::ser::Error::custom(
+            "a job entry without its scheduled_in member",
+        ));
+    };
+    let cut = member + SCHEDULED_IN_NULL.len() - b"null".len();
+    out.drain(cut..cut + b"null".len());
+    Ok(cut)
+}
+
+/// The digest of one entry's text with its countdown cut out at `cut`:
+/// the length before the cut, then the text.
+fn entry_digest(text: &[u8], cut: usize) -> [u8; 16] {
+    let mut digest = TagDigest::new();
+    digest.write(&(cut as u64).to_le_bytes());
+    digest.write(text);
+    digest.bytes()
+}
+
+/// Adds one entry to the bytes a tag digests: the entry's digest and the
+/// instant its countdown counts down to (microseconds), so the tag moves
+/// with either. The bytes of all entries are digested in one go
+/// ([`TagDigest::of`]): per-entry writes cost more than the hashing.
+fn tag_entry(tag: &mut Vec<u8>, digest: &[u8; 16], at: Option<DateTime<Utc>>) {
+    tag.extend_from_slice(digest);
+    match at {
+        None => tag.push(0),
+        Some(at) => {
+            tag.push(1);
+            tag.extend_from_slice(&at.timestamp_micros().to_le_bytes());
+        }
+    }
+}
+
 impl RenderedJobs {
     /// Renders `jobs` (in order), computing the tag from the same bytes.
-    pub fn render(jobs: &[JobSnapshot]) -> Result<RenderedJobs, serde_json::Error> {
-        let mut digest = TagDigest::new();
-        let mut text = Vec::with_capacity(64 + jobs.len() * 320);
-        let mut cuts = Vec::with_capacity(jobs.len());
-        let mut entry = Vec::with_capacity(1024);
-        let epoch = DateTime::<Utc>::UNIX_EPOCH;
+    pub fn render(jobs: Vec<JobSnapshot>) -> Result<RenderedJobs, serde_json::Error> {
+        RenderedJobs::render_after(None, jobs)
+    }
+
+    /// Renders `jobs` (in order), computing the tag from the same bytes,
+    /// reusing from `previous` the entry of every job that shows the
+    /// same there (at the same position).
+    pub fn render_after(
+        previous: Option<&RenderedJobs>,
+        jobs: Vec<JobSnapshot>,
+    ) -> Result<RenderedJobs, serde_json::Error> {
+        let capacity = match previous {
+            Some(p) if p.jobs.len() == jobs.len() => p.text.len() + 4096,
+            _ => 64 + jobs.len() * 320,
+        };
+        let mut text = Vec::with_capacity(capacity);
+        let mut entries = Vec::with_capacity(jobs.len());
+        let mut tag = Vec::with_capacity(jobs.len() * 25);
+        let mut scratch = Vec::with_capacity(1024);
         text.push(b'[');
         for (i, job) in jobs.iter().enumerate() {
-            let mut detail = job_detail(job, epoch);
-            // The instant counted down to, where a countdown is shown.
-            let at = detail.scheduled_in.and(job.next_fire);
-            detail.scheduled_in = None;
-            entry.clear();
-            serde_json::to_writer(&mut entry, &detail)?;
-            let Some(member) = scheduled_in_member(&entry) else {
-                return Err(serde::ser::Error::custom(
-                    "a job entry without its scheduled_in member",
-                ));
-            };
-            let cut = member + SCHEDULED_IN_NULL.len() - b"null".len();
-            let (head, tail) = (&entry[..cut], &entry[cut + b"null".len()..]);
             if i > 0 {
                 text.push(b',');
             }
-            text.extend_from_slice(head);
-            cuts.push((text.len(), at));
-            text.extend_from_slice(tail);
-            // The tag's bytes: the entry with the instant in place of the
-            // countdown (see jobs_etag).
-            digest.write(head);
-            let instant = at.map(|t| t.timestamp_micros() as f64 / 1e6);
-            serde_json::to_writer(&mut digest, &instant)?;
-            digest.write(tail);
+            let start = text.len();
+            let reused = previous
+                .and_then(|p| Some((p.jobs.get(i)?, p.entries.get(i)?, p)))
+                .filter(|(old, _, _)| shows_the_same(old, job));
+            // A reused entry brings what its config decided, so that the
+            // config (10,000 cache misses) is read for new entries only.
+            let (cut, digest, counts_down) = match reused {
+                Some((_, old, p)) => {
+                    text.extend_from_slice(&p.text[old.start..old.end]);
+                    (start + (old.cut - old.start), old.digest, old.counts_down)
+                }
+                None => {
+                    let cut = serialize_entry(job, &mut scratch)?;
+                    text.extend_from_slice(&scratch);
+                    (start + cut, entry_digest(&scratch, cut), counts_down(job))
+                }
+            };
+            let at = if counts_down { job.next_fire } else { None };
+            tag_entry(&mut tag, &digest, at);
+            entries.push(Entry {
+                start,
+                cut,
+                end: text.len(),
+                at,
+                counts_down,
+                digest,
+            });
         }
         text.push(b']');
         Ok(RenderedJobs {
             text,
-            cuts,
-            etag: digest.tag(),
+            entries,
+            jobs,
+            etag: TagDigest::of(&tag).tag(),
         })
     }
 
@@ -408,25 +691,22 @@ impl RenderedJobs {
     /// The body as of `now`: the rendered text with each countdown
     /// written in.
     pub fn body_at(&self, now: DateTime<Utc>) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.text.len() + self.cuts.len() * 12);
+        let mut out = Vec::with_capacity(self.text.len() + self.entries.len() * 12);
         let mut from = 0;
-        for &(at, instant) in &self.cuts {
-            out.extend_from_slice(&self.text[from..at]);
-            match seconds_until(instant, now) {
+        for entry in &self.entries {
+            out.extend_from_slice(&self.text[from..entry.cut]);
+            match countdown_ms(entry.at, now) {
                 None => out.extend_from_slice(b"null"),
-                Some(secs) => {
-                    // Writing into a Vec cannot fail.
-                    let _ = serde_json::to_writer(&mut out, &secs);
-                }
+                Some(ms) => push_countdown(&mut out, ms),
             }
-            from = at;
+            from = entry.cut;
         }
         out.extend_from_slice(&self.text[from..]);
         out
     }
 }
 
-/// Two differently seeded 64-bit SipHash digests: 128 bits of tag.
+/// Two differently seeded 64-bit SipHash digests: 128 bits.
 struct TagDigest(
     std::collections::hash_map::DefaultHasher,
     std::collections::hash_map::DefaultHasher,
@@ -446,49 +726,53 @@ impl TagDigest {
         self.1.write(bytes);
     }
 
-    fn tag(&self) -> String {
+    fn of(bytes: &[u8]) -> TagDigest {
+        let mut digest = TagDigest::new();
+        digest.write(bytes);
+        digest
+    }
+
+    fn bytes(&self) -> [u8; 16] {
         use std::hash::Hasher;
         let (a, b) = (self.0.finish(), self.1.finish());
         let mut bytes = [0u8; 16];
         bytes[..8].copy_from_slice(&a.to_be_bytes());
         bytes[8..].copy_from_slice(&b.to_be_bytes());
-        super::conditional::etag_of(&bytes)
+        bytes
+    }
+
+    fn tag(&self) -> String {
+        super::conditional::etag_of(&self.bytes())
     }
 }
 
-impl std::io::Write for TagDigest {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        TagDigest::write(self, bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The entity tag of a `GET /jobs` answer: a digest of every entry as it
-/// would be served, except that each countdown (`scheduled_in`) is
-/// replaced by the absolute instant it counts down to. The tag therefore
-/// stays put while only the clock moves (a dashboard that got a 304 keeps
-/// its copy and counts down itself, as with the original) and moves with
-/// anything else that changes. It is computed by serializing into the
-/// digest, so nothing served can be left out of it. [`RenderedJobs`]
-/// computes the same tag while rendering; this is its reference.
+/// The entity tag of a `GET /jobs` answer: a digest over every entry as
+/// it would be served, except that each countdown (`scheduled_in`) is
+/// cut out and the absolute instant it counts down to is digested next
+/// to the entry instead. The tag therefore stays put while only the
+/// clock moves (a dashboard that got a 304 keeps its copy and counts
+/// down itself, as with the original) and moves with anything else that
+/// changes. Each entry is digested on its own and the tag digests those
+/// digests (with the instants), so a rendering that reuses an unchanged
+/// entry reuses its digest too; nothing served is left out of it.
+/// [`RenderedJobs`] computes the same tag while rendering; this is its
+/// reference, written from the serialized entries alone.
 #[cfg(test)]
 pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
-    let mut digest = TagDigest::new();
+    let mut tag = Vec::new();
     let epoch = DateTime::<Utc>::UNIX_EPOCH;
     for job in jobs {
         let mut entry = job_detail(job, epoch);
-        entry.scheduled_in = entry
-            .scheduled_in
-            .and(job.next_fire)
-            .map(|t| t.timestamp_micros() as f64 / 1e6);
-        // Writing into a digest cannot fail; a tag from a partial write
-        // would still change with the content.
-        let _ = serde_json::to_writer(&mut digest, &entry);
+        let at = entry.scheduled_in.and(job.next_fire);
+        entry.scheduled_in = None;
+        let text = serde_json::to_vec(&entry).expect("serializes");
+        let member = scheduled_in_member(&text).expect("a scheduled_in member");
+        let cut = member + SCHEDULED_IN_NULL.len() - b"null".len();
+        let mut cut_out = text.clone();
+        cut_out.drain(cut..cut + 4);
+        tag_entry(&mut tag, &entry_digest(&cut_out, cut), at);
     }
-    digest.tag()
+    TagDigest::of(&tag).tag()
 }
 
 /// One run of `GET /jobs/{name}/runs`.
@@ -771,7 +1055,7 @@ mod tests {
                 s.next_fire = Some(later(3_599_999));
             }),
         ];
-        let rendered = RenderedJobs::render(&jobs).expect("renders");
+        let rendered = RenderedJobs::render(jobs.clone()).expect("renders");
         assert_eq!(rendered.etag(), jobs_etag(&jobs));
         let fresh = |at: DateTime<Utc>| {
             let list: Vec<JobDetail<'_>> = jobs.iter().map(|j| job_detail(j, at)).collect();
@@ -794,9 +1078,396 @@ mod tests {
         assert_eq!(parsed(&first)[1]["scheduled_in"], Value::Null);
         assert_eq!(parsed(&first)[2]["scheduled_in"], Value::Null);
         // A job list without jobs is an empty array.
-        let empty = RenderedJobs::render(&[]).unwrap();
+        let empty = RenderedJobs::render(Vec::new()).unwrap();
         assert_eq!(empty.body_at(now), b"[]");
         assert_eq!(empty.etag(), jobs_etag(&[]));
+    }
+
+    /// The old input of a `/status` row: one job's state, as the
+    /// scheduler handed it over before [`StatusTable`].
+    struct StatusSnapshot {
+        config: std::sync::Arc<crate::config::JobConfig>,
+        pids: Vec<u32>,
+        running: bool,
+        next_fire: Option<DateTime<Utc>>,
+        never_fires: bool,
+    }
+
+    /// Each job of `table` in the old shape, as the scheduler built it.
+    fn status_snapshots(table: &StatusTable) -> Vec<StatusSnapshot> {
+        table
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(index, job)| {
+                let live = table.running.iter().find(|(at, _)| *at == index);
+                let next_fire = table.next_fires[index];
+                StatusSnapshot {
+                    config: std::sync::Arc::clone(job),
+                    pids: live.map(|(_, pids)| pids.clone()).unwrap_or_default(),
+                    running: live.is_some(),
+                    next_fire,
+                    never_fires: job.enabled
+                        && job.parsed_schedule.cron().is_some()
+                        && next_fire.is_none(),
+                }
+            })
+            .collect()
+    }
+
+    /// One row of `GET /status` (JSON form) as serde wrote it before the
+    /// rows were written directly: the reference for [`status_json`].
+    /// Fields in the order a JSON object map sorts its keys.
+    #[derive(serde::Serialize)]
+    struct StatusRow<'a> {
+        job: &'a str,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        never_fires: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pid: Option<&'a [u32]>,
+        #[serde(skip_serializing_if = "ScheduledIn::is_absent")]
+        scheduled_in: ScheduledIn,
+        status: &'static str,
+    }
+
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum ScheduledIn {
+        Absent,
+        Reboot,
+        Seconds(Option<f64>),
+    }
+
+    impl ScheduledIn {
+        fn is_absent(&self) -> bool {
+            *self == ScheduledIn::Absent
+        }
+    }
+
+    impl serde::Serialize for ScheduledIn {
+        fn serialize<S: serde::Serializer>(&self, out: S) -> Result<S::Ok, S::Error> {
+            match self {
+                ScheduledIn::Absent | ScheduledIn::Seconds(None) => out.serialize_none(),
+                ScheduledIn::Reboot => out.serialize_str("@reboot"),
+                ScheduledIn::Seconds(Some(secs)) => out.serialize_f64(*secs),
+            }
+        }
+    }
+
+    fn status_row(job: &StatusSnapshot, now: DateTime<Utc>) -> StatusRow<'_> {
+        let row = |status, never_fires, pid, scheduled_in| StatusRow {
+            job: &job.config.name,
+            never_fires,
+            pid,
+            scheduled_in,
+            status,
+        };
+        if job.running {
+            return row(
+                "running",
+                job.never_fires,
+                Some(&job.pids[..]),
+                ScheduledIn::Absent,
+            );
+        }
+        if !job.config.enabled {
+            return row("disabled", false, None, ScheduledIn::Absent);
+        }
+        if is_reboot(&job.config) {
+            return row("scheduled", false, None, ScheduledIn::Reboot);
+        }
+        if job.never_fires {
+            return row("scheduled", true, None, ScheduledIn::Seconds(None));
+        }
+        row(
+            "scheduled",
+            false,
+            None,
+            ScheduledIn::Seconds(seconds_until(job.next_fire, now)),
+        )
+    }
+
+    /// One line of `GET /status` (text form) as it was written with
+    /// `std::fmt` before: the reference for [`status_text`].
+    fn write_status_line(out: &mut String, job: &StatusSnapshot, now: DateTime<Utc>) {
+        use std::fmt::Write as _;
+        let name = &job.config.name;
+        let _ = if job.running {
+            let _ = write!(out, "{name}: running (pid: ");
+            for (i, pid) in job.pids.iter().enumerate() {
+                let _ = write!(out, "{}{pid}", if i == 0 { "" } else { ", " });
+            }
+            writeln!(out, ")")
+        } else if !job.config.enabled {
+            writeln!(out, "{name}: disabled")
+        } else if is_reboot(&job.config) {
+            writeln!(out, "{name}: scheduled (@reboot)")
+        } else {
+            match seconds_until(job.next_fire, now) {
+                None => writeln!(
+                    out,
+                    "{name}: never fires (schedule has no future occurrence)"
+                ),
+                Some(secs) => {
+                    let (count, unit) = relative(secs);
+                    writeln!(out, "{name}: scheduled (in {count} {unit})")
+                }
+            }
+        };
+    }
+
+    /// A job loaded from `yaml_job`, renamed to `name` (names no config
+    /// file would pass, to exercise the escaping).
+    fn renamed(yaml_job: &str, name: &str) -> std::sync::Arc<crate::config::JobConfig> {
+        let snap = snapshot(yaml_job, |_| {});
+        let mut config = (*snap.config).clone();
+        config.name = name.to_owned();
+        std::sync::Arc::new(config)
+    }
+
+    #[test]
+    fn countdowns_are_the_bytes_serde_json_writes() {
+        let mut values: Vec<i64> = (0..20_000).collect();
+        values.extend([
+            99_999,
+            100_000,
+            100_001,
+            3_599_999,
+            86_400_000,
+            123_456_789_012,
+            999_999_999_999_999,
+            1_000_000_000_000_000,
+            1_000_000_000_000_001,
+            9_007_199_254_740_993,
+            i64::MAX / 2,
+            -1,
+            -1_500,
+        ]);
+        // A spread over every magnitude below and around the direct limit.
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 18) as u32;
+            values.push((x >> 8) as i64 % 10i64.pow(digits).max(1));
+        }
+        let mut direct = Vec::new();
+        for ms in values {
+            direct.clear();
+            push_countdown(&mut direct, ms);
+            let reference = serde_json::to_vec(&(ms as f64 / 1000.0)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&direct),
+                String::from_utf8_lossy(&reference),
+                "{ms} ms"
+            );
+        }
+    }
+
+    /// The directly written `/status` bodies, both forms, against the
+    /// serde rows and the `std::fmt` lines they replace, over every kind
+    /// of row and names that need escaping.
+    #[test]
+    fn status_bodies_are_the_bytes_of_the_old_rendering() {
+        use chrono::TimeZone;
+        let now = Utc.with_ymd_and_hms(2026, 6, 21, 12, 0, 0).unwrap();
+        let later = |ms: i64| Some(now + chrono::Duration::milliseconds(ms));
+        let cron = "  - name: x\n    command: 'true'\n    schedule: '*/5 * * * *'\n";
+        let off =
+            "  - name: x\n    command: 'true'\n    schedule: '0 * * * *'\n    enabled: false\n";
+        let boot = "  - name: x\n    command: 'true'\n    schedule: '@reboot'\n";
+        let dead = "  - name: x\n    command: 'true'\n    schedule: '0 0 1 1 * 2001'\n";
+        let names = [
+            "plain",
+            "with \"quotes\"",
+            "back\\slash",
+            "new\nline\ttab\r\u{1}\u{1f}\u{7f}",
+            "unicode \u{e9}\u{4e2d}\u{1f600}",
+            "</script>",
+            "",
+        ];
+        let mut jobs = Vec::new();
+        let mut next_fires = Vec::new();
+        let mut running = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            // Every name in every kind of row.
+            let rows = [
+                (cron, later(42_100), None),
+                (cron, later(0), None),
+                (cron, later(-5_000), None),
+                (cron, later(59_500), None),
+                (cron, later(86_400_000 * 3 + 1), None),
+                (off, later(1_000), None),
+                (boot, None, None),
+                (dead, None, None),
+                (cron, later(7), Some(vec![41, 4_000_000_000])),
+                (dead, None, Some(vec![])),
+                (off, None, Some(vec![9])),
+            ];
+            for (yaml, next, pids) in rows {
+                if let Some(pids) = pids {
+                    running.push((jobs.len(), pids));
+                }
+                jobs.push(renamed(yaml, &format!("{name}{i}")));
+                next_fires.push(next);
+            }
+        }
+        let table = StatusTable {
+            jobs: std::sync::Arc::new(jobs),
+            table_id: 7,
+            next_fires,
+            running,
+        };
+        let names = StatusNames::of(&table);
+        assert!(names.fits(&table));
+        let old = status_snapshots(&table);
+        for at in [now, now + chrono::Duration::milliseconds(1_234)] {
+            let rows: Vec<StatusRow<'_>> = old.iter().map(|j| status_row(j, at)).collect();
+            assert_eq!(
+                String::from_utf8(status_json(&names, &table, at)).unwrap(),
+                serde_json::to_string(&rows).unwrap()
+            );
+            let mut lines = String::new();
+            for job in &old {
+                write_status_line(&mut lines, job, at);
+            }
+            assert_eq!(
+                String::from_utf8(status_text(&names, &table, at)).unwrap(),
+                lines
+            );
+        }
+        // No jobs: an empty array and an empty text.
+        let empty = StatusTable {
+            jobs: std::sync::Arc::new(Vec::new()),
+            table_id: 8,
+            next_fires: Vec::new(),
+            running: Vec::new(),
+        };
+        assert!(!names.fits(&empty));
+        let none = StatusNames::of(&empty);
+        assert_eq!(status_json(&none, &empty, now), b"[]");
+        assert_eq!(status_text(&none, &empty, now), b"");
+    }
+
+    /// A rendering made from the previous one (its unchanged entries
+    /// copied) is byte for byte, tag included, the rendering made from
+    /// nothing, whatever changed in between.
+    #[test]
+    fn a_rendering_after_a_change_is_a_fresh_rendering() {
+        use crate::scheduler::control::{RetryView, SlotSnapshot};
+        use crate::scheduler::pause::PauseWindow;
+        use chrono::TimeZone;
+        let now = Utc.with_ymd_and_hms(2026, 6, 21, 12, 0, 0).unwrap();
+        let later = move |ms: i64| now + chrono::Duration::milliseconds(ms);
+        let base: Vec<JobSnapshot> = (0..12)
+            .map(|i| {
+                let yaml = match i % 4 {
+                    0 => format!("  - name: j{i}\n    command: echo \"{i}\\\\\"\n    schedule: '*/5 * * * *'\n"),
+                    1 => format!("  - name: j{i}\n    command: [a, 'b c']\n    schedule: '@reboot'\n"),
+                    2 => format!("  - name: j{i}\n    command: 'true'\n    schedule: 'H H * * *'\n    enabled: false\n"),
+                    _ => format!("  - name: j{i}\n    command: 'true'\n    schedule: '0 0 1 1 * 2001'\n"),
+                };
+                snapshot(&yaml, |s| {
+                    s.next_fire = (i % 4 == 0).then(|| later(1_000 * i));
+                    s.never_fires = i % 4 == 3;
+                })
+            })
+            .collect();
+        let pause = PauseWindow {
+            since: later(-1),
+            until: later(60_000),
+            note: "n\u{e9}".into(),
+            by: "ops".into(),
+            channel: "api".into(),
+        };
+        let run = RunSummary {
+            outcome: Outcome::Success,
+            exit_code: Some(0),
+            started_at: Some(later(-2_000)),
+            finished_at: later(-1_000),
+            duration: Some(1.0),
+            fail_reason: None,
+        };
+        type Change = Box<dyn Fn(&mut Vec<JobSnapshot>)>;
+        let changes: Vec<(&str, Change)> = vec![
+            ("nothing", Box::new(|_| {})),
+            (
+                "a pause",
+                Box::new(move |j| j[0].paused = Some(pause.clone())),
+            ),
+            (
+                "a next fire",
+                Box::new(move |j| j[4].next_fire = Some(later(99_999))),
+            ),
+            (
+                "a run",
+                Box::new(move |j| {
+                    j[8].running = true;
+                    j[8].pids = vec![12];
+                    j[9].last_run = Some(run.clone());
+                    j[9].history.push((Outcome::Success, Some(1.0)));
+                }),
+            ),
+            (
+                "cluster fields",
+                Box::new(|j| {
+                    j[1].reboot_pending = true;
+                    j[2].election = true;
+                    j[3].owner = Some(None);
+                    j[5].slot = Some(SlotSnapshot {
+                        held: true,
+                        holder: Some("n".into()),
+                        refs: 1,
+                    });
+                    j[6].retry = Some(RetryView {
+                        attempt: 1,
+                        max_attempts: None,
+                    });
+                }),
+            ),
+            (
+                "a reloaded config",
+                Box::new(|j| {
+                    let mut config = (*j[0].config).clone();
+                    config.command = Command::Shell("echo other".into());
+                    j[0].config = std::sync::Arc::new(config);
+                }),
+            ),
+            (
+                "a removed job",
+                Box::new(|j| {
+                    j.remove(3);
+                }),
+            ),
+            (
+                "an added job",
+                Box::new(|j| {
+                    let extra = j[0].clone();
+                    j.push(extra);
+                }),
+            ),
+            ("no jobs", Box::new(|j| j.clear())),
+        ];
+        let fresh = |jobs: &[JobSnapshot], at: DateTime<Utc>| {
+            let list: Vec<JobDetail<'_>> = jobs.iter().map(|j| job_detail(j, at)).collect();
+            String::from_utf8(serde_json::to_vec(&list).unwrap()).unwrap()
+        };
+        let mut previous = RenderedJobs::render(base.clone()).unwrap();
+        let mut jobs = base;
+        for (what, change) in &changes {
+            change(&mut jobs);
+            let after = RenderedJobs::render_after(Some(&previous), jobs.clone()).unwrap();
+            let scratch = RenderedJobs::render(jobs.clone()).unwrap();
+            assert_eq!(after.etag(), scratch.etag(), "{what}");
+            assert_eq!(after.etag(), jobs_etag(&jobs), "{what}");
+            for ms in [0, 1_500] {
+                let body = String::from_utf8(after.body_at(later(ms))).unwrap();
+                assert_eq!(body, fresh(&jobs, later(ms)), "{what}");
+            }
+            let moved = *what != "nothing";
+            assert_eq!(after.etag() != previous.etag(), moved, "{what}");
+            previous = after;
+        }
     }
 
     #[test]
