@@ -261,27 +261,34 @@ pub fn write_json_string(out: &mut String, s: &str, html_safe: bool) {
         let mut chars = rest.chars();
         let Some(c) = chars.next() else { break };
         rest = chars.as_str();
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\'' if html_safe => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            ' '..='~' => out.push(c),
-            c => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
+        push_json_char(out, c, html_safe);
+    }
+    out.push('"');
+}
+
+/// Writes one character of a JSON string the way [`write_json_string`]
+/// does: the short escapes, `\uXXXX` for everything outside printable
+/// ASCII (and for `<`, `>`, `&`, `'` when `html_safe`), the rest as is.
+fn push_json_char(out: &mut String, c: char, html_safe: bool) {
+    match c {
+        '"' => out.push_str("\\\""),
+        '\\' => out.push_str("\\\\"),
+        '\n' => out.push_str("\\n"),
+        '\r' => out.push_str("\\r"),
+        '\t' => out.push_str("\\t"),
+        '\u{8}' => out.push_str("\\b"),
+        '\u{c}' => out.push_str("\\f"),
+        '<' | '>' | '&' | '\'' if html_safe => {
+            let _ = write!(out, "\\u{:04x}", u32::from(c));
+        }
+        ' '..='~' => out.push(c),
+        c => {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
             }
         }
     }
-    out.push('"');
 }
 
 /// True for a byte [`write_json_string`] writes as it is: printable ASCII
@@ -344,29 +351,12 @@ mod tests {
         assert_eq!(py_str(&Value::from(map)), "{'k': None}");
     }
 
-    /// The char-by-char encoder the bulk copy replaced, kept to compare.
+    /// The char-by-char loop the bulk copy replaced (the same per-character
+    /// escapes), kept to compare: it checks which bytes are copied whole.
     fn write_json_string_by_char(out: &mut String, s: &str, html_safe: bool) {
         out.push('"');
         for c in s.chars() {
-            match c {
-                '"' => out.push_str("\\\""),
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                '\u{8}' => out.push_str("\\b"),
-                '\u{c}' => out.push_str("\\f"),
-                '<' | '>' | '&' | '\'' if html_safe => {
-                    let _ = write!(out, "\\u{:04x}", u32::from(c));
-                }
-                ' '..='~' => out.push(c),
-                c => {
-                    let mut units = [0u16; 2];
-                    for unit in c.encode_utf16(&mut units) {
-                        let _ = write!(out, "\\u{unit:04x}");
-                    }
-                }
-            }
+            push_json_char(out, c, html_safe);
         }
         out.push('"');
     }

@@ -216,13 +216,7 @@ pub fn status_json(names: &StatusNames, table: &StatusTable, now: DateTime<Utc>)
                 out.extend_from_slice(b",\"never_fires\":true");
             }
             out.extend_from_slice(b",\"pid\":[");
-            let mut digits = itoa::Buffer::new();
-            for (i, pid) in pids.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                out.extend_from_slice(digits.format(*pid).as_bytes());
-            }
+            push_pids(&mut out, pids, b",");
             out.extend_from_slice(b"],\"status\":\"running\"}");
             continue;
         }
@@ -248,6 +242,18 @@ pub fn status_json(names: &StatusNames, table: &StatusTable, now: DateTime<Utc>)
     out
 }
 
+/// Writes `pids` in decimal, `separator` between them (both forms of
+/// `GET /status` list a running job's pids).
+fn push_pids(out: &mut Vec<u8>, pids: &[u32], separator: &[u8]) {
+    let mut digits = itoa::Buffer::new();
+    for (i, pid) in pids.iter().enumerate() {
+        if i > 0 {
+            out.extend_from_slice(separator);
+        }
+        out.extend_from_slice(digits.format(*pid).as_bytes());
+    }
+}
+
 /// The body of `GET /status` (text form) for `table` at `now`: the lines
 /// of [`write_status_line`], written straight into one buffer. `names`
 /// must fit the table ([`StatusNames::fits`]).
@@ -265,12 +271,7 @@ pub fn status_text(names: &StatusNames, table: &StatusTable, now: DateTime<Utc>)
         out.extend_from_slice(name);
         if let Some(pids) = pids {
             out.extend_from_slice(b": running (pid: ");
-            for (i, pid) in pids.iter().enumerate() {
-                if i > 0 {
-                    out.extend_from_slice(b", ");
-                }
-                out.extend_from_slice(digits.format(*pid).as_bytes());
-            }
+            push_pids(&mut out, pids, b", ");
             out.extend_from_slice(b")\n");
             continue;
         }
