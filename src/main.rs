@@ -309,16 +309,17 @@ fn run_daemon(
                 settings,
             )
         });
-        // The gossip backend compares peers by the scheduler's job-set id:
-        // the initial set's now, the scheduler's after each reload.
-        let (job_set_tx, job_set_rx) =
-            tokio::sync::watch::channel(sources.initial.job_set_id.clone());
+        // The gossip backend compares peers by the scheduler's job-set id
+        // (the initial set's now, the scheduler's after each reload) and
+        // advertises the scheduler's jobs for the fleet view.
+        let (feed_tx, feed) =
+            cluster::supervise::SchedulerFeed::channel(sources.initial.job_set_id.clone());
         let (gate, leadership) = cluster::supervise::start(
             sources.cluster_config,
             backend_factory(sources.kube_client),
             Arc::clone(&counters),
             may_write_tx,
-            job_set_rx,
+            feed,
         )
         .await;
         let (shutdown, stop) = shutdown::channel();
@@ -345,9 +346,10 @@ fn run_daemon(
         if let Some(writer) = sources.status_writer {
             writer.start(control.clone(), Arc::clone(&counters));
         }
-        tokio::spawn(cluster::supervise::follow_job_set_id(
+        tokio::spawn(cluster::supervise::follow_scheduler(
             control.clone(),
-            job_set_tx,
+            feed_tx,
+            Arc::clone(&counters),
         ));
         let reload = sources.reload;
         let web_config = sources.web_config;

@@ -324,6 +324,8 @@ mod tests {
             } else {
                 now.checked_sub(Duration::from_millis(1)).unwrap_or(now)
             },
+            origin: now,
+            interval: 1,
         }));
         let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
         counters.lock().unwrap().cluster = Some(stats);

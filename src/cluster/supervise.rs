@@ -10,6 +10,7 @@ use super::records::RecordsLink;
 use super::Backend;
 use crate::config::cluster::{self, ClusterSettings, Resolved};
 use crate::config::model::ClusterConfig;
+use crate::gossip::fleet::OwnJobs;
 use crate::metrics::cluster::ClusterStats;
 use crate::scheduler::control::ControlHandle;
 use crate::scheduler::ports::{self, SharedCounters};
@@ -51,14 +52,14 @@ pub struct Supervisor {
 /// and follows `sections`. Returns the scheduler's gate and the
 /// supervisor; `may_write_tx` is kept true while this node may write
 /// Kubernetes status (always without a cluster section; while leading
-/// with one). `job_set` follows the scheduler's job-set id (the gossip
-/// backend compares its peers against it).
+/// with one). `feed` follows the scheduler (the gossip backend compares
+/// its peers against the job-set id and advertises the jobs).
 pub async fn start(
     mut sections: watch::Receiver<Option<ClusterConfig>>,
     factory: BackendFactory,
     counters: SharedCounters,
     may_write_tx: watch::Sender<bool>,
-    job_set: watch::Receiver<String>,
+    feed: SchedulerFeed,
 ) -> (ClusterGate, Supervisor) {
     let (step_down, mut stop) = watch::channel(false);
     // One link for the process: the leadership term keeps counting
@@ -72,7 +73,7 @@ pub async fn start(
         &counters,
         &may_write_tx,
         &link,
-        &job_set,
+        &feed,
     )
     .await;
     let mut current = initial;
@@ -118,7 +119,7 @@ pub async fn start(
                         &counters,
                         &may_write_tx,
                         &link,
-                        &job_set,
+                        &feed,
                     )
                     .await;
                     current = next;
@@ -147,7 +148,7 @@ async fn launch(
     counters: &SharedCounters,
     may_write_tx: &watch::Sender<bool>,
     link: &Arc<RecordsLink>,
-    job_set: &watch::Receiver<String>,
+    feed: &SchedulerFeed,
 ) -> Option<Running> {
     let Some(section) = section else {
         let _ = may_write_tx.send(true);
@@ -175,7 +176,7 @@ async fn launch(
                 *settings,
                 counters.clone(),
                 Arc::clone(link),
-                job_set.clone(),
+                feed.clone(),
             )
             .await;
             return match started {
@@ -272,24 +273,76 @@ fn follow_gossip_leadership(counters: SharedCounters, may_write_tx: watch::Sende
     });
 }
 
-/// Keeps `tx` at the scheduler's job-set id, asked once a second (a
-/// reload moves it; the gossip backend compares its peers against it).
-/// Ends when the scheduler stops answering or nobody listens.
-pub async fn follow_job_set_id(control: ControlHandle, tx: watch::Sender<String>) {
+/// What the leadership backends follow of the scheduler, which starts
+/// after them: its job-set id (the gossip backend compares its peers
+/// against it) and its jobs as the fleet view advertises them (the gossip
+/// backend's `/peer` body carries them).
+#[derive(Debug, Clone)]
+pub struct SchedulerFeed {
+    /// The scheduler's job-set id.
+    pub job_set: watch::Receiver<String>,
+    /// This node's advertised jobs (empty until the first answer).
+    pub fleet: watch::Receiver<Arc<OwnJobs>>,
+}
+
+/// The sending side of a [`SchedulerFeed`], kept by [`follow_scheduler`].
+#[derive(Debug)]
+pub struct FeedSenders {
+    job_set: watch::Sender<String>,
+    fleet: watch::Sender<Arc<OwnJobs>>,
+}
+
+impl SchedulerFeed {
+    /// A feed starting at the initial config's job-set id.
+    pub fn channel(initial_job_set_id: String) -> (FeedSenders, SchedulerFeed) {
+        let (job_set, job_set_rx) = watch::channel(initial_job_set_id);
+        let (fleet, fleet_rx) = watch::channel(Arc::new(OwnJobs::default()));
+        (
+            FeedSenders { job_set, fleet },
+            SchedulerFeed {
+                job_set: job_set_rx,
+                fleet: fleet_rx,
+            },
+        )
+    }
+}
+
+/// Keeps the feed in step with the scheduler, asked once a second: the
+/// job-set id always (a reload moves it), the advertised jobs only while
+/// a gossip backend runs (nothing else reads them). Ends when the
+/// scheduler stops answering or nobody listens.
+pub async fn follow_scheduler(control: ControlHandle, tx: FeedSenders, counters: SharedCounters) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
         let Ok(id) = control.job_set_id().await else {
             return;
         };
-        tx.send_if_modified(|current| {
+        tx.job_set.send_if_modified(|current| {
             let changed = *current != id;
             if changed {
                 *current = id;
             }
             changed
         });
-        if tx.is_closed() {
+        let gossip = ports::with_counters(&counters, |c| {
+            c.cluster
+                .as_ref()
+                .is_some_and(|s| s.backend == "gossip" && s.running)
+        });
+        if gossip {
+            let Ok(answer) = control.fleet().await else {
+                return;
+            };
+            tx.fleet.send_if_modified(|current| {
+                let changed = **current != answer.own;
+                if changed {
+                    *current = Arc::new(answer.own);
+                }
+                changed
+            });
+        }
+        if tx.job_set.is_closed() {
             return;
         }
     }

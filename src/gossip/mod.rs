@@ -1,6 +1,7 @@
 //! The gossip backend's pure core: the `/peer` attestation payload
 //! ([`payload`]), the per-peer table and the decisions drawn from it
-//! ([`view`]), and the election rules ([`elect`]). Nothing here does I/O:
+//! ([`view`]), the election rules ([`elect`]) and the fleet view built
+//! from the job summaries peers send ([`fleet`]). Nothing here does I/O:
 //! the backend in `cluster::gossip` (the mutual-TLS transport and the
 //! manager behind the leader gate) feeds bytes and observations in and
 //! reads decisions back. It sits low in the layers so the state the
@@ -16,6 +17,7 @@
 //! differing policy is visible, which stands `Leader` jobs down.
 
 pub mod elect;
+pub mod fleet;
 pub mod payload;
 pub mod view;
 

@@ -156,6 +156,8 @@ pub struct PeerState {
     quorate_vouched: Option<BTreeSet<String>>,
     /// Fleet-view only; kept through failures (last known beats blank).
     job_summaries: Option<BTreeMap<String, JobSummary>>,
+    /// The peer said it left jobs out of its summaries (its caps).
+    summaries_truncated: bool,
     summaries_at: Option<Duration>,
     /// The last full body and when it arrived, replayed on a 304.
     cached: Option<(PeerPayload, Duration)>,
@@ -182,6 +184,7 @@ impl PeerState {
             mutual_agreeing: None,
             quorate_vouched: None,
             job_summaries: None,
+            summaries_truncated: false,
             summaries_at: None,
             cached: None,
         }
@@ -198,6 +201,17 @@ impl PeerState {
     /// The `@reboot` jobs this peer reports run (fresh observations only).
     pub fn ran_reboot_jobs(&self) -> Option<&BTreeSet<String>> {
         self.ran_reboot_jobs.as_ref()
+    }
+
+    /// Whether the peer left jobs out of the summaries it sent.
+    pub fn summaries_truncated(&self) -> bool {
+        self.summaries_truncated
+    }
+
+    /// Whether this address was found to answer as this very node (kept
+    /// through failures, unlike the status).
+    pub fn is_self_listing(&self) -> bool {
+        self.self_confirmed
     }
 
     /// The peer's job summaries with each countdown aged by the time since
@@ -1054,6 +1068,7 @@ fn record_success(
     peer.members = payload.members;
     if let Some(jobs) = payload.job_summaries {
         peer.job_summaries = Some(jobs);
+        peer.summaries_truncated = payload.job_summaries_truncated;
         peer.summaries_at = Some(received);
     }
     peer.ran_reboot_jobs = payload.ran_reboot_jobs;

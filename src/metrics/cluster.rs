@@ -31,6 +31,11 @@ pub struct GossipState {
     /// After this instant the snapshot is too old to act on: the poll loop
     /// stalled, and `Leader` jobs fail closed.
     pub fresh_until: Instant,
+    /// The origin of the view's monotonic stamps (a peer's data is aged
+    /// by `now - origin` minus when it arrived).
+    pub origin: Instant,
+    /// `interval`, in seconds (how old a healthy peer's data may be).
+    pub interval: u64,
 }
 
 impl GossipState {

@@ -2,9 +2,11 @@
 //! its own state (snapshots, manual start and cancel, pauses, metrics).
 
 use super::control::{
-    ActivityRow, Control, ControlError, JobProgress, JobSnapshot, JobsAnswer, Progress, RetryView,
-    RunSummary, SlotSnapshot, Stamp, StatusTable,
+    ActivityRow, Control, ControlError, FleetAnswer, JobProgress, JobSnapshot, JobsAnswer,
+    Progress, RetryView, RunSummary, SlotSnapshot, Stamp, StatusTable,
 };
+use crate::gossip::fleet::{self, OwnJob, OwnJobs};
+use crate::gossip::payload::LastRun;
 use super::pause;
 use super::ports;
 use super::Scheduler;
@@ -166,7 +168,67 @@ impl Scheduler {
             Control::JobSetId { reply } => {
                 let _ = reply.send(self.job_set_id.clone());
             }
+            Control::Fleet { reply } => {
+                let gossip = ports::with_counters(&self.counters, |c| {
+                    c.cluster
+                        .as_ref()
+                        .filter(|s| s.running && !s.stepped_down)
+                        .and_then(|s| s.gossip.clone())
+                });
+                let _ = reply.send(FleetAnswer {
+                    own: self.fleet_jobs(),
+                    gossip,
+                });
+            }
         }
+    }
+
+    /// This node's jobs as the fleet view advertises them: at most the
+    /// payload's cap, chosen by name before any is summarized.
+    fn fleet_jobs(&self) -> OwnJobs {
+        let now = self.clock.now();
+        let (chosen, truncated) = fleet::advertised(
+            self.jobs
+                .iter()
+                .enumerate()
+                .map(|(index, job)| (index, job.name.as_str())),
+        );
+        let mut jobs = std::collections::BTreeMap::new();
+        for index in chosen {
+            let job = &self.jobs[index];
+            let running = self
+                .running
+                .get(&job.name)
+                .is_some_and(|r| r.iter().any(|h| !h.has_ended()));
+            let counts_down_to = (job.enabled && !running)
+                .then(|| self.next_fires.get(index, job, now))
+                .flatten();
+            // A skipped slot is not a run; the fleet view shows runs.
+            let last = self
+                .store
+                .runs_newest_first(&job.name)
+                .into_iter()
+                .find(|r| r.skip_reason.is_none())
+                .map(|r| {
+                    let run = RunSummary::of(r);
+                    LastRun {
+                        outcome: run.outcome.as_str().to_owned(),
+                        finished_at: crate::pyfmt::python_isoformat(run.finished_at),
+                        duration: run.duration,
+                        exit_code: run.exit_code.map(i64::from),
+                    }
+                });
+            jobs.insert(
+                job.name.clone(),
+                OwnJob {
+                    running,
+                    enabled: job.enabled,
+                    counts_down_to,
+                    last,
+                },
+            );
+        }
+        OwnJobs { jobs, truncated }
     }
 
     /// Keeps the output of a run that just finished, so a log viewer

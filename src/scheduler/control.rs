@@ -310,6 +310,23 @@ pub enum Control {
         /// Answer.
         reply: oneshot::Sender<String>,
     },
+    /// This node's jobs as the gossip fleet view advertises them, and the
+    /// gossip backend's last snapshot (`GET /fleet`, the `/peer` body).
+    Fleet {
+        /// Answer.
+        reply: oneshot::Sender<FleetAnswer>,
+    },
+}
+
+/// What the fleet view is built from: this node's advertised jobs (the
+/// caps applied) and, under the gossip backend, the manager's last
+/// snapshot of its peers (`None` without a running gossip backend).
+#[derive(Debug, Clone)]
+pub struct FleetAnswer {
+    /// This node's jobs, capped as `/peer` carries them.
+    pub own: crate::gossip::fleet::OwnJobs,
+    /// The gossip backend's snapshot.
+    pub gossip: Option<Arc<crate::metrics::cluster::GossipState>>,
 }
 
 impl Control {
@@ -472,5 +489,11 @@ impl ControlHandle {
     /// The job-set id.
     pub async fn job_set_id(&self) -> Result<String, ControlError> {
         self.ask(|reply| Control::JobSetId { reply }).await
+    }
+
+    /// This node's advertised jobs and the gossip snapshot (see
+    /// [`FleetAnswer`]).
+    pub async fn fleet(&self) -> Result<FleetAnswer, ControlError> {
+        self.ask(|reply| Control::Fleet { reply }).await
     }
 }

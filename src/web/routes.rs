@@ -94,6 +94,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/livez", get(livez)),
         ("GET", "/readyz", get(readyz)),
         ("GET", "/cluster", get(cluster)),
+        ("GET", "/fleet", get(fleet)),
         ("GET", "/metrics", get(metrics)),
         ("GET", "/schedule/preview", get(schedule_preview)),
         ("GET", "/schedule/why", get(schedule_why)),
@@ -404,6 +405,26 @@ async fn cluster(State(state): State<AppState>) -> ApiResult {
         None => json!({"enabled": false, "peers": []}),
     };
     Ok(Json(body).into_response())
+}
+
+/// `GET /fleet`: every gossip node's jobs in one view (this node's live,
+/// each peer's as its last poll brought them), or `{"enabled": false,
+/// "nodes": []}` without a running gossip backend (a lease backend has no
+/// channel between the nodes to carry them). Built here, on the API's
+/// thread, from what the scheduler hands over.
+async fn fleet(State(state): State<AppState>) -> ApiResult {
+    let answer = state.control.fleet().await?;
+    let Some(gossip) = answer.gossip else {
+        return Ok(Json(json!({"enabled": false, "nodes": []})).into_response());
+    };
+    let view = crate::gossip::fleet::fleet_view(
+        &gossip.view,
+        &answer.own,
+        gossip.interval,
+        chrono::Utc::now(),
+        gossip.origin.elapsed(),
+    );
+    Ok(Json(view).into_response())
 }
 
 /// `GET /kube`: the Kubernetes mode's state (watch health, sets, status

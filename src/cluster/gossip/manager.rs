@@ -25,11 +25,13 @@ use super::transport::{
 use crate::cluster::records::{RecordsAnswer, RecordsLink, RecordsOp, Request};
 use crate::config::cluster::GossipSettings;
 use crate::config::model::sections::Distribution;
+use crate::cluster::supervise::SchedulerFeed;
+use crate::gossip::fleet::OwnJobs;
 use crate::gossip::payload::{self, PeerPayload};
 use crate::gossip::view::{ClusterView, Identity, Observation, Stamp, Status};
 use crate::metrics::cluster::{ClusterStats, GossipState};
 use crate::scheduler::ports::{self, RecordsError, SharedCounters};
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -39,6 +41,10 @@ use tokio::time::Instant;
 
 /// How many records requests may wait at once.
 const REQUEST_QUEUE: usize = 64;
+
+/// How old the served body's countdowns may be before a request
+/// rebuilds it.
+const COUNTDOWN_REFRESH: Duration = Duration::from_secs(1);
 
 /// A running gossip manager.
 pub struct GossipManager {
@@ -55,8 +61,11 @@ struct Shared {
     job_set_id: String,
     /// `@reboot` jobs this node ran, and the job-set id they belong to.
     ran: (String, BTreeSet<String>),
-    /// The payload the cached body was built from, and the body.
-    body: Option<(PeerPayload, PeerBody)>,
+    /// This node's jobs as the fleet view advertises them.
+    own_jobs: Arc<OwnJobs>,
+    /// The payload the cached body was built from, the body, and when it
+    /// was built (its countdowns are as of then).
+    body: Option<(PeerPayload, PeerBody, std::time::Instant)>,
 }
 
 impl Shared {
@@ -73,30 +82,51 @@ impl Shared {
     /// keep answering 304).
     fn refresh_body(&mut self) {
         let ran = self.ran_here(&self.job_set_id);
-        let payload = self
-            .view
-            .our_payload(&self.job_set_id, &ran, (BTreeMap::new(), false));
-        if self.body.as_ref().is_some_and(|(old, _)| *old == payload) {
-            return;
+        let now = chrono::Utc::now();
+        let summaries = (self.own_jobs.summaries(now), self.own_jobs.truncated);
+        let payload = self.view.our_payload(&self.job_set_id, &ran, summaries);
+        let built = std::time::Instant::now();
+        if let Some((old, _, at)) = self.body.as_mut() {
+            if *old == payload {
+                *at = built;
+                return;
+            }
         }
         let bytes = payload::encode(&payload);
-        let now_epoch = chrono::Utc::now().timestamp_millis() as f64 / 1000.0;
-        let etag = payload::etag(&payload, now_epoch);
+        // The countdowns and the time they were taken at go in together,
+        // so the tag (which hashes each as its absolute fire) holds still
+        // from one rebuild to the next.
+        let etag = payload::etag(&payload, now.timestamp_millis() as f64 / 1000.0);
         self.body = Some((
             payload,
             PeerBody {
                 bytes: bytes.into(),
                 etag,
             },
+            built,
         ));
     }
 
+    /// The body for a `/peer` request. One whose countdowns are over a
+    /// second old is rebuilt first, so a peer ages them from a reading
+    /// at most a second off (the tag does not move for that).
     fn served(&mut self) -> PeerBody {
-        if self.body.is_none() {
+        let stale = match &self.body {
+            None => true,
+            Some((payload, _, at)) => {
+                at.elapsed() >= COUNTDOWN_REFRESH
+                    && payload
+                        .job_summaries
+                        .iter()
+                        .flatten()
+                        .any(|(_, job)| job.scheduled_in.is_some())
+            }
+        };
+        if stale {
             self.refresh_body();
         }
         match &self.body {
-            Some((_, body)) => body.clone(),
+            Some((_, body, _)) => body.clone(),
             None => PeerBody {
                 bytes: Vec::new().into(),
                 etag: String::new(),
@@ -144,15 +174,19 @@ struct Role {
 impl GossipManager {
     /// Loads the TLS material, binds the listener, runs one poll round
     /// (so the gate knows the truth at the scheduler's first pass) and
-    /// starts the loop. `job_set` follows the scheduler's job-set id;
-    /// `link` is where records requests arrive from. An error says what
+    /// starts the loop. `feed` follows the scheduler's job-set id and
+    /// jobs; `link` is where records requests arrive from. An error says what
     /// could not start (the caller fails `Leader` jobs closed).
     pub async fn start(
         settings: GossipSettings,
         counters: SharedCounters,
         link: Arc<RecordsLink>,
-        mut job_set: watch::Receiver<String>,
+        feed: SchedulerFeed,
     ) -> Result<GossipManager, String> {
+        let SchedulerFeed {
+            mut job_set,
+            mut fleet,
+        } = feed;
         let tls = TlsMaterial::load(TlsPaths {
             ca: PathBuf::from(&settings.tls.ca),
             cert: PathBuf::from(&settings.tls.cert),
@@ -174,6 +208,7 @@ impl GossipManager {
             view: ClusterView::new(identity, settings.peers.iter().cloned()),
             job_set_id,
             ran: (String::new(), BTreeSet::new()),
+            own_jobs: fleet.borrow_and_update().clone(),
             body: None,
         }));
         let provider_state = Arc::clone(&shared);
@@ -218,10 +253,25 @@ impl GossipManager {
         let (stop, mut stopped) = watch::channel(false);
         let task = tokio::spawn(async move {
             let period = Duration::from_secs(rounds.settings.interval.max(1));
+            let mut fleet_open = true;
+            let mut next = Instant::now() + period;
             loop {
-                let next = Instant::now() + period;
                 tokio::select! {
                     _ = tokio::time::sleep_until(next) => {}
+                    changed = fleet.changed(), if fleet_open => {
+                        // A run started or ended, or the table changed:
+                        // the body peers read says so (its tag moves).
+                        match changed {
+                            Ok(()) => {
+                                let own = fleet.borrow_and_update().clone();
+                                let mut state = lock(&rounds.shared);
+                                state.own_jobs = own;
+                                state.refresh_body();
+                            }
+                            Err(_) => fleet_open = false,
+                        }
+                        continue;
+                    }
                     _ = stopped.wait_for(|s| *s) => break,
                 }
                 if job_set.has_changed().unwrap_or(false) {
@@ -232,6 +282,7 @@ impl GossipManager {
                     _ = rounds.round() => {}
                     _ = stopped.wait_for(|s| *s) => break,
                 }
+                next = Instant::now() + period;
             }
             // No records once the manager goes; the listener closes before
             // the drain, so peers see this node leave at once.
@@ -368,6 +419,8 @@ impl Rounds {
             settled,
             vouched,
             fresh_until: (Instant::now() + freshness(&self.settings)).into_std(),
+            origin: self.origin.into_std(),
+            interval: self.settings.interval,
         };
         self.publish(snapshot);
         state.refresh_body();
