@@ -624,6 +624,148 @@ fn spread_runs_each_job_on_exactly_one_node_and_names_its_owner() {
     assert!(doubles(&shared).is_empty(), "{:?}", doubles(&shared));
 }
 
+/// The row of `fleet`'s nodes whose host ends in `:port`, or this node's
+/// own row for `None`.
+fn fleet_row(fleet: &Value, port: Option<u16>) -> Value {
+    fleet["nodes"]
+        .as_array()
+        .and_then(|rows| {
+            rows.iter()
+                .find(|r| match port {
+                    None => r["self"] == true,
+                    Some(port) => r["host"]
+                        .as_str()
+                        .is_some_and(|h| h.ends_with(&format!(":{port}"))),
+                })
+                .cloned()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_fleet_view_shows_what_every_node_runs_from_any_node() {
+    let shared_dir = tempfile::tempdir().expect("shared dir");
+    let shared = shared_dir.path().to_path_buf();
+    let opts = Options {
+        spread: true,
+        jobs: 6,
+    };
+    let ca = Ca::new();
+    let plans = plan(&["a", "b", "c"]);
+    let nodes = start_planned(&plans, &ca, &shared, &[], opts);
+    // Who owns what once all three agree, as every node's /jobs says.
+    let owners_seen_by = |node: &Node| -> BTreeMap<String, String> {
+        get(node.web, "/jobs")
+            .json()
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|j| Some((j["name"].as_str()?.into(), j["clusterOwner"].as_str()?.into())))
+            .collect()
+    };
+    let mut owners: BTreeMap<String, String> = BTreeMap::new();
+    wait_until(
+        "the three nodes to agree and name the same owners",
+        PATIENCE,
+        || {
+            let all_agreed = nodes.iter().all(|n| {
+                let view = n.cluster();
+                view["quorate"] == true
+                    && view["peers"]
+                        .as_array()
+                        .is_some_and(|p| p.iter().all(|r| r["status"] == "agreed"))
+            });
+            let seen: Vec<_> = nodes.iter().map(owners_seen_by).collect();
+            owners = seen[0].clone();
+            all_agreed && owners.len() == 6 && seen.iter().all(|o| *o == owners)
+        },
+        || logs(&nodes),
+    );
+    // Every node's /fleet shows all three nodes, and for each job the run
+    // its owner made.
+    let port_of = |name: &str| plans.iter().find(|p| p.name == name).map(|p| p.peer);
+    for node in &nodes {
+        let seen = std::cell::RefCell::new(Value::Null);
+        wait_until(
+            &format!("{}'s /fleet to show each job's runs on its owner", node.name),
+            PATIENCE,
+            || {
+                let fleet = get(node.web, "/fleet").json();
+                let shown = owners.iter().all(|(job, owner)| {
+                    let row = if owner == node.name {
+                        fleet_row(&fleet, None)
+                    } else {
+                        fleet_row(&fleet, port_of(owner))
+                    };
+                    row["jobs"][job]["last"]["outcome"] == "success"
+                });
+                *seen.borrow_mut() = fleet;
+                shown
+            },
+            || format!("{:#}\n{}", seen.borrow(), logs(&nodes)),
+        );
+        let last = seen.into_inner();
+        assert_eq!(last["enabled"], true, "{last}");
+        assert_eq!(last["backend"], "gossip");
+        assert_eq!(last["node_name"], node.name);
+        assert_eq!(last["distribution"], "spread");
+        assert_eq!(last["elect_leader"], true);
+        assert_eq!(last["interval"], INTERVAL);
+        let rows = last["nodes"].as_array().expect("nodes");
+        assert_eq!(rows.len(), 3, "{last}");
+        assert_eq!(rows[0]["self"], true, "this node first: {last}");
+        assert_eq!(rows[0]["status"], "self");
+        assert_eq!(rows[0]["host"], Value::Null);
+        assert!(rows[0]["as_of"].as_str().is_some_and(|t| t.ends_with("+00:00")));
+        for row in &rows[1..] {
+            assert_eq!(row["self"], false);
+            assert_eq!(row["status"], "agreed", "{row}");
+            assert!(row["as_of"].is_string(), "{row}");
+            assert_eq!(row["node_stats"], Value::Null);
+            assert_eq!(row["truncated"], false);
+        }
+        let names: BTreeSet<&str> = rows.iter().filter_map(|r| r["node_name"].as_str()).collect();
+        assert_eq!(names, BTreeSet::from(["a", "b", "c"]));
+        for row in rows {
+            let jobs = row["jobs"].as_object().expect("every node sends its jobs");
+            assert_eq!(jobs.len(), 6, "{row}");
+            for (job, entry) in jobs {
+                assert_eq!(entry["enabled"], true, "{entry}");
+                // Before the three agreed, a job may have run on an owner
+                // of a smaller membership; its owner has surely run it.
+                let owned_here = owners.get(job).map(String::as_str) == row["node_name"].as_str();
+                if owned_here {
+                    let run = &entry["last"];
+                    assert_eq!(run["exit_code"], 0, "{entry}");
+                    assert!(run["duration"].as_f64().is_some_and(|d| d >= 0.0), "{entry}");
+                    assert!(run["finished_at"].as_str().is_some_and(|t| t.ends_with("+00:00")));
+                }
+                // Every-second jobs: the countdown is under a second, or
+                // null while an instance runs.
+                match entry["scheduled_in"].as_f64() {
+                    Some(left) => assert!((0.0..=1.0).contains(&left), "{entry}"),
+                    None => assert_eq!(entry["running"], true, "{entry}"),
+                }
+            }
+        }
+    }
+    // A node that is gone keeps its last known jobs, with its old time.
+    let mut nodes = nodes;
+    let victim = nodes.iter().position(|n| n.name == "c").expect("c");
+    kill(&mut nodes, victim);
+    wait_until(
+        "a's /fleet to show c unreachable with its last jobs",
+        PATIENCE,
+        || {
+            let row = fleet_row(&get(nodes[0].web, "/fleet").json(), port_of("c"));
+            row["status"] == "unreachable"
+                && row["node_name"] == "c"
+                && row["jobs"].as_object().is_some_and(|j| j.len() == 6)
+        },
+        || format!("{:#}", get(nodes[0].web, "/fleet").json()),
+    );
+}
+
 /// SIGKILLs member `index` and waits for it to be gone.
 fn kill(nodes: &mut [Node], index: usize) {
     if let Some(d) = nodes[index].daemon.as_mut() {
@@ -785,6 +927,37 @@ enum Hostile {
     NotHttp,
     /// `200` announcing 100000 bytes, then one byte a second: never done.
     Dribble,
+    /// A well-formed body from a node with another job set, whose job
+    /// summaries are mostly malformed: it is a syncing or drifted peer,
+    /// and the fleet view keeps only its well-formed entries.
+    HostileSummaries,
+}
+
+/// The fake peer's body in [`Hostile::HostileSummaries`]: two entries the
+/// fleet view keeps (one of them with every field of the wrong type) and
+/// four it drops.
+fn hostile_summaries() -> Vec<u8> {
+    serde_json::json!({
+        "node_name": "intruder",
+        "instance_id": "fake-1",
+        "job_set_id": "v1:not-ours",
+        "scheme_version": "v1",
+        "cluster_size": 4,
+        "members": [],
+        "distribution": "single-leader",
+        "elect_leader": true,
+        "job_summaries": {
+            "good": {"running": true, "enabled": true, "scheduled_in": null, "last": null},
+            "odd": {"running": "yes", "enabled": 0, "scheduled_in": "soon",
+                    "last": {"outcome": "exploded", "finished_at": "x"}},
+            "bell\u{0007}": {"running": true},
+            "": {"running": true},
+            "long": [1, 2, 3],
+            ("x".repeat(129)): {"running": true},
+        },
+    })
+    .to_string()
+    .into_bytes()
 }
 
 /// What the nodes' `GET /cluster` must say about a fake peer answering
@@ -792,6 +965,9 @@ enum Hostile {
 /// words them): (status, whether `last_error` fits).
 fn classified(mode: Hostile, port: u16, status: &str, error: &str) -> bool {
     let oversized = "oversized /peer response (> 262144 bytes)";
+    if mode == Hostile::HostileSummaries {
+        return matches!(status, "syncing" | "drifted");
+    }
     status == "unreachable"
         && match mode {
             Hostile::GarbageBody => error == "invalid JSON in /peer response",
@@ -802,6 +978,7 @@ fn classified(mode: Hostile, port: u16, status: &str, error: &str) -> bool {
                 error.starts_with(&format!("Cannot connect to host 127.0.0.1:{port}"))
             }
             Hostile::Dribble => error.starts_with(&format!("timed out polling 127.0.0.1:{port}")),
+            Hostile::HostileSummaries => unreachable!("a well-formed body"),
         }
 }
 
@@ -991,6 +1168,17 @@ fn answer(
             bomb,
         )?,
         Hostile::NotHttp => reply(String::new(), garbage)?,
+        Hostile::HostileSummaries => {
+            let body = hostile_summaries();
+            reply(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
+                ),
+                &body,
+            )?
+        }
         Hostile::Dribble => {
             reply(
                 "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n".to_owned(),
@@ -1071,6 +1259,7 @@ fn a_hostile_peer_is_classified_and_cannot_crash_stall_or_drain_the_daemons() {
         Hostile::GzipBomb,
         Hostile::NotHttp,
         Hostile::OversizedUnframed,
+        Hostile::HostileSummaries,
     ] {
         let started = Instant::now();
         fake.set(mode);
@@ -1140,6 +1329,22 @@ fn a_hostile_peer_is_classified_and_cannot_crash_stall_or_drain_the_daemons() {
             "{} holds {now} descriptors, {before} at the baseline",
             node.name
         );
+    }
+    // The last mode's summaries: the fleet view shows the intruder with
+    // its two well-formed entries, the bad ones dropped one by one.
+    for node in &nodes {
+        let fleet = get(node.web, "/fleet").json();
+        let row = fleet_row(&fleet, Some(fake.port));
+        assert_eq!(row["node_name"], "intruder", "{fleet}");
+        assert_eq!(
+            row["jobs"],
+            serde_json::json!({
+                "good": {"running": true, "enabled": true, "scheduled_in": null, "last": null},
+                "odd": {"running": false, "enabled": true, "scheduled_in": null, "last": null},
+            }),
+            "{fleet}"
+        );
+        assert_eq!(fleet["nodes"].as_array().map(Vec::len), Some(4), "{fleet}");
     }
     assert_eq!(
         runs(&shared).len(),

@@ -225,7 +225,10 @@ impl PeerState {
             jobs.iter()
                 .map(|(name, job)| {
                     let mut job = job.clone();
-                    job.scheduled_in = job.scheduled_in.map(|left| (left - elapsed).max(0.0));
+                    // Whole milliseconds, as this node's own countdowns.
+                    job.scheduled_in = job
+                        .scheduled_in
+                        .map(|left| ((left - elapsed).max(0.0) * 1000.0).round() / 1000.0);
                     (name.clone(), job)
                 })
                 .collect(),
