@@ -73,6 +73,11 @@ fn routes_answer_with_their_shapes() {
     let boot = rows.iter().find(|r| r["job"] == "boot").unwrap();
     assert_eq!(boot["scheduled_in"], "@reboot");
 
+    // No cluster section: no fleet to show.
+    let fleet = get(port, "/fleet");
+    assert_eq!(fleet.status, 200);
+    assert_eq!(fleet.json(), serde_json::json!({"enabled": false, "nodes": []}));
+
     let jobs = get(port, "/jobs").json();
     let tick = jobs
         .as_array()
