@@ -766,6 +766,91 @@ fn the_fleet_view_shows_what_every_node_runs_from_any_node() {
     );
 }
 
+#[test]
+fn the_quickstart_script_starts_three_nodes_that_elect_one_leader() {
+    // The web ports of examples/gossip/node-{a,b,c}.yaml (and 9441-9443
+    // for the peers): fixed, so they must be free.
+    let ports = [8081, 8082, 8083];
+    for port in ports.into_iter().chain([9441, 9442, 9443]) {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "port {port} is taken: the quickstart's fixed ports must be free"
+        );
+    }
+    let dir = tempfile::tempdir().expect("quickstart dir");
+    // The jobs' output (the daemons' stdout) and the daemons' logs.
+    let log_file = std::fs::File::create(dir.path().join("log")).expect("log");
+    let script = std::process::Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gossip_quickstart.sh"))
+        .args(["--seconds", "120"])
+        .env("CRONSTABLE_BIN", env!("CARGO_BIN_EXE_cronstable"))
+        .env("QUICKSTART_DIR", dir.path())
+        .stdout(log_file.try_clone().expect("log"))
+        .stderr(log_file)
+        .spawn()
+        .expect("run the quickstart");
+    // Ends the script (and so its daemons) with a TERM whatever happens.
+    struct Script(std::process::Child);
+    impl Script {
+        fn stop(&mut self) -> std::process::ExitStatus {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+            self.0.wait().expect("the script ends")
+        }
+    }
+    impl Drop for Script {
+        fn drop(&mut self) {
+            if matches!(self.0.try_wait(), Ok(None)) {
+                self.stop();
+            }
+        }
+    }
+    let mut script = Script(script);
+    let log = || std::fs::read_to_string(dir.path().join("log")).unwrap_or_default();
+    let cluster = |port: u16| -> Value {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(_) => get(port, "/cluster").json(),
+            Err(_) => Value::Null,
+        }
+    };
+    wait_until(
+        "the quickstart's nodes to agree on one leader",
+        PATIENCE,
+        || {
+            let views: Vec<Value> = ports.iter().map(|&p| cluster(p)).collect();
+            views.iter().all(|v| v["quorate"] == true && v["leader"] == "node-a")
+                && views.iter().filter(|v| v["is_leader"] == true).count() == 1
+        },
+        log,
+    );
+    wait_until(
+        "the leader-report job to run on node-a",
+        PATIENCE,
+        || log().contains("leader-report ran on node-a"),
+        log,
+    );
+    let fleet = get(8082, "/fleet").json();
+    let names: Vec<&str> = fleet["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["node_name"].as_str())
+        .collect();
+    assert_eq!(names, ["node-b", "node-a", "node-c"], "{fleet}");
+    // A TERM to the script stops all three.
+    let status = script.stop();
+    assert!(status.success(), "{status}\n{}", log());
+    for port in ports {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "port {port} still served after the script ended"
+        );
+    }
+    assert!(!log().contains("leader-report ran on node-b"), "{}", log());
+}
+
 /// SIGKILLs member `index` and waits for it to be gone.
 fn kill(nodes: &mut [Node], index: usize) {
     if let Some(d) = nodes[index].daemon.as_mut() {
