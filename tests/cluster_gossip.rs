@@ -660,7 +660,12 @@ fn the_fleet_view_shows_what_every_node_runs_from_any_node() {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|j| Some((j["name"].as_str()?.into(), j["clusterOwner"].as_str()?.into())))
+            .filter_map(|j| {
+                Some((
+                    j["name"].as_str()?.into(),
+                    j["clusterOwner"].as_str()?.into(),
+                ))
+            })
             .collect()
     };
     let mut owners: BTreeMap<String, String> = BTreeMap::new();
@@ -687,7 +692,10 @@ fn the_fleet_view_shows_what_every_node_runs_from_any_node() {
     for node in &nodes {
         let seen = std::cell::RefCell::new(Value::Null);
         wait_until(
-            &format!("{}'s /fleet to show each job's runs on its owner", node.name),
+            &format!(
+                "{}'s /fleet to show each job's runs on its owner",
+                node.name
+            ),
             PATIENCE,
             || {
                 let fleet = get(node.web, "/fleet").json();
@@ -716,7 +724,9 @@ fn the_fleet_view_shows_what_every_node_runs_from_any_node() {
         assert_eq!(rows[0]["self"], true, "this node first: {last}");
         assert_eq!(rows[0]["status"], "self");
         assert_eq!(rows[0]["host"], Value::Null);
-        assert!(rows[0]["as_of"].as_str().is_some_and(|t| t.ends_with("+00:00")));
+        assert!(rows[0]["as_of"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("+00:00")));
         for row in &rows[1..] {
             assert_eq!(row["self"], false);
             assert_eq!(row["status"], "agreed", "{row}");
@@ -724,7 +734,10 @@ fn the_fleet_view_shows_what_every_node_runs_from_any_node() {
             assert_eq!(row["node_stats"], Value::Null);
             assert_eq!(row["truncated"], false);
         }
-        let names: BTreeSet<&str> = rows.iter().filter_map(|r| r["node_name"].as_str()).collect();
+        let names: BTreeSet<&str> = rows
+            .iter()
+            .filter_map(|r| r["node_name"].as_str())
+            .collect();
         assert_eq!(names, BTreeSet::from(["a", "b", "c"]));
         for row in rows {
             let jobs = row["jobs"].as_object().expect("every node sends its jobs");
@@ -737,8 +750,13 @@ fn the_fleet_view_shows_what_every_node_runs_from_any_node() {
                 if owned_here {
                     let run = &entry["last"];
                     assert_eq!(run["exit_code"], 0, "{entry}");
-                    assert!(run["duration"].as_f64().is_some_and(|d| d >= 0.0), "{entry}");
-                    assert!(run["finished_at"].as_str().is_some_and(|t| t.ends_with("+00:00")));
+                    assert!(
+                        run["duration"].as_f64().is_some_and(|d| d >= 0.0),
+                        "{entry}"
+                    );
+                    assert!(run["finished_at"]
+                        .as_str()
+                        .is_some_and(|t| t.ends_with("+00:00")));
                 }
                 // Every-second jobs: the countdown is under a second, or
                 // null while an instance runs.
@@ -781,7 +799,10 @@ fn the_quickstart_script_starts_three_nodes_that_elect_one_leader() {
     // The jobs' output (the daemons' stdout) and the daemons' logs.
     let log_file = std::fs::File::create(dir.path().join("log")).expect("log");
     let script = std::process::Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/gossip_quickstart.sh"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/gossip_quickstart.sh"
+        ))
         .args(["--seconds", "120"])
         .env("CRONSTABLE_BIN", env!("CARGO_BIN_EXE_cronstable"))
         .env("QUICKSTART_DIR", dir.path())
@@ -820,7 +841,9 @@ fn the_quickstart_script_starts_three_nodes_that_elect_one_leader() {
         PATIENCE,
         || {
             let views: Vec<Value> = ports.iter().map(|&p| cluster(p)).collect();
-            views.iter().all(|v| v["quorate"] == true && v["leader"] == "node-a")
+            views
+                .iter()
+                .all(|v| v["quorate"] == true && v["leader"] == "node-a")
                 && views.iter().filter(|v| v["is_leader"] == true).count() == 1
         },
         log,
@@ -1015,10 +1038,10 @@ enum Hostile {
     /// A well-formed body from a node with another job set, whose job
     /// summaries are mostly malformed: it is a syncing or drifted peer,
     /// and the fleet view keeps only its well-formed entries.
-    HostileSummaries,
+    MalformedSummaries,
 }
 
-/// The fake peer's body in [`Hostile::HostileSummaries`]: two entries the
+/// The fake peer's body in [`Hostile::MalformedSummaries`]: two entries the
 /// fleet view keeps (one of them with every field of the wrong type) and
 /// four it drops.
 fn hostile_summaries() -> Vec<u8> {
@@ -1050,7 +1073,7 @@ fn hostile_summaries() -> Vec<u8> {
 /// words them): (status, whether `last_error` fits).
 fn classified(mode: Hostile, port: u16, status: &str, error: &str) -> bool {
     let oversized = "oversized /peer response (> 262144 bytes)";
-    if mode == Hostile::HostileSummaries {
+    if mode == Hostile::MalformedSummaries {
         return matches!(status, "syncing" | "drifted");
     }
     status == "unreachable"
@@ -1063,7 +1086,7 @@ fn classified(mode: Hostile, port: u16, status: &str, error: &str) -> bool {
                 error.starts_with(&format!("Cannot connect to host 127.0.0.1:{port}"))
             }
             Hostile::Dribble => error.starts_with(&format!("timed out polling 127.0.0.1:{port}")),
-            Hostile::HostileSummaries => unreachable!("a well-formed body"),
+            Hostile::MalformedSummaries => unreachable!("a well-formed body"),
         }
 }
 
@@ -1253,7 +1276,7 @@ fn answer(
             bomb,
         )?,
         Hostile::NotHttp => reply(String::new(), garbage)?,
-        Hostile::HostileSummaries => {
+        Hostile::MalformedSummaries => {
             let body = hostile_summaries();
             reply(
                 format!(
@@ -1344,7 +1367,7 @@ fn a_hostile_peer_is_classified_and_cannot_crash_stall_or_drain_the_daemons() {
         Hostile::GzipBomb,
         Hostile::NotHttp,
         Hostile::OversizedUnframed,
-        Hostile::HostileSummaries,
+        Hostile::MalformedSummaries,
     ] {
         let started = Instant::now();
         fake.set(mode);

@@ -107,10 +107,7 @@ fn one_leader_runs_each_fire_and_the_others_take_over_after_kill_and_term() {
         assert_eq!(view["lease"]["name"], "cronstable-leader", "{view}");
         assert_eq!(view["lease"]["holder"], json!(leader), "{view}");
         // A lease carries nothing between the nodes: no fleet view.
-        assert_eq!(
-            d.get_json("/fleet"),
-            json!({"enabled": false, "nodes": []})
-        );
+        assert_eq!(d.get_json("/fleet"), json!({"enabled": false, "nodes": []}));
     }
     let leading: f64 = all
         .iter()

@@ -76,7 +76,10 @@ fn routes_answer_with_their_shapes() {
     // No cluster section: no fleet to show.
     let fleet = get(port, "/fleet");
     assert_eq!(fleet.status, 200);
-    assert_eq!(fleet.json(), serde_json::json!({"enabled": false, "nodes": []}));
+    assert_eq!(
+        fleet.json(),
+        serde_json::json!({"enabled": false, "nodes": []})
+    );
 
     let jobs = get(port, "/jobs").json();
     let tick = jobs

@@ -172,13 +172,9 @@ async fn launch(
             let elect = settings.elect_leader;
             let node_name = settings.node_name.clone();
             let _ = may_write_tx.send(!elect);
-            let started = GossipManager::start(
-                *settings,
-                counters.clone(),
-                Arc::clone(link),
-                feed.clone(),
-            )
-            .await;
+            let started =
+                GossipManager::start(*settings, counters.clone(), Arc::clone(link), feed.clone())
+                    .await;
             return match started {
                 Ok(manager) => {
                     if elect {

@@ -70,7 +70,10 @@ pub fn advertised<'a>(names: impl Iterator<Item = (usize, &'a str)>) -> (Vec<usi
         kept.truncate(MAX_ADVERTISED_JOB_SUMMARIES);
         truncated = true;
     }
-    (kept.into_iter().map(|(_, index)| index).collect(), truncated)
+    (
+        kept.into_iter().map(|(_, index)| index).collect(),
+        truncated,
+    )
 }
 
 impl OwnJobs {
@@ -330,7 +333,13 @@ mod tests {
             "v1:same",
             stamp(5),
         );
-        let fleet = fleet_view(&view, &OwnJobs::default(), 1, at(30), Duration::from_secs(30));
+        let fleet = fleet_view(
+            &view,
+            &OwnJobs::default(),
+            1,
+            at(30),
+            Duration::from_secs(30),
+        );
         let b = &fleet.nodes[1];
         assert_eq!(b.node_name.as_deref(), Some("b"));
         assert_eq!(b.as_of.as_deref(), Some("2026-09-21T14:13:25+00:00"));
@@ -340,7 +349,13 @@ mod tests {
         // A 304 replays the body: the countdown keeps ageing from when the
         // body arrived, not from the replay.
         view.observe("b:1", Observation::NotModified, "v1:same", stamp(20));
-        let fleet = fleet_view(&view, &OwnJobs::default(), 1, at(30), Duration::from_secs(30));
+        let fleet = fleet_view(
+            &view,
+            &OwnJobs::default(),
+            1,
+            at(30),
+            Duration::from_secs(30),
+        );
         assert_eq!(
             fleet.nodes[1].jobs.as_ref().unwrap()["nightly"].scheduled_in,
             Some(75.0)
@@ -352,7 +367,13 @@ mod tests {
             "v1:same",
             stamp(40),
         );
-        let fleet = fleet_view(&view, &OwnJobs::default(), 1, at(200), Duration::from_secs(200));
+        let fleet = fleet_view(
+            &view,
+            &OwnJobs::default(),
+            1,
+            at(200),
+            Duration::from_secs(200),
+        );
         let b = &fleet.nodes[1];
         assert_eq!(b.status, Status::Unreachable);
         assert_eq!(b.as_of.as_deref(), Some("2026-09-21T14:13:40+00:00"));
@@ -388,8 +409,19 @@ mod tests {
         let mut legacy = ClusterView::new(me(), ["old:1".to_owned()]);
         let mut old = body("old", "io", json!({}));
         old.job_summaries = None;
-        legacy.observe("old:1", Observation::Payload(Box::new(old)), "v1:same", stamp(1));
-        let fleet = fleet_view(&legacy, &OwnJobs::default(), 1, at(2), Duration::from_secs(2));
+        legacy.observe(
+            "old:1",
+            Observation::Payload(Box::new(old)),
+            "v1:same",
+            stamp(1),
+        );
+        let fleet = fleet_view(
+            &legacy,
+            &OwnJobs::default(),
+            1,
+            at(2),
+            Duration::from_secs(2),
+        );
         assert_eq!(fleet.nodes[1].jobs, None);
         assert_eq!(fleet.nodes[1].node_name.as_deref(), Some("old"));
     }

@@ -5,12 +5,12 @@ use super::control::{
     ActivityRow, Control, ControlError, FleetAnswer, JobProgress, JobSnapshot, JobsAnswer,
     Progress, RetryView, RunSummary, SlotSnapshot, Stamp, StatusTable,
 };
-use crate::gossip::fleet::{self, OwnJob, OwnJobs};
-use crate::gossip::payload::LastRun;
 use super::pause;
 use super::ports;
 use super::Scheduler;
 use crate::config::model::ConcurrencyScope;
+use crate::gossip::fleet::{self, OwnJob, OwnJobs};
+use crate::gossip::payload::LastRun;
 use crate::job::{RunHandle, RunRecord, Trigger};
 use crate::metrics::prometheus::{self, DaemonGauges, JobGauges};
 use chrono::{DateTime, Utc};

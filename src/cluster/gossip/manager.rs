@@ -23,9 +23,9 @@ use super::transport::{
     TlsPaths,
 };
 use crate::cluster::records::{RecordsAnswer, RecordsLink, RecordsOp, Request};
+use crate::cluster::supervise::SchedulerFeed;
 use crate::config::cluster::GossipSettings;
 use crate::config::model::sections::Distribution;
-use crate::cluster::supervise::SchedulerFeed;
 use crate::gossip::fleet::OwnJobs;
 use crate::gossip::payload::{self, PeerPayload};
 use crate::gossip::view::{ClusterView, Identity, Observation, Stamp, Status};
