@@ -22,6 +22,8 @@ use cronstable::web::request::{self, Credentials, Needed};
 
 #[path = "support/cron_scan.rs"]
 mod cron_scan;
+#[path = "support/peer_body.rs"]
+mod peer_body;
 
 /// The committed seed files of one fuzz target.
 fn seeds(target: &str) -> Vec<(String, Vec<u8>)> {
@@ -179,11 +181,13 @@ fn config_seeds_load_or_refuse_cleanly() {
     assert!(loaded >= 20, "only {loaded} seed loads succeeded");
 }
 
-/// The gossip_payload target: what decodes survives encode -> decode.
+/// The gossip_payload target: what decodes survives encode -> decode, and
+/// a view that observed it renders `/cluster` and `/fleet`.
 #[test]
 fn gossip_seeds_round_trip() {
     let mut decoded = 0;
     for (name, bytes) in seeds("gossip_payload") {
+        peer_body::check_peer_body(&bytes);
         let Ok(payload) = decode(&bytes) else {
             continue;
         };
@@ -204,6 +208,15 @@ fn gossip_long_float_round_trips() {
     let body = br#"{"job_summaries": {"backup": {"running": false, "enabled": true, "scheduled_in": null, "last": {"outcome": "success", "finished_at": "x", "duration": 1222222222222222222222222222222222.25, "exit_code": 0}}}}"#;
     let payload = decode(body).expect("a well-formed payload decodes");
     assert_eq!(decode(&encode(&payload)).as_ref(), Ok(&payload));
+}
+
+/// Found by the fleet view's check on the seeds: a peer's countdown near
+/// f64::MAX, aged and rounded to milliseconds, overflowed to infinity
+/// (which JSON cannot carry). It now stays as the peer sent it.
+#[test]
+fn a_huge_peer_countdown_ages_to_a_finite_number() {
+    let body = br#"{"node_name": "p", "job_summaries": {"j": {"scheduled_in": 1e308}}}"#;
+    peer_body::check_peer_body(body);
 }
 
 // ---------------------------------------------------------------------

@@ -52,6 +52,7 @@ pub use load::{
     load_jobs_against, load_path, load_path_and_sources, load_sources, load_sources_with_files,
     FileMap, LoadedConfig, Source, SourceKind,
 };
+pub use model::sections::Distribution;
 pub use model::{ClusterConfig, WebConfig};
 
 /// The `web.metrics.durationBuckets` of a web section, if set: the

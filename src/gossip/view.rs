@@ -225,14 +225,25 @@ impl PeerState {
             jobs.iter()
                 .map(|(name, job)| {
                     let mut job = job.clone();
-                    // Whole milliseconds, as this node's own countdowns.
-                    job.scheduled_in = job
-                        .scheduled_in
-                        .map(|left| ((left - elapsed).max(0.0) * 1000.0).round() / 1000.0);
+                    job.scheduled_in = job.scheduled_in.map(|left| aged_countdown(left, elapsed));
                     (name.clone(), job)
                 })
                 .collect(),
         )
+    }
+}
+
+/// A countdown of `left` seconds, `elapsed` seconds later: never below
+/// zero, in whole milliseconds as this node's own countdowns are. A peer
+/// may send any finite number; one too large to scale stays as it came
+/// (scaling it would overflow to infinity).
+fn aged_countdown(left: f64, elapsed: f64) -> f64 {
+    let aged = (left - elapsed).max(0.0);
+    let millis = (aged * 1000.0).round() / 1000.0;
+    if millis.is_finite() {
+        millis
+    } else {
+        aged
     }
 }
 
