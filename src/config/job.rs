@@ -73,11 +73,11 @@ pub struct JobConfig {
     /// Retry ladder.
     pub retry: Retry,
     /// Reporters on every failure.
-    pub on_failure: Box<Report>,
+    pub on_failure: std::sync::Arc<Report>,
     /// Reporters once retries are exhausted.
-    pub on_permanent_failure: Box<Report>,
+    pub on_permanent_failure: std::sync::Arc<Report>,
     /// Reporters on success.
-    pub on_success: Box<Report>,
+    pub on_success: std::sync::Arc<Report>,
     /// Catch-up policy: what a new leader does with the fires that fell
     /// while nobody led (inert without leader election).
     pub on_missed: OnMissed,

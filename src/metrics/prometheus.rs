@@ -99,6 +99,10 @@ pub struct Counters {
     /// collectors (which must own what they encode) without copying, and a
     /// later update copies one job's counters only while a scrape holds it.
     jobs: HashMap<String, Arc<JobCounters>>,
+    /// What a job without an entry in `jobs` shows: all zeros, one set
+    /// shared by every such job (and by successive scrapes, so their rows
+    /// compare equal by identity).
+    zero: Arc<JobCounters>,
     /// Unix time the daemon started.
     pub start_time: f64,
     /// Outcome of the latest config parse; `None` only before the first
@@ -122,8 +126,10 @@ impl Counters {
     /// built from a parsed configuration, so the reload gauges are present
     /// from the first scrape, as the original's are after its first parse.
     pub fn new(start_time: f64, bounds: Option<&[f64]>) -> Self {
+        let bounds = bounds.unwrap_or(&DEFAULT_BUCKETS).to_vec();
         Counters {
-            bounds: bounds.unwrap_or(&DEFAULT_BUCKETS).to_vec(),
+            zero: Arc::new(JobCounters::new(&bounds)),
+            bounds,
             jobs: HashMap::new(),
             start_time,
             last_reload_ok: Some(true),
@@ -149,6 +155,7 @@ impl Counters {
             for counters in self.jobs.values_mut() {
                 Arc::make_mut(counters).duration = Histogram::new(&bounds);
             }
+            self.zero = Arc::new(JobCounters::new(&bounds));
             self.bounds = bounds;
         }
     }
@@ -196,16 +203,15 @@ impl Counters {
         self.job(job).permanent_failures += 1;
     }
 
-    /// Drops series of jobs no longer configured; zero-fills the rest.
+    /// Drops the counters of jobs no longer configured. A configured job
+    /// gets its counters at its first recorded run, retry or permanent
+    /// failure; until then a scrape shows it all zeros (the rows read a
+    /// missing entry as zero), so a job that never runs costs nothing
+    /// here.
     pub fn retain_jobs<'a>(&mut self, names: impl Iterator<Item = &'a str>) {
         let keep: std::collections::HashSet<&str> = names.collect();
         self.epoch += 1;
         self.jobs.retain(|name, _| keep.contains(name.as_str()));
-        for name in keep {
-            if !self.jobs.contains_key(name) {
-                self.job(name);
-            }
-        }
     }
 }
 
@@ -414,13 +420,13 @@ impl Scrape {
     ) -> Vec<Arc<JobRow>> {
         // Jobs without counters yet (none recorded since they appeared)
         // read as zero, sharing one empty set.
-        let empty = Arc::new(JobCounters::new(&counters.bounds));
+        let empty = &counters.zero;
         gauges
             .jobs
             .iter()
             .enumerate()
             .map(|(i, g)| {
-                let counters = counters.jobs.get(g.name).unwrap_or(&empty);
+                let counters = counters.jobs.get(g.name).unwrap_or(empty);
                 let last_run = g.last_run.map(|r| LastRun {
                     finished: r.finished_at.timestamp_micros() as f64 / 1e6,
                     duration: r.duration_seconds(),
@@ -843,10 +849,12 @@ mod tests {
     }
 
     #[test]
-    fn counters_are_zero_filled_and_pruned() {
+    fn counters_appear_at_a_jobs_first_record_and_are_pruned() {
         let mut c = Counters::new(0.0, None);
         c.retain_jobs(["a", "b"].into_iter());
+        assert!(c.jobs.is_empty(), "no run yet, no counters");
         c.record_retry("a");
+        c.record_retry("b");
         c.retain_jobs(["a"].into_iter());
         assert_eq!(c.jobs.len(), 1);
         assert_eq!(c.jobs["a"].retries, 1);
