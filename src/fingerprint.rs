@@ -43,10 +43,44 @@ pub fn job_digests<'a>(jobs: impl IntoIterator<Item = &'a JobConfig>) -> Vec<Str
         tree: defaults,
         unconfigured_report: cached,
     };
-    jobs.into_iter()
-        .map(|j| hex_sha256(job_bytes(j, &defaults).as_bytes()))
-        .collect()
+    let jobs: Vec<&JobConfig> = jobs.into_iter().collect();
+    let digest = |job: &&JobConfig| hex_sha256(job_bytes(job, &defaults).as_bytes());
+    // Each job's text carries its three report blocks in full (about 6 KB
+    // with the built-in templates), so hashing is most of the id's cost:
+    // large sets are split over the cores, in order.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = cores.min(jobs.len() / PARALLEL_CHUNK);
+    if threads < 2 {
+        return jobs.iter().map(digest).collect();
+    }
+    let chunk = jobs.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let digest = &digest;
+        // A thread that cannot be started leaves its part to this one.
+        let parts: Vec<_> = jobs
+            .chunks(chunk)
+            .map(|part| {
+                let spawned = std::thread::Builder::new()
+                    .name("job-set-id".to_owned())
+                    .spawn_scoped(scope, move || part.iter().map(digest).collect::<Vec<_>>());
+                (part, spawned.ok())
+            })
+            .collect();
+        let mut all = Vec::with_capacity(jobs.len());
+        for (part, thread) in parts {
+            match thread.map(|t| t.join()) {
+                Some(Ok(digests)) => all.extend(digests),
+                Some(Err(panic)) => std::panic::resume_unwind(panic),
+                None => all.extend(part.iter().map(digest)),
+            }
+        }
+        all
+    })
 }
+
+/// The fewest jobs a thread of [`job_digests`] is given: below it one
+/// thread's start costs more than it saves.
+const PARALLEL_CHUNK: usize = 1024;
 
 /// The job-set id of the jobs whose [`job_digests`] are given, in any
 /// order.
@@ -377,6 +411,34 @@ mod tests {
         let digest = Sha256::digest(b"cronstable");
         let by_format: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex_sha256(b"cronstable"), by_format);
+    }
+
+    #[test]
+    fn a_large_set_hashed_over_threads_gives_each_job_its_own_digest_in_order() {
+        let mut yaml = String::from("jobs:\n");
+        for i in 0..3 * PARALLEL_CHUNK + 17 {
+            yaml.push_str(&format!(
+                "  - name: job-{i}\n    command: echo {i}\n    schedule: '{} * * * *'\n",
+                i % 60
+            ));
+        }
+        let loaded = crate::config::load_sources(&[crate::config::Source {
+            name: "many.yaml".into(),
+            text: yaml,
+            kind: crate::config::SourceKind::Yaml,
+            include_dir: None,
+        }])
+        .expect("the generated config loads");
+        let digests = job_digests(&loaded.jobs);
+        // One job at a time never takes the threaded path.
+        let one_by_one: Vec<String> = loaded
+            .jobs
+            .iter()
+            .flat_map(|job| job_digests(std::iter::once(job)))
+            .collect();
+        assert_eq!(digests.len(), loaded.jobs.len());
+        assert_eq!(digests, one_by_one);
+        assert_eq!(job_set_id(&loaded.jobs), id_from_digests(one_by_one));
     }
 
     #[test]
