@@ -749,3 +749,41 @@ async fn metrics_rows_are_shared_only_while_nothing_changed() {
     assert!(runs_line(&after).ends_with(" 1"), "{}", runs_line(&after));
     finish(h).await;
 }
+
+#[tokio::test(start_paused = true)]
+async fn api_requests_wait_out_the_moments_before_a_boundary() {
+    let h = start(
+        job_set(&every_minute("j")),
+        Admission::Launch,
+        SlotClaim::Claimed,
+    )
+    .await;
+    // Well before the boundary a request is answered at once.
+    tokio::time::advance(Duration::from_secs(20)).await;
+    assert_eq!(h.control.job_set_id().await.ok().map(|_| ()), Some(()));
+    // 10 ms before it (the origin is 30 s before a minute boundary) the
+    // request waits, however long the runtime works, while the clock
+    // stands still ...
+    tokio::time::advance(Duration::from_millis(9_990)).await;
+    let asked = tokio::spawn({
+        let control = h.control.clone();
+        async move { control.job_set_id().await }
+    });
+    for _ in 0..500 {
+        tokio::task::yield_now().await;
+    }
+    assert!(!asked.is_finished(), "answered inside the quiet window");
+    assert!(h.asked.lock().unwrap().is_empty());
+    // ... and is answered right after the boundary's launches: by the
+    // time the answer arrives, the gate was asked about the fire.
+    tokio::time::advance(Duration::from_millis(10)).await;
+    asked
+        .await
+        .expect("the request task ends")
+        .expect("answered after the boundary");
+    assert_eq!(
+        *h.asked.lock().unwrap(),
+        vec![("j".to_owned(), Trigger::Schedule)]
+    );
+    finish(h).await;
+}
