@@ -170,10 +170,11 @@ pub struct Scheduler {
 
 /// How long before a boundary the scheduler stops answering API requests
 /// (they wait, and are answered after that boundary's launches): longer
-/// than the biggest snapshot takes to build (`/jobs` of 10,000 jobs, about
-/// 10 ms on a loaded machine), so none is in progress when launches are
-/// due. With per-second jobs that is at most 20 ms of every second.
-const QUIET_BEFORE_BOUNDARY: chrono::TimeDelta = chrono::TimeDelta::milliseconds(20);
+/// than the scheduler's part of the biggest answer takes (the snapshot of
+/// `/jobs` for 10,000 jobs, a few milliseconds), so none is in progress
+/// when launches are due. With per-second jobs a request waits at most
+/// this long, in 1 % of every second.
+const QUIET_BEFORE_BOUNDARY: chrono::TimeDelta = chrono::TimeDelta::milliseconds(10);
 
 const REPORT_DRAIN: Duration = Duration::from_secs(30);
 

@@ -761,10 +761,10 @@ async fn api_requests_wait_out_the_moments_before_a_boundary() {
     // Well before the boundary a request is answered at once.
     tokio::time::advance(Duration::from_secs(20)).await;
     assert_eq!(h.control.job_set_id().await.ok().map(|_| ()), Some(()));
-    // 10 ms before it (the origin is 30 s before a minute boundary) the
+    // 5 ms before it (the origin is 30 s before a minute boundary) the
     // request waits, however long the runtime works, while the clock
     // stands still ...
-    tokio::time::advance(Duration::from_millis(9_990)).await;
+    tokio::time::advance(Duration::from_millis(9_995)).await;
     let asked = tokio::spawn({
         let control = h.control.clone();
         async move { control.job_set_id().await }
@@ -776,7 +776,7 @@ async fn api_requests_wait_out_the_moments_before_a_boundary() {
     assert!(h.asked.lock().unwrap().is_empty());
     // ... and is answered right after the boundary's launches: by the
     // time the answer arrives, the gate was asked about the fire.
-    tokio::time::advance(Duration::from_millis(10)).await;
+    tokio::time::advance(Duration::from_millis(5)).await;
     asked
         .await
         .expect("the request task ends")

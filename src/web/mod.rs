@@ -90,6 +90,11 @@ impl Running {
     }
 }
 
+/// How much nicer than the daemon the API's thread runs (the scheduler's
+/// thread keeps the daemon's own nice value, and so do the jobs it
+/// starts).
+const API_NICE: i32 = 5;
+
 /// The HTTP API running on a thread of its own.
 ///
 /// The scheduler's runtime is single-threaded, so anything rendered there
@@ -120,6 +125,15 @@ impl ApiThread {
         let thread = std::thread::Builder::new()
             .name("cronstable-api".to_owned())
             .spawn(move || {
+                // On a busy machine the kernel runs job processes and the
+                // scheduler's thread before rendering (the threads this one
+                // starts, the blocking pool's, inherit it).
+                if let Err(err) = crate::platform::lower_this_thread_priority(API_NICE) {
+                    tracing::debug!(
+                        target: "cronstable::web",
+                        "cannot lower the API thread's priority: {err}"
+                    );
+                }
                 runtime.block_on(async move {
                     tokio::select! {
                         () = supervise(config, control) => {}
