@@ -167,15 +167,6 @@ pub struct Scheduler {
 }
 
 /// How long shutdown waits for reports still being delivered.
-
-/// How long before a boundary the scheduler stops answering API requests
-/// (they wait, and are answered after that boundary's launches): longer
-/// than the scheduler's part of the biggest answer takes (the snapshot of
-/// `/jobs` for 10,000 jobs, a few milliseconds), so none is in progress
-/// when launches are due. With per-second jobs a request waits at most
-/// this long, in 1 % of every second.
-const QUIET_BEFORE_BOUNDARY: chrono::TimeDelta = chrono::TimeDelta::milliseconds(10);
-
 const REPORT_DRAIN: Duration = Duration::from_secs(30);
 
 impl Scheduler {
@@ -317,14 +308,9 @@ impl Scheduler {
         // the first boundary after it.
         self.evaluated = tick::floor(self.clock.now(), self.cadence());
         let cause = loop {
-            let boundary = tick::next_boundary(self.evaluated, self.cadence());
-            let sleep = self.clock.sleep_until(boundary);
-            // API requests wait out the last moments before a boundary,
-            // so a snapshot of a large table is never being built when
-            // launches are due (they are answered right after the pass).
-            let quiet_from = boundary - QUIET_BEFORE_BOUNDARY;
-            let answering = self.clock.now() < quiet_from;
-            let quiet = self.clock.sleep_until(quiet_from);
+            let sleep = self
+                .clock
+                .sleep_until(tick::next_boundary(self.evaluated, self.cadence()));
             tokio::select! {
                 _ = sleep => {
                     self.api_generation += 1;
@@ -334,13 +320,8 @@ impl Scheduler {
                     }
                     self.launch_passed_boundaries();
                 }
-                // Entering the quiet window: the loop comes round without
-                // the control branch.
-                _ = quiet, if answering => {}
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
-                Some(request) = self.control_rx.recv(), if answering => {
-                    self.control_request(request)
-                }
+                Some(request) = self.control_rx.recv() => self.control_request(request),
                 request = self.slots.next_yield() => self.slot_yield(request),
                 set = self.source.next() => {
                     self.api_generation += 1;
