@@ -1,7 +1,8 @@
 //! Kubernetes mode, whole process: the release binary with `--kube` against
 //! the fake API server of the tests, holding 1,000 CronJobSets of 10 jobs.
 //!
-//! Measured (printed as a Markdown table, nothing asserted):
+//! Measured (printed as a Markdown table with each figure's regression
+//! budget and whether it is within it; nothing asserted):
 //! - sync: from the daemon's start to all 10,000 jobs in the table;
 //! - apply: from a spec edit accepted by the API server to the new job
 //!   table in force (`GET /job-set-id` changes), p50/p95/max over 40 edits;
@@ -24,6 +25,25 @@ use std::time::{Duration, Instant};
 
 const JOBS_PER_SET: usize = 10;
 const NAMESPACE: &str = "bench";
+/// The sets of a run without `KUBE_BENCH_SETS`: the size the budgets are for.
+const DEFAULT_SETS: usize = 1000;
+
+// The regression budget at the default size: about 1.3 times the figures
+// measured on 2026-12-01 and 2026-12-02 on two cores (docs/performance.md,
+// "Kubernetes mode"). A change that takes a figure past its budget needs
+// a reason in its commit, or a fix.
+/// Start to 10,000 jobs in force.
+const BUDGET_START_MS: f64 = 850.0;
+/// Idle RSS with 10,000 jobs.
+const BUDGET_IDLE_RSS_MB: f64 = 75.0;
+/// p95 of a spec edit to the table in force.
+const BUDGET_EDIT_P95_MS: f64 = 75.0;
+/// Daemon CPU at 200 fires/s with their status writes.
+const BUDGET_CPU_PERCENT: f64 = 21.0;
+
+/// One line of the table: what, the value as shown, and the measured
+/// number with its budget (when it has one).
+type Row = (String, String, Option<(f64, f64)>);
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -37,7 +57,7 @@ fn sets_wanted() -> usize {
     std::env::var("KUBE_BENCH_SETS")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(1000)
+        .unwrap_or(DEFAULT_SETS)
 }
 
 /// One set's spec; `seconds` makes one job of the set fire every five
@@ -214,7 +234,7 @@ async fn run() {
     let sets = sets_wanted();
     let jobs = (sets * JOBS_PER_SET) as u64;
     let client = reqwest::Client::new();
-    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
 
     // Phase 1: sync, apply latency, idle RSS.
     let fake = fake_with_sets(sets, false).await;
@@ -224,17 +244,21 @@ async fn run() {
         eprintln!("the daemon never loaded {jobs} jobs");
         return;
     };
+    let start_ms = started.elapsed().as_secs_f64() * 1e3;
     rows.push((
         format!("start to {jobs} jobs in force ({sets} sets)"),
-        format!("{:.0} ms", started.elapsed().as_secs_f64() * 1e3),
+        format!("{start_ms:.0} ms"),
+        Some((start_ms, BUDGET_START_MS)),
     ));
     // Let the first status writes and the allocator settle.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let pid = daemon.child.id();
     if let Some(rss) = proc_field(pid, "status", "VmRSS:") {
+        let mb = rss as f64 / 1024.0;
         rows.push((
             format!("idle RSS with {jobs} jobs"),
-            format!("{:.1} MB", rss as f64 / 1024.0),
+            format!("{mb:.1} MB"),
+            Some((mb, BUDGET_IDLE_RSS_MB)),
         ));
     }
     let mut latencies = Vec::new();
@@ -272,14 +296,15 @@ async fn run() {
     }
     latencies.sort_by(f64::total_cmp);
     if !latencies.is_empty() {
+        let p95 = percentile(&latencies, 0.95);
         rows.push((
             format!("spec edit to table in force, {} edits", latencies.len()),
             format!(
-                "p50 {:.1} ms, p95 {:.1} ms, max {:.1} ms",
+                "p50 {:.1} ms, p95 {p95:.1} ms, max {:.1} ms",
                 percentile(&latencies, 0.5),
-                percentile(&latencies, 0.95),
                 latencies[latencies.len() - 1]
             ),
+            Some((p95, BUDGET_EDIT_P95_MS)),
         ));
     }
     drop(daemon);
@@ -315,6 +340,7 @@ async fn run() {
                 (w1 - w0) as f64 / window.as_secs_f64(),
                 f1 - f0
             ),
+            Some(((f1 - f0) as f64, 0.0)),
         ));
     }
     if let (Some(t0), Some(t1)) = (ticks_before, ticks_after) {
@@ -323,13 +349,22 @@ async fn run() {
         rows.push((
             "daemon CPU during that window (runs + status)".to_owned(),
             format!("{cpu:.0} % of one core"),
+            Some((cpu, BUDGET_CPU_PERCENT)),
         ));
     }
     drop(daemon);
 
-    println!("| Kubernetes mode ({sets} sets x {JOBS_PER_SET} jobs) | value |");
-    println!("|---|---|");
-    for (what, value) in rows {
-        println!("| {what} | {value} |");
+    // The budgets are for the default size; another size prints none.
+    let budgeted = sets == DEFAULT_SETS;
+    println!("| Kubernetes mode ({sets} sets x {JOBS_PER_SET} jobs) | value | budget | within? |");
+    println!("|---|---|---|---|");
+    for (what, value, budget) in rows {
+        match budget.filter(|_| budgeted) {
+            Some((measured, limit)) => println!(
+                "| {what} | {value} | {limit} | {} |",
+                if measured <= limit { "yes" } else { "**no**" }
+            ),
+            None => println!("| {what} | {value} | | |"),
+        }
     }
 }

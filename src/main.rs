@@ -313,7 +313,7 @@ fn run_daemon(
         // (the initial set's now, the scheduler's after each reload) and
         // advertises the scheduler's jobs for the fleet view.
         let (feed_tx, feed) =
-            cluster::supervise::SchedulerFeed::channel(sources.initial.job_set_id.clone());
+            cluster::feed::SchedulerFeed::channel(sources.initial.job_set_id.clone());
         let (gate, leadership) = cluster::supervise::start(
             sources.cluster_config,
             backend_factory(sources.kube_client),
@@ -346,7 +346,7 @@ fn run_daemon(
         if let Some(writer) = sources.status_writer {
             writer.start(control.clone(), Arc::clone(&counters));
         }
-        tokio::spawn(cluster::supervise::follow_scheduler(
+        tokio::spawn(cluster::feed::follow_scheduler(
             control.clone(),
             feed_tx,
             Arc::clone(&counters),

@@ -9,6 +9,7 @@
 pub mod driver;
 pub mod election;
 pub mod etcd;
+pub mod feed;
 pub mod filesystem;
 pub mod gate;
 pub mod gossip;

@@ -22,8 +22,8 @@ use super::transport::{
     ListenerLimits, PeerBody, PeerListener, PeerPoller, PollOutcome, PollTimeouts, TlsMaterial,
     TlsPaths,
 };
+use crate::cluster::feed::SchedulerFeed;
 use crate::cluster::records::{RecordsAnswer, RecordsLink, RecordsOp, Request};
-use crate::cluster::supervise::SchedulerFeed;
 use crate::config::cluster::GossipSettings;
 use crate::config::model::sections::Distribution;
 use crate::gossip::fleet::OwnJobs;
