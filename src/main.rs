@@ -175,6 +175,9 @@ fn main() -> ExitCode {
         }
     };
 
+    if cli.validate_config || cli.job_set_id {
+        platform::tune_allocator_for_one_shot();
+    }
     let loaded = match &root {
         Some(root) => match config::load_path(root) {
             Ok(loaded) => loaded,
