@@ -244,6 +244,27 @@ mod tests {
         payload::decode(value.to_string().as_bytes()).unwrap()
     }
 
+    /// `view` takes `payload` from `host` as a full body `secs` in.
+    fn answer(view: &mut ClusterView, host: &str, payload: PeerPayload, secs: u64) {
+        view.observe(
+            host,
+            Observation::Payload(Box::new(payload)),
+            "v1:same",
+            stamp(secs),
+        );
+    }
+
+    /// The fleet view of `view`, with no jobs of its own, `secs` in.
+    fn fleet_at(view: &ClusterView, secs: u64) -> FleetView {
+        fleet_view(
+            view,
+            &OwnJobs::default(),
+            1,
+            at(secs as i64),
+            Duration::from_secs(secs),
+        )
+    }
+
     fn own() -> OwnJobs {
         OwnJobs {
             jobs: [
@@ -321,25 +342,9 @@ mod tests {
         let mut view = ClusterView::new(me(), ["b:1".to_owned(), "c:1".to_owned()]);
         let jobs = json!({"nightly": {"running": false, "enabled": true, "scheduled_in": 100.0,
                                      "last": null}});
-        view.observe(
-            "b:1",
-            Observation::Payload(Box::new(body("b", "ib", jobs.clone()))),
-            "v1:same",
-            stamp(5),
-        );
-        view.observe(
-            "c:1",
-            Observation::Payload(Box::new(body("c", "ic", jobs))),
-            "v1:same",
-            stamp(5),
-        );
-        let fleet = fleet_view(
-            &view,
-            &OwnJobs::default(),
-            1,
-            at(30),
-            Duration::from_secs(30),
-        );
+        answer(&mut view, "b:1", body("b", "ib", jobs.clone()), 5);
+        answer(&mut view, "c:1", body("c", "ic", jobs), 5);
+        let fleet = fleet_at(&view, 30);
         let b = &fleet.nodes[1];
         assert_eq!(b.node_name.as_deref(), Some("b"));
         assert_eq!(b.as_of.as_deref(), Some("2026-09-21T14:13:25+00:00"));
@@ -349,13 +354,7 @@ mod tests {
         // A 304 replays the body: the countdown keeps ageing from when the
         // body arrived, not from the replay.
         view.observe("b:1", Observation::NotModified, "v1:same", stamp(20));
-        let fleet = fleet_view(
-            &view,
-            &OwnJobs::default(),
-            1,
-            at(30),
-            Duration::from_secs(30),
-        );
+        let fleet = fleet_at(&view, 30);
         assert_eq!(
             fleet.nodes[1].jobs.as_ref().unwrap()["nightly"].scheduled_in,
             Some(75.0)
@@ -367,13 +366,7 @@ mod tests {
             "v1:same",
             stamp(40),
         );
-        let fleet = fleet_view(
-            &view,
-            &OwnJobs::default(),
-            1,
-            at(200),
-            Duration::from_secs(200),
-        );
+        let fleet = fleet_at(&view, 200);
         let b = &fleet.nodes[1];
         assert_eq!(b.status, Status::Unreachable);
         assert_eq!(b.as_of.as_deref(), Some("2026-09-21T14:13:40+00:00"));
@@ -386,21 +379,11 @@ mod tests {
             me(),
             ["me:1".to_owned(), "b:1".to_owned(), "b-again:1".to_owned()],
         );
-        view.observe(
-            "me:1",
-            Observation::Payload(Box::new(body("a", "ia", json!({})))),
-            "v1:same",
-            stamp(1),
-        );
+        answer(&mut view, "me:1", body("a", "ia", json!({})), 1);
         for host in ["b:1", "b-again:1"] {
-            view.observe(
-                host,
-                Observation::Payload(Box::new(body("b", "ib", json!({})))),
-                "v1:same",
-                stamp(1),
-            );
+            answer(&mut view, host, body("b", "ib", json!({})), 1);
         }
-        let fleet = fleet_view(&view, &OwnJobs::default(), 1, at(2), Duration::from_secs(2));
+        let fleet = fleet_at(&view, 2);
         let hosts: Vec<Option<&str>> = fleet.nodes.iter().map(|n| n.host.as_deref()).collect();
         assert_eq!(hosts, [None, Some("b:1")]);
         // A peer that sends no summaries (an older build) has no data,
@@ -409,19 +392,8 @@ mod tests {
         let mut legacy = ClusterView::new(me(), ["old:1".to_owned()]);
         let mut old = body("old", "io", json!({}));
         old.job_summaries = None;
-        legacy.observe(
-            "old:1",
-            Observation::Payload(Box::new(old)),
-            "v1:same",
-            stamp(1),
-        );
-        let fleet = fleet_view(
-            &legacy,
-            &OwnJobs::default(),
-            1,
-            at(2),
-            Duration::from_secs(2),
-        );
+        answer(&mut legacy, "old:1", old, 1);
+        let fleet = fleet_at(&legacy, 2);
         assert_eq!(fleet.nodes[1].jobs, None);
         assert_eq!(fleet.nodes[1].node_name.as_deref(), Some("old"));
     }
@@ -436,13 +408,8 @@ mod tests {
             "odd-last": {"running": "yes", "scheduled_in": "soon",
                          "last": {"outcome": "exploded", "finished_at": "x"}},
         });
-        view.observe(
-            "b:1",
-            Observation::Payload(Box::new(body("b", "ib", jobs))),
-            "v1:same",
-            stamp(1),
-        );
-        let fleet = fleet_view(&view, &OwnJobs::default(), 1, at(2), Duration::from_secs(2));
+        answer(&mut view, "b:1", body("b", "ib", jobs), 1);
+        let fleet = fleet_at(&view, 2);
         let kept = fleet.nodes[1].jobs.as_ref().unwrap();
         assert_eq!(kept.keys().collect::<Vec<_>>(), ["good", "odd-last"]);
         assert!(kept["good"].running);
