@@ -17,6 +17,11 @@
 //! or any agreeing peer (same job-set id) reports it. The last-fire
 //! records a lease store keeps for catch-up after a failover have no home
 //! here: fires are accepted and not kept, and a read is refused.
+//!
+//! The body also carries this node's jobs for the fleet view
+//! (`gossip::fleet`), which the scheduler feed (`cluster::feed`) hands in
+//! whenever a run starts or ends; their countdowns are refreshed when a
+//! request finds them over a second old, without moving the ETag.
 
 use super::transport::{
     ListenerLimits, PeerBody, PeerListener, PeerPoller, PollOutcome, PollTimeouts, TlsMaterial,
