@@ -1049,10 +1049,20 @@ mod linux_spawn {
         entry.split(|b| *b == b'=').next().unwrap_or(entry)
     }
 
+    /// The daemon's end of a capture pipe, registered with the reactor.
+    /// The descriptor comes from [`pipe`], so it is known to be a FIFO's
+    /// read end with no status flags: one `fcntl` makes it non-blocking,
+    /// where the checked constructor spends an `fstat` and a second
+    /// `fcntl` finding that out again on every launch.
     fn receiver(fd: OwnedFd) -> io::Result<JobPipe> {
-        Ok(Box::new(tokio::net::unix::pipe::Receiver::from_owned_fd(
-            fd,
-        )?))
+        // SAFETY: fcntl on a descriptor we own; F_SETFL changes only the
+        // status flags of the daemon's own (unshared) read end.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Box::new(
+            tokio::net::unix::pipe::Receiver::from_owned_fd_unchecked(fd)?,
+        ))
     }
 
     fn pidfd_open(pid: libc::pid_t) -> Option<AsyncFd<OwnedFd>> {

@@ -333,10 +333,13 @@ where
     let task = tokio::spawn(async move {
         let mut pipe = pipe;
         let mut splitter = LineSplitter::new(max);
-        // Reads land in spare capacity, never zeroed: the pages of a
-        // buffer that a quiet job never fills are not touched, where a
-        // zeroed one cost every running job up to 64 KiB per stream.
-        let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
+        // Reads land in spare capacity, never zeroed. The buffer starts
+        // small and doubles each time a read fills it: most jobs print a
+        // few lines, and a 64 KiB allocation per stream for each of
+        // hundreds of jobs launched in the same second cost the launch
+        // path a large-chunk malloc and free apiece; a chatty job reaches
+        // the full read size after a few reads.
+        let mut buf: Vec<u8> = Vec::with_capacity(FIRST_READ_BYTES);
         let mut pieces = Vec::new();
         loop {
             buf.clear();
@@ -344,6 +347,10 @@ where
                 Ok(0) | Err(_) => 0,
                 Ok(n) => n,
             };
+            let wanted = next_read_capacity(buf.capacity(), n);
+            if wanted > buf.capacity() {
+                buf.reserve_exact(wanted - buf.len());
+            }
             if n == 0 {
                 splitter.finish(&mut pieces);
             } else {
@@ -359,6 +366,24 @@ where
         name,
         retention,
         task,
+    }
+}
+
+/// The first read buffer of a job's output stream.
+const FIRST_READ_BYTES: usize = 4 * 1024;
+
+/// The largest read buffer of a job's output stream.
+const MAX_READ_BYTES: usize = 64 * 1024;
+
+/// The read buffer for the next read of an output stream, given the
+/// current one and how many bytes the last read returned: doubled when
+/// that read filled it (more is probably waiting), up to
+/// [`MAX_READ_BYTES`]; else unchanged.
+fn next_read_capacity(capacity: usize, last_read: usize) -> usize {
+    if last_read >= capacity && capacity < MAX_READ_BYTES {
+        (capacity.max(1) * 2).min(MAX_READ_BYTES)
+    } else {
+        capacity
     }
 }
 
@@ -616,5 +641,48 @@ fn send_stop(job: &JobConfig, child: &mut JobChild, pid: u32, reaped: bool, sig:
             "Job {}: could not signal its process (pid {pid}): {err}",
             job.name
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{next_read_capacity, FIRST_READ_BYTES, MAX_READ_BYTES};
+
+    #[test]
+    fn a_read_that_fills_the_buffer_doubles_it() {
+        assert_eq!(
+            next_read_capacity(FIRST_READ_BYTES, FIRST_READ_BYTES),
+            2 * FIRST_READ_BYTES
+        );
+        assert_eq!(next_read_capacity(8192, 9000), 16384);
+    }
+
+    #[test]
+    fn a_partial_read_keeps_the_buffer() {
+        assert_eq!(next_read_capacity(FIRST_READ_BYTES, 10), FIRST_READ_BYTES);
+        assert_eq!(next_read_capacity(16384, 0), 16384);
+    }
+
+    #[test]
+    fn the_buffer_grows_to_the_read_size_and_stops() {
+        let mut capacity = FIRST_READ_BYTES;
+        let mut steps = 0;
+        while capacity < MAX_READ_BYTES {
+            capacity = next_read_capacity(capacity, capacity);
+            steps += 1;
+        }
+        assert_eq!(capacity, MAX_READ_BYTES);
+        assert_eq!(steps, 4, "4 KiB to 64 KiB in four doublings");
+        assert_eq!(
+            next_read_capacity(MAX_READ_BYTES, MAX_READ_BYTES),
+            MAX_READ_BYTES
+        );
+        // A capacity the allocator rounded up never shrinks.
+        assert_eq!(next_read_capacity(70_000, 70_000), 70_000);
+    }
+
+    #[test]
+    fn an_empty_buffer_still_grows() {
+        assert_eq!(next_read_capacity(0, 0), 2);
     }
 }
