@@ -46,6 +46,7 @@ SPAWNER_C = r"""/* argv FIRST SECONDS JOBS PROBE CAPTURE WORK_US THREADED.
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -60,6 +61,7 @@ SPAWNER_C = r"""/* argv FIRST SECONDS JOBS PROBE CAPTURE WORK_US THREADED.
 extern char **environ;
 static long work_us;
 static atomic_long pending;
+static sem_t work_ready;
 static int ep;
 static long open_pipes;
 static long thread_us(void) {
@@ -71,8 +73,9 @@ static void burn(long us) { long end = thread_us() + us; while (thread_us() < en
 static void *worker(void *unused) {
     (void)unused;
     for (;;) {
-        if (atomic_load(&pending) > 0) { atomic_fetch_sub(&pending, 1); burn(work_us); }
-        else { struct timespec t = { 0, 20000 }; nanosleep(&t, NULL); }
+        while (sem_wait(&work_ready) != 0) {}
+        burn(work_us);
+        atomic_fetch_sub(&pending, 1);
     }
     return NULL;
 }
@@ -109,6 +112,7 @@ int main(int argc, char **argv) {
         args[i] = malloc(32);
         snprintf(args[i], 32, date ? "+%%s.%%N %ld" : "%ld", i);
     }
+    sem_init(&work_ready, 0, 0);
     if (threaded && work_us > 0) { pthread_t t; pthread_create(&t, NULL, worker, NULL); }
     ep = epoll_create1(EPOLL_CLOEXEC);
     posix_spawnattr_t attr;
@@ -147,7 +151,7 @@ int main(int argc, char **argv) {
             if (posix_spawn(&pid, probe, &fa, &attr, child_argv, environ) == 0) running++;
             posix_spawn_file_actions_destroy(&fa);
             if (capture) { close(out[1]); close(err[1]); watch(out[0], 1); watch(err[0], 0); }
-            if (work_us > 0) { if (threaded) atomic_fetch_add(&pending, 1); else burn(work_us); }
+            if (work_us > 0) { if (threaded) { atomic_fetch_add(&pending, 1); sem_post(&work_ready); } else burn(work_us); }
         }
         while (running > 0 && waitpid(-1, NULL, WNOHANG) > 0) running--;
     }
@@ -237,6 +241,7 @@ def main():
     parser.add_argument("--work", default="20,40,60", help="µs of CPU added per launch")
     parser.add_argument("--binary", help="a cronstable binary to run on the same workload")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     exe = bench.build_c("lateness_budget", SPAWNER_C)
     variants = [("bare", 0, 0, 0), ("capture", 1, 0, 0)]
     for w in (int(x) for x in args.work.split(",") if x):
@@ -260,7 +265,7 @@ def main():
 
     base_p95 = med(rows["bare"], "p95")
     print(f"{n} launches a second of /bin/date, {args.seconds} s windows, "
-          f"medians of {args.rounds} rounds, load average before: {os.getloadavg()[0]:.2f}\n")
+          f"medians of {args.rounds} rounds, load average before: {load_before:.2f}\n")
     print("| launcher | lateness median | p95 | p95 minus bare | launcher CPU per launch |")
     print("| --- | --- | --- | --- | --- |")
     for name, samples in rows.items():
