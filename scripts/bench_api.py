@@ -181,6 +181,50 @@ def window(probe_file, seconds, pollers, port):
     return probe_lateness(probe_file, begin, begin + seconds), counts
 
 
+STATIC_SERVER = r"""
+import socket, sys
+size, port = int(sys.argv[1]), int(sys.argv[2])
+body = b"x" * size
+head = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % size
+server = socket.socket()
+server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+server.bind(("127.0.0.1", port))
+server.listen(64)
+print("ready", flush=True)
+while True:
+    conn, _ = server.accept()
+    request = b""
+    while b"\r\n\r\n" not in request:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        request += chunk
+    conn.sendall(head + body)
+    conn.close()
+"""
+
+
+def transfer_floor(size, repeats):
+    """GET of a body of `size` bytes, same client, from a server that holds
+    it ready and does nothing else (a separate Python process writing it
+    with one sendall): what the client alone takes to read that many bytes
+    over loopback. A repeated answer of ours cannot be faster than this."""
+    port = bench.free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-c", STATIC_SERVER, str(size), str(port)],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        server.stdout.readline()
+        _, rep = timed(port, "/", repeats)
+        return rep
+    finally:
+        server.kill()
+        server.wait()
+
+
 def stats(values):
     if not values:
         return "n/a"
@@ -205,6 +249,11 @@ def run(impl, jobs, seconds, repeats):
                 cold, rep = timed(port, route, repeats)
                 rows.append((f"GET {route} first ({cold[1] / 1e6:.1f} MB)", f"{cold[0]:.1f} ms"))
                 rows.append((f"GET {route} repeated", median_p95(rep)))
+                if route != "/status":
+                    floor = transfer_floor(cold[1], repeats)
+                    rows.append(
+                        (f"  transfer floor: {cold[1] / 1e6:.1f} MB from a static server", median_p95(floor))
+                    )
             rows.append(("GET /status text form repeated", median_p95(timed_text_status(port, repeats))))
             for route in ("/jobs", "/metrics"):
                 changed, again = after_change(port, route, repeats)
