@@ -9,6 +9,9 @@ instant it ran (`date +%s.%N`) to a file. Measured:
   * GET /status (JSON), /jobs and /metrics: the first request after start
     (cold) and then repeated requests (median and p95), each on a fresh
     connection, timed to the last byte of the body;
+  * beside the repeated /jobs and /metrics rows, a transfer floor: the
+    same client fetching a body of the same size from a static server (a
+    separate process holding it ready), which a repeat cannot beat;
   * GET /status in its text form (no Accept header), repeated;
   * GET /jobs and /metrics right after a change of state (one job paused
     or resumed through the API before each request: a fresh rendering,

