@@ -41,4 +41,5 @@ pub(crate) mod pyfmt;
 pub mod report;
 pub mod scheduler;
 pub mod source;
+pub mod status;
 pub mod web;

@@ -320,11 +320,14 @@ fn run_daemon(
         let (gate, leadership) = cluster::supervise::start(
             sources.cluster_config,
             backend_factory(sources.kube_client),
-            Arc::clone(&counters),
             may_write_tx,
             feed,
         )
         .await;
+        let published = cronstable::status::Published {
+            leadership: leadership.leadership(),
+            kube: sources.kube_state,
+        };
         let (shutdown, stop) = shutdown::channel();
         let scheduler = Scheduler::new(
             sources.initial,
@@ -347,19 +350,19 @@ fn run_daemon(
         platform::release_free_memory();
         let control = scheduler.control();
         if let Some(writer) = sources.status_writer {
-            writer.start(control.clone(), Arc::clone(&counters));
+            writer.start(control.clone());
         }
         tokio::spawn(cluster::feed::follow_scheduler(
             control.clone(),
             feed_tx,
-            Arc::clone(&counters),
+            published.leadership.clone(),
         ));
         let reload = sources.reload;
         let web_config = sources.web_config;
         let forwarder = tokio::spawn(forward_signals(signals.0, signals.1, shutdown, reload));
         // The API renders on its own thread, so a large response never
         // delays a launch (see `web::ApiThread`).
-        let web = match web::ApiThread::start(web_config, control) {
+        let web = match web::ApiThread::start(web_config, control, published) {
             Ok(thread) => Some(thread),
             Err(err) => {
                 tracing::error!(target: "cronstable::web", "cannot start the web API thread: {err}");
@@ -535,6 +538,8 @@ struct Sources {
     reload: Option<ReloadTrigger>,
     /// The Kubernetes mode's client and namespace, for the Lease backend.
     kube_client: Option<(kube::Client, String)>,
+    /// The Kubernetes mode's published state.
+    kube_state: Option<cronstable::status::KubeWatch>,
 }
 
 /// The file source, or the Kubernetes source with `--kube`.
@@ -568,6 +573,7 @@ async fn open_sources(
                 reporter: mode.reporter,
                 status_writer: Some(mode.status),
                 reload: None,
+                kube_state: Some(mode.state),
                 kube_client: Some((mode.client, mode.namespace)),
             })
         }
@@ -582,6 +588,7 @@ async fn open_sources(
                 reporter: report::default_reporter(),
                 status_writer: None,
                 kube_client: None,
+                kube_state: None,
             })
         }
         (None, None) => unreachable!("main always resolves a config path without --kube"),

@@ -17,11 +17,12 @@
 //! | 1    | jinja, logging                        | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it |
 //! | 2    | config                                | the model, loading, validation                       |
 //! | 3    | fingerprint                           | the job-set id, computed from loaded config          |
-//! | 4    | job                                   | one run of a configured job                          |
-//! | 5    | report, metrics                       | read finished runs (peers: they must not import each other) |
-//! | 6    | scheduler                             | the run loop over everything below                   |
-//! | 7    | web, source, kube, cluster            | edges: backends behind the scheduler's ports (peers) |
-//! | 8    | main                                  | the binary wires it all                              |
+//! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
+//! | 5    | status                                | the state the edges publish (leadership, Kubernetes mode) on watch channels, for the gate, the API and the metrics to read |
+//! | 6    | report, metrics                       | read finished runs and published state (peers: they must not import each other) |
+//! | 7    | scheduler                             | the run loop over everything below                   |
+//! | 8    | web, source, kube, cluster            | edges: backends behind the scheduler's ports (peers) |
+//! | 9    | main                                  | the binary wires it all                              |
 //!
 //! A new top-level module must be given a rank here; the test refuses a
 //! module it does not know.
@@ -45,14 +46,15 @@ const LAYERS: &[(&str, u8)] = &[
     ("fingerprint", 3),
     ("job", 4),
     ("gossip", 4),
-    ("report", 5),
-    ("metrics", 5),
-    ("scheduler", 6),
-    ("web", 7),
-    ("source", 7),
-    ("kube", 7),
-    ("cluster", 7),
-    ("main", 8),
+    ("status", 5),
+    ("report", 6),
+    ("metrics", 6),
+    ("scheduler", 7),
+    ("web", 8),
+    ("source", 8),
+    ("kube", 8),
+    ("cluster", 8),
+    ("main", 9),
 ];
 
 /// Upward edges tolerated while a fix is in flight. Each entry must still

@@ -15,12 +15,12 @@ use cronstable::cluster::driver::Leadership;
 use cronstable::cluster::records::{RecordsHandle, RecordsLink};
 use cronstable::cluster::Backend;
 use cronstable::config::cluster::{EtcdSettings, FilesystemSettings, KubernetesSettings};
-use cronstable::metrics::prometheus::Counters;
 use cronstable::scheduler::ports::{LeaderRecords, RecordsError};
+use cronstable::status::BackendKind;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use support::etcd::{self, Etcd};
 use support::kube_fake::FakeApiServer;
@@ -47,13 +47,17 @@ struct Node {
 
 impl Node {
     async fn start(backend: Box<dyn Backend>, name: &str) -> Node {
-        let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
         let link = RecordsLink::new();
+        let kind = match backend.name() {
+            "etcd" => BackendKind::Etcd,
+            "filesystem" => BackendKind::Filesystem,
+            _ => BackendKind::Kubernetes,
+        };
         let leadership = Leadership::start(
             backend,
+            kind,
             name.to_owned(),
             Duration::from_secs(5),
-            counters,
             Arc::clone(&link),
         )
         .await;

@@ -1,7 +1,7 @@
 //! Runs a backend: one bounded round now (so the state is real before the
-//! scheduler's first pass), then one every period; keeps the leadership
-//! state in the shared counters (for the gate, `GET /cluster` and the
-//! metrics), logs the transitions once each, publishes whether this node
+//! scheduler's first pass), then one every period; owns the backend's
+//! leadership state and publishes it on a watch channel (the gate,
+//! `GET /cluster` and the metrics read it), logs the transitions once each, publishes whether this node
 //! may write Kubernetes status, and releases the lease when asked to step
 //! down (the scheduler's drain starts) before the process exits. Between
 //! rounds it answers the scheduler's records requests (the `@reboot`-ran
@@ -10,8 +10,8 @@
 
 use super::records::{RecordsLink, Request};
 use super::Backend;
-use crate::metrics::cluster::ClusterStats;
-use crate::scheduler::ports::{self, SharedCounters};
+use crate::scheduler::ports;
+use crate::status::{BackendKind, LeadershipState};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -23,31 +23,31 @@ pub struct Leadership {
     task: JoinHandle<()>,
     step_down: watch::Sender<bool>,
     leading: watch::Receiver<bool>,
+    state: watch::Receiver<LeadershipState>,
     release_deadline: Duration,
 }
 
 impl Leadership {
-    /// Starts `backend` after one initial round. `node_name` and
-    /// `connect_timeout` come from the `cluster` section; `link` is where
-    /// the leadership term is counted and records requests arrive from.
+    /// Starts `backend` (of kind `kind`) after one initial round.
+    /// `node_name` and `connect_timeout` come from the `cluster` section;
+    /// `link` is where the leadership term is counted and records
+    /// requests arrive from.
     pub async fn start(
         mut backend: Box<dyn Backend>,
+        kind: BackendKind,
         node_name: String,
         connect_timeout: Duration,
-        counters: SharedCounters,
         link: Arc<RecordsLink>,
     ) -> Leadership {
         tracing::info!(target: "cronstable::cluster", "{}", backend.start_line());
-        ports::with_counters(&counters, |c| {
-            let mut stats = ClusterStats::new(backend.name(), node_name.clone());
-            stats.running = true;
-            stats.lease = backend.lease_view();
-            c.cluster = Some(stats);
-        });
+        let mut initial = LeadershipState::new(kind, node_name);
+        initial.running = true;
+        initial.lease = backend.lease_view();
+        let (state_tx, state) = watch::channel(initial);
         let (leading_tx, leading) = watch::channel(false);
         let (step_down, mut stop) = watch::channel(false);
         let mut tracker = Tracker {
-            counters: counters.clone(),
+            state: state_tx,
             was_leader: false,
             was_quorate: false,
             failing: false,
@@ -96,8 +96,14 @@ impl Leadership {
             task,
             step_down,
             leading,
+            state,
             release_deadline: connect_timeout,
         }
+    }
+
+    /// The leadership state this driver publishes (it alone writes it).
+    pub fn state(&self) -> watch::Receiver<LeadershipState> {
+        self.state.clone()
     }
 
     /// True while this node leads (for the Kubernetes status writer).
@@ -161,9 +167,9 @@ async fn run_round(backend: &mut dyn Backend) -> super::Round {
     }
 }
 
-/// Folds rounds into the shared state and logs what changed.
+/// Folds rounds into the published state and logs what changed.
 struct Tracker {
-    counters: SharedCounters,
+    state: watch::Sender<LeadershipState>,
     was_leader: bool,
     was_quorate: bool,
     failing: bool,
@@ -190,10 +196,9 @@ impl Tracker {
 
     fn apply(&mut self, backend: &dyn Backend, round: &super::Round) {
         let now = Instant::now();
-        let (leader, quorate) = ports::with_counters(&self.counters, |c| {
-            let Some(stats) = c.cluster.as_mut() else {
-                return (false, false);
-            };
+        let (was_leader, was_quorate) = (self.was_leader, self.was_quorate);
+        let mut facts = (false, false);
+        self.state.send_modify(|stats| {
             stats.leading_until = round.leading_until.map(Instant::into_std);
             if round.answered {
                 stats.quorate_until = Some((now + backend.quorum_window()).into_std());
@@ -205,14 +210,15 @@ impl Tracker {
             stats.lease = backend.lease_view();
             let std_now = now.into_std();
             let (leader, quorate) = (stats.is_leader(std_now), stats.is_quorate(std_now));
-            if leader != self.was_leader {
+            if leader != was_leader {
                 stats.leader_transitions += 1;
             }
-            if quorate != self.was_quorate {
+            if quorate != was_quorate {
                 stats.quorum_transitions += 1;
             }
-            (leader, quorate)
+            facts = (leader, quorate);
         });
+        let (leader, quorate) = facts;
         if quorate != self.was_quorate {
             if quorate {
                 tracing::info!(target: "cronstable::cluster", "cluster: this node joined quorum");
@@ -251,11 +257,7 @@ impl Tracker {
     /// and a survivor takes over without waiting out the lease.
     async fn step_down(&mut self, backend: &mut dyn Backend, deadline: Duration) {
         tracing::info!(target: "cronstable::cluster", "Stopping cluster manager");
-        ports::with_counters(&self.counters, |c| {
-            if let Some(stats) = c.cluster.as_mut() {
-                stats.stepped_down = true;
-            }
-        });
+        self.state.send_modify(|stats| stats.stepped_down = true);
         let _ = self.leading_tx.send(false);
         let released = tokio::time::timeout(deadline, backend.release()).await;
         let failure = match released {
@@ -271,11 +273,9 @@ impl Tracker {
             );
         }
         if self.was_leader {
-            ports::with_counters(&self.counters, |c| {
-                if let Some(stats) = c.cluster.as_mut() {
-                    stats.leader_transitions += 1;
-                    stats.leading_until = None;
-                }
+            self.state.send_modify(|stats| {
+                stats.leader_transitions += 1;
+                stats.leading_until = None;
             });
             tracing::warn!(
                 target: "cronstable::cluster",
@@ -291,7 +291,6 @@ mod tests {
     use super::*;
     use crate::cluster::records::RecordsOp;
     use crate::cluster::Round;
-    use crate::metrics::prometheus::Counters;
     use crate::scheduler::ports::RecordsError;
     use futures_util::future::BoxFuture;
     use std::collections::VecDeque;
@@ -348,13 +347,12 @@ mod tests {
         }
     }
 
-    fn stats(counters: &SharedCounters) -> ClusterStats {
-        ports::with_counters(counters, |c| c.cluster.clone()).expect("state")
+    fn stats(state: &watch::Receiver<LeadershipState>) -> LeadershipState {
+        state.borrow().clone()
     }
 
     #[tokio::test(start_paused = true)]
     async fn rounds_drive_the_state_and_stepping_down_releases() {
-        let counters: SharedCounters = Arc::new(Mutex::new(Counters::new(0.0, None)));
         let rounds = Arc::new(Mutex::new(VecDeque::from([
             leading_for(2),
             leading_for(2),
@@ -371,18 +369,19 @@ mod tests {
                 rounds: Arc::clone(&rounds),
                 released: Arc::clone(&released),
             }),
+            BackendKind::Kubernetes,
             "me".into(),
             Duration::from_secs(1),
-            Arc::clone(&counters),
             Arc::clone(&link),
         )
         .await;
         let mut leading = leadership.leading();
+        let state = leadership.state();
         // The initial round ran before start returned.
         let now = Instant::now().into_std();
-        assert!(stats(&counters).is_leader(now));
+        assert!(stats(&state).is_leader(now));
         assert!(*leading.borrow_and_update());
-        assert_eq!(stats(&counters).leader_transitions, 1);
+        assert_eq!(stats(&state).leader_transitions, 1);
         assert_eq!(link.term(), 1, "gaining leadership starts a term");
         // Records requests reach the backend between rounds.
         assert_eq!(
@@ -393,7 +392,7 @@ mod tests {
         );
         // Second round renews; the third sees another holder.
         tokio::time::sleep(Duration::from_millis(2500)).await;
-        let s = stats(&counters);
+        let s = stats(&state);
         let now = Instant::now().into_std();
         assert!(!s.is_leader(now));
         assert!(s.is_quorate(now));
@@ -403,7 +402,7 @@ mod tests {
         // The script is exhausted: rounds time out, quorum lapses after
         // the window, with one warning for the whole outage.
         tokio::time::sleep(Duration::from_secs(10)).await;
-        let s = stats(&counters);
+        let s = stats(&state);
         let now = Instant::now().into_std();
         assert!(!s.is_quorate(now));
         assert!(s.round_failures >= 2, "{}", s.round_failures);
@@ -416,6 +415,6 @@ mod tests {
             Err(RecordsError::NoBackend),
             "a stopped backend answers nothing"
         );
-        assert!(stats(&counters).stepped_down);
+        assert!(stats(&state).stepped_down);
     }
 }

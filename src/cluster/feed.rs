@@ -5,7 +5,7 @@
 
 use crate::gossip::fleet::OwnJobs;
 use crate::scheduler::control::ControlHandle;
-use crate::scheduler::ports::{self, SharedCounters};
+use crate::status::{BackendKind, LeadershipWatch};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -46,9 +46,13 @@ impl SchedulerFeed {
 
 /// Keeps the feed in step with the scheduler, asked once a second: the
 /// job-set id always (a reload moves it), the advertised jobs only while
-/// a gossip backend runs (nothing else reads them). Ends when the
-/// scheduler stops answering or nobody listens.
-pub async fn follow_scheduler(control: ControlHandle, tx: FeedSenders, counters: SharedCounters) {
+/// a gossip backend runs (nothing else reads them; `leadership` tells).
+/// Ends when the scheduler stops answering or nobody listens.
+pub async fn follow_scheduler(
+    control: ControlHandle,
+    tx: FeedSenders,
+    leadership: LeadershipWatch,
+) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
@@ -62,19 +66,16 @@ pub async fn follow_scheduler(control: ControlHandle, tx: FeedSenders, counters:
             }
             changed
         });
-        let gossip = ports::with_counters(&counters, |c| {
-            c.cluster
-                .as_ref()
-                .is_some_and(|s| s.backend == "gossip" && s.running)
-        });
+        let gossip = leadership
+            .with(|state| state.is_some_and(|s| s.backend == BackendKind::Gossip && s.running));
         if gossip {
-            let Ok(answer) = control.fleet().await else {
+            let Ok(own) = control.fleet().await else {
                 return;
             };
             tx.fleet.send_if_modified(|current| {
-                let changed = **current != answer.own;
+                let changed = **current != own;
                 if changed {
-                    *current = Arc::new(answer.own);
+                    *current = Arc::new(own);
                 }
                 changed
             });

@@ -7,8 +7,8 @@ use super::records::{RecordsHandle, RecordsLink};
 use crate::config::model::ClusterPolicy;
 use crate::config::JobConfig;
 use crate::job::Trigger;
-use crate::metrics::cluster::ClusterStats;
-use crate::scheduler::ports::{self, Admission, LeaderGate, LeaderRecords, SharedCounters};
+use crate::scheduler::ports::{Admission, LeaderGate, LeaderRecords};
+use crate::status::{BackendKind, LeadershipState, LeadershipWatch};
 use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::time::Instant;
@@ -17,23 +17,28 @@ use tokio::time::Instant;
 /// PreferLeader on the leader or whenever leadership is unknown (never
 /// skips; may double-run), EveryNode everywhere.
 pub struct ClusterGate {
-    counters: SharedCounters,
+    leadership: LeadershipWatch,
     step_down: watch::Sender<bool>,
+    /// Set the moment the scheduler's drain begins: `Leader` jobs stop
+    /// here at once, before the backend has published its step-down.
+    stepping_down: bool,
     link: Arc<RecordsLink>,
 }
 
 impl ClusterGate {
-    /// A gate over the state in `counters`; `step_down` tells the driver
-    /// to release the lease when the scheduler drains; `link` carries the
-    /// leadership term and routes records requests to the backend.
+    /// A gate over the published leadership state; `step_down` tells the
+    /// driver to release the lease when the scheduler drains; `link`
+    /// carries the leadership term and routes records requests to the
+    /// backend.
     pub fn new(
-        counters: SharedCounters,
+        leadership: LeadershipWatch,
         step_down: watch::Sender<bool>,
         link: Arc<RecordsLink>,
     ) -> Self {
         ClusterGate {
-            counters,
+            leadership,
             step_down,
+            stepping_down: false,
             link,
         }
     }
@@ -44,7 +49,7 @@ impl ClusterGate {
 /// this node leads (or owns the job under spread) and fails closed
 /// otherwise; `PreferLeader` runs on the available leader (owner), and
 /// anywhere while the manager is not answering (never skips).
-fn gossip_admit(state: &ClusterStats, job: &JobConfig, now: std::time::Instant) -> Admission {
+fn gossip_admit(state: &LeadershipState, job: &JobConfig, now: std::time::Instant) -> Admission {
     if job.cluster_policy == ClusterPolicy::EveryNode {
         return Admission::Launch;
     }
@@ -102,43 +107,25 @@ fn gossip_admit(state: &ClusterStats, job: &JobConfig, now: std::time::Instant) 
 impl LeaderGate for ClusterGate {
     fn admit(&self, job: &JobConfig, _trigger: Trigger) -> Admission {
         let now = Instant::now().into_std();
-        ports::with_counters(&self.counters, |c| {
-            let Some(state) = c.cluster.as_ref() else {
+        let stepping_down = self.stepping_down;
+        self.leadership.with(|state| {
+            let Some(state) = state else {
                 // No leadership configured (yet): every node runs.
                 return Admission::Launch;
             };
-            if state.backend == "gossip" {
-                return gossip_admit(state, job, now);
+            if stepping_down && state.stepped_down != stepping_down {
+                // The drain began; the backend publishes its step-down
+                // shortly, the gate acts on it now.
+                let mut stepped = state.clone();
+                stepped.stepped_down = true;
+                return admit(&stepped, job, now);
             }
-            match job.cluster_policy {
-                ClusterPolicy::EveryNode => Admission::Launch,
-                ClusterPolicy::Leader => {
-                    if state.is_leader(now) {
-                        Admission::Launch
-                    } else if state.is_quorate(now) && !state.stepped_down {
-                        // Someone else leads: theirs to run.
-                        Admission::Skip
-                    } else {
-                        // Unknown: fail closed, and ask again for retries.
-                        Admission::Defer
-                    }
-                }
-                ClusterPolicy::PreferLeader => {
-                    let known_other = state.is_quorate(now)
-                        && !state.is_leader(now)
-                        && state.leader(now).is_some()
-                        && !state.stepped_down;
-                    if known_other {
-                        Admission::Skip
-                    } else {
-                        Admission::Launch
-                    }
-                }
-            }
+            admit(state, job, now)
         })
     }
 
     fn step_down(&mut self) {
+        self.stepping_down = true;
         self.step_down.send_replace(true);
     }
 
@@ -148,8 +135,8 @@ impl LeaderGate for ClusterGate {
         // that is absent (or not a lease backend) has no records.
         // Gossip attestation without election decides nothing: `@reboot`
         // runs at start as without a section.
-        let configured = ports::with_counters(&self.counters, |c| {
-            c.cluster.as_ref().is_some_and(|s| {
+        let configured = self.leadership.with(|state| {
+            state.is_some_and(|s| {
                 s.elect_leader && s.gossip.as_deref().is_none_or(|g| g.elect_leader())
             })
         });
@@ -161,19 +148,24 @@ impl LeaderGate for ClusterGate {
         self.link.term()
     }
 
+    fn clustered(&self) -> bool {
+        self.leadership.with(|state| state.is_some())
+    }
+
     fn owner(&self, job: &JobConfig) -> Option<Option<String>> {
         if job.cluster_policy == ClusterPolicy::EveryNode {
             return None;
         }
         let now = Instant::now().into_std();
-        ports::with_counters(&self.counters, |c| {
-            let state = c.cluster.as_ref()?;
+        let stepping_down = self.stepping_down;
+        self.leadership.with(|state| {
+            let state = state?;
             let g = state.gossip.as_deref()?;
             if !g.spread() || !g.elect_leader() {
                 return None;
             }
             // A stale view names no owner (null: no quorum to decide).
-            if !state.running || state.stepped_down || !g.fresh(now) {
+            if !state.running || state.stepped_down || stepping_down || !g.fresh(now) {
                 return Some(None);
             }
             Some(match job.cluster_policy {
@@ -184,12 +176,43 @@ impl LeaderGate for ClusterGate {
     }
 }
 
+/// The verdict of the state `state` for one launch of `job` at `now`.
+fn admit(state: &LeadershipState, job: &JobConfig, now: std::time::Instant) -> Admission {
+    if state.backend == BackendKind::Gossip {
+        return gossip_admit(state, job, now);
+    }
+    match job.cluster_policy {
+        ClusterPolicy::EveryNode => Admission::Launch,
+        ClusterPolicy::Leader => {
+            if state.is_leader(now) {
+                Admission::Launch
+            } else if state.is_quorate(now) && !state.stepped_down {
+                // Someone else leads: theirs to run.
+                Admission::Skip
+            } else {
+                // Unknown: fail closed, and ask again for retries.
+                Admission::Defer
+            }
+        }
+        ClusterPolicy::PreferLeader => {
+            let known_other = state.is_quorate(now)
+                && !state.is_leader(now)
+                && state.leader(now).is_some()
+                && !state.stepped_down;
+            if known_other {
+                Admission::Skip
+            } else {
+                Admission::Launch
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{load_sources, Source, SourceKind};
-    use crate::metrics::prometheus::Counters;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
     use std::time::Duration;
 
     fn job(policy: &str) -> JobConfig {
@@ -215,19 +238,21 @@ mod tests {
 
     /// A gate over a state with the given facts (None: no cluster).
     fn gate(state: Option<Facts>) -> ClusterGate {
-        let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
-        if let Some((leader, quorate, holder, running)) = state {
-            let now = std::time::Instant::now();
-            let mut stats = ClusterStats::new("kubernetes", "me".into());
-            stats.running = running;
-            let later = now + Duration::from_secs(60);
-            stats.leading_until = leader.then_some(later);
-            stats.quorate_until = quorate.then_some(later);
-            stats.holder = holder.map(str::to_owned);
-            counters.lock().unwrap().cluster = Some(stats);
-        }
+        let leadership = match state {
+            None => LeadershipWatch::none(),
+            Some((leader, quorate, holder, running)) => {
+                let now = std::time::Instant::now();
+                let mut stats = LeadershipState::new(BackendKind::Kubernetes, "me".into());
+                stats.running = running;
+                let later = now + Duration::from_secs(60);
+                stats.leading_until = leader.then_some(later);
+                stats.quorate_until = quorate.then_some(later);
+                stats.holder = holder.map(str::to_owned);
+                LeadershipWatch::fixed(stats)
+            }
+        };
         let (tx, _) = watch::channel(false);
-        ClusterGate::new(counters, tx, RecordsLink::new())
+        ClusterGate::new(leadership, tx, RecordsLink::new())
     }
 
     #[test]
@@ -276,7 +301,7 @@ mod tests {
         let records = g.records().expect("a configured section has records");
         assert_eq!(
             records.reboot_ran("v1:a").await,
-            Err(ports::RecordsError::NoBackend)
+            Err(crate::scheduler::ports::RecordsError::NoBackend)
         );
         assert_eq!(g.leadership_term(), 0);
         g.link.bump_term();
@@ -290,12 +315,10 @@ mod tests {
             g.admit(&job("Leader"), Trigger::Schedule),
             Admission::Launch
         );
+        // The published state still says this node leads (the driver
+        // has not processed the step-down yet): the gate stops anyway.
         g.step_down();
-        ports::with_counters(&g.counters, |c| {
-            if let Some(s) = c.cluster.as_mut() {
-                s.stepped_down = true;
-            }
-        });
+        assert!(g.leadership.with(|s| s.is_some_and(|s| !s.stepped_down)));
         assert_eq!(g.admit(&job("Leader"), Trigger::Schedule), Admission::Defer);
         assert_eq!(
             g.admit(&job("EveryNode"), Trigger::Schedule),
@@ -307,12 +330,13 @@ mod tests {
     /// A gate over node `i` of a simulated gossip cluster, with the
     /// snapshot fresh (or stale) as the manager would publish it.
     fn gossip_gate(sim: &mut crate::gossip::view::sim::Sim, i: usize, fresh: bool) -> ClusterGate {
-        use crate::metrics::cluster::GossipState;
+        use crate::status::GossipState;
         let now = std::time::Instant::now();
         let view = &mut sim.views[i];
         let settled = view.settled();
         let vouched = view.vouched();
-        let mut stats = ClusterStats::new("gossip", view.identity().node_name.clone());
+        let mut stats =
+            LeadershipState::new(BackendKind::Gossip, view.identity().node_name.clone());
         stats.running = true;
         stats.gossip = Some(Arc::new(GossipState {
             view: view.clone(),
@@ -327,10 +351,8 @@ mod tests {
             origin: now,
             interval: 1,
         }));
-        let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
-        counters.lock().unwrap().cluster = Some(stats);
         let (tx, _) = watch::channel(false);
-        ClusterGate::new(counters, tx, RecordsLink::new())
+        ClusterGate::new(LeadershipWatch::fixed(stats), tx, RecordsLink::new())
     }
 
     fn admissions(g: &ClusterGate, name: &str) -> [Admission; 3] {
@@ -378,11 +400,6 @@ mod tests {
         // Stepped down for the shutdown: Leader jobs stop at once.
         let mut stepping = gossip_gate(&mut sim, 0, true);
         stepping.step_down();
-        ports::with_counters(&stepping.counters, |c| {
-            if let Some(s) = c.cluster.as_mut() {
-                s.stepped_down = true;
-            }
-        });
         assert_eq!(admissions(&stepping, "j"), [Defer, Launch, Launch]);
     }
 
@@ -476,13 +493,11 @@ mod tests {
             (false, [Launch, Launch, Launch]),
             (true, [Defer, Launch, Launch]),
         ] {
-            let counters = Arc::new(Mutex::new(Counters::new(0.0, None)));
             // What the supervisor leaves when the manager cannot start.
-            let mut stats = ClusterStats::new("gossip", "me".into());
+            let mut stats = LeadershipState::new(BackendKind::Gossip, "me".into());
             stats.elect_leader = elect;
-            counters.lock().unwrap().cluster = Some(stats);
             let (tx, _) = watch::channel(false);
-            let g = ClusterGate::new(counters, tx, RecordsLink::new());
+            let g = ClusterGate::new(LeadershipWatch::fixed(stats), tx, RecordsLink::new());
             assert_eq!(admissions(&g, "j"), expected, "electLeader: {elect}");
             assert_eq!(g.records().is_some(), elect, "records only under election");
             assert_eq!(g.owner(&job("Leader")), None);

@@ -11,8 +11,8 @@ use super::records::RecordsLink;
 use super::Backend;
 use crate::config::cluster::{self, ClusterSettings, Resolved};
 use crate::config::model::ClusterConfig;
-use crate::metrics::cluster::ClusterStats;
-use crate::scheduler::ports::{self, SharedCounters};
+use crate::status::leadership::CurrentLeadership;
+use crate::status::{BackendKind, LeadershipState, LeadershipWatch};
 use futures_util::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,22 +44,26 @@ impl Running {
 pub struct Supervisor {
     task: JoinHandle<()>,
     step_down: watch::Sender<bool>,
+    leadership: LeadershipWatch,
 }
 
 /// Starts leadership for the section in force (its first round done
 /// before this returns, so the gate knows the truth at the first pass)
 /// and follows `sections`. Returns the scheduler's gate and the
-/// supervisor; `may_write_tx` is kept true while this node may write
+/// supervisor (whose [`Supervisor::leadership`] is what the API and the
+/// metrics read); `may_write_tx` is kept true while this node may write
 /// Kubernetes status (always without a cluster section; while leading
 /// with one). `feed` follows the scheduler (the gossip backend compares
 /// its peers against the job-set id and advertises the jobs).
 pub async fn start(
     mut sections: watch::Receiver<Option<ClusterConfig>>,
     factory: BackendFactory,
-    counters: SharedCounters,
     may_write_tx: watch::Sender<bool>,
     feed: SchedulerFeed,
 ) -> (ClusterGate, Supervisor) {
+    // The supervisor alone says which backend's state is current; each
+    // backend alone writes its own.
+    let (shown, leadership) = CurrentLeadership::channel();
     let (step_down, mut stop) = watch::channel(false);
     // One link for the process: the leadership term keeps counting
     // across backend restarts, and the gate's records handle follows
@@ -69,14 +73,14 @@ pub async fn start(
     let mut running = launch(
         initial.as_ref(),
         &factory,
-        &counters,
+        &shown,
         &may_write_tx,
         &link,
         &feed,
     )
     .await;
     let mut current = initial;
-    let gate = ClusterGate::new(counters.clone(), step_down.clone(), Arc::clone(&link));
+    let gate = ClusterGate::new(leadership.clone(), step_down.clone(), Arc::clone(&link));
     let task = tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -98,24 +102,17 @@ pub async fn start(
                         );
                         leadership.stop().await;
                     }
-                    ports::with_counters(&counters, |c| {
-                        // Between the old backend and the new one Leader
-                        // jobs stay closed; only a removed section opens
-                        // every job to every node.
-                        match (next.is_some(), c.cluster.as_mut()) {
-                            (true, Some(stats)) => {
-                                stats.running = false;
-                                stats.leading_until = None;
-                                stats.gossip = None;
-                            }
-                            (true, None) => {}
-                            (false, _) => c.cluster = None,
-                        }
-                    });
+                    // Between the old backend and the new one Leader jobs
+                    // stay closed (the stopped backend's state says it
+                    // stepped down); only a removed section opens every
+                    // job to every node.
+                    if next.is_none() {
+                        shown.show(None);
+                    }
                     running = launch(
                         next.as_ref(),
                         &factory,
-                        &counters,
+                        &shown,
                         &may_write_tx,
                         &link,
                         &feed,
@@ -130,7 +127,14 @@ pub async fn start(
             leadership.stop().await;
         }
     });
-    (gate, Supervisor { task, step_down })
+    (
+        gate,
+        Supervisor {
+            task,
+            step_down,
+            leadership,
+        },
+    )
 }
 
 /// Resolves once the step-down flag is up (the guard `wait_for` returns
@@ -144,7 +148,7 @@ async fn stepped_down(stop: &mut watch::Receiver<bool>) {
 async fn launch(
     section: Option<&ClusterConfig>,
     factory: &BackendFactory,
-    counters: &SharedCounters,
+    shown: &CurrentLeadership,
     may_write_tx: &watch::Sender<bool>,
     link: &Arc<RecordsLink>,
     feed: &SchedulerFeed,
@@ -171,13 +175,12 @@ async fn launch(
             let elect = settings.elect_leader;
             let node_name = settings.node_name.clone();
             let _ = may_write_tx.send(!elect);
-            let started =
-                GossipManager::start(*settings, counters.clone(), Arc::clone(link), feed.clone())
-                    .await;
+            let started = GossipManager::start(*settings, Arc::clone(link), feed.clone()).await;
             return match started {
                 Ok(manager) => {
+                    shown.show(Some(manager.state()));
                     if elect {
-                        follow_gossip_leadership(counters.clone(), may_write_tx.clone());
+                        follow_gossip_leadership(manager.state(), may_write_tx.clone());
                     }
                     Some(Running::Gossip(manager))
                 }
@@ -186,11 +189,9 @@ async fn launch(
                     // Attestation alone decides nothing, so a manager that
                     // could not start leaves every job running (as without
                     // a section); with election, Leader jobs fail closed.
-                    ports::with_counters(counters, |c| {
-                        let mut stats = ClusterStats::new("gossip", node_name);
-                        stats.elect_leader = elect;
-                        c.cluster = Some(stats);
-                    });
+                    let mut failed = LeadershipState::new(BackendKind::Gossip, node_name);
+                    failed.elect_leader = elect;
+                    shown.show_fixed(failed);
                     None
                 }
             };
@@ -203,19 +204,14 @@ async fn launch(
         tracing::warn!(target: "cronstable::cluster", "{line}");
     }
     let node_name = settings.node_name.clone();
-    let backend_name = settings.backend.name();
+    let kind = backend_kind(&settings.backend);
     let timeout = Duration::from_secs(settings.connect_timeout);
     let _ = may_write_tx.send(false);
     match factory(*settings).await {
         Ok(backend) => {
-            let leadership = Leadership::start(
-                backend,
-                node_name,
-                timeout,
-                counters.clone(),
-                Arc::clone(link),
-            )
-            .await;
+            let leadership =
+                Leadership::start(backend, kind, node_name, timeout, Arc::clone(link)).await;
+            shown.show(Some(leadership.state()));
             let mut leading = leadership.leading();
             let tx = may_write_tx.clone();
             let _ = tx.send(*leading.borrow_and_update());
@@ -229,29 +225,38 @@ async fn launch(
         }
         Err(err) => {
             tracing::error!(target: "cronstable::cluster", "cluster: failed to start: {err}");
-            ports::with_counters(counters, |c| {
-                c.cluster = Some(ClusterStats::new(backend_name, node_name));
-            });
+            shown.show_fixed(LeadershipState::new(kind, node_name));
             None
         }
     }
 }
 
+/// The kind of a lease backend's settings.
+fn backend_kind(backend: &cluster::Backend) -> BackendKind {
+    match backend {
+        cluster::Backend::Kubernetes(_) => BackendKind::Kubernetes,
+        cluster::Backend::Etcd(_) => BackendKind::Etcd,
+        cluster::Backend::Filesystem(_) => BackendKind::Filesystem,
+    }
+}
+
 /// Keeps `may_write_tx` in step with gossip leadership (checked every
-/// second; the sender's receivers going away ends it).
-fn follow_gossip_leadership(counters: SharedCounters, may_write_tx: watch::Sender<bool>) {
+/// second, since leadership also lapses with the snapshot's age; the
+/// manager stepping down, or the sender's receivers going away, ends it).
+fn follow_gossip_leadership(
+    state: watch::Receiver<LeadershipState>,
+    may_write_tx: watch::Sender<bool>,
+) {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tick.tick().await;
             let now = std::time::Instant::now();
-            let state = ports::with_counters(&counters, |c| {
-                c.cluster
-                    .as_ref()
-                    .filter(|s| s.backend == "gossip" && s.running && !s.stepped_down)
-                    .map(|s| s.is_leader(now))
-            });
-            let Some(leading) = state else {
+            let leading = {
+                let s = state.borrow();
+                (s.running && !s.stepped_down).then(|| s.is_leader(now))
+            };
+            let Some(leading) = leading else {
                 // The manager stopped (a reload restarts one with its own
                 // follower).
                 return;
@@ -269,6 +274,11 @@ fn follow_gossip_leadership(counters: SharedCounters, may_write_tx: watch::Sende
 }
 
 impl Supervisor {
+    /// The leadership state as the API and the metrics read it.
+    pub fn leadership(&self) -> LeadershipWatch {
+        self.leadership.clone()
+    }
+
     /// Steps down (if the scheduler's drain did not already) and waits,
     /// bounded, for the lease to be released.
     pub async fn stop(self) {

@@ -1,9 +1,12 @@
 //! Kubernetes: the `CronJobSet` custom resource and its CRD, and the
 //! Kubernetes mode (`--kube`): the watches on the selected sets and the
 //! ConfigMap, the job source that assembles them with the files into one
-//! job table, the status writer and the event recorder. Kubernetes types
-//! stay inside this module: the scheduler sees a job source, plain
-//! config, and a control handle it answers.
+//! job table, the status writer and the event recorder. Kubernetes API
+//! types stay at the edges (here, and the cluster module's Lease backend
+//! and slot store): the scheduler sees a job source, plain config, and a
+//! control handle it answers. The mode's own state (watch health, sets
+//! taken, status writes) is published on watch channels, each written by
+//! the one task that produces it (`crate::status::kube`).
 
 pub mod client;
 pub mod convert;
@@ -21,10 +24,10 @@ pub use crd::{crd, crd_yaml, CrdError, CronJobSet, CronJobSetSpec, CronJobSetSta
 pub use options::{KubeOptions, SetScope};
 
 use crate::config::LoadedConfig;
-use crate::metrics::kube::KubeStats;
 use crate::report::Reporter;
 use crate::scheduler::control::ControlHandle;
-use crate::scheduler::ports::{self, JobSet, SharedCounters};
+use crate::scheduler::ports::{JobSet, SharedCounters};
+use crate::status::kube::{KubeScope, KubeWatch, StatusWrites};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch as channel;
@@ -46,6 +49,9 @@ pub struct KubeMode {
     pub client: kube::Client,
     /// The scheduler's namespace.
     pub namespace: String,
+    /// The mode's published state, for `GET /kube`, `/readyz` and the
+    /// metrics.
+    pub state: KubeWatch,
 }
 
 /// The status writer before the scheduler exists.
@@ -54,6 +60,7 @@ pub struct StatusWriter {
     reports: channel::Receiver<Arc<sets::SetReports>>,
     may_write: channel::Receiver<bool>,
     node: String,
+    writes: channel::Sender<StatusWrites>,
 }
 
 /// Connects (without waiting for the API server), starts the watches and
@@ -82,13 +89,11 @@ pub async fn start(
             .unwrap_or_default(),
         options.configmap.as_deref().unwrap_or("none")
     );
-    ports::with_counters(&counters, |c| {
-        c.kube = Some(KubeStats::new(
-            namespace.clone(),
-            options.configmap.clone(),
-            options.scope.as_str().to_owned(),
-            options.selector.clone(),
-        ))
+    let (publishers, state) = KubeWatch::channel(KubeScope {
+        namespace: namespace.clone(),
+        configmap: options.configmap.clone(),
+        scope: options.scope.as_str().to_owned(),
+        selector: options.selector.clone(),
     });
     let node = crate::platform::host_name().to_owned();
     let sink = events::spawn(connection.client.clone(), node.clone(), may_write.clone());
@@ -96,7 +101,7 @@ pub async fn start(
         connection.client.clone(),
         &namespace,
         options,
-        Arc::clone(&counters),
+        publishers.health,
     );
     let (source, initial) = source::KubeSource::open(
         root,
@@ -105,7 +110,10 @@ pub async fn start(
         options.configmap.clone(),
         changes,
         counters,
-        sink.clone(),
+        source::SourceOutputs {
+            set_counts: publishers.sets,
+            events: sink.clone(),
+        },
     );
     let reporter: Arc<dyn Reporter> = Arc::new(events::EventingReporter::new(
         reporter,
@@ -117,6 +125,7 @@ pub async fn start(
         reports: source.reports(),
         may_write,
         node,
+        writes: publishers.writes,
     };
     Ok(KubeMode {
         source,
@@ -125,17 +134,18 @@ pub async fn start(
         status,
         client: connection.client,
         namespace: connection.namespace,
+        state,
     })
 }
 
 impl StatusWriter {
     /// Starts writing status; `control` reaches the scheduler.
-    pub fn start(self, control: ControlHandle, counters: SharedCounters) {
+    pub fn start(self, control: ControlHandle) {
         writer::spawn(
             self.client,
             self.reports,
             control,
-            counters,
+            self.writes,
             self.may_write,
             self.node,
             writer::WriterSettings::default(),

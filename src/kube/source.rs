@@ -25,6 +25,7 @@ use crate::config::stamp::ConfigStamp;
 use crate::config::web_buckets;
 use crate::config::{self, JobConfig, LoadedConfig, Source, SourceKind};
 use crate::scheduler::ports::{self, JobSet, JobSource, SharedCounters};
+use crate::status::kube::SetCounts;
 use chrono::Utc;
 use futures_util::future::BoxFuture;
 use kube::api::DynamicObject;
@@ -91,10 +92,21 @@ pub struct KubeSource {
     last_id: String,
     last_suspended: HashSet<String>,
     counters: SharedCounters,
+    /// The sets taken, published (written here only).
+    set_counts: watch::Sender<SetCounts>,
     web_tx: watch::Sender<Option<WebConfig>>,
     cluster_tx: watch::Sender<Option<ClusterConfig>>,
     reports_tx: watch::Sender<Arc<SetReports>>,
     events: EventSink,
+}
+
+/// Where the source sends what it produces besides job sets.
+pub struct SourceOutputs {
+    /// The counts of the sets taken, published for `GET /kube` and the
+    /// metrics (the source is their one writer).
+    pub set_counts: watch::Sender<SetCounts>,
+    /// Events on the sets (refusals, clashes).
+    pub events: EventSink,
 }
 
 impl KubeSource {
@@ -108,7 +120,7 @@ impl KubeSource {
         configmap_name: Option<String>,
         changes: mpsc::UnboundedReceiver<Arrived>,
         counters: SharedCounters,
-        events: EventSink,
+        outputs: SourceOutputs,
     ) -> (Self, JobSet) {
         let stamp = root
             .as_ref()
@@ -151,10 +163,11 @@ impl KubeSource {
             pending_since: None,
             last_suspended: HashSet::new(),
             counters,
+            set_counts: outputs.set_counts,
             web_tx,
             cluster_tx,
             reports_tx,
-            events,
+            events: outputs.events,
         };
         (source, initial)
     }
@@ -508,15 +521,14 @@ impl KubeSource {
         self.reports_tx.send_replace(Arc::new(reports));
         let job_set_id = crate::fingerprint::id_from_digests(digests);
         let pending_since = self.pending_since.take();
-        ports::with_counters(&self.counters, |c| {
-            if let Some(kube) = c.kube.as_mut() {
-                kube.sets_seen = self.sets.len() as u64;
-                kube.sets_accepted = accepted;
-                kube.sets_rejected = rejected;
-                kube.sets_suspended = paused;
-                if let Some(since) = pending_since {
-                    kube.apply_duration.observe(since.elapsed().as_secs_f64());
-                }
+        let seen = self.sets.len() as u64;
+        self.set_counts.send_modify(|counts| {
+            counts.seen = seen;
+            counts.accepted = accepted;
+            counts.rejected = rejected;
+            counts.suspended = paused;
+            if let Some(since) = pending_since {
+                counts.apply_duration.observe(since.elapsed().as_secs_f64());
             }
         });
         tracing::debug!(
@@ -606,7 +618,6 @@ impl JobSource for KubeSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::kube::KubeStats;
     use crate::metrics::prometheus::Counters;
     use serde_json::json;
     use std::sync::Mutex;
@@ -615,7 +626,7 @@ mod tests {
         source: KubeSource,
         tx: mpsc::UnboundedSender<Arrived>,
         events: mpsc::UnboundedReceiver<EventRequest>,
-        counters: SharedCounters,
+        set_counts: watch::Receiver<SetCounts>,
     }
 
     fn harness(configmap: Option<&str>, file_jobs: &str) -> Harness {
@@ -627,9 +638,7 @@ mod tests {
         }])
         .expect("the file part loads");
         let counters: SharedCounters = Arc::new(Mutex::new(Counters::new(0.0, None)));
-        ports::with_counters(&counters, |c| {
-            c.kube = Some(KubeStats::new("ops".into(), None, "namespace".into(), None))
-        });
+        let (counts_tx, set_counts) = watch::channel(SetCounts::default());
         let (tx, rx) = mpsc::unbounded_channel();
         let (sink, events) = mpsc::unbounded_channel();
         let (source, _) = KubeSource::open(
@@ -638,14 +647,17 @@ mod tests {
             "ops".into(),
             configmap.map(str::to_owned),
             rx,
-            Arc::clone(&counters),
-            sink,
+            counters,
+            SourceOutputs {
+                set_counts: counts_tx,
+                events: sink,
+            },
         );
         Harness {
             source,
             tx,
             events,
-            counters,
+            set_counts,
         }
     }
 
@@ -749,12 +761,9 @@ mod tests {
         assert_eq!(events[0].reason, "InvalidSpec");
         assert_eq!(events[0].regarding.name.as_deref(), Some("bad"));
         assert_eq!(events[0].regarding.uid.as_deref(), Some("uid-bad"));
-        let kube = ports::with_counters(&h.counters, |c| c.kube.clone()).expect("stats");
-        assert_eq!(
-            (kube.sets_seen, kube.sets_accepted, kube.sets_rejected),
-            (2, 1, 1)
-        );
-        assert_eq!(kube.apply_duration.count(), 1);
+        let counts = h.set_counts.borrow().clone();
+        assert_eq!((counts.seen, counts.accepted, counts.rejected), (2, 1, 1));
+        assert_eq!(counts.apply_duration.count(), 1);
     }
 
     #[test]

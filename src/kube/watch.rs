@@ -7,7 +7,7 @@
 //! and the numbers behind `/kube` and the `cronstable_kube_*` metrics.
 
 use super::options::{KubeOptions, SetScope};
-use crate::scheduler::ports::{self, SharedCounters};
+use crate::status::kube::WatchHealth;
 use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject};
@@ -52,7 +52,7 @@ pub fn spawn(
     client: kube::Client,
     namespace: &str,
     options: &KubeOptions,
-    counters: SharedCounters,
+    health: tokio::sync::watch::Sender<WatchHealth>,
 ) -> mpsc::UnboundedReceiver<Arrived> {
     let (tx, rx) = mpsc::unbounded_channel();
     let resource = ApiResource::erase::<super::CronJobSet>(&());
@@ -76,7 +76,7 @@ pub fn spawn(
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         watcher(api, config).default_backoff().boxed()
     });
-    tokio::spawn(follow(sets, configmap, tx, counters));
+    tokio::spawn(follow(sets, configmap, tx, health));
     rx
 }
 
@@ -96,11 +96,11 @@ async fn follow(
     sets: Option<Changes<DynamicObject>>,
     configmap: Option<Changes<ConfigMap>>,
     tx: mpsc::UnboundedSender<Arrived>,
-    counters: SharedCounters,
+    health: tokio::sync::watch::Sender<WatchHealth>,
 ) {
     let mut follower = Follower {
         tx,
-        health: Health::new(counters),
+        health: Health::new(health),
         listing: None,
         listing_configmap: None,
         sets_listed: sets.is_none(),
@@ -217,16 +217,17 @@ fn data_of(configmap: ConfigMap) -> BTreeMap<String, String> {
     configmap.data.unwrap_or_default()
 }
 
-/// Whether the API answers, logged once per change of heart.
+/// Whether the API answers, logged once per change of heart; the watch
+/// health it publishes is written here only.
 struct Health {
-    counters: SharedCounters,
+    state: tokio::sync::watch::Sender<WatchHealth>,
     down_since: Option<Instant>,
 }
 
 impl Health {
-    fn new(counters: SharedCounters) -> Self {
+    fn new(state: tokio::sync::watch::Sender<WatchHealth>) -> Self {
         Health {
-            counters,
+            state,
             down_since: None,
         }
     }
@@ -237,21 +238,15 @@ impl Health {
             if status.code == 410 {
                 // The history behind the watch was compacted: the watcher
                 // relists. Routine, not an outage.
-                ports::with_counters(&self.counters, |c| {
-                    if let Some(kube) = c.kube.as_mut() {
-                        kube.watch_restarts += 1;
-                    }
-                });
+                self.state.send_modify(|health| health.restarts += 1);
                 tracing::debug!(target: "cronstable::kube", "{message}; relisting");
                 return;
             }
         }
-        ports::with_counters(&self.counters, |c| {
-            if let Some(kube) = c.kube.as_mut() {
-                kube.connected = false;
-                kube.watch_restarts += 1;
-                kube.last_error = Some(message.clone());
-            }
+        self.state.send_modify(|health| {
+            health.connected = false;
+            health.restarts += 1;
+            health.last_error = Some(message.clone());
         });
         if self.down_since.is_none() {
             self.down_since = Some(Instant::now());
@@ -264,11 +259,9 @@ impl Health {
     }
 
     fn answered(&mut self) {
-        ports::with_counters(&self.counters, |c| {
-            if let Some(kube) = c.kube.as_mut() {
-                kube.connected = true;
-                kube.last_error = None;
-            }
+        self.state.send_modify(|health| {
+            health.connected = true;
+            health.last_error = None;
         });
         if let Some(since) = self.down_since.take() {
             tracing::info!(
@@ -281,21 +274,14 @@ impl Health {
 
     fn note_event(&self) {
         let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
-        ports::with_counters(&self.counters, |c| {
-            if let Some(kube) = c.kube.as_mut() {
-                kube.last_sync = Some(now);
-            }
-        });
+        self.state
+            .send_modify(|health| health.last_sync = Some(now));
     }
 
     fn note_synced(&self, synced: bool) {
         if synced {
             self.note_event();
-            ports::with_counters(&self.counters, |c| {
-                if let Some(kube) = c.kube.as_mut() {
-                    kube.synced = true;
-                }
-            });
+            self.state.send_modify(|health| health.synced = true);
         }
     }
 }

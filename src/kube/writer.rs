@@ -11,7 +11,7 @@ use super::crd::{Condition, CronJobSet, CronJobSetStatus};
 use super::sets::{SetKey, SetReports};
 use super::status;
 use crate::scheduler::control::{ControlHandle, JobProgress, Progress};
-use crate::scheduler::ports::{self, SharedCounters};
+use crate::status::kube::StatusWrites;
 use chrono::Utc;
 use futures_util::stream::{self, StreamExt};
 use kube::api::{Api, Patch, PatchParams};
@@ -58,13 +58,13 @@ pub fn spawn(
     client: kube::Client,
     reports: watch::Receiver<Arc<SetReports>>,
     control: ControlHandle,
-    counters: SharedCounters,
+    writes: watch::Sender<StatusWrites>,
     may_write: watch::Receiver<bool>,
     node: String,
     settings: WriterSettings,
 ) {
     tokio::spawn(run(
-        client, reports, control, counters, may_write, node, settings,
+        client, reports, control, writes, may_write, node, settings,
     ));
 }
 
@@ -72,7 +72,7 @@ async fn run(
     client: kube::Client,
     reports: watch::Receiver<Arc<SetReports>>,
     control: ControlHandle,
-    counters: SharedCounters,
+    writes: watch::Sender<StatusWrites>,
     may_write: watch::Receiver<bool>,
     node: String,
     settings: WriterSettings,
@@ -190,12 +190,12 @@ async fn run(
                 }
             }
         }
-        ports::with_counters(&counters, |c| {
-            if let Some(kube) = c.kube.as_mut() {
-                kube.status_writes += written;
-                kube.status_write_failures += failed;
-            }
-        });
+        if written > 0 || failed > 0 {
+            writes.send_modify(|w| {
+                w.written += written;
+                w.failed += failed;
+            });
+        }
         match first_failure {
             Some((key, reason)) if !outage_logged => {
                 outage_logged = true;

@@ -1,115 +1,17 @@
-//! The Kubernetes mode's own numbers: watch health, objects seen, status
-//! writes and how long a change takes to reach the job table. The
-//! Kubernetes source and status writer update them through the shared
-//! counters; `/metrics` and `GET /kube` read them.
+//! The `cronstable_kube_*` families: watch health, objects seen, status
+//! writes and how long a change takes to reach the job table, encoded
+//! from a copy of the Kubernetes mode's state (`crate::status::kube`)
+//! taken for one scrape.
 
-use super::encode::{gauge, single_gauge, Histogram};
+use super::encode::{gauge, single_gauge};
+use crate::status::KubeState;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 
-/// Bounds (seconds) of `cronstable_kube_apply_duration_seconds`: a change
-/// normally lands in milliseconds; the tail shows a loaded scheduler.
-pub const APPLY_BUCKETS: [f64; 11] = [
-    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
-];
-
-/// The state of the Kubernetes sources and the status writer.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KubeStats {
-    /// The scheduler's namespace.
-    pub namespace: String,
-    /// The ConfigMap followed, if any.
-    pub configmap: Option<String>,
-    /// `--cronjobsets` as given (`namespace`, `all`, `none`).
-    pub scope: String,
-    /// `--selector`, if any.
-    pub selector: Option<String>,
-    /// The watches are established (false during an outage).
-    pub connected: bool,
-    /// Every watched collection has been listed once since start.
-    pub synced: bool,
-    /// Unix time of the latest complete list or watch event applied.
-    pub last_sync: Option<f64>,
-    /// Times a watch failed and was re-established.
-    pub watch_restarts: u64,
-    /// The latest watch or list error, cleared when the API answers again.
-    pub last_error: Option<String>,
-    /// CronJobSets currently selected.
-    pub sets_seen: u64,
-    /// Of those, the ones loaded into the job table.
-    pub sets_accepted: u64,
-    /// Of those, the ones refused by the loader.
-    pub sets_rejected: u64,
-    /// Of the accepted ones, the suspended ones.
-    pub sets_suspended: u64,
-    /// Status patches that succeeded.
-    pub status_writes: u64,
-    /// Status patches that failed (each retried later).
-    pub status_write_failures: u64,
-    /// From a watch event's arrival to the job table holding its result.
-    pub apply_duration: Histogram,
-}
-
-impl KubeStats {
-    /// Fresh numbers for a scheduler about to connect.
-    pub fn new(
-        namespace: String,
-        configmap: Option<String>,
-        scope: String,
-        selector: Option<String>,
-    ) -> Self {
-        KubeStats {
-            namespace,
-            configmap,
-            scope,
-            selector,
-            connected: false,
-            synced: false,
-            last_sync: None,
-            watch_restarts: 0,
-            last_error: None,
-            sets_seen: 0,
-            sets_accepted: 0,
-            sets_rejected: 0,
-            sets_suspended: 0,
-            status_writes: 0,
-            status_write_failures: 0,
-            apply_duration: Histogram::new(&APPLY_BUCKETS),
-        }
-    }
-
-    /// The JSON body of `GET /kube` (`enabled` is always true here).
-    pub fn to_json(&self) -> serde_json::Value {
-        serde_json::json!({
-            "enabled": true,
-            "namespace": self.namespace,
-            "configMap": self.configmap,
-            "cronJobSets": self.scope,
-            "selector": self.selector,
-            "connected": self.connected,
-            "synced": self.synced,
-            "lastSyncTime": self.last_sync.and_then(|t| {
-                chrono::DateTime::from_timestamp_micros((t * 1e6) as i64)
-                    .map(|at| at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
-            }),
-            "watchRestarts": self.watch_restarts,
-            "lastError": self.last_error,
-            "sets": {
-                "seen": self.sets_seen,
-                "accepted": self.sets_accepted,
-                "rejected": self.sets_rejected,
-                "suspended": self.sets_suspended,
-            },
-            "statusWrites": self.status_writes,
-            "statusWriteFailures": self.status_write_failures,
-        })
-    }
-}
-
 /// The `cronstable_kube_*` families of one scrape.
 #[derive(Debug)]
-pub(super) struct KubeFamilies(pub(super) KubeStats);
+pub(super) struct KubeFamilies(pub(super) KubeState);
 
 impl Collector for KubeFamilies {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {

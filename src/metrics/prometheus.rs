@@ -32,6 +32,7 @@ use crate::job::outcome::{Outcome, RunRecord};
 // One implementation of Python's float spelling, shared with the log and
 // report formatters; the name stays for the tests and readers here.
 use crate::pyfmt::py_float as python_float;
+use crate::status::{KubeState, LeadershipState};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::MetricType;
@@ -110,10 +111,6 @@ pub struct Counters {
     pub last_reload_ok: Option<bool>,
     /// Unix time of the latest successful parse.
     pub last_reload_success: Option<f64>,
-    /// The Kubernetes mode's numbers (`None` without `--kube`).
-    pub kube: Option<super::kube::KubeStats>,
-    /// The leadership state (`None` without a lease backend).
-    pub cluster: Option<super::cluster::ClusterStats>,
     /// Moves whenever any job's counters change (a run, a retry, a
     /// permanent failure, new bucket bounds, a job added or dropped), so
     /// a scrape can tell cheaply that the per-job part did not.
@@ -134,8 +131,6 @@ impl Counters {
             start_time,
             last_reload_ok: Some(true),
             last_reload_success: Some(start_time),
-            kube: None,
-            cluster: None,
             epoch: 0,
         }
     }
@@ -292,8 +287,11 @@ struct Scrape {
     start_time: f64,
     last_reload_ok: Option<bool>,
     last_reload_success: Option<f64>,
-    kube: Option<super::kube::KubeStats>,
-    cluster: Option<super::cluster::ClusterStats>,
+    /// The Kubernetes mode's state, as published when the scrape was
+    /// taken (None without `--kube`).
+    kube: Option<KubeState>,
+    /// The leadership state, likewise (None without a `cluster` section).
+    cluster: Option<LeadershipState>,
     /// When it was taken: the instant the cluster gauges are judged at,
     /// so the encoded text is a function of the scrape alone.
     taken: std::time::Instant,
@@ -465,13 +463,10 @@ impl Scrape {
             start_time: counters.start_time,
             last_reload_ok: counters.last_reload_ok,
             last_reload_success: counters.last_reload_success,
-            kube: counters.kube.clone(),
-            cluster: counters.cluster.clone(),
+            kube: None,
+            cluster: None,
             taken,
-            cluster_facts: counters
-                .cluster
-                .as_ref()
-                .map(|c| (c.is_quorate(taken), c.is_leader(taken), c.leader(taken))),
+            cluster_facts: None,
             jobs,
         }
     }
@@ -592,6 +587,34 @@ impl Snapshot {
             gauges,
             Arc::clone(&rows.0),
         )))
+    }
+
+    /// This snapshot with the state the cluster and the Kubernetes mode
+    /// publish, as read now: the scheduler takes the daemon's and the
+    /// jobs' values, the reader of the published channels adds theirs.
+    /// The cluster's clock-judged facts (quorate, leader) are judged at
+    /// the instant the snapshot was taken.
+    pub fn with_published(
+        &self,
+        cluster: Option<LeadershipState>,
+        kube: Option<KubeState>,
+    ) -> Snapshot {
+        let s = &*self.0;
+        let taken = s.taken;
+        Snapshot(Arc::new(Scrape {
+            version: s.version.clone(),
+            job_set_id: s.job_set_id.clone(),
+            start_time: s.start_time,
+            last_reload_ok: s.last_reload_ok,
+            last_reload_success: s.last_reload_success,
+            cluster_facts: cluster
+                .as_ref()
+                .map(|c| (c.is_quorate(taken), c.is_leader(taken), c.leader(taken))),
+            kube,
+            cluster,
+            taken,
+            jobs: Arc::clone(&s.jobs),
+        }))
     }
 
     /// This snapshot's per-job rows, to share with a later snapshot

@@ -2,8 +2,8 @@
 //! its own state (snapshots, manual start and cancel, pauses, metrics).
 
 use super::control::{
-    ActivityRow, Control, ControlError, FleetAnswer, JobProgress, JobSnapshot, JobsAnswer,
-    Progress, RetryView, RunSummary, SlotSnapshot, Stamp, StatusTable,
+    ActivityRow, Control, ControlError, JobProgress, JobSnapshot, JobsAnswer, Progress, RetryView,
+    RunSummary, SlotSnapshot, Stamp, StatusTable,
 };
 use super::pause;
 use super::ports;
@@ -155,30 +155,11 @@ impl Scheduler {
                 let snapshot = self.metrics_snapshot();
                 let _ = reply.send(snapshot);
             }
-            Control::Kube { reply } => {
-                let _ = reply.send(ports::with_counters(&self.counters, |c| c.kube.clone()));
-            }
-            Control::Cluster { reply } => {
-                let now = std::time::Instant::now();
-                let body = ports::with_counters(&self.counters, |c| {
-                    c.cluster.as_ref().map(|s| s.to_json(&self.job_set_id, now))
-                });
-                let _ = reply.send(body);
-            }
             Control::JobSetId { reply } => {
                 let _ = reply.send(self.job_set_id.clone());
             }
             Control::Fleet { reply } => {
-                let gossip = ports::with_counters(&self.counters, |c| {
-                    c.cluster
-                        .as_ref()
-                        .filter(|s| s.running && !s.stepped_down)
-                        .and_then(|s| s.gossip.clone())
-                });
-                let _ = reply.send(FleetAnswer {
-                    own: self.fleet_jobs(),
-                    gossip,
-                });
+                let _ = reply.send(self.fleet_jobs());
             }
         }
     }
@@ -316,8 +297,8 @@ impl Scheduler {
         live_runs.sort_unstable_by_key(|(index, _)| *index);
         let mut live_runs = live_runs.into_iter().peekable();
         // Only a cluster section names job owners (see LeaderGate::owner):
-        // asked once here rather than once per job under the counters' lock.
-        let owners = ports::with_counters(&self.counters, |c| c.cluster.is_some());
+        // asked once here rather than once per job.
+        let owners = self.gate.clustered();
         indices
             .into_iter()
             .zip(next_fires)
@@ -442,7 +423,7 @@ impl Scheduler {
         if self.running.values().any(|runs| !runs.is_empty()) {
             return None;
         }
-        if ports::with_counters(&self.counters, |c| c.cluster.is_some()) {
+        if self.gate.clustered() {
             return None;
         }
         Some(Stamp {

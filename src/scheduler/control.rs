@@ -295,38 +295,18 @@ pub enum Control {
         /// Answer.
         reply: oneshot::Sender<Option<Progress>>,
     },
-    /// The Kubernetes mode's state (None without `--kube`).
-    Kube {
-        /// Answer.
-        reply: oneshot::Sender<Option<crate::metrics::kube::KubeStats>>,
-    },
-    /// The body of `GET /cluster` (None without a lease backend).
-    Cluster {
-        /// Answer.
-        reply: oneshot::Sender<Option<serde_json::Value>>,
-    },
     /// The job-set id of the loaded config.
     JobSetId {
         /// Answer.
         reply: oneshot::Sender<String>,
     },
-    /// This node's jobs as the gossip fleet view advertises them, and the
-    /// gossip backend's last snapshot (`GET /fleet`, the `/peer` body).
+    /// This node's jobs as the gossip fleet view advertises them, the
+    /// caps applied (`GET /fleet`, the `/peer` body). The peers' part of
+    /// the view is the gossip manager's, published on its own channel.
     Fleet {
         /// Answer.
-        reply: oneshot::Sender<FleetAnswer>,
+        reply: oneshot::Sender<crate::gossip::fleet::OwnJobs>,
     },
-}
-
-/// What the fleet view is built from: this node's advertised jobs (the
-/// caps applied) and, under the gossip backend, the manager's last
-/// snapshot of its peers (`None` without a running gossip backend).
-#[derive(Debug, Clone)]
-pub struct FleetAnswer {
-    /// This node's jobs, capped as `/peer` carries them.
-    pub own: crate::gossip::fleet::OwnJobs,
-    /// The gossip backend's snapshot.
-    pub gossip: Option<Arc<crate::metrics::cluster::GossipState>>,
 }
 
 impl Control {
@@ -475,25 +455,13 @@ impl ControlHandle {
         .await
     }
 
-    /// The Kubernetes mode's state, `None` without `--kube`.
-    pub async fn kube(&self) -> Result<Option<crate::metrics::kube::KubeStats>, ControlError> {
-        self.ask(|reply| Control::Kube { reply }).await
-    }
-
-    /// The leadership state as `GET /cluster` shows it, `None` without a
-    /// lease backend.
-    pub async fn cluster(&self) -> Result<Option<serde_json::Value>, ControlError> {
-        self.ask(|reply| Control::Cluster { reply }).await
-    }
-
     /// The job-set id.
     pub async fn job_set_id(&self) -> Result<String, ControlError> {
         self.ask(|reply| Control::JobSetId { reply }).await
     }
 
-    /// This node's advertised jobs and the gossip snapshot (see
-    /// [`FleetAnswer`]).
-    pub async fn fleet(&self) -> Result<FleetAnswer, ControlError> {
+    /// This node's jobs as the fleet view advertises them.
+    pub async fn fleet(&self) -> Result<crate::gossip::fleet::OwnJobs, ControlError> {
         self.ask(|reply| Control::Fleet { reply }).await
     }
 }

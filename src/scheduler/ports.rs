@@ -120,12 +120,19 @@ pub trait LeaderGate: Send {
         0
     }
 
+    /// Whether a `cluster` section is in force: leadership and job owners
+    /// then move on the backend's task rather than with the scheduler's
+    /// own events, so a rendering of the job table cannot be reused.
+    fn clustered(&self) -> bool {
+        false
+    }
+
     /// The node that runs `job` as this node sees it, for `GET /jobs`'
     /// `clusterOwner`: `None` when no per-job owner applies (no election,
     /// single-leader, an `EveryNode` job); `Some(None)` when one applies
     /// but none can be named (no quorum). Always `None` while no cluster
-    /// section is configured (the shared counters hold no cluster state):
-    /// a snapshot of every job asks only then.
+    /// section is configured: a snapshot of every job asks only when
+    /// [`LeaderGate::clustered`] says one is.
     fn owner(&self, job: &JobConfig) -> Option<Option<String>> {
         let _ = job;
         None

@@ -17,6 +17,7 @@ pub(crate) mod views;
 
 use crate::config::model::WebConfig;
 use crate::scheduler::control::ControlHandle;
+use crate::status::Published;
 use auth::Credentials;
 use axum::http::{HeaderName, HeaderValue};
 use routes::AppState;
@@ -117,6 +118,7 @@ impl ApiThread {
     pub fn start(
         config: watch::Receiver<Option<WebConfig>>,
         control: ControlHandle,
+        published: Published,
     ) -> std::io::Result<ApiThread> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -136,7 +138,7 @@ impl ApiThread {
                 }
                 runtime.block_on(async move {
                     tokio::select! {
-                        () = supervise(config, control) => {}
+                        () = supervise(config, control, published) => {}
                         _ = stopped => {}
                     }
                 });
@@ -166,8 +168,13 @@ impl ApiThread {
 const TLS_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Follows `config` until the channel closes, keeping the listeners in
-/// step with it and with the TLS files on disk.
-pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: ControlHandle) {
+/// step with it and with the TLS files on disk. `published` is what the
+/// cluster and the Kubernetes mode publish (read, never written, here).
+pub async fn supervise(
+    mut config: watch::Receiver<Option<WebConfig>>,
+    control: ControlHandle,
+    published: Published,
+) {
     let mut running: Option<Running> = None;
     // One sampler for the daemon's life: its history ring survives a
     // restart of the listeners.
@@ -180,7 +187,7 @@ pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: 
         }
         let tls_stamp = tls::files_stamp(current.as_ref().and_then(|w| w.tls.as_ref()));
         if let Some(web) = &current {
-            running = start(web, control.clone(), &node).await;
+            running = start(web, control.clone(), published.clone(), &node).await;
         }
         // Wait for a config change, or for the certificate files to change
         // (a rotated certificate must be served without a restart).
@@ -211,6 +218,7 @@ pub async fn supervise(mut config: watch::Receiver<Option<WebConfig>>, control: 
 async fn start(
     web: &WebConfig,
     control: ControlHandle,
+    published: Published,
     node: &Arc<node::NodeSampler>,
 ) -> Option<Running> {
     let credentials = match Credentials::resolve(web) {
@@ -238,6 +246,7 @@ async fn start(
     let (draining, draining_rx) = watch::channel(false);
     let state = AppState {
         control,
+        published,
         node: Arc::clone(node),
         draining: draining_rx,
         credentials: Arc::new(credentials),

@@ -27,6 +27,8 @@ use tokio::sync::watch;
 pub struct AppState {
     /// The scheduler.
     pub control: ControlHandle,
+    /// What the cluster and the Kubernetes mode publish (read only).
+    pub published: crate::status::Published,
     /// Resolved tokens and scopes.
     pub credentials: Arc<Credentials>,
     /// `web.headers`, minus any Content-Type.
@@ -385,12 +387,16 @@ async fn readyz(State(state): State<AppState>) -> Response {
     if *state.draining.borrow() {
         return not_ready("shutting down");
     }
-    let kube = match tokio::time::timeout(PROBE_DEADLINE, state.control.kube()).await {
-        Ok(Ok(kube)) => kube,
-        _ => return not_ready("the scheduler does not answer"),
-    };
-    match kube {
-        Some(stats) if !stats.synced => {
+    // The scheduler must answer (a wedged loop is not ready)...
+    if !matches!(
+        tokio::time::timeout(PROBE_DEADLINE, state.control.job_set_id()).await,
+        Ok(Ok(_))
+    ) {
+        return not_ready("the scheduler does not answer");
+    }
+    // ...and in Kubernetes mode the watches must have listed once.
+    match &state.published.kube {
+        Some(kube) if !kube.synced() => {
             not_ready("the first sync with the Kubernetes API server is not done")
         }
         _ => (StatusCode::OK, Json(json!({"ready": true}))).into_response(),
@@ -400,10 +406,14 @@ async fn readyz(State(state): State<AppState>) -> Response {
 /// `GET /cluster`: the leadership backend's view (the Clustering page's
 /// shape), or `{"enabled": false, "peers": []}` without one.
 async fn cluster(State(state): State<AppState>) -> ApiResult {
-    let body = match state.control.cluster().await? {
-        Some(view) => view,
-        None => json!({"enabled": false, "peers": []}),
-    };
+    // The job-set id is the scheduler's; the rest is the backend's own.
+    let job_set_id = state.control.job_set_id().await?;
+    let now = std::time::Instant::now();
+    let body = state
+        .published
+        .leadership
+        .with(|s| s.map(|s| s.to_json(&job_set_id, now)))
+        .unwrap_or_else(|| json!({"enabled": false, "peers": []}));
     Ok(Json(body).into_response())
 }
 
@@ -413,13 +423,17 @@ async fn cluster(State(state): State<AppState>) -> ApiResult {
 /// channel between the nodes to carry them). Built here, on the API's
 /// thread, from what the scheduler hands over.
 async fn fleet(State(state): State<AppState>) -> ApiResult {
-    let answer = state.control.fleet().await?;
-    let Some(gossip) = answer.gossip else {
+    let gossip = state.published.leadership.with(|s| {
+        s.filter(|s| s.running && !s.stepped_down)
+            .and_then(|s| s.gossip.clone())
+    });
+    let Some(gossip) = gossip else {
         return Ok(Json(json!({"enabled": false, "nodes": []})).into_response());
     };
+    let own = state.control.fleet().await?;
     let view = crate::gossip::fleet::fleet_view(
         &gossip.view,
-        &answer.own,
+        &own,
         gossip.interval,
         chrono::Utc::now(),
         gossip.origin.elapsed(),
@@ -431,8 +445,8 @@ async fn fleet(State(state): State<AppState>) -> ApiResult {
 /// writes), or `{"enabled": false}` without `--kube` (the shape of
 /// `GET /cluster` without a cluster).
 async fn kube(State(state): State<AppState>) -> ApiResult {
-    let body = match state.control.kube().await? {
-        Some(stats) => stats.to_json(),
+    let body = match &state.published.kube {
+        Some(kube) => kube.snapshot().to_json(),
         None => json!({"enabled": false}),
     };
     Ok(Json(body).into_response())
@@ -443,7 +457,12 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
         return Err(ApiError(StatusCode::NOT_FOUND, "404: Not Found".into()));
     }
     let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    let snapshot = state.control.metrics().await?;
+    // The scheduler's values, then what the cluster and the Kubernetes
+    // mode publish, read here.
+    let snapshot = state.control.metrics().await?.with_published(
+        state.published.leadership.snapshot(),
+        state.published.kube.as_ref().map(|k| k.snapshot()),
+    );
     let body = state.metrics_cache.body(snapshot, format).await;
     Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
 }
@@ -554,7 +573,7 @@ async fn summary(State(state): State<AppState>) -> ApiResult {
     });
     Ok(Json(json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "node_name": node_name(),
+        "node_name": identity(&state),
         "generated_at": views::iso(now),
         "jobs": {
             "total": jobs.len(),
@@ -566,9 +585,40 @@ async fn summary(State(state): State<AppState>) -> ApiResult {
             "never_fires": count(&|j| j.never_fires),
         },
         "next_fire": next_fire,
-        "cluster": {"enabled": false},
+        "cluster": cluster_summary(&state),
     }))
     .into_response())
+}
+
+/// This node's name as the API reports it: the cluster's node name when
+/// a `cluster` section is in force, else the host name.
+fn identity(state: &AppState) -> String {
+    state
+        .published
+        .leadership
+        .with(|s| s.map(|s| s.node_name.clone()))
+        .unwrap_or_else(node_name)
+}
+
+/// The compact leadership view of `GET /summary`: `{"enabled": false}`
+/// without a `cluster` section, else whether the backend runs, the
+/// distribution, quorum and leader as `GET /cluster` tells them.
+fn cluster_summary(state: &AppState) -> Value {
+    let now = std::time::Instant::now();
+    state.published.leadership.with(|s| match s {
+        None => json!({"enabled": false}),
+        Some(s) => json!({
+            "enabled": s.running && !s.stepped_down,
+            "distribution": if s.gossip.as_deref().is_some_and(|g| g.spread()) {
+                "spread"
+            } else {
+                "single-leader"
+            },
+            "quorate": s.is_quorate(now),
+            "is_leader": s.is_leader(now),
+            "leader": s.leader(now),
+        }),
+    })
 }
 
 /// `GET /activity`: every job's retained runs reduced to the three
@@ -613,14 +663,14 @@ async fn node(State(state): State<AppState>) -> Response {
         .await
         .ok()
         .flatten();
-    Json(json!({"node_name": node_name(), "resources": resources})).into_response()
+    Json(json!({"node_name": identity(&state), "resources": resources})).into_response()
 }
 
 /// `GET /node/history`: the background-sampled ring.
 async fn node_history(State(state): State<AppState>) -> Response {
     let mut body = state.node.history();
     if let Some(map) = body.as_object_mut() {
-        map.insert("node_name".into(), Value::from(node_name()));
+        map.insert("node_name".into(), Value::from(identity(&state)));
     }
     Json(body).into_response()
 }

@@ -6,8 +6,9 @@
 //! from the view and cached with its ETag until an input changes), polls
 //! every configured peer each `interval` concurrently, feeds the outcomes
 //! to the [`ClusterView`], logs per-peer status changes and this node's
-//! role transitions, and publishes a snapshot of the view into the shared
-//! counters: the one place the gate, `GET /cluster` and the metrics read.
+//! role transitions, and publishes a snapshot of the view on its own watch
+//! channel (it alone writes it): what the gate, `GET /cluster` and the
+//! metrics read.
 //! A snapshot carries a freshness deadline, so a stalled loop (a stopped
 //! process, a wedged runtime) makes `Leader` jobs fail closed rather than
 //! act on an old view.
@@ -34,8 +35,8 @@ use crate::config::model::sections::Distribution;
 use crate::gossip::fleet::OwnJobs;
 use crate::gossip::payload::{self, PeerPayload};
 use crate::gossip::view::{ClusterView, Identity, Observation, Stamp, Status};
-use crate::metrics::cluster::{ClusterStats, GossipState};
-use crate::scheduler::ports::{self, RecordsError, SharedCounters};
+use crate::scheduler::ports::RecordsError;
+use crate::status::{BackendKind, GossipState, LeadershipState};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -56,6 +57,7 @@ pub struct GossipManager {
     task: JoinHandle<()>,
     records: JoinHandle<()>,
     stop: watch::Sender<bool>,
+    state: watch::Receiver<LeadershipState>,
 }
 
 /// What the manager shares between its poll loop, the listener's provider
@@ -184,7 +186,6 @@ impl GossipManager {
     /// could not start (the caller fails `Leader` jobs closed).
     pub async fn start(
         settings: GossipSettings,
-        counters: SharedCounters,
         link: Arc<RecordsLink>,
         feed: SchedulerFeed,
     ) -> Result<GossipManager, String> {
@@ -232,17 +233,15 @@ impl GossipManager {
             settings.peers.len(),
             settings.interval
         );
-        ports::with_counters(&counters, |c| {
-            let mut stats = ClusterStats::new("gossip", settings.node_name.clone());
-            stats.running = true;
-            stats.elect_leader = settings.elect_leader;
-            c.cluster = Some(stats);
-        });
+        let mut initial = LeadershipState::new(BackendKind::Gossip, settings.node_name.clone());
+        initial.running = true;
+        initial.elect_leader = settings.elect_leader;
+        let (state_tx, state) = watch::channel(initial);
         let mut rounds = Rounds {
             settings,
             shared: Arc::clone(&shared),
             poller,
-            counters: counters.clone(),
+            state: state_tx,
             etags: HashMap::new(),
             origin: Instant::now(),
             role: Role::default(),
@@ -301,7 +300,13 @@ impl GossipManager {
             task,
             records,
             stop,
+            state,
         })
+    }
+
+    /// The leadership state this manager publishes (it alone writes it).
+    pub fn state(&self) -> watch::Receiver<LeadershipState> {
+        self.state.clone()
     }
 
     /// Stops the loop and the listener, waiting (bounded) for both.
@@ -361,7 +366,8 @@ struct Rounds {
     settings: GossipSettings,
     shared: Arc<Mutex<Shared>>,
     poller: Arc<PeerPoller>,
-    counters: SharedCounters,
+    /// The published leadership state (written here only).
+    state: watch::Sender<LeadershipState>,
     /// The ETag of the last full body per peer, echoed as If-None-Match.
     etags: HashMap<String, String>,
     origin: Instant,
@@ -478,10 +484,7 @@ impl Rounds {
         };
         let declared = view.cluster_size();
         let before = std::mem::replace(&mut self.role, role.clone());
-        ports::with_counters(&self.counters, |c| {
-            let Some(stats) = c.cluster.as_mut() else {
-                return;
-            };
+        self.state.send_modify(|stats| {
             stats.gossip = Some(Arc::new(snapshot));
             if role.leader != before.leader {
                 stats.leader_transitions += 1;
@@ -534,12 +537,11 @@ impl Rounds {
     /// The manager stops (the drain starts, or the section changed): the
     /// state says so at once, so `Leader` jobs stop here.
     fn step_down(&mut self) {
-        ports::with_counters(&self.counters, |c| {
-            if let Some(stats) = c.cluster.as_mut() {
-                stats.stepped_down = true;
-                if self.role.leader {
-                    stats.leader_transitions += 1;
-                }
+        let leader = self.role.leader;
+        self.state.send_modify(|stats| {
+            stats.stepped_down = true;
+            if leader {
+                stats.leader_transitions += 1;
             }
         });
         if self.role.leader {

@@ -486,14 +486,15 @@ mod tests {
             &[f64::NAN, 3.0, 1.0],
         ] {
             let names = ODD_NAMES.iter().map(|s| (*s).to_owned()).collect();
-            let (mut counters, state) = state(&mut rng, names, bounds);
-            counters.kube = Some(crate::metrics::kube::KubeStats::new(
+            let (counters, state) = state(&mut rng, names, bounds);
+            let kube = crate::status::KubeState::new(
                 "ns".into(),
                 None,
                 "namespace".into(),
                 Some("a=\"b\"".into()),
-            ));
-            let snapshot = Snapshot::take(&counters, &state.gauges());
+            );
+            let snapshot =
+                Snapshot::take(&counters, &state.gauges()).with_published(None, Some(kube));
             for format in [Format::Text, Format::OpenMetrics] {
                 assert_same(&snapshot, &snapshot.encode(format), format);
             }
