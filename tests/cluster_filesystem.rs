@@ -156,6 +156,22 @@ fn three_daemons_on_one_directory_run_leader_jobs_on_exactly_one_node() {
         assert_eq!(lease["identity"], node.name);
         assert_eq!(lease["holder"], leader_name);
         assert!(lease["fence"].as_u64().is_some_and(|f| f >= 1), "{view}");
+        // `/summary` names the node by its cluster name and carries the
+        // compact leadership view (HTTP API page); `/node` the same name.
+        let summary = get(node.web, "/summary").json();
+        assert_eq!(summary["node_name"], node.name, "{summary}");
+        assert_eq!(
+            summary["cluster"],
+            serde_json::json!({
+                "enabled": true,
+                "distribution": "single-leader",
+                "quorate": true,
+                "is_leader": node.name == leader_name,
+                "leader": leader_name,
+            }),
+            "{summary}"
+        );
+        assert_eq!(get(node.web, "/node").json()["node_name"], node.name);
         assert!(
             lease["expiry"]
                 .as_str()

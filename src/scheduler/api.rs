@@ -103,7 +103,8 @@ impl Scheduler {
                 since,
                 reply,
             } => {
-                let answer = (since != Some(self.progress_version)).then(|| self.progress(&prefix));
+                let answer =
+                    (since != Some(self.api.progress_version)).then(|| self.progress(&prefix));
                 let _ = reply.send(answer);
             }
             Control::Start { job, reply } => {
@@ -182,7 +183,7 @@ impl Scheduler {
                 .get(&job.name)
                 .is_some_and(|r| r.iter().any(|h| !h.has_ended()));
             let counts_down_to = (job.enabled && !running)
-                .then(|| self.next_fires.get(index, job, now))
+                .then(|| self.api.next_fires.get(index, job, now))
                 .flatten();
             // A skipped slot is not a run; the fleet view shows runs.
             let last = self
@@ -273,12 +274,17 @@ impl Scheduler {
         let (indices, next_fires): (Vec<usize>, Vec<Option<DateTime<Utc>>>) = match only {
             None => (
                 (0..self.jobs.len()).collect(),
-                self.next_fires.all(&self.jobs, now),
+                self.api.next_fires.all(&self.jobs, now),
             ),
             Some(name) => self
                 .by_name
                 .get(name)
-                .map(|&index| (index, self.next_fires.get(index, &self.jobs[index], now)))
+                .map(|&index| {
+                    (
+                        index,
+                        self.api.next_fires.get(index, &self.jobs[index], now),
+                    )
+                })
                 .into_iter()
                 .unzip(),
         };
@@ -372,8 +378,8 @@ impl Scheduler {
         running.sort_unstable_by_key(|(index, _)| *index);
         StatusTable {
             jobs: Arc::clone(&self.jobs),
-            table_id: self.table_id,
-            next_fires: self.next_fires.all(&self.jobs, now),
+            table_id: self.api.table_id,
+            next_fires: self.api.next_fires.all(&self.jobs, now),
             running,
         }
     }
@@ -407,7 +413,7 @@ impl Scheduler {
             })
             .collect();
         Progress {
-            version: self.progress_version,
+            version: self.api.progress_version,
             jobs,
         }
     }
@@ -427,7 +433,7 @@ impl Scheduler {
             return None;
         }
         Some(Stamp {
-            generation: self.api_generation,
+            generation: self.api.generation,
             taken: now,
             until: horizon.unwrap_or(DateTime::<Utc>::MAX_UTC),
         })
@@ -438,7 +444,7 @@ impl Scheduler {
     /// is inside the stamp's span, and nothing that moves without an
     /// event (see [`Scheduler::stamp`]) has appeared.
     fn stamp_holds(&self, stamp: &Stamp, now: DateTime<Utc>) -> bool {
-        stamp.generation == self.api_generation
+        stamp.generation == self.api.generation
             && stamp.taken <= now
             && now < stamp.until
             && self.stamp(now, None).is_some()
@@ -447,7 +453,7 @@ impl Scheduler {
     fn metrics_snapshot(&mut self) -> prometheus::Snapshot {
         let now = self.clock.now();
         let epoch = ports::with_counters(&self.counters, |c| c.epoch());
-        if let Some((stamp, rows_epoch, rows)) = &self.metrics_rows {
+        if let Some((stamp, rows_epoch, rows)) = &self.api.metrics_rows {
             if *rows_epoch == epoch && self.stamp_holds(stamp, now) {
                 let gauges = DaemonGauges {
                     version: env!("CARGO_PKG_VERSION"),
@@ -487,7 +493,7 @@ impl Scheduler {
                     .unwrap_or(0),
                 next_run: job
                     .enabled
-                    .then(|| self.next_fires.get(index, job, now))
+                    .then(|| self.api.next_fires.get(index, job, now))
                     .flatten()
                     .inspect(|t| earliest(Some(*t)))
                     .map(|t| t.timestamp_micros() as f64 / 1e6),
@@ -509,7 +515,7 @@ impl Scheduler {
             job_set_id: &self.job_set_id,
             jobs,
         };
-        let previous = self.metrics_last_rows.take();
+        let previous = self.api.metrics_last_rows.take();
         let (snapshot, epoch) = ports::with_counters(&self.counters, |c| {
             let snapshot = match &previous {
                 Some(rows) => prometheus::Snapshot::take_reusing(c, &gauges, rows),
@@ -520,8 +526,8 @@ impl Scheduler {
         drop(gauges);
         drop(previous);
         let stamp = self.stamp(now, horizon);
-        self.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
-        self.metrics_last_rows = Some(snapshot.rows());
+        self.api.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
+        self.api.metrics_last_rows = Some(snapshot.rows());
         snapshot
     }
 }

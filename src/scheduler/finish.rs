@@ -17,7 +17,7 @@ impl Scheduler {
     /// Takes one event from a run or a timer; every event can change what
     /// the API shows, so it moves the change generation.
     pub(super) fn handle_event(&mut self, event: Event) {
-        self.api_generation += 1;
+        self.api.changed();
         match event {
             Event::Finished(record) => self.handle_finished(*record),
             Event::RetryDue { job, generation } => self.handle_retry_due(&job, generation),
@@ -48,7 +48,7 @@ impl Scheduler {
     }
 
     fn handle_finished(&mut self, record: RunRecord) {
-        self.progress_version += 1;
+        self.api.progressed();
         self.keep_last_output(&record.job, record.run_id);
         if let Some(runs) = self.running.get_mut(&record.job) {
             runs.retain(|r| r.run_id != record.run_id);

@@ -361,7 +361,7 @@ impl Scheduler {
     /// Replace cancels them (no report, no retry); the finish path gives
     /// the slot back when the last one ends.
     pub(super) fn slot_yield(&mut self, request: SlotYield) {
-        self.api_generation += 1;
+        self.api.changed();
         let live: Vec<RunHandle> = self
             .running
             .get(&request.job)
@@ -386,7 +386,7 @@ impl Scheduler {
         let run_id = self.next_run_id;
         self.next_run_id += 1;
         tracing::info!(target: "cronstable::scheduler", "Starting job {}", job.name);
-        self.progress_version += 1;
+        self.api.progressed();
         if trigger == Trigger::Schedule {
             let at = self.firing_at.unwrap_or_else(|| self.clock.now());
             self.last_scheduled.insert(job.name.clone(), at);

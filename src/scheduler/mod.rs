@@ -10,6 +10,7 @@
 //! signal; `main.rs` picks the implementations and owns shutdown.
 
 mod api;
+mod api_cache;
 pub(crate) mod control;
 pub mod failover;
 #[cfg(test)]
@@ -101,8 +102,6 @@ pub struct Scheduler {
     /// The job table; shared so that `GET /status` gets it without a
     /// copy (see [`control::StatusTable`]).
     jobs: Arc<Vec<Arc<JobConfig>>>,
-    /// Moves with every table installed (see [`control::StatusTable`]).
-    table_id: u64,
     /// The table's cadence ([`Scheduler::cadence`]), worked out when the
     /// table is installed: the run loop asks for it on every turn, and
     /// with 10,000 jobs reading every config each time was a millisecond
@@ -143,27 +142,10 @@ pub struct Scheduler {
     last_scheduled: HashMap<String, DateTime<Utc>>,
     /// The boundary whose due jobs are being launched, while they are.
     firing_at: Option<DateTime<Utc>>,
-    /// Bumped whenever a run starts or ends or the table changes, so a
-    /// status writer polling [`ControlHandle::progress`] learns cheaply
-    /// that nothing moved.
-    progress_version: u64,
     /// Deferred `@reboot` jobs and catch-ups after a takeover.
     failover: failover::Failover,
-    /// Each job's next fire as the API last asked for it (see
-    /// [`next_fire`]).
-    next_fires: next_fire::NextFires,
-    /// Bumped by every turn of the run loop that can change anything the
-    /// API shows (all but read-only control requests): the API reuses a
-    /// body rendered at one generation while the generation holds (see
-    /// [`control::Stamp`]).
-    api_generation: u64,
-    /// The per-job rows of the last metrics snapshot, with the stamp and
-    /// counters epoch they were read at.
-    metrics_rows: Option<(control::Stamp, u64, crate::metrics::prometheus::JobRows)>,
-    /// The per-job rows of the last full metrics snapshot, whatever its
-    /// stamp: the next one shares each row whose values are unchanged
-    /// rather than copying every job's strings again.
-    metrics_last_rows: Option<crate::metrics::prometheus::JobRows>,
+    /// What the scheduler keeps only to answer the API cheaply.
+    api: api_cache::ApiCaches,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -177,7 +159,6 @@ impl Scheduler {
         let evaluated = ports.clock.now();
         let mut scheduler = Scheduler {
             jobs: Arc::new(Vec::new()),
-            table_id: 0,
             cadence: Cadence::Minute,
             by_name: HashMap::new(),
             running: HashMap::new(),
@@ -206,12 +187,8 @@ impl Scheduler {
             suspended: HashSet::new(),
             last_scheduled: HashMap::new(),
             firing_at: None,
-            progress_version: 0,
             failover: failover::Failover::default(),
-            next_fires: next_fire::NextFires::default(),
-            api_generation: 0,
-            metrics_rows: None,
-            metrics_last_rows: None,
+            api: api_cache::ApiCaches::default(),
         };
         scheduler.install_jobs(initial);
         scheduler
@@ -226,13 +203,13 @@ impl Scheduler {
     /// API's change generation first.
     fn control_request(&mut self, request: Control) {
         if request.changes_state() {
-            self.api_generation += 1;
+            self.api.changed();
         }
         self.handle_control(request);
     }
 
     fn install_jobs(&mut self, set: JobSet) {
-        self.api_generation += 1;
+        self.api.changed();
         // Logged at start and then only when a reload changes the set, so
         // the line marks the moments the fleet's job set moved.
         if set.job_set_id != self.job_set_id {
@@ -246,7 +223,7 @@ impl Scheduler {
         }
         self.job_set_id = set.job_set_id;
         self.suspended = set.suspended;
-        self.progress_version += 1;
+        self.api.progressed();
         // The merged spec only served the load; a 10,000-job table is
         // about a third smaller without it. Sources drop it already; this
         // keeps the promise for any that forgets (a copy only then).
@@ -257,9 +234,8 @@ impl Scheduler {
             }
         }
         self.jobs = Arc::new(table);
-        self.table_id += 1;
+        self.api.table_installed(self.jobs.len());
         self.cadence = Self::cadence_of(&self.jobs);
-        self.next_fires.reset(self.jobs.len());
         self.by_name = self
             .jobs
             .iter()
@@ -302,7 +278,7 @@ impl Scheduler {
     /// or [`ShutdownHandle::trigger`]), then drains running jobs. Further
     /// requests during the drain change nothing but a log line.
     pub async fn run(mut self, mut stop: ShutdownRequests) {
-        self.api_generation += 1;
+        self.api.changed();
         self.launch_reboot_jobs();
         // Nothing at or before the start instant is due: the first pass is
         // the first boundary after it.
@@ -313,7 +289,7 @@ impl Scheduler {
                 .sleep_until(tick::next_boundary(self.evaluated, self.cadence()));
             tokio::select! {
                 _ = sleep => {
-                    self.api_generation += 1;
+                    self.api.changed();
                     let started = self.clock.now();
                     if let Some(set) = self.source.poll() {
                         self.swap(set, started);
@@ -324,7 +300,7 @@ impl Scheduler {
                 Some(request) = self.control_rx.recv() => self.control_request(request),
                 request = self.slots.next_yield() => self.slot_yield(request),
                 set = self.source.next() => {
-                    self.api_generation += 1;
+                    self.api.changed();
                     // Boundaries that passed while the source worked are
                     // not lost: the sleep above is already due when the
                     // loop comes back, and that pass fires them.
@@ -404,7 +380,7 @@ impl Scheduler {
 
     /// Stops launching, drops pending retries and waits for running jobs.
     async fn drain(&mut self, stop: &mut ShutdownRequests) {
-        self.api_generation += 1;
+        self.api.changed();
         self.stopping = true;
         self.gate.step_down();
         tracing::info!(

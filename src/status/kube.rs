@@ -245,3 +245,53 @@ impl KubeWatch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_snapshot_joins_what_each_owner_published() {
+        let (publishers, watch) = KubeWatch::channel(KubeScope {
+            namespace: "ops".into(),
+            configmap: Some("jobs".into()),
+            scope: "namespace".into(),
+            selector: None,
+        });
+        assert!(!watch.synced());
+        let start = watch.snapshot();
+        assert_eq!(
+            start,
+            KubeState::new("ops".into(), Some("jobs".into()), "namespace".into(), None)
+        );
+        publishers.health.send_modify(|h| {
+            h.connected = true;
+            h.synced = true;
+            h.restarts = 2;
+        });
+        publishers.sets.send_modify(|s| {
+            s.seen = 3;
+            s.accepted = 2;
+            s.rejected = 1;
+            s.apply_duration.observe(0.002);
+        });
+        publishers.writes.send_modify(|w| {
+            w.written = 5;
+            w.failed = 1;
+        });
+        assert!(watch.synced());
+        let now = watch.snapshot();
+        assert!(now.connected && now.synced);
+        assert_eq!(now.watch_restarts, 2);
+        assert_eq!(
+            (now.sets_seen, now.sets_accepted, now.sets_rejected),
+            (3, 2, 1)
+        );
+        assert_eq!((now.status_writes, now.status_write_failures), (5, 1));
+        assert_eq!(now.apply_duration.count(), 1);
+        let body = now.to_json();
+        assert_eq!(body["configMap"], "jobs");
+        assert_eq!(body["sets"]["accepted"], 2);
+        assert_eq!(body["statusWrites"], 5);
+    }
+}

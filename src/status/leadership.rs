@@ -311,3 +311,56 @@ impl CurrentLeadership {
         self.show(Some(inner));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn readers_follow_the_current_channel_and_its_owner() {
+        let (shown, watch) = CurrentLeadership::channel();
+        assert!(watch.snapshot().is_none(), "nothing shown: no section");
+
+        // A backend starts and publishes on its own channel.
+        let (backend, state) =
+            tokio::sync::watch::channel(LeadershipState::new(BackendKind::Etcd, "a".into()));
+        shown.show(Some(state));
+        let now = Instant::now();
+        assert!(watch.with(|s| s.is_some_and(|s| !s.is_leader(now))));
+        backend.send_modify(|s| {
+            s.running = true;
+            s.leading_until = Some(now + Duration::from_secs(60));
+            s.quorate_until = Some(now + Duration::from_secs(60));
+        });
+        let seen = watch.snapshot().expect("a state");
+        assert!(seen.is_leader(now) && seen.is_quorate(now));
+        assert_eq!(seen.leader(now).as_deref(), Some("a"));
+        assert_eq!(seen.to_json("v1:x", now)["backend"], "etcd");
+
+        // The next backend failed to start: a fixed state, nobody leads.
+        shown.show_fixed(LeadershipState::new(BackendKind::Gossip, "a".into()));
+        let failed = watch.snapshot().expect("a state");
+        assert_eq!(failed.backend, BackendKind::Gossip);
+        assert!(!failed.running && !failed.is_leader(now));
+        // The old backend's writes no longer reach the readers.
+        backend.send_modify(|s| s.holder = Some("b".into()));
+        assert_eq!(watch.snapshot().and_then(|s| s.holder), None);
+
+        // The section is removed.
+        shown.show(None);
+        assert!(watch.snapshot().is_none());
+    }
+
+    #[test]
+    fn backend_names_are_the_configs_spelling() {
+        let names = [
+            BackendKind::Kubernetes,
+            BackendKind::Etcd,
+            BackendKind::Filesystem,
+            BackendKind::Gossip,
+        ]
+        .map(BackendKind::as_str);
+        assert_eq!(names, ["kubernetes", "etcd", "filesystem", "gossip"]);
+    }
+}
