@@ -13,14 +13,21 @@
 //! - [`config`]: the config model, loading, crontabs and validation.
 //! - [`fingerprint`]: the job-set id of a loaded config.
 //! - [`job`]: one run of a job: spawn, capture, deadline, outcome.
+//! - [`gossip`]: the gossip backend's pure core: payload, peer view,
+//!   election rules, the fleet view.
+//! - [`status`]: the state the edges publish on watch channels (the
+//!   leadership state, the Kubernetes mode's state) for the gate, the API
+//!   and the metrics to read.
 //! - [`report`]: reporters (mail, Sentry, webhook, shell) and templates.
 //! - [`metrics`]: Prometheus and statsd output.
 //! - [`scheduler`]: the run loop, launch gates and control, and the ports
 //!   (job source, leader gate, slot lock, run store, clock) it depends on.
-//! - [`source`]: the file job source: config paths, change stamps, reloads.
 //! - [`web`]: the HTTP API and dashboard.
-//! - [`kube`]: the `CronJobSet` custom resource, its generated CRD and its
-//!   conversion into config sources (the in-pod controller comes next).
+//! - [`source`]: the file job source: config paths, change stamps, reloads.
+//! - [`kube`]: the `CronJobSet` custom resource, its generated CRD, and the
+//!   Kubernetes mode: watches, the Kubernetes job source, status and Events.
+//! - [`cluster`]: the leadership backends (Kubernetes Lease, etcd, lease
+//!   file, gossip), cluster slots and records, behind the leader gate.
 //!
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.

@@ -590,3 +590,145 @@ use super::sections::{Located, Sections};
         ]
     );
 }
+
+// ---------------------------------------------------------------------
+// Drift: the written descriptions of the layout follow the tree. Each
+// test names the text to update when it fails.
+
+/// The crate root's text.
+fn lib_rs() -> String {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(root.join("src/lib.rs")).expect("src/lib.rs")
+}
+
+/// The top-level modules `src/lib.rs` declares (`mod x;` at any
+/// visibility).
+fn declared_modules() -> BTreeSet<String> {
+    lib_rs()
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .filter_map(|l| {
+            let rest = l.trim().trim_end_matches(';');
+            let rest = rest
+                .strip_prefix("pub(crate) ")
+                .or_else(|| rest.strip_prefix("pub "))
+                .unwrap_or(rest);
+            rest.strip_prefix("mod ").map(|m| m.trim().to_owned())
+        })
+        .collect()
+}
+
+/// The first backticked word of `line` (`[`x`]` or `` `x` ``).
+fn first_backticked(line: &str) -> Option<String> {
+    let start = line.find('`')? + 1;
+    let end = start + line[start..].find('`')?;
+    Some(line[start..end].to_owned())
+}
+
+/// The modules of a rank table (`| rank | a, b (why) |` rows): each
+/// module with its rank. A cell's pieces are split on commas; a piece's
+/// first word is the module.
+fn rank_table(text: &str, row_prefix: &str) -> BTreeMap<String, u8> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let Some(row) = line.trim().strip_prefix(row_prefix) else {
+            continue;
+        };
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let (Some(rank), Some(modules)) = (cells.first(), cells.get(1)) else {
+            continue;
+        };
+        let Ok(rank) = rank.parse::<u8>() else {
+            continue;
+        };
+        // A parenthesis may hold commas of its own: drop it first.
+        let mut plain = String::new();
+        let mut depth = 0;
+        for c in modules.chars() {
+            match c {
+                '(' => depth += 1,
+                ')' => depth -= 1,
+                _ if depth == 0 => plain.push(c),
+                _ => {}
+            }
+        }
+        for piece in plain.split(',') {
+            if let Some(name) = piece.split_whitespace().next() {
+                out.insert(name.to_owned(), rank);
+            }
+        }
+    }
+    out
+}
+
+/// The layers as the test holds them, without the binary (which is no
+/// module of the library).
+fn library_layers() -> BTreeMap<String, u8> {
+    LAYERS
+        .iter()
+        .filter(|(m, _)| *m != "main")
+        .map(|(m, r)| ((*m).to_owned(), *r))
+        .collect()
+}
+
+#[test]
+fn lib_rs_lists_every_module_it_declares_in_rank_order() {
+    let listed: Vec<String> = lib_rs()
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! - "))
+        .filter_map(first_backticked)
+        .collect();
+    let declared = declared_modules();
+    let listed_set: BTreeSet<String> = listed.iter().cloned().collect();
+    assert_eq!(
+        listed_set, declared,
+        "src/lib.rs: the module list in the crate doc must name exactly the modules declared below it"
+    );
+    assert_eq!(listed.len(), listed_set.len(), "a module listed twice");
+    let ranks: Vec<u8> = listed.iter().filter_map(|m| rank(m)).collect();
+    assert_eq!(ranks.len(), listed.len(), "a listed module has no layer");
+    assert!(
+        ranks.windows(2).all(|w| w[0] <= w[1]),
+        "src/lib.rs lists the modules bottom up (by rank): {listed:?} has ranks {ranks:?}"
+    );
+    // And every entry of src/ is one of them (a stray file is a module
+    // nobody declared).
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    for entry in std::fs::read_dir(&src).expect("src/") {
+        let path = entry.expect("entry").path();
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let is_rust = path.extension().is_some_and(|e| e == "rs");
+        if (is_rust && stem != "lib" && stem != "main") || path.is_dir() {
+            assert!(
+                declared.contains(stem),
+                "src/{stem}: not declared in src/lib.rs"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_architecture_page_ranks_every_module_as_the_test_does() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/architecture.md")).expect("docs/architecture.md");
+    let mut expected = library_layers();
+    expected.insert("main".to_owned(), rank("main").expect("main has a layer"));
+    assert_eq!(
+        rank_table(&page, "| "),
+        expected,
+        "docs/architecture.md: the rank table must match LAYERS in tests/architecture.rs"
+    );
+}
+
+#[test]
+fn this_files_header_matches_its_layers() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("tests/architecture.rs")).expect("this file");
+    let mut expected = library_layers();
+    expected.insert("main".to_owned(), rank("main").expect("main has a layer"));
+    assert_eq!(
+        rank_table(&text, "//! | "),
+        expected,
+        "tests/architecture.rs: the header's table must match LAYERS"
+    );
+}

@@ -1,18 +1,19 @@
-//! The ports the scheduler depends on, and today's implementations.
+//! The ports the scheduler depends on, and the in-core implementations.
 //!
 //! The scheduler owns the job table, the running instances and the launch
 //! gates; everything it asks the outside world goes through one of these
-//! small traits. A new backend (the Kubernetes job source, a leadership
-//! backend, a shared state store) implements a port and is named in
-//! `main.rs`; the scheduler itself does not change.
+//! small traits. A new backend implements a port and is named where the
+//! binary picks the implementations; see docs/architecture.md for the
+//! few times a new kind of backend made a port grow.
 //!
-//! | Port          | Role                                                        | Today            |
-//! |---------------|-------------------------------------------------------------|------------------|
-//! | [`JobSource`] | delivers each new validated job set                         | `source::FileSource` |
-//! | [`LeaderGate`]| "may this node launch this job now?" (clusterPolicy)        | [`Standalone`]   |
-//! | [`SlotLock`]  | the cluster-wide slot of a `concurrencyScope: cluster` job  | [`NoSlots`]      |
-//! | [`RunStore`]  | finished runs, pending retries and pauses                   | [`MemoryStore`]  |
-//! | [`Clock`]     | wall-clock time and waiting for it                          | [`SystemClock`]  |
+//! | Port              | Role                                                        | Here                     | At the edges |
+//! |-------------------|-------------------------------------------------------------|--------------------------|--------------|
+//! | [`JobSource`]     | delivers each new validated job set                         |                          | `source::FileSource`, `kube::source::KubeSource` |
+//! | [`LeaderGate`]    | "may this node launch this job now?" (clusterPolicy)        | [`Standalone`]           | `cluster::ClusterGate` |
+//! | [`LeaderRecords`] | the cluster's `@reboot`-ran set and last fires              | none without election    | `cluster::records::RecordsHandle` |
+//! | [`SlotLock`]      | the cluster-wide slot of a `concurrencyScope: cluster` job  | [`NoSlots`]              | `cluster::slots::ClusterSlots` |
+//! | [`RunStore`]      | finished runs, pending retries and pauses                   | [`MemoryStore`]          |              |
+//! | [`Clock`]         | wall-clock time and waiting for it                          | [`SystemClock`]          |              |
 
 use super::history::RunHistory;
 use super::pause::PauseWindow;

@@ -1,7 +1,10 @@
-//! Top-level sections this version parses and validates but does not act on
-//! yet: `state`, `cluster`, `dags`, `mcp`, `notify`, `push`, and the
-//! dictConfig-shaped `logging`. The loader refuses a config that turns one
-//! of the features on ("not supported yet") rather than ignoring it.
+//! The top-level sections besides `jobs`, `defaults`, `include` and `web`:
+//! `state`, `cluster`, `dags`, `mcp`, `notify`, `push`, and the
+//! dictConfig-shaped `logging`. Each is parsed against its full schema.
+//! `cluster` and `logging` are acted on in full; `state` serves cluster
+//! slots (the durable store is not built yet); the loader refuses a
+//! config that turns on a feature of the others that is not built ("not
+//! supported yet") rather than ignoring it.
 
 use super::report::Report;
 use super::values::{Command, SecretSource};
