@@ -710,7 +710,8 @@ fn lib_rs_lists_every_module_it_declares_in_rank_order() {
 #[test]
 fn the_architecture_page_ranks_every_module_as_the_test_does() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let page = std::fs::read_to_string(root.join("docs/architecture.md")).expect("docs/architecture.md");
+    let page =
+        std::fs::read_to_string(root.join("docs/architecture.md")).expect("docs/architecture.md");
     let mut expected = library_layers();
     expected.insert("main".to_owned(), rank("main").expect("main has a layer"));
     assert_eq!(
