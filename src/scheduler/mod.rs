@@ -11,6 +11,7 @@
 
 mod api;
 pub(crate) mod control;
+mod depends;
 pub mod failover;
 #[cfg(test)]
 mod failover_tests;
