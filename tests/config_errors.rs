@@ -661,3 +661,36 @@ fn schedule_lint_warns_without_failing() {
         &["job 'never': schedule '0 0 31 2 *': [never-fires]"],
     );
 }
+
+#[test]
+fn archive_output_warns_about_the_state_section_only_when_there_is_none() {
+    let job =
+        "jobs:\n  - name: kept\n    command: x\n    schedule: '@daily'\n    archiveOutput: true\n";
+    let without = write_tree(&[("c.yaml", job)]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], without.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_contains(
+        &run.stderr,
+        &["job 'kept': archiveOutput has no effect without a state section"],
+    );
+
+    // The state section in another file of the same directory config.
+    let with = write_tree(&[
+        ("conf.d/a.yaml", job),
+        ("conf.d/b.yaml", "state:\n  path: /var/lib/cronstable\n"),
+    ]);
+    let run = cronstable(&["-c", "conf.d", "-v"], with.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(
+        !run.stderr.contains("without a state section"),
+        "a state section is present: {}",
+        run.stderr
+    );
+    assert_contains(
+        &run.stderr,
+        &[
+            "job 'kept': archiveOutput is not supported yet by this version of cronstable (the \
+           state section is used for cluster slots only); this job's output is not archived",
+        ],
+    );
+}

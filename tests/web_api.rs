@@ -795,3 +795,66 @@ fn shutdown_with_the_all_scopes_token() {
         .log()
         .contains("shutdown requested via POST /shutdown (token 'authToken')"));
 }
+
+/// A job's `cronstable_job_runs_total` sample for `status` in `/metrics`.
+fn runs_total(port: u16, job: &str, status: &str) -> Option<f64> {
+    let prefix = format!("cronstable_job_runs_total{{job_name=\"{job}\",status=\"{status}\"}} ");
+    get(port, "/metrics")
+        .body
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+        .and_then(|v| v.parse().ok())
+}
+
+#[test]
+fn only_if_last_succeeded_holds_scheduled_fires_after_a_failure_without_a_state_section() {
+    // Fails its first run and would succeed from then on.
+    let jobs = r#"  - name: gated
+    command: "test -e '{dir}/ok' || { touch '{dir}/ok'; exit 1; }"
+    schedule:
+      second: "*"
+    onlyIfLastSucceeded: true
+"#;
+    let (d, port) = Daemon::start_with_web("", jobs);
+    let skip =
+        "Job gated skipped: onlyIfLastSucceeded and its last run is not recorded as a success";
+    d.wait_for_log(skip, 3, LONG);
+
+    // The held fires left no run behind: the failure is still the only
+    // run, and nothing was counted as a skipped (paused) slot.
+    let runs = get(port, "/jobs/gated/runs").json()["runs"].clone();
+    let runs = runs.as_array().expect("a runs array");
+    assert_eq!(runs.len(), 1, "{runs:?}\n{}", d.log());
+    assert_eq!(runs[0]["outcome"], "failure");
+    assert_eq!(runs[0]["trigger"], "schedule");
+    assert_eq!(runs_total(port, "gated", "failure"), Some(1.0));
+    assert_eq!(runs_total(port, "gated", "success"), Some(0.0));
+    assert_eq!(runs_total(port, "gated", "skipped"), Some(0.0));
+
+    // A manual start is the operator overriding the gate; its success
+    // reopens it, so scheduled fires run again.
+    assert_eq!(post(port, "/jobs/gated/start").status, 200);
+    let outcomes = |trigger: &str| -> usize {
+        get(port, "/jobs/gated/runs").json()["runs"]
+            .as_array()
+            .map(|r| {
+                r.iter()
+                    .filter(|run| run["trigger"] == trigger && run["outcome"] == "success")
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    wait_until(|| outcomes("manual") == 1, "the manual run");
+    wait_until(
+        || outcomes("schedule") >= 2,
+        "scheduled runs after the success",
+    );
+    let runs = get(port, "/jobs/gated/runs").json()["runs"].clone();
+    assert!(
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r.get("skip_reason").is_none()),
+        "{runs}"
+    );
+}

@@ -438,11 +438,6 @@ fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Wa
             ));
         }
     }
-    if spec.archive_output == Some(true) {
-        warnings.warnings.push(format!(
-            "job '{name}': archiveOutput has no effect without a state section"
-        ));
-    }
     let hooks = [
         spec.on_success.as_ref().and_then(|h| h.report.as_ref()),
         spec.on_failure.as_ref().and_then(|h| h.report.as_ref()),

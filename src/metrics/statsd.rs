@@ -59,12 +59,15 @@ impl StatsdTarget {
         format!("{}.start:1|g\n", self.prefix)
     }
 
-    /// The datagram sent when a run ends. The duration carries the `@0.1`
-    /// sample rate, as the runtime manual specifies.
+    /// The datagram sent when a run ends. The duration timer has no
+    /// sample-rate suffix: every run sends exactly one observation, and a
+    /// server that honours `@0.1` would count each run ten times (the
+    /// manual's Metrics with statsd page; the original dropped the flag in
+    /// 1.2.37).
     pub fn stop_message(&self, success: bool, duration_ms: u128) -> String {
         let p = &self.prefix;
         format!(
-            "{p}.stop:1|g\n{p}.success:{}|g\n{p}.duration:{duration_ms}|ms|@0.1\n",
+            "{p}.stop:1|g\n{p}.success:{}|g\n{p}.duration:{duration_ms}|ms\n",
             u8::from(success)
         )
     }
@@ -104,7 +107,11 @@ mod tests {
         assert_eq!(t.start_message(), "cron.backup.start:1|g\n");
         assert_eq!(
             t.stop_message(false, 1234),
-            "cron.backup.stop:1|g\ncron.backup.success:0|g\ncron.backup.duration:1234|ms|@0.1\n"
+            "cron.backup.stop:1|g\ncron.backup.success:0|g\ncron.backup.duration:1234|ms\n"
+        );
+        assert_eq!(
+            t.stop_message(true, 0),
+            "cron.backup.stop:1|g\ncron.backup.success:1|g\ncron.backup.duration:0|ms\n"
         );
     }
 
@@ -140,5 +147,12 @@ mod tests {
         let mut buf = [0u8; 512];
         let n = receiver.recv(&mut buf).unwrap();
         assert_eq!(&buf[..n], b"x.start:1|g\n");
+        t.send(&t.stop_message(true, 42));
+        let n = receiver.recv(&mut buf).unwrap();
+        assert_eq!(
+            &buf[..n],
+            b"x.stop:1|g\nx.success:1|g\nx.duration:42|ms\n",
+            "one datagram, no sample-rate suffix on the timer"
+        );
     }
 }

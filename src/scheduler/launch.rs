@@ -1,6 +1,6 @@
 //! The launch side of the scheduler: which jobs are due, and the gates a
-//! launch goes through (pause, leader gate, local concurrency policy,
-//! cluster slot) before a run starts.
+//! launch goes through (pause, leader gate, depends-on-past, local
+//! concurrency policy, cluster slot) before a run starts.
 
 use super::ports::{needs_slot, Admission, SlotClaim, SlotYield};
 use super::{lost_run, Event, RetryState, Scheduler};
@@ -93,7 +93,8 @@ impl Scheduler {
     }
 
     /// A scheduled fire: the leader gate decides whether this node runs
-    /// it at all; Forbid leaves the retry sequence alone; otherwise the
+    /// it at all; `onlyIfLastSucceeded` holds it back after a failure (see
+    /// `depends`); Forbid leaves the retry sequence alone; otherwise the
     /// job's retries restart from a fresh ladder.
     pub(super) fn launch_scheduled(&mut self, job: Arc<JobConfig>) {
         if self.stopping {
@@ -115,6 +116,9 @@ impl Scheduler {
                 "Job {}: not launched on this node (leader gate)",
                 job.name
             );
+            return;
+        }
+        if !self.depends_on_past_allows(&job) {
             return;
         }
         if job.concurrency_policy == ConcurrencyPolicy::Forbid && self.is_running(&job.name) {

@@ -12,6 +12,7 @@
 mod api;
 mod api_cache;
 pub(crate) mod control;
+mod depends;
 pub mod failover;
 #[cfg(test)]
 mod failover_tests;

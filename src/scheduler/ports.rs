@@ -15,6 +15,7 @@
 //! | [`RunStore`]      | finished runs, pending retries and pauses                   | [`MemoryStore`]          |              |
 //! | [`Clock`]         | wall-clock time and waiting for it                          | [`SystemClock`]          |              |
 
+pub use super::history::RealOutcome;
 use super::history::RunHistory;
 use super::pause::PauseWindow;
 use crate::config::model::{ClusterPolicy, ConcurrencyScope};
@@ -342,6 +343,10 @@ pub trait RunStore: Send {
     fn record_run(&mut self, run: RunRecord);
     /// A job's retained runs, newest first.
     fn runs_newest_first(&self, job: &str) -> Vec<&RunRecord>;
+    /// The job's newest success or failure by finish time, even when
+    /// skipped or cancelled rows have since pushed it out of the retained
+    /// runs (the `onlyIfLastSucceeded` gate reads it).
+    fn last_real_outcome(&self, job: &str) -> Option<RealOutcome>;
     /// Records a pause (replacing an older one).
     fn set_pause(&mut self, job: &str, window: PauseWindow);
     /// The job's recorded pause, lapsed or not.
@@ -373,6 +378,9 @@ impl RunStore for MemoryStore {
     }
     fn runs_newest_first(&self, job: &str) -> Vec<&RunRecord> {
         self.history.newest_first(job)
+    }
+    fn last_real_outcome(&self, job: &str) -> Option<RealOutcome> {
+        self.history.last_real_outcome(job)
     }
     fn set_pause(&mut self, job: &str, window: PauseWindow) {
         self.pauses.insert(job.to_owned(), window);
