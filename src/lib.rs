@@ -21,6 +21,8 @@
 //! - [`web`]: the HTTP API and dashboard.
 //! - [`kube`]: the `CronJobSet` custom resource, its generated CRD and its
 //!   conversion into config sources (the in-pod controller comes next).
+//! - [`daemon`]: the daemon wired up: the slot store and election backend
+//!   planned from the config and built, the job source opened, signals.
 //!
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.
@@ -29,6 +31,7 @@ pub mod cluster;
 pub(crate) mod compat;
 pub mod config;
 pub mod cronexpr;
+pub mod daemon;
 pub mod fingerprint;
 pub mod gossip;
 pub(crate) mod jinja;

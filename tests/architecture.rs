@@ -21,7 +21,7 @@
 //! | 5    | report, metrics                       | read finished runs (peers: they must not import each other) |
 //! | 6    | scheduler                             | the run loop over everything below                   |
 //! | 7    | web, source, kube, cluster            | edges: backends behind the scheduler's ports (peers) |
-//! | 8    | main                                  | the binary wires it all                              |
+//! | 8    | daemon, main                          | the daemon's wiring (plans and builds the edges) and the binary that parses flags and calls it |
 //!
 //! A new top-level module must be given a rank here; the test refuses a
 //! module it does not know.
@@ -52,6 +52,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("source", 7),
     ("kube", 7),
     ("cluster", 7),
+    ("daemon", 8),
     ("main", 8),
 ];
 

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use tokio::sync::watch as channel;
 
 /// The Kubernetes mode, connected and watching, before the scheduler
-/// exists: main builds the scheduler over `source`, `initial` and
+/// exists: the daemon builds the scheduler over `source`, `initial` and
 /// `reporter`, then starts `status` with the scheduler's control handle.
 pub struct KubeMode {
     /// The job source to hand the scheduler.

@@ -7,7 +7,7 @@
 //! Everything outside that core is reached through [`ports`]: where jobs
 //! come from, whether this node may launch, the cluster slot, where runs
 //! are recorded, and the clock. The scheduler reads no file and catches no
-//! signal; `main.rs` picks the implementations and owns shutdown.
+//! signal; `crate::daemon` picks the implementations and owns shutdown.
 
 mod api;
 pub(crate) mod control;
@@ -74,7 +74,7 @@ struct RetryState {
     timer: Option<AbortHandle>,
 }
 
-/// The implementations the scheduler runs against; `main.rs` picks them,
+/// The implementations the scheduler runs against; `crate::daemon` picks them,
 /// tests pass fakes.
 pub struct Ports {
     /// Where job sets come from.

@@ -4,7 +4,7 @@
 //! gates; everything it asks the outside world goes through one of these
 //! small traits. A new backend (the Kubernetes job source, a leadership
 //! backend, a shared state store) implements a port and is named in
-//! `main.rs`; the scheduler itself does not change.
+//! `crate::daemon`; the scheduler itself does not change.
 //!
 //! | Port          | Role                                                        | Today            |
 //! |---------------|-------------------------------------------------------------|------------------|

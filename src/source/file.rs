@@ -1,7 +1,7 @@
 //! The file source: a config file or directory on disk. It notices edits
 //! at every scheduler pass by comparing stamps (size and mtime of every
 //! file the last load read, plus a directory's listing), reloads at once
-//! when [`ReloadTrigger::trigger`] is pulled (main pulls it on SIGHUP),
+//! when [`ReloadTrigger::trigger`] is pulled (on SIGHUP),
 //! and applies the parts of a reload that are not jobs: the `logging`
 //! section, the `web` section (published on a watch channel the HTTP
 //! supervisor follows), the histogram buckets and the reload gauges. A
@@ -64,7 +64,7 @@ impl FileSource {
         (source, set)
     }
 
-    /// The handle that forces a reload (main wires it to SIGHUP).
+    /// The handle that forces a reload (the daemon wires it to SIGHUP).
     pub fn reload_trigger(&self) -> ReloadTrigger {
         self.reload.clone()
     }
