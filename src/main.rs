@@ -183,13 +183,15 @@ fn main() -> ExitCode {
     for note in &loaded.notes {
         tracing::info!(target: "cronstable::config", "{note}");
     }
-    // After the load warnings, which may explain why the section silences
-    // a logger (disable_existing_loggers).
-    logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
-
     // For the two one-shot modes below the process ends at once: freeing
     // every job's allocations one by one would only delay the exit (7 % of
     // `-v` on 10,000 jobs in a profile), so the config is left to the OS.
+    // They need only the `logging` section of the config's sections (the
+    // daemon puts them all in force at start); applied after the load
+    // warnings, which may explain why it silences a logger.
+    if cli.job_set_id || cli.validate_config {
+        logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
+    }
     if cli.job_set_id {
         println!("{}", fingerprint::job_set_id(&loaded.jobs));
         std::mem::forget(loaded);
@@ -199,16 +201,6 @@ fn main() -> ExitCode {
         tracing::info!(target: "cronstable", "Configuration is valid.");
         std::mem::forget(loaded);
         return ExitCode::SUCCESS;
-    }
-    // DEBUG: at INFO the start is announced by the job-set id line, as in
-    // the original.
-    if let Some(root) = &root {
-        tracing::debug!(
-            target: "cronstable",
-            "configuration loaded from {}: {} job(s)",
-            root.display(),
-            loaded.jobs.len()
-        );
     }
     cronstable::daemon::run(root, loaded, kube_options)
 }

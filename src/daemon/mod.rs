@@ -17,6 +17,7 @@ use crate::kube::KubeOptions;
 use crate::metrics::prometheus::Counters;
 use crate::platform;
 use crate::scheduler::ports;
+use crate::scheduler::sections::LiveSections;
 use crate::scheduler::shutdown::{self, ShutdownHandle, StopCause};
 use crate::scheduler::{Ports, Scheduler};
 use crate::source::ReloadTrigger;
@@ -30,12 +31,28 @@ use std::sync::{Arc, Mutex};
 /// supervisor over the `cluster` section, the cluster slot store the plan
 /// names, in-memory run history, and the web API on its own thread.
 /// `loaded` is the first load of `root` (empty without `-c` in
-/// Kubernetes mode).
+/// Kubernetes mode), its warnings already logged.
 pub fn run(
     root: Option<PathBuf>,
     loaded: config::LoadedConfig,
     kube: Option<KubeOptions>,
 ) -> ExitCode {
+    // The daemon's counters are made here, once, and handed to every part
+    // that records into them.
+    let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
+    let counters = Arc::new(Mutex::new(Counters::new(start_time, None)));
+    // First, so the `logging` section governs every later line.
+    let sections = LiveSections::start(&loaded.sections, Arc::clone(&counters), start_time);
+    // DEBUG: at INFO the start is announced by the job-set id line, as in
+    // the original.
+    if let Some(root) = &root {
+        tracing::debug!(
+            target: "cronstable",
+            "configuration loaded from {}: {} job(s)",
+            root.display(),
+            loaded.jobs.len()
+        );
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -56,9 +73,6 @@ pub fn run(
         );
     }
     let plan = plan::plan(&loaded.sections, platform::host_name(), kube.is_some());
-    let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
-    let buckets = config::web_buckets(loaded.sections.web.as_ref().map(|w| &w.value));
-    let counters = Arc::new(Mutex::new(Counters::new(start_time, buckets.as_deref())));
     runtime.block_on(async move {
         // Installed before the scheduler starts (and its @reboot jobs), so
         // no signal arrives while the default action would still kill us.
@@ -86,7 +100,7 @@ pub fn run(
             tracing::warn!(target: "cronstable", "cannot reap orphaned processes: {err}");
         }
         let (may_write_tx, may_write) = tokio::sync::watch::channel(true);
-        let sources = match sources::open(kube, root, loaded, &counters, may_write).await {
+        let sources = match sources::open(kube, root, loaded, sections, &counters, may_write).await {
             Ok(sources) => sources,
             Err(code) => return code,
         };

@@ -5,6 +5,7 @@ use crate::config::{self, ClusterConfig, WebConfig};
 use crate::kube::{KubeOptions, StatusWriter};
 use crate::report;
 use crate::scheduler::ports::{self, JobSource};
+use crate::scheduler::sections::LiveSections;
 use crate::source::{FileSource, ReloadTrigger};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -31,21 +32,26 @@ pub struct Sources {
     pub kube_client: super::build::SharedClient,
 }
 
-/// Opens the file source, or the Kubernetes source with `--kube`; the
+/// Opens the file source, or the Kubernetes source with `--kube`, over
+/// the first load (`loaded`, its sections in force: `sections`); the
 /// error is the exit code (the reason is logged).
 pub async fn open(
     kube: Option<KubeOptions>,
     root: Option<PathBuf>,
     loaded: config::LoadedConfig,
+    sections: LiveSections,
     counters: &ports::SharedCounters,
     may_write: watch::Receiver<bool>,
 ) -> Result<Sources, ExitCode> {
+    let web_config = sections.web();
+    let cluster_config = sections.cluster();
     match (kube, root) {
         (Some(options), root) => {
             let mode = crate::kube::start(
                 &options,
                 root,
                 loaded,
+                sections,
                 Arc::clone(counters),
                 report::default_reporter(),
                 may_write,
@@ -56,8 +62,8 @@ pub async fn open(
                 ExitCode::from(1)
             })?;
             Ok(Sources {
-                web_config: mode.source.web_config(),
-                cluster_config: mode.source.cluster_config(),
+                web_config,
+                cluster_config,
                 source: Box::new(mode.source),
                 initial: mode.initial,
                 reporter: mode.reporter,
@@ -67,10 +73,10 @@ pub async fn open(
             })
         }
         (None, Some(root)) => {
-            let (source, initial) = FileSource::open(root, loaded, Arc::clone(counters));
+            let (source, initial) = FileSource::open(root, loaded, sections);
             Ok(Sources {
-                web_config: source.web_config(),
-                cluster_config: source.cluster_config(),
+                web_config,
+                cluster_config,
                 reload: Some(source.reload_trigger()),
                 source: Box::new(source),
                 initial,

@@ -25,6 +25,7 @@ use crate::metrics::kube::KubeStats;
 use crate::report::Reporter;
 use crate::scheduler::control::ControlHandle;
 use crate::scheduler::ports::{self, JobSet, SharedCounters};
+use crate::scheduler::sections::LiveSections;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch as channel;
@@ -58,12 +59,14 @@ pub struct StatusWriter {
 
 /// Connects (without waiting for the API server), starts the watches and
 /// the event recorder, and builds the source. `loaded` is the first load
-/// of `root` (empty without `-c`); `may_write` says when this scheduler
-/// writes status and Events (the leader's, or always without a cluster).
+/// of `root` (empty without `-c`), its sections in force (`sections`);
+/// `may_write` says when this scheduler writes status and Events (the
+/// leader's, or always without a cluster).
 pub async fn start(
     options: &KubeOptions,
     root: Option<PathBuf>,
     loaded: LoadedConfig,
+    sections: LiveSections,
     counters: SharedCounters,
     reporter: Arc<dyn Reporter>,
     may_write: channel::Receiver<bool>,
@@ -105,6 +108,7 @@ pub async fn start(
         options.configmap.clone(),
         changes,
         counters,
+        sections,
         sink.clone(),
     );
     let reporter: Arc<dyn Reporter> = Arc::new(events::EventingReporter::new(

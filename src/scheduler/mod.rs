@@ -21,6 +21,7 @@ mod next_fire;
 pub(crate) mod pause;
 pub mod ports;
 pub(crate) mod retry;
+pub mod sections;
 pub mod shutdown;
 #[cfg(test)]
 mod tests;
