@@ -7,6 +7,7 @@
 //! ([`plan`], pure and tested combination by combination); [`build`]
 //! opens what a plan names; [`sources`] opens the job source.
 
+pub mod args;
 pub mod build;
 pub mod plan;
 pub mod sources;
