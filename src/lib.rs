@@ -21,8 +21,9 @@
 //! - [`web`]: the HTTP API and dashboard.
 //! - [`kube`]: the `CronJobSet` custom resource, its generated CRD and its
 //!   conversion into config sources (the in-pod controller comes next).
-//! - [`daemon`]: the daemon wired up: the slot store and election backend
-//!   planned from the config and built, the job source opened, signals.
+//! - [`daemon`]: the daemon's command line and its wiring: the slot store
+//!   and election backend planned from the config and built, the job
+//!   source opened, signals, shutdown.
 //!
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.
