@@ -1,7 +1,8 @@
 //! The daemon wired up: the implementations of the scheduler's ports
 //! picked and connected, signals caught once for the whole process, the
 //! API thread started, and the order of shutdown. `main.rs` parses the
-//! command line and loads the config; everything after that is here.
+//! command line (with [`args`]) and loads the config; everything after
+//! that is here.
 //!
 //! The choice of slot store and election backend is a value
 //! ([`plan`], pure and tested combination by combination); [`build`]

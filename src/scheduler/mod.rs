@@ -2,7 +2,7 @@
 //! the retry ladders and the launch gates. It wakes at each boundary, asks
 //! its job source for a new set, launches due jobs through one set of
 //! gates, collects finished runs, drives retries and reports, and drains
-//! when main asks it to stop.
+//! when the daemon asks it to stop.
 //!
 //! Everything outside that core is reached through [`ports`]: where jobs
 //! come from, whether this node may launch, the cluster slot, where runs
@@ -299,7 +299,7 @@ impl Scheduler {
         }
     }
 
-    /// Runs until a stop request arrives on `stop` (a signal main caught,
+    /// Runs until a stop request arrives on `stop` (a signal the daemon caught,
     /// or [`ShutdownHandle::trigger`]), then drains running jobs. Further
     /// requests during the drain change nothing but a log line.
     pub async fn run(mut self, mut stop: ShutdownRequests) {
