@@ -28,6 +28,9 @@
 //!   Kubernetes mode: watches, the Kubernetes job source, status and Events.
 //! - [`cluster`]: the leadership backends (Kubernetes Lease, etcd, lease
 //!   file, gossip), cluster slots and records, behind the leader gate.
+//! - [`daemon`]: the daemon's command line and its wiring: the slot store
+//!   and election backend planned from the config and built, the job
+//!   source opened, signals, shutdown.
 //!
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.
@@ -36,6 +39,7 @@ pub mod cluster;
 pub(crate) mod compat;
 pub mod config;
 pub mod cronexpr;
+pub mod daemon;
 pub mod fingerprint;
 pub mod gossip;
 pub(crate) mod jinja;

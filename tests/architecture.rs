@@ -22,7 +22,7 @@
 //! | 6    | report, metrics                       | read finished runs and published state (peers: they must not import each other) |
 //! | 7    | scheduler                             | the run loop over everything below                   |
 //! | 8    | web, source, kube, cluster            | edges: backends behind the scheduler's ports (peers) |
-//! | 9    | main                                  | the binary wires it all                              |
+//! | 9    | daemon, main                          | the daemon's wiring (plans and builds the edges) and the binary that parses flags and calls it |
 //!
 //! A new top-level module must be given a rank here; the test refuses a
 //! module it does not know.
@@ -54,6 +54,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("source", 8),
     ("kube", 8),
     ("cluster", 8),
+    ("daemon", 9),
     ("main", 9),
 ];
 

@@ -122,22 +122,71 @@ fn load_warnings_are_logged_and_do_not_fail() {
     );
 }
 
+/// The path the daemon reads when `-c` is not given (the original's
+/// `DEFAULT_CONFIG_PATH` on POSIX).
+const DEFAULT_CONFIG: &str = "/etc/cronstable.d";
+
+/// The CLI Reference's message when a config is asked for at the missing
+/// default location ("Default-path special case").
+const NOT_FOUND: &str = "cronstable error: configuration file not found at the default \
+     location (/etc/cronstable.d). Run `cronstable init` to create a starter configuration \
+     there, or point -c/--config at an existing file or directory.";
+
+/// The full help, as `--help` prints it.
+fn help() -> String {
+    let dir = write_tree(&[]);
+    let run = cronstable(&["--help"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    run.stdout
+}
+
+#[test]
+fn help_names_the_default_config_path_the_daemon_reads() {
+    let help = help();
+    // Compared with the line breaks of the layout taken out.
+    let words = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains(&format!(
+            "-c, --config <FILE-OR-DIR> Configuration file, or a directory of *.yaml/*.yml \
+             files and crontabs [default: {DEFAULT_CONFIG}; none with --kube]"
+        )),
+        "{help}"
+    );
+    assert!(!help.contains("cronstable.yaml"), "{help}");
+}
+
 #[test]
 fn missing_default_config_location_is_explained() {
+    // The default location cannot be moved for a test (and a test does
+    // not create /etc paths): where it exists, only check that the
+    // daemon does not claim it is missing.
     let dir = write_tree(&[]);
-    let run = cronstable(&["-v"], dir.path());
-    if std::path::Path::new("/etc/cronstable.d").exists() {
-        assert!(!run
-            .stderr
-            .contains("no configuration at the default location"));
-    } else {
-        assert_eq!(run.code, Some(1));
+    if std::path::Path::new(DEFAULT_CONFIG).exists() {
+        let run = cronstable(&["-v"], dir.path());
         assert!(
-            run.stderr
-                .contains("no configuration at the default location (/etc/cronstable.d)"),
+            !run.stderr.contains("at the default location"),
             "{}",
             run.stderr
         );
+        return;
+    }
+    let help = help();
+    // Every request for a config that is not there: the message and the
+    // help on stderr, exit 1, nothing on stdout.
+    for args in [
+        // A bare `cronstable` too: the manual's special case fires
+        // whether -c was left out or names the default.
+        &[][..],
+        &["-v"],
+        &["--job-set-id"],
+        &["-l", "INFO"],
+        &["-c", DEFAULT_CONFIG],
+        &["-c", DEFAULT_CONFIG, "-v"],
+    ] {
+        let run = cronstable(args, dir.path());
+        assert_eq!(run.code, Some(1), "{args:?}: {}", run.stderr);
+        assert_eq!(run.stderr, format!("{NOT_FOUND}\n{help}"), "{args:?}");
+        assert!(run.stdout.is_empty(), "{args:?}: {}", run.stdout);
     }
 }
 

@@ -94,7 +94,7 @@ fn a_forbid_cluster_job_never_overlaps_across_two_nodes() {
     // The state section's start advisory.
     assert!(
         a.log()
-            .contains("run history, pending retries and pauses are kept in memory only"),
+            .contains("run history, pending retries, pauses and the onlyIfLastSucceeded gate are kept in memory only"),
         "{}",
         a.log()
     );

@@ -819,6 +819,15 @@ fn only_if_last_succeeded_holds_scheduled_fires_after_a_failure_without_a_state_
     let skip =
         "Job gated skipped: onlyIfLastSucceeded and its last run is not recorded as a success";
     d.wait_for_log(skip, 3, LONG);
+    // At start, the original's note that the gate has memory only.
+    assert!(
+        d.log().contains(
+            "onlyIfLastSucceeded is set on 1 job(s) with no `state` backend: the gate works \
+             from in-memory history only and resets on restart"
+        ),
+        "{}",
+        d.log()
+    );
 
     // The held fires left no run behind: the failure is still the only
     // run, and nothing was counted as a skipped (paused) slot.

@@ -19,7 +19,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-/// Builds a backend for resolved settings. main supplies it: it owns the
+/// Builds a backend for resolved settings. The daemon supplies it: it owns the
 /// Kubernetes client the Lease backend shares with the Kubernetes mode.
 pub type BackendFactory = Box<
     dyn Fn(ClusterSettings) -> BoxFuture<'static, Result<Box<dyn Backend>, String>> + Send + Sync,

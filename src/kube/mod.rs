@@ -26,14 +26,15 @@ pub use options::{KubeOptions, SetScope};
 use crate::config::LoadedConfig;
 use crate::report::Reporter;
 use crate::scheduler::control::ControlHandle;
-use crate::scheduler::ports::{JobSet, SharedCounters};
+use crate::scheduler::ports::JobSet;
+use crate::scheduler::sections::LiveSections;
 use crate::status::kube::{KubeScope, KubeWatch, StatusWrites};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::watch as channel;
 
 /// The Kubernetes mode, connected and watching, before the scheduler
-/// exists: main builds the scheduler over `source`, `initial` and
+/// exists: the daemon builds the scheduler over `source`, `initial` and
 /// `reporter`, then starts `status` with the scheduler's control handle.
 pub struct KubeMode {
     /// The job source to hand the scheduler.
@@ -65,13 +66,14 @@ pub struct StatusWriter {
 
 /// Connects (without waiting for the API server), starts the watches and
 /// the event recorder, and builds the source. `loaded` is the first load
-/// of `root` (empty without `-c`); `may_write` says when this scheduler
-/// writes status and Events (the leader's, or always without a cluster).
+/// of `root` (empty without `-c`), its sections in force (`sections`);
+/// `may_write` says when this scheduler writes status and Events (the
+/// leader's, or always without a cluster).
 pub async fn start(
     options: &KubeOptions,
     root: Option<PathBuf>,
     loaded: LoadedConfig,
-    counters: SharedCounters,
+    sections: LiveSections,
     reporter: Arc<dyn Reporter>,
     may_write: channel::Receiver<bool>,
 ) -> Result<KubeMode, client::ClientError> {
@@ -109,7 +111,7 @@ pub async fn start(
         namespace,
         options.configmap.clone(),
         changes,
-        counters,
+        sections,
         source::SourceOutputs {
             set_counts: publishers.sets,
             events: sink.clone(),

@@ -1,5 +1,5 @@
 //! What `--kube` and its companion flags ask for, parsed without touching
-//! the network: main fills [`KubeOptions`] from the command line (or the
+//! the network: `crate::daemon::args` fills [`KubeOptions`] from the command line (or the
 //! `CRONSTABLE_*` variables) and [`crate::kube::client`] resolves it.
 
 use std::fmt;

@@ -19,12 +19,11 @@ use super::crd::{Condition, CronJobSet, CronJobSetSpec};
 use super::events::{EventRequest, EventSink};
 use super::sets::{SetKey, SetReport, SetReports};
 use super::watch::{Arrived, Change};
-use crate::config::model::{ClusterConfig, WebConfig};
 use crate::config::sections::Sections;
 use crate::config::stamp::ConfigStamp;
-use crate::config::web_buckets;
 use crate::config::{self, JobConfig, LoadedConfig, Source, SourceKind};
-use crate::scheduler::ports::{self, JobSet, JobSource, SharedCounters};
+use crate::scheduler::ports::{JobSet, JobSource};
+use crate::scheduler::sections::LiveSections;
 use crate::status::kube::SetCounts;
 use chrono::Utc;
 use futures_util::future::BoxFuture;
@@ -91,11 +90,9 @@ pub struct KubeSource {
     pending_since: Option<Instant>,
     last_id: String,
     last_suspended: HashSet<String>,
-    counters: SharedCounters,
     /// The sets taken, published (written here only).
     set_counts: watch::Sender<SetCounts>,
-    web_tx: watch::Sender<Option<WebConfig>>,
-    cluster_tx: watch::Sender<Option<ClusterConfig>>,
+    sections: LiveSections,
     reports_tx: watch::Sender<Arc<SetReports>>,
     events: EventSink,
 }
@@ -111,24 +108,21 @@ pub struct SourceOutputs {
 
 impl KubeSource {
     /// A source over the optional `-c` path (whose first load the caller
-    /// did) and the watch task's `changes`; returns the initial job set
-    /// (the files' jobs: the cluster's arrive when the watches list).
+    /// did, and put in force: `sections`) and the watch task's `changes`;
+    /// returns the initial job set (the files' jobs: the cluster's arrive
+    /// when the watches list).
     pub fn open(
         root: Option<PathBuf>,
         loaded: LoadedConfig,
         namespace: String,
         configmap_name: Option<String>,
         changes: mpsc::UnboundedReceiver<Arrived>,
-        counters: SharedCounters,
+        sections: LiveSections,
         outputs: SourceOutputs,
     ) -> (Self, JobSet) {
         let stamp = root
             .as_ref()
             .map(|root| ConfigStamp::take(root, &loaded.files));
-        let web = loaded.sections.web.as_ref().map(|w| w.value.clone());
-        let (web_tx, _) = watch::channel(web);
-        let (cluster_tx, _) =
-            watch::channel(loaded.sections.cluster.as_ref().map(|c| c.value.clone()));
         let (reports_tx, _) = watch::channel(Arc::new(SetReports::new()));
         let digests = crate::fingerprint::job_digests(&loaded.jobs);
         let jobs = config::shared_without_specs(loaded.jobs);
@@ -162,26 +156,12 @@ impl KubeSource {
             changes,
             pending_since: None,
             last_suspended: HashSet::new(),
-            counters,
             set_counts: outputs.set_counts,
-            web_tx,
-            cluster_tx,
+            sections,
             reports_tx,
             events: outputs.events,
         };
         (source, initial)
-    }
-
-    /// The `web` section of the running config (from the files or the
-    /// ConfigMap).
-    pub fn web_config(&self) -> watch::Receiver<Option<WebConfig>> {
-        self.web_tx.subscribe()
-    }
-
-    /// The `cluster` section of the running config (from the files or the
-    /// ConfigMap).
-    pub fn cluster_config(&self) -> watch::Receiver<Option<ClusterConfig>> {
-        self.cluster_tx.subscribe()
     }
 
     /// Every selected set's report, updated whenever a set is (re)checked.
@@ -308,24 +288,7 @@ impl KubeSource {
                 for warning in &loaded.warnings {
                     tracing::warn!(target: "cronstable::config", "{warning}");
                 }
-                crate::logging::apply_section(loaded.sections.logging.as_ref().map(|l| &l.value));
-                let web = loaded.sections.web.as_ref().map(|w| w.value.clone());
-                ports::with_counters(&self.counters, |c| {
-                    c.set_buckets(web_buckets(web.as_ref()).as_deref());
-                    c.last_reload_ok = Some(true);
-                    c.last_reload_success = Some(Utc::now().timestamp_micros() as f64 / 1e6);
-                });
-                self.web_tx.send_if_modified(|current| {
-                    let changed = *current != web;
-                    *current = web;
-                    changed
-                });
-                let cluster = loaded.sections.cluster.as_ref().map(|c| c.value.clone());
-                self.cluster_tx.send_if_modified(|current| {
-                    let changed = *current != cluster;
-                    *current = cluster;
-                    changed
-                });
+                self.sections.apply(&loaded.sections);
                 self.base = Base {
                     digests: crate::fingerprint::job_digests(&loaded.jobs),
                     jobs: config::shared_without_specs(loaded.jobs),
@@ -334,7 +297,7 @@ impl KubeSource {
                 };
             }
             Err(err) => {
-                ports::with_counters(&self.counters, |c| c.last_reload_ok = Some(false));
+                self.sections.failed();
                 tracing::error!(
                     target: "cronstable::scheduler",
                     "Error in configuration file(s), so not updating any of the config.:\n{err}"
@@ -637,8 +600,10 @@ mod tests {
             include_dir: None,
         }])
         .expect("the file part loads");
-        let counters: SharedCounters = Arc::new(Mutex::new(Counters::new(0.0, None)));
+        let counters: crate::scheduler::ports::SharedCounters =
+            Arc::new(Mutex::new(Counters::new(0.0, None)));
         let (counts_tx, set_counts) = watch::channel(SetCounts::default());
+        let sections = LiveSections::start(&loaded.sections, Arc::clone(&counters), 0.0);
         let (tx, rx) = mpsc::unbounded_channel();
         let (sink, events) = mpsc::unbounded_channel();
         let (source, _) = KubeSource::open(
@@ -647,7 +612,7 @@ mod tests {
             "ops".into(),
             configmap.map(str::to_owned),
             rx,
-            counters,
+            sections,
             SourceOutputs {
                 set_counts: counts_tx,
                 events: sink,

@@ -2,12 +2,12 @@
 //! the retry ladders and the launch gates. It wakes at each boundary, asks
 //! its job source for a new set, launches due jobs through one set of
 //! gates, collects finished runs, drives retries and reports, and drains
-//! when main asks it to stop.
+//! when the daemon asks it to stop.
 //!
 //! Everything outside that core is reached through [`ports`]: where jobs
 //! come from, whether this node may launch, the cluster slot, where runs
 //! are recorded, and the clock. The scheduler reads no file and catches no
-//! signal; `main.rs` picks the implementations and owns shutdown.
+//! signal; `crate::daemon` picks the implementations and owns shutdown.
 
 mod api;
 mod api_cache;
@@ -23,6 +23,7 @@ mod next_fire;
 pub(crate) mod pause;
 pub mod ports;
 pub(crate) mod retry;
+pub mod sections;
 pub mod shutdown;
 #[cfg(test)]
 mod tests;
@@ -76,7 +77,7 @@ struct RetryState {
     timer: Option<AbortHandle>,
 }
 
-/// The implementations the scheduler runs against; `main.rs` picks them,
+/// The implementations the scheduler runs against; `crate::daemon` picks them,
 /// tests pass fakes.
 pub struct Ports {
     /// Where job sets come from.
@@ -275,7 +276,7 @@ impl Scheduler {
         }
     }
 
-    /// Runs until a stop request arrives on `stop` (a signal main caught,
+    /// Runs until a stop request arrives on `stop` (a signal the daemon caught,
     /// or [`ShutdownHandle::trigger`]), then drains running jobs. Further
     /// requests during the drain change nothing but a log line.
     pub async fn run(mut self, mut stop: ShutdownRequests) {

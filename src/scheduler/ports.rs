@@ -2,9 +2,10 @@
 //!
 //! The scheduler owns the job table, the running instances and the launch
 //! gates; everything it asks the outside world goes through one of these
-//! small traits. A new backend implements a port and is named where the
-//! binary picks the implementations; see docs/architecture.md for the
-//! few times a new kind of backend made a port grow.
+//! small traits. A new backend implements a port and is named in
+//! `crate::daemon`, where the implementations are picked; see
+//! docs/architecture.md for the few times a new kind of backend made a
+//! port grow.
 //!
 //! | Port              | Role                                                        | Here                     | At the edges |
 //! |-------------------|-------------------------------------------------------------|--------------------------|--------------|

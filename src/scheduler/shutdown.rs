@@ -1,4 +1,4 @@
-//! The shutdown token: whoever catches a stop request (main's signal task,
+//! The shutdown token: whoever catches a stop request (the daemon's signal task,
 //! the HTTP `POST /shutdown` route) sends it here; the scheduler only
 //! receives. Signals are never caught inside the scheduler.
 

@@ -1,0 +1,281 @@
+//! The daemon's command line: its flags, the checks between them, and
+//! where the config comes from when `-c` is not given. `main.rs` parses
+//! with [`parse`] and acts on the answers.
+
+use crate::kube::{KubeOptions, SetScope};
+use crate::logging::LogFormat;
+use crate::platform;
+use clap::{CommandFactory, FromArgMatches, Parser};
+use std::path::{Path, PathBuf};
+
+/// A fast cron daemon, drop-in compatible with the Python cronstable.
+#[derive(Parser, Debug)]
+#[command(name = "cronstable", disable_version_flag = true)]
+pub struct Cli {
+    /// Configuration file, or a directory of *.yaml/*.yml files and crontabs
+    /// (the default is set in [`command`], from the platform's path).
+    #[arg(
+        short = 'c',
+        long = "config",
+        value_name = "FILE-OR-DIR",
+        env = "CRONSTABLE_CONFIG"
+    )]
+    pub config: Option<PathBuf>,
+
+    /// Kubernetes mode: also take jobs from CronJobSets and a ConfigMap.
+    #[arg(long = "kube", env = "CRONSTABLE_KUBE")]
+    pub kube: bool,
+
+    /// With --kube: the kubeconfig to use [default: the pod's service
+    /// account, else $KUBECONFIG or ~/.kube/config].
+    #[arg(
+        long = "kubeconfig",
+        value_name = "PATH",
+        env = "CRONSTABLE_KUBECONFIG"
+    )]
+    pub kubeconfig: Option<PathBuf>,
+
+    /// With --kube: the namespace of the ConfigMap and of the CronJobSets
+    /// taken [default: the pod's, else the kubeconfig context's, else default].
+    #[arg(long = "namespace", value_name = "NS", env = "CRONSTABLE_NAMESPACE")]
+    pub namespace: Option<String>,
+
+    /// With --kube: a ConfigMap whose *.yaml/*.yml keys are config files and
+    /// whose *.crontab/*.cron/crontab keys are crontabs.
+    #[arg(long = "configmap", value_name = "NAME", env = "CRONSTABLE_CONFIGMAP")]
+    pub configmap: Option<String>,
+
+    /// With --kube: which CronJobSets to take: namespace, all or none.
+    #[arg(
+        long = "cronjobsets",
+        value_name = "SCOPE",
+        env = "CRONSTABLE_CRONJOBSETS",
+        default_value = "namespace"
+    )]
+    pub cronjobsets: String,
+
+    /// With --kube: take only the CronJobSets matching this label selector.
+    #[arg(long = "selector", value_name = "LABELS", env = "CRONSTABLE_SELECTOR")]
+    pub selector: Option<String>,
+
+    /// Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case).
+    #[arg(
+        short = 'l',
+        long = "log-level",
+        value_name = "LEVEL",
+        default_value = "INFO",
+        env = "CRONSTABLE_LOG_LEVEL"
+    )]
+    pub log_level: String,
+
+    /// Format of log lines until a `logging:` section says otherwise:
+    /// basic (LEVEL:logger:message, the original's), text (timestamped)
+    /// or json.
+    #[arg(long = "log-format", value_enum, default_value = "basic")]
+    pub log_format: FormatArg,
+
+    /// Load and validate the configuration, then exit (0 valid, 1 invalid).
+    #[arg(short = 'v', long = "validate-config")]
+    pub validate_config: bool,
+
+    /// Print the job-set id of the configuration and exit.
+    #[arg(long = "job-set-id")]
+    pub job_set_id: bool,
+
+    /// Print the version and exit.
+    #[arg(long = "version")]
+    pub version: bool,
+
+    /// A one-shot command instead of the daemon.
+    #[command(subcommand)]
+    pub command: Option<Subcommand>,
+}
+
+/// One-shot commands that print something and exit.
+#[derive(clap::Subcommand, Debug)]
+pub enum Subcommand {
+    /// Print the CronJobSet CustomResourceDefinition (YAML) and exit.
+    Crd,
+}
+
+/// `--log-format`: one variant a [`LogFormat`], described in the flag's
+/// help. The variants carry no doc comments on purpose: clap would show
+/// them as per-value help and switch `--help` to its long layout.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+#[allow(missing_docs)]
+pub enum FormatArg {
+    Basic,
+    Text,
+    Json,
+}
+
+impl From<FormatArg> for LogFormat {
+    fn from(arg: FormatArg) -> LogFormat {
+        match arg {
+            FormatArg::Basic => LogFormat::Basic,
+            FormatArg::Text => LogFormat::Text,
+            FormatArg::Json => LogFormat::Json,
+        }
+    }
+}
+
+/// The command, its `-c` help naming the path the daemon really reads
+/// when `-c` is not given (written from the constant, so the two cannot
+/// drift apart).
+pub fn command() -> clap::Command {
+    Cli::command().mut_arg("config", |arg| {
+        arg.help(format!(
+            "Configuration file, or a directory of *.yaml/*.yml files and crontabs \
+             [default: {}; none with --kube]",
+            platform::DEFAULT_CONFIG_PATH
+        ))
+    })
+}
+
+/// Parses the process's arguments; a usage error exits 2 with clap's
+/// message, `--help` prints [`command`]'s help and exits 0.
+pub fn parse() -> Cli {
+    let matches = command().get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+}
+
+/// The full help, as `--help` prints it.
+pub fn help() -> String {
+    command().render_help().to_string()
+}
+
+impl Cli {
+    /// The Kubernetes options, checked; None without `--kube` (and then
+    /// the companion flags are refused, not ignored).
+    pub fn kube_options(&self) -> Result<Option<KubeOptions>, String> {
+        let scope = SetScope::parse(&self.cronjobsets)?;
+        if !self.kube {
+            let stray = [
+                (self.kubeconfig.is_some(), "--kubeconfig"),
+                (self.namespace.is_some(), "--namespace"),
+                (self.configmap.is_some(), "--configmap"),
+                (self.selector.is_some(), "--selector"),
+                (scope != SetScope::Namespace, "--cronjobsets"),
+            ];
+            if let Some((_, flag)) = stray.iter().find(|(given, _)| *given) {
+                return Err(format!("{flag} needs --kube"));
+            }
+            return Ok(None);
+        }
+        if let Some(selector) = &self.selector {
+            crate::kube::options::check_selector(selector)?;
+        }
+        Ok(Some(KubeOptions {
+            kubeconfig: self.kubeconfig.clone(),
+            namespace: self.namespace.clone(),
+            configmap: self.configmap.clone(),
+            scope,
+            selector: self.selector.clone(),
+        }))
+    }
+}
+
+/// Where the config comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigRoot {
+    /// This file or directory (`-c`, or the default location).
+    Path(PathBuf),
+    /// No files: `--kube` without `-c`.
+    None,
+    /// The default location was asked for (by `-c` naming it, or by
+    /// leaving `-c` out) and is missing.
+    MissingDefault,
+}
+
+/// Resolves the config's location. `default` is the platform's default
+/// path and `default_exists` whether it is there. Pure, so every case is
+/// testable without touching the real default location.
+pub fn config_root(
+    given: Option<&Path>,
+    kube: bool,
+    default: &Path,
+    default_exists: bool,
+) -> ConfigRoot {
+    let path = match (given, kube) {
+        (Some(path), _) => path,
+        (None, true) => return ConfigRoot::None,
+        (None, false) => default,
+    };
+    if path == default && !default_exists {
+        return ConfigRoot::MissingDefault;
+    }
+    ConfigRoot::Path(path.to_owned())
+}
+
+/// What a missing default location prints on stderr before the exit
+/// with 1: the CLI Reference's message ("Default-path special case",
+/// whether `-c` was left out or names the default), then the help.
+pub fn missing_default_text() -> String {
+    format!(
+        "cronstable error: configuration file not found at the default location ({}). Run \
+         `cronstable init` to create a starter configuration there, or point -c/--config at an \
+         existing file or directory.\n{}",
+        platform::DEFAULT_CONFIG_PATH,
+        help()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_names_the_default_path_the_daemon_reads() {
+        let help = help();
+        assert!(
+            help.contains(&format!("[default: {}", platform::DEFAULT_CONFIG_PATH)),
+            "{help}"
+        );
+        assert!(!help.contains("cronstable.yaml"), "{help}");
+    }
+
+    #[test]
+    fn config_root_covers_every_case() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let default = dir.path().join("cronstable.d");
+        let other = dir.path().join("other.yaml");
+        // -c given: taken as is, whether or not it exists (the load says
+        // what is wrong with it).
+        assert_eq!(
+            config_root(Some(&other), false, &default, false),
+            ConfigRoot::Path(other.clone())
+        );
+        assert_eq!(
+            config_root(Some(&other), true, &default, false),
+            ConfigRoot::Path(other.clone())
+        );
+        // --kube without -c: no files.
+        assert_eq!(config_root(None, true, &default, false), ConfigRoot::None);
+        // The default, present.
+        assert_eq!(
+            config_root(None, false, &default, true),
+            ConfigRoot::Path(default.clone())
+        );
+        // The default, missing: left out or named, the same request.
+        assert_eq!(
+            config_root(None, false, &default, false),
+            ConfigRoot::MissingDefault
+        );
+        assert_eq!(
+            config_root(Some(&default), false, &default, false),
+            ConfigRoot::MissingDefault
+        );
+    }
+
+    #[test]
+    fn missing_default_says_where_and_how() {
+        let text = missing_default_text();
+        assert!(text.starts_with(&format!(
+            "cronstable error: configuration file not found at the default location ({}). Run \
+             `cronstable init` to create a starter configuration there, or point -c/--config at \
+             an existing file or directory.\n",
+            platform::DEFAULT_CONFIG_PATH
+        )));
+        assert!(text.ends_with(&help()));
+    }
+}

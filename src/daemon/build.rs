@@ -1,0 +1,120 @@
+//! A plan made real: the slot store and the election backends, connected
+//! the way [`super::plan`] decided. Thin on purpose: every choice is the
+//! plan's; this only opens what it names.
+
+use super::plan::{self, LeaseClient, LeasePlan, SlotStorePlan};
+use crate::cluster;
+use crate::config::cluster::{ClusterSettings, KubernetesSettings};
+use crate::kube::KubeOptions;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The Kubernetes mode's client and its namespace, when `--kube` runs.
+pub type SharedClient = Option<(kube::Client, String)>;
+
+/// The client and namespace of the Lease backend's objects (the election
+/// Lease and the slot Leases): the shared client when the plan says so,
+/// else one built from the section's kubeconfig / apiServer (or the pod's
+/// service account); the section's `leaseNamespace` wins over the
+/// client's namespace.
+async fn lease_client(
+    client: LeaseClient,
+    shared: SharedClient,
+    lease: &KubernetesSettings,
+) -> Result<(kube::Client, String), String> {
+    let shared = match client {
+        LeaseClient::Shared => shared,
+        LeaseClient::Own => None,
+    };
+    let (client, namespace) = match shared {
+        Some(shared) => shared,
+        None => {
+            let options = KubeOptions {
+                kubeconfig: lease.kubeconfig.as_ref().map(PathBuf::from),
+                namespace: lease.lease_namespace.clone(),
+                ..KubeOptions::default()
+            };
+            let connection = crate::kube::client::connect_to(&options, lease.api_server.as_deref())
+                .await
+                .map_err(|e| e.to_string())?;
+            (connection.client, connection.namespace)
+        }
+    };
+    let namespace = lease.lease_namespace.clone().unwrap_or(namespace);
+    Ok((client, namespace))
+}
+
+/// The slot store of a plan. The Lease and etcd stores connect on first
+/// use, so a store that is down at start only makes claims unavailable
+/// (`onStoreUnavailable`).
+pub fn slot_store(plan: SlotStorePlan, shared: SharedClient) -> Arc<dyn cluster::slots::SlotStore> {
+    match plan {
+        SlotStorePlan::Directory {
+            path,
+            deployment_id,
+        } => Arc::new(cluster::slots::fs::FsSlotStore::new(&path, &deployment_id)),
+        SlotStorePlan::Leases { lease, client } => {
+            let lease_name = lease.lease_name.clone();
+            let source: cluster::slots::kube::LeaseApiSource = Arc::new(move || {
+                let lease = lease.clone();
+                let shared = shared.clone();
+                Box::pin(async move {
+                    let (client, namespace) = lease_client(client, shared, &lease).await?;
+                    Ok(kube::Api::namespaced(client, &namespace))
+                })
+            });
+            Arc::new(cluster::slots::kube::KubeSlotStore::new(
+                &lease_name,
+                source,
+            ))
+        }
+        SlotStorePlan::Etcd { etcd, timeout } => {
+            let election_name = etcd.election_name.clone();
+            let source: cluster::slots::etcd::EtcdClientSource = Arc::new(move || {
+                let etcd = etcd.clone();
+                Box::pin(async move {
+                    // The node name is the election's business; the slot
+                    // store only borrows the client.
+                    cluster::etcd::EtcdLease::connect(&etcd, String::new(), timeout).await
+                })
+            });
+            Arc::new(cluster::slots::etcd::EtcdSlotStore::new(
+                &election_name,
+                source,
+            ))
+        }
+    }
+}
+
+/// How a `cluster` section becomes a running lease backend: the
+/// supervisor calls this at start and after every change of the section,
+/// with the plan [`plan::lease_plan`] makes of it.
+pub fn backend_factory(shared: SharedClient) -> cluster::supervise::BackendFactory {
+    let kube_mode = shared.is_some();
+    Box::new(move |settings: ClusterSettings| {
+        let shared = shared.clone();
+        Box::pin(async move {
+            let backend: Box<dyn cluster::Backend> = match plan::lease_plan(&settings, kube_mode) {
+                LeasePlan::Kubernetes { lease, client } => {
+                    let (client, namespace) = lease_client(client, shared, &lease).await?;
+                    Box::new(cluster::kubernetes::KubernetesLease::new(
+                        client, namespace, &lease,
+                    ))
+                }
+                LeasePlan::Filesystem {
+                    store,
+                    node_name,
+                    timeout,
+                } => Box::new(
+                    cluster::filesystem::FilesystemLease::open(&store, &node_name, timeout).await?,
+                ),
+                LeasePlan::Etcd {
+                    etcd,
+                    node_name,
+                    timeout,
+                } => Box::new(cluster::etcd::EtcdLease::connect(&etcd, node_name, timeout).await?),
+            };
+            Ok(backend)
+        })
+    })
+}

@@ -1,0 +1,227 @@
+//! The daemon wired up: the implementations of the scheduler's ports
+//! picked and connected, signals caught once for the whole process, the
+//! API thread started, and the order of shutdown. `main.rs` parses the
+//! command line (with [`args`]) and loads the config; everything after
+//! that is here.
+//!
+//! The choice of slot store and election backend is a value
+//! ([`plan`], pure and tested combination by combination); [`build`]
+//! opens what a plan names; [`sources`] opens the job source.
+
+pub mod args;
+pub mod build;
+pub mod plan;
+pub mod sources;
+
+use crate::cluster;
+use crate::config;
+use crate::kube::KubeOptions;
+use crate::metrics::prometheus::Counters;
+use crate::platform;
+use crate::scheduler::ports;
+use crate::scheduler::sections::LiveSections;
+use crate::scheduler::shutdown::{self, ShutdownHandle, StopCause};
+use crate::scheduler::{Ports, Scheduler};
+use crate::source::ReloadTrigger;
+use crate::web;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+/// Runs the daemon on a single-threaded runtime until shutdown: the file
+/// source (or the Kubernetes source with `--kube`), the leadership
+/// supervisor over the `cluster` section, the cluster slot store the plan
+/// names, in-memory run history, and the web API on its own thread.
+/// `loaded` is the first load of `root` (empty without `-c` in
+/// Kubernetes mode), its warnings already logged.
+pub fn run(
+    root: Option<PathBuf>,
+    loaded: config::LoadedConfig,
+    kube: Option<KubeOptions>,
+) -> ExitCode {
+    // The daemon's counters are made here, once, and handed to every part
+    // that records into them.
+    let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
+    let counters = Arc::new(Mutex::new(Counters::new(start_time, None)));
+    // First, so the `logging` section governs every later line.
+    let sections = LiveSections::start(&loaded.sections, Arc::clone(&counters), start_time);
+    // DEBUG: at INFO the start is announced by the job-set id line, as in
+    // the original.
+    if let Some(root) = &root {
+        tracing::debug!(
+            target: "cronstable",
+            "configuration loaded from {}: {} job(s)",
+            root.display(),
+            loaded.jobs.len()
+        );
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(err) => {
+            tracing::error!(target: "cronstable", "cannot start the runtime: {err}");
+            return ExitCode::from(1);
+        }
+    };
+    if loaded.sections.state.is_some() {
+        tracing::warn!(
+            target: "cronstable",
+            "state: this version of cronstable uses the state section only for \
+             concurrencyScope: cluster slots; run history, pending retries, pauses and the \
+             onlyIfLastSucceeded gate are kept in memory only (lost on restart), and onMissed \
+             catch-up at start, archiveOutput and the job state endpoint (jobApi) are not provided"
+        );
+    } else {
+        // The original's line: the gate has only memory to go on.
+        let gated = loaded
+            .jobs
+            .iter()
+            .filter(|j| j.only_if_last_succeeded)
+            .count();
+        if gated > 0 {
+            tracing::info!(
+                target: "cronstable",
+                "onlyIfLastSucceeded is set on {gated} job(s) with no `state` backend: the gate \
+                 works from in-memory history only and resets on restart"
+            );
+        }
+    }
+    let plan = plan::plan(&loaded.sections, platform::host_name(), kube.is_some());
+    runtime.block_on(async move {
+        // Installed before the scheduler starts (and its @reboot jobs), so
+        // no signal arrives while the default action would still kill us.
+        let signals = match (platform::ShutdownSignals::new(), platform::reload_signals()) {
+            (Ok(stops), Ok(hangups)) => (stops, hangups),
+            (Err(err), _) | (_, Err(err)) => {
+                tracing::error!(target: "cronstable", "cannot install signal handlers: {err}");
+                return ExitCode::from(1);
+            }
+        };
+        match platform::raise_open_file_limit() {
+            Ok((before, after)) if after != before => tracing::debug!(
+                target: "cronstable",
+                "open-file limit raised from {before} to {after} (the hard limit)"
+            ),
+            Ok(_) => {}
+            Err(err) => tracing::debug!(
+                target: "cronstable",
+                "cannot raise the open-file limit: {err}"
+            ),
+        }
+        // As PID 1 (a container's entry point) orphans of jobs are adopted
+        // by the daemon; without this they would stay zombies.
+        if let Err(err) = platform::start_orphan_reaper() {
+            tracing::warn!(target: "cronstable", "cannot reap orphaned processes: {err}");
+        }
+        let (may_write_tx, may_write) = tokio::sync::watch::channel(true);
+        let sources = match sources::open(kube, root, loaded, sections, may_write).await {
+            Ok(sources) => sources,
+            Err(code) => return code,
+        };
+        let slots: Box<dyn ports::SlotLock> = match plan.slots {
+            Some(slots) => Box::new(cluster::slots::ClusterSlots::new(
+                build::slot_store(slots.store, sources.kube_client.clone()),
+                &slots.node,
+                slots.settings,
+            )),
+            None => Box::new(ports::NoSlots),
+        };
+        // The gossip backend compares peers by the scheduler's job-set id
+        // (the initial set's now, the scheduler's after each reload) and
+        // advertises the scheduler's jobs for the fleet view.
+        let (feed_tx, feed) =
+            cluster::feed::SchedulerFeed::channel(sources.initial.job_set_id.clone());
+        let (gate, leadership) = cluster::supervise::start(
+            sources.cluster_config,
+            build::backend_factory(sources.kube_client),
+            may_write_tx,
+            feed,
+        )
+        .await;
+        // What the cluster and the Kubernetes mode publish, for the API
+        // and the metrics to read.
+        let published = crate::status::Published {
+            leadership: leadership.leadership(),
+            kube: sources.kube_state,
+        };
+        let (shutdown, stop) = shutdown::channel();
+        let scheduler = Scheduler::new(
+            sources.initial,
+            Ports {
+                source: sources.source,
+                gate: Box::new(gate),
+                slots,
+                store: Box::new(ports::MemoryStore::default()),
+                clock: Arc::new(ports::SystemClock),
+                reporter: sources.reporter,
+                counters: Arc::clone(&counters),
+                shutdown: shutdown.clone(),
+            },
+        );
+        platform::release_free_memory();
+        let control = scheduler.control();
+        if let Some(writer) = sources.status_writer {
+            writer.start(control.clone());
+        }
+        tokio::spawn(cluster::feed::follow_scheduler(
+            control.clone(),
+            feed_tx,
+            published.leadership.clone(),
+        ));
+        let forwarder = tokio::spawn(forward_signals(
+            signals.0,
+            signals.1,
+            shutdown,
+            sources.reload,
+        ));
+        // The API renders on its own thread, so a large response never
+        // delays a launch (see `web::ApiThread`).
+        let web = match web::ApiThread::start(sources.web_config, control, published) {
+            Ok(thread) => Some(thread),
+            Err(err) => {
+                tracing::error!(target: "cronstable::web", "cannot start the web API thread: {err}");
+                None
+            }
+        };
+        scheduler.run(stop).await;
+        // The gate asked for the release when the drain began; this waits
+        // (bounded) for it to land before the process exits.
+        leadership.stop().await;
+        if let Some(web) = web {
+            web.stop();
+        }
+        forwarder.abort();
+        ExitCode::SUCCESS
+    })
+}
+
+/// The daemon's one signal handler: SIGINT/SIGTERM ask the scheduler to
+/// drain (every later one too: the scheduler says it is still waiting),
+/// SIGHUP asks the file source to reload now. The Kubernetes source has
+/// nothing to reload on demand: it follows its watches and checks the
+/// files of `-c` at every pass.
+async fn forward_signals(
+    mut stops: platform::ShutdownSignals,
+    mut hangups: platform::ReloadSignals,
+    shutdown: ShutdownHandle,
+    reload: Option<ReloadTrigger>,
+) {
+    loop {
+        tokio::select! {
+            name = stops.recv() => shutdown.stop(StopCause::Signal(name)),
+            Some(()) = hangups.recv() => match &reload {
+                Some(reload) => {
+                    tracing::info!(target: "cronstable::scheduler", "Reload requested (SIGHUP); reloading configuration");
+                    reload.trigger();
+                }
+                None => tracing::info!(
+                    target: "cronstable::scheduler",
+                    "SIGHUP received: in Kubernetes mode the configuration follows the API server \
+                     and the files are checked at every pass; nothing to do"
+                ),
+            },
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! Which slot store and which election backend a config asks for, decided
+//! as values: config in, a plan out, nothing opened, connected or logged.
+//! [`super::build`] turns a plan into running stores and backends; keeping
+//! the choice here lets every combination be tested without a store.
+
+use crate::cluster::slots::SlotSettings;
+use crate::config::cluster::{
+    self, Backend, ClusterSettings, EtcdSettings, FilesystemSettings, KubernetesSettings, Resolved,
+};
+use crate::config::sections::Sections;
+use std::time::Duration;
+
+/// Whose Kubernetes client a Lease backend or Lease slot store uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseClient {
+    /// The Kubernetes mode's (`--kube`), so one process has one client
+    /// and the mode's namespace is the Lease's default.
+    Shared,
+    /// One of its own, built from the section's `kubeconfig` /
+    /// `apiServer`, else the pod's service account.
+    Own,
+}
+
+impl LeaseClient {
+    fn of(kube_mode: bool) -> LeaseClient {
+        if kube_mode {
+            LeaseClient::Shared
+        } else {
+            LeaseClient::Own
+        }
+    }
+}
+
+/// Where `concurrencyScope: cluster` slots are kept.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SlotStorePlan {
+    /// A shared directory: `state.path`, or the filesystem backend's.
+    Directory {
+        /// The directory as written in the config.
+        path: String,
+        /// The namespace inside it.
+        deployment_id: String,
+    },
+    /// A Lease per job beside the election Lease.
+    Leases {
+        /// The cluster section's `kubernetes` block.
+        lease: KubernetesSettings,
+        /// Whose client the Leases are written with.
+        client: LeaseClient,
+    },
+    /// A key per job under the election key.
+    Etcd {
+        /// The cluster section's `etcd` block.
+        etcd: EtcdSettings,
+        /// `cluster.connectTimeout`.
+        timeout: Duration,
+    },
+}
+
+/// The slot store, the node name slots are held under and their settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotPlan {
+    /// Where the slots live.
+    pub store: SlotStorePlan,
+    /// The name other nodes see: the cluster's node name with a lease
+    /// backend, else the host name (the original's choice).
+    pub node: String,
+    /// TTL and `onStoreUnavailable`, from the `state` section.
+    pub settings: SlotSettings,
+}
+
+/// The election backend a resolved lease section runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeasePlan {
+    /// One coordination.k8s.io/v1 Lease.
+    Kubernetes {
+        /// The section's `kubernetes` block.
+        lease: KubernetesSettings,
+        /// Whose client holds the Lease.
+        client: LeaseClient,
+    },
+    /// A lease file in a shared directory.
+    Filesystem {
+        /// The section's `filesystem` block.
+        store: FilesystemSettings,
+        /// This node's name.
+        node_name: String,
+        /// `cluster.connectTimeout`.
+        timeout: Duration,
+    },
+    /// An etcd lease and a create-if-absent key.
+    Etcd {
+        /// The section's `etcd` block.
+        etcd: EtcdSettings,
+        /// This node's name.
+        node_name: String,
+        /// `cluster.connectTimeout`.
+        timeout: Duration,
+    },
+}
+
+/// What a config's sections ask the daemon to build at start.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The slot store; None when no job could use one (no `state` path
+    /// and no lease backend: the load refuses cluster-scoped jobs then).
+    pub slots: Option<SlotPlan>,
+}
+
+/// The plan of a loaded config. `host_name` is the default node name;
+/// `kube_mode` says whether the Kubernetes mode's client exists to share.
+///
+/// `state.path` wins over the cluster backend's store for slots. Decided
+/// once at start: a reload that changes `state` or the cluster backend
+/// moves the slots at the next start (the jobs' own settings follow
+/// reloads). The gossip backend keeps no slots of its own: with it,
+/// slots need `state.path` and are held under the host name. The election
+/// backend is not part of this plan: it follows the `cluster` section
+/// through every reload, so the supervisor asks [`lease_plan`] each time
+/// it (re)starts one.
+pub fn plan(sections: &Sections, host_name: &str, kube_mode: bool) -> Plan {
+    let state = sections.state.as_ref().map(|s| &s.value);
+    let resolved = sections
+        .cluster
+        .as_ref()
+        .and_then(|c| cluster::resolve(&c.value, host_name).ok());
+    let lease = match &resolved {
+        Some(Resolved::Lease { settings, .. }) => Some(settings.as_ref()),
+        _ => None,
+    };
+    let node = lease.map_or_else(|| host_name.to_owned(), |c| c.node_name.clone());
+    let store = match (state, lease) {
+        (Some(state), _) if !state.path.trim().is_empty() => Some(SlotStorePlan::Directory {
+            path: state.path.clone(),
+            deployment_id: state
+                .deployment_id
+                .as_deref()
+                .filter(|d| !d.is_empty())
+                .unwrap_or("default")
+                .to_owned(),
+        }),
+        (_, Some(lease)) => Some(match &lease.backend {
+            Backend::Filesystem(fs) => SlotStorePlan::Directory {
+                path: fs.path.clone(),
+                deployment_id: fs.deployment_id.clone(),
+            },
+            Backend::Kubernetes(settings) => SlotStorePlan::Leases {
+                lease: settings.clone(),
+                client: LeaseClient::of(kube_mode),
+            },
+            Backend::Etcd(etcd) => SlotStorePlan::Etcd {
+                etcd: etcd.clone(),
+                timeout: Duration::from_secs(lease.connect_timeout),
+            },
+        }),
+        _ => None,
+    };
+    Plan {
+        slots: store.map(|store| SlotPlan {
+            store,
+            node,
+            settings: SlotSettings::from_state(state),
+        }),
+    }
+}
+
+/// The election backend of resolved lease settings (the supervisor asks
+/// for one at start and after every change of the section).
+pub fn lease_plan(settings: &ClusterSettings, kube_mode: bool) -> LeasePlan {
+    let timeout = Duration::from_secs(settings.connect_timeout);
+    match &settings.backend {
+        Backend::Kubernetes(lease) => LeasePlan::Kubernetes {
+            lease: lease.clone(),
+            client: LeaseClient::of(kube_mode),
+        },
+        Backend::Filesystem(store) => LeasePlan::Filesystem {
+            store: store.clone(),
+            node_name: settings.node_name.clone(),
+            timeout,
+        },
+        Backend::Etcd(etcd) => LeasePlan::Etcd {
+            etcd: etcd.clone(),
+            node_name: settings.node_name.clone(),
+            timeout,
+        },
+    }
+}
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;
