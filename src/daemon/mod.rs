@@ -16,7 +16,6 @@ pub mod sources;
 use crate::cluster;
 use crate::config;
 use crate::kube::KubeOptions;
-use crate::metrics::prometheus::Counters;
 use crate::platform;
 use crate::scheduler::ports;
 use crate::scheduler::sections::LiveSections;
@@ -26,7 +25,7 @@ use crate::source::ReloadTrigger;
 use crate::web;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Runs the daemon on a single-threaded runtime until shutdown: the file
 /// source (or the Kubernetes source with `--kube`), the leadership
@@ -39,12 +38,11 @@ pub fn run(
     loaded: config::LoadedConfig,
     kube: Option<KubeOptions>,
 ) -> ExitCode {
-    // The daemon's counters are made here, once, and handed to every part
-    // that records into them.
     let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
-    let counters = Arc::new(Mutex::new(Counters::new(start_time, None)));
-    // First, so the `logging` section governs every later line.
-    let sections = LiveSections::start(&loaded.sections, Arc::clone(&counters), start_time);
+    // First, so the `logging` section governs every later line. The
+    // scheduler owns the counters and follows what the loads say.
+    let sections = LiveSections::start(&loaded.sections, start_time);
+    let loads = sections.loads();
     // DEBUG: at INFO the start is announced by the job-set id line, as in
     // the original.
     if let Some(root) = &root {
@@ -156,7 +154,8 @@ pub fn run(
                 store: Box::new(ports::MemoryStore::default()),
                 clock: Arc::new(ports::SystemClock),
                 reporter: sources.reporter,
-                counters: Arc::clone(&counters),
+                started_at: start_time,
+                loads,
                 shutdown: shutdown.clone(),
             },
         );

@@ -581,9 +581,7 @@ impl JobSource for KubeSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::prometheus::Counters;
     use serde_json::json;
-    use std::sync::Mutex;
 
     struct Harness {
         source: KubeSource,
@@ -600,10 +598,8 @@ mod tests {
             include_dir: None,
         }])
         .expect("the file part loads");
-        let counters: crate::scheduler::ports::SharedCounters =
-            Arc::new(Mutex::new(Counters::new(0.0, None)));
         let (counts_tx, set_counts) = watch::channel(SetCounts::default());
-        let sections = LiveSections::start(&loaded.sections, Arc::clone(&counters), 0.0);
+        let sections = LiveSections::start(&loaded.sections, 0.0);
         let (tx, rx) = mpsc::unbounded_channel();
         let (sink, events) = mpsc::unbounded_channel();
         let (source, _) = KubeSource::open(

@@ -452,7 +452,8 @@ impl Scheduler {
 
     fn metrics_snapshot(&mut self) -> prometheus::Snapshot {
         let now = self.clock.now();
-        let epoch = ports::with_counters(&self.counters, |c| c.epoch());
+        // The latest load outcome first (bounds, reload gauges).
+        let epoch = self.counters().epoch();
         if let Some((stamp, rows_epoch, rows)) = &self.api.metrics_rows {
             if *rows_epoch == epoch && self.stamp_holds(stamp, now) {
                 let gauges = DaemonGauges {
@@ -460,15 +461,7 @@ impl Scheduler {
                     job_set_id: &self.job_set_id,
                     jobs: Vec::new(),
                 };
-                // The epoch is read again under the same lock: counters
-                // that moved in between are taken afresh.
-                let reused = ports::with_counters(&self.counters, |c| {
-                    (c.epoch() == epoch)
-                        .then(|| prometheus::Snapshot::take_with_rows(c, &gauges, rows))
-                });
-                if let Some(snapshot) = reused {
-                    return snapshot;
-                }
+                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows);
             }
         }
         let mut horizon: Option<DateTime<Utc>> = None;
@@ -516,13 +509,10 @@ impl Scheduler {
             jobs,
         };
         let previous = self.api.metrics_last_rows.take();
-        let (snapshot, epoch) = ports::with_counters(&self.counters, |c| {
-            let snapshot = match &previous {
-                Some(rows) => prometheus::Snapshot::take_reusing(c, &gauges, rows),
-                None => prometheus::Snapshot::take(c, &gauges),
-            };
-            (snapshot, c.epoch())
-        });
+        let snapshot = match &previous {
+            Some(rows) => prometheus::Snapshot::take_reusing(&self.counters, &gauges, rows),
+            None => prometheus::Snapshot::take(&self.counters, &gauges),
+        };
         drop(gauges);
         drop(previous);
         let stamp = self.stamp(now, horizon);

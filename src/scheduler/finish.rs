@@ -2,7 +2,7 @@
 //! it, and driving the retry ladder (whose relaunches pass the leader gate
 //! again and wait out pauses).
 
-use super::ports::{self, Admission, PendingRetry};
+use super::ports::{Admission, PendingRetry};
 use super::{Event, Scheduler};
 use crate::config::JobConfig;
 use crate::job::{RunRecord, Trigger};
@@ -76,7 +76,7 @@ impl Scheduler {
             return;
         }
         let job = self.job(&record.job);
-        ports::with_counters(&self.counters, |c| c.record_run(&record));
+        self.counters().record_run(&record);
         self.store.record_run(record.clone());
         if record.cancelled {
             tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled via the web UI", record.job);
@@ -152,7 +152,7 @@ impl Scheduler {
     /// failure is permanent and the caller reports it).
     fn schedule_retry_or_give_up(&mut self, job: &Arc<JobConfig>) -> bool {
         let Some(state) = self.retries.get_mut(&job.name) else {
-            ports::with_counters(&self.counters, |c| c.record_permanent_failure(&job.name));
+            self.counters().record_permanent_failure(&job.name);
             return true;
         };
         if state.ladder.exhausted() {
@@ -163,7 +163,7 @@ impl Scheduler {
                 state.ladder.count()
             );
             self.cancel_retries(&job.name);
-            ports::with_counters(&self.counters, |c| c.record_permanent_failure(&job.name));
+            self.counters().record_permanent_failure(&job.name);
             return true;
         }
         if let Some(timer) = state.timer.take() {
@@ -243,7 +243,7 @@ impl Scheduler {
             state.timer = None;
         }
         self.store.clear_retry(name);
-        ports::with_counters(&self.counters, |c| c.record_retry(name));
+        self.counters().record_retry(name);
         self.maybe_launch(job, Trigger::Retry, attempt)
     }
 

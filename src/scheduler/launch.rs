@@ -88,7 +88,7 @@ impl Scheduler {
                 }
             );
         }
-        super::ports::with_counters(&self.counters, |c| c.record_run(&record));
+        self.counters().record_run(&record);
         self.store.record_run(record);
     }
 

@@ -31,10 +31,11 @@ pub(crate) mod tick;
 
 use crate::config::JobConfig;
 use crate::job::{self, RunHandle, RunRecord, Trigger};
+use crate::metrics::prometheus::Counters;
 use crate::report::{ReportFuture, Reporter};
 use chrono::{DateTime, Utc};
 use control::{Control, ControlHandle};
-use ports::{Clock, JobSet, JobSource, LeaderGate, RunStore, SharedCounters, SlotLock};
+use ports::{Clock, JobSet, JobSource, LeaderGate, RunStore, SlotLock};
 use retry::RetryLadder;
 use shutdown::{ShutdownRequests, StopCause};
 use std::collections::{HashMap, HashSet};
@@ -92,8 +93,11 @@ pub struct Ports {
     pub clock: Arc<dyn Clock>,
     /// Where finished runs are reported.
     pub reporter: Arc<dyn Reporter>,
-    /// The Prometheus counters (shared with the source's reload gauges).
-    pub counters: SharedCounters,
+    /// When the daemon started (a Unix time), for the start-time gauge.
+    pub started_at: f64,
+    /// What the config loads say (reload gauges, histogram bounds), as
+    /// the sections' owner publishes it; followed into the counters.
+    pub loads: tokio::sync::watch::Receiver<sections::LoadOutcome>,
     /// The token callers use to stop the scheduler; the control handle
     /// hands it to the HTTP shutdown route.
     pub shutdown: ShutdownHandle,
@@ -131,7 +135,11 @@ pub struct Scheduler {
     control_tx: mpsc::UnboundedSender<Control>,
     control_rx: mpsc::UnboundedReceiver<Control>,
     last_output: HashMap<String, Arc<job::LiveOutput>>,
-    counters: SharedCounters,
+    /// The Prometheus counters: this scheduler alone writes them (runs,
+    /// retries, failures, and the load outcome it follows from `loads`);
+    /// a scrape reads a snapshot.
+    counters: Counters,
+    loads: tokio::sync::watch::Receiver<sections::LoadOutcome>,
     job_set_id: String,
     reports: tokio::task::JoinSet<()>,
     shutdown: ShutdownHandle,
@@ -181,7 +189,8 @@ impl Scheduler {
             control_tx,
             control_rx,
             last_output: HashMap::new(),
-            counters: ports.counters,
+            counters: Counters::new(ports.started_at, None),
+            loads: ports.loads,
             job_set_id: String::new(),
             reports: tokio::task::JoinSet::new(),
             shutdown: ports.shutdown,
@@ -193,7 +202,22 @@ impl Scheduler {
             api: api_cache::ApiCaches::default(),
         };
         scheduler.install_jobs(initial);
+        // The first load's outcome counts as a change to follow.
+        scheduler.loads.mark_changed();
         scheduler
+    }
+
+    /// The counters, with the latest load outcome taken in first (the
+    /// duration bounds a run is recorded under, the reload gauges a scrape
+    /// shows). Every write and snapshot goes through here.
+    fn counters(&mut self) -> &mut Counters {
+        if self.loads.has_changed().unwrap_or(false) {
+            let loads = self.loads.borrow_and_update().clone();
+            self.counters.set_buckets(loads.buckets.as_deref());
+            self.counters.last_reload_ok = Some(loads.last_ok);
+            self.counters.last_reload_success = Some(loads.last_success);
+        }
+        &mut self.counters
     }
 
     /// A handle the HTTP API uses to query and drive the scheduler.
@@ -250,9 +274,9 @@ impl Scheduler {
             .retain(|name, _| by_name.contains_key(name));
         self.last_output
             .retain(|name, _| by_name.contains_key(name));
-        ports::with_counters(&self.counters, |c| {
-            c.retain_jobs(self.jobs.iter().map(|j| j.name.as_str()))
-        });
+        let jobs = Arc::clone(&self.jobs);
+        self.counters()
+            .retain_jobs(jobs.iter().map(|j| j.name.as_str()));
     }
 
     fn job(&self, name: &str) -> Option<Arc<JobConfig>> {

@@ -22,11 +22,10 @@ use super::pause::PauseWindow;
 use crate::config::model::{ClusterPolicy, ConcurrencyScope};
 use crate::config::JobConfig;
 use crate::job::{RunRecord, Trigger};
-use crate::metrics::prometheus::Counters;
 use chrono::{DateTime, Utc};
 use futures_util::future::BoxFuture;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// One validated job set, as a source hands it to the scheduler.
 #[derive(Debug)]
@@ -458,18 +457,4 @@ impl Clock for SystemClock {
             }
         })
     }
-}
-
-/// The Prometheus counters, shared between the scheduler (runs, retries)
-/// and the job source (reload gauges, histogram buckets). Every holder
-/// runs on the daemon's one thread, so the lock is never contended.
-pub type SharedCounters = Arc<Mutex<Counters>>;
-
-/// Runs `f` on the shared counters; a poisoned lock (a panic while it was
-/// held) still yields the counters, which stay consistent per call.
-pub fn with_counters<T>(counters: &SharedCounters, f: impl FnOnce(&mut Counters) -> T) -> T {
-    let mut guard = counters
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    f(&mut guard)
 }

@@ -1,32 +1,51 @@
 //! A loaded config's sections other than jobs, put in force: the
 //! `logging` section, the `web` section (published for the API thread),
-//! the `cluster` section (published for the leadership supervisor), the
-//! histogram buckets and the reload gauges. The daemon's first load and
-//! every source's reloads go through [`LiveSections`], so a section
-//! takes effect the same way whichever source loaded it; it lives beside
-//! the ports because both sources (`source`, `kube`) sit above them.
+//! the `cluster` section (published for the leadership supervisor), and
+//! what the loads so far say for the metrics (the reload gauges and the
+//! duration histogram's bounds, published for the scheduler, which owns
+//! the counters). The daemon's first load and every source's reloads go
+//! through [`LiveSections`], so a section takes effect the same way
+//! whichever source loaded it; it lives beside the ports because both
+//! sources (`source`, `kube`) sit above them.
 
-use super::ports::{self, SharedCounters};
 use crate::config::model::{ClusterConfig, WebConfig};
 use crate::config::sections::Sections;
 use crate::config::web_buckets;
 use tokio::sync::watch;
 
+/// What the loads so far say, as the metrics show it. [`LiveSections`]
+/// is its one writer; the scheduler follows it into its counters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadOutcome {
+    /// The latest load (or reload) succeeded.
+    pub last_ok: bool,
+    /// Unix time of the latest successful load.
+    pub last_success: f64,
+    /// The bounds of `cronstable_job_duration_seconds` the sections in
+    /// force ask for (`web.metrics.durationBuckets`; None: the defaults).
+    pub buckets: Option<Vec<f64>>,
+}
+
 /// The sections in force, and where they are published.
 pub struct LiveSections {
     web: watch::Sender<Option<WebConfig>>,
     cluster: watch::Sender<Option<ClusterConfig>>,
-    counters: SharedCounters,
+    loads: watch::Sender<LoadOutcome>,
 }
 
 impl LiveSections {
     /// Puts the first load's sections in force; `loaded_at` (a Unix time)
     /// is its reload gauge's timestamp.
-    pub fn start(sections: &Sections, counters: SharedCounters, loaded_at: f64) -> LiveSections {
+    pub fn start(sections: &Sections, loaded_at: f64) -> LiveSections {
         let live = LiveSections {
             web: watch::channel(None).0,
             cluster: watch::channel(None).0,
-            counters,
+            loads: watch::channel(LoadOutcome {
+                last_ok: true,
+                last_success: loaded_at,
+                buckets: None,
+            })
+            .0,
         };
         live.apply_at(sections, loaded_at);
         live
@@ -44,6 +63,11 @@ impl LiveSections {
         self.cluster.subscribe()
     }
 
+    /// What the loads say (see [`LoadOutcome`]); changes on every load.
+    pub fn loads(&self) -> watch::Receiver<LoadOutcome> {
+        self.loads.subscribe()
+    }
+
     /// A reload that loaded: its sections take over now.
     pub fn apply(&self, sections: &Sections) {
         let now = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
@@ -52,16 +76,17 @@ impl LiveSections {
 
     /// A reload that failed: the gauge says so; the sections in force stay.
     pub fn failed(&self) {
-        ports::with_counters(&self.counters, |c| c.last_reload_ok = Some(false));
+        self.loads.send_modify(|loads| loads.last_ok = false);
     }
 
     fn apply_at(&self, sections: &Sections, at: f64) {
         crate::logging::apply_section(sections.logging.as_ref().map(|l| &l.value));
         let web = sections.web.as_ref().map(|w| w.value.clone());
-        ports::with_counters(&self.counters, |c| {
-            c.set_buckets(web_buckets(web.as_ref()).as_deref());
-            c.last_reload_ok = Some(true);
-            c.last_reload_success = Some(at);
+        let buckets = web_buckets(web.as_ref());
+        self.loads.send_modify(|loads| {
+            loads.last_ok = true;
+            loads.last_success = at;
+            loads.buckets = buckets;
         });
         // Only a change wakes the followers: an unchanged section keeps
         // the listeners (and the leadership backend) as they are.
@@ -85,8 +110,6 @@ fn publish<T: PartialEq>(tx: &watch::Sender<T>, next: T) {
 mod tests {
     use super::*;
     use crate::config::{self, Source, SourceKind};
-    use crate::metrics::prometheus::Counters;
-    use std::sync::{Arc, Mutex};
 
     fn sections(yaml: &str) -> Sections {
         config::load_sources(&[Source {
@@ -103,70 +126,42 @@ mod tests {
         "web:\n  listen:\n    - http://127.0.0.1:1\n  metrics:\n    durationBuckets: [1, 5]\n";
     const CLUSTER: &str = "cluster:\n  backend: filesystem\n  filesystem:\n    path: /tmp/x\n";
 
-    /// The duration histogram's bucket bounds as a scrape shows them.
-    fn bounds_of(counters: &SharedCounters) -> String {
-        use crate::metrics::prometheus::{render, DaemonGauges, Format, JobGauges};
-        ports::with_counters(counters, |c| {
-            c.retain_jobs(["j"].into_iter());
-            let gauges = DaemonGauges {
-                version: "0",
-                job_set_id: "v1:x",
-                jobs: vec![JobGauges {
-                    name: "j",
-                    schedule: "* * * * *",
-                    cluster_policy: "Leader",
-                    enabled: true,
-                    running: 0,
-                    next_run: None,
-                    last_run: None,
-                    paused: false,
-                }],
-            };
-            render(c, &gauges, Format::Text)
-                .lines()
-                .filter(|l| l.starts_with("cronstable_job_duration_seconds_bucket"))
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-    }
-
     #[test]
     fn start_and_reloads_put_every_section_in_force() {
-        let counters: SharedCounters = Arc::new(Mutex::new(Counters::new(100.0, None)));
-        let live = LiveSections::start(
-            &sections(&format!("{WEB}{CLUSTER}")),
-            counters.clone(),
-            100.0,
-        );
+        let live = LiveSections::start(&sections(&format!("{WEB}{CLUSTER}")), 100.0);
         let mut web = live.web();
         let mut cluster = live.cluster();
+        let mut loads = live.loads();
         assert!(web.borrow_and_update().is_some(), "web published at start");
         assert!(
             cluster.borrow_and_update().is_some(),
             "cluster published at start"
         );
-        let bounds = bounds_of(&counters);
-        assert!(
-            bounds.contains("le=\"1.0\"")
-                && bounds.contains("le=\"5.0\"")
-                && bounds.lines().count() == 3,
-            "{bounds}"
+        assert_eq!(
+            *loads.borrow_and_update(),
+            LoadOutcome {
+                last_ok: true,
+                last_success: 100.0,
+                buckets: Some(vec![1.0, 5.0]),
+            }
         );
-        ports::with_counters(&counters, |c| {
-            assert_eq!(c.last_reload_ok, Some(true));
-            assert_eq!(c.last_reload_success, Some(100.0));
-        });
 
         // The same sections again: nothing moves, the gauge does.
         live.apply(&sections(&format!("{WEB}{CLUSTER}")));
         assert!(!web.has_changed().expect("open"));
         assert!(!cluster.has_changed().expect("open"));
-        let stamped = ports::with_counters(&counters, |c| c.last_reload_success);
-        assert!(stamped.is_some_and(|t| t > 100.0), "{stamped:?}");
+        let stamped = loads.borrow_and_update().clone();
+        assert!(
+            stamped.last_ok && stamped.last_success > 100.0,
+            "{stamped:?}"
+        );
+        assert_eq!(stamped.buckets, Some(vec![1.0, 5.0]));
 
         // A failed reload: the gauge only.
         live.failed();
-        ports::with_counters(&counters, |c| assert_eq!(c.last_reload_ok, Some(false)));
+        let failed = loads.borrow_and_update().clone();
+        assert!(!failed.last_ok);
+        assert_eq!(failed.last_success, stamped.last_success);
         assert!(!web.has_changed().expect("open"));
 
         // Sections removed: both channels say so, the buckets go back to
@@ -176,8 +171,8 @@ mod tests {
         assert_eq!(*web.borrow_and_update(), None);
         assert!(cluster.has_changed().expect("open"));
         assert_eq!(*cluster.borrow_and_update(), None);
-        let defaults: SharedCounters = Arc::new(Mutex::new(Counters::new(0.0, None)));
-        assert_eq!(bounds_of(&counters), bounds_of(&defaults));
-        ports::with_counters(&counters, |c| assert_eq!(c.last_reload_ok, Some(true)));
+        let cleared = loads.borrow_and_update().clone();
+        assert!(cleared.last_ok);
+        assert_eq!(cleared.buckets, None);
     }
 }

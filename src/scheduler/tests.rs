@@ -9,7 +9,6 @@ use super::{Ports, Scheduler};
 use crate::config::model::{ConcurrencyPolicy, ConcurrencyScope};
 use crate::config::{self, JobConfig, Source, SourceKind};
 use crate::job::{RunRecord, Trigger};
-use crate::metrics::prometheus::Counters;
 use crate::report::{Hook, ReportFuture, Reporter};
 use chrono::{DateTime, TimeZone, Utc};
 use futures_util::future::BoxFuture;
@@ -215,7 +214,8 @@ pub(super) async fn spawn_scheduler(
                 start: tokio::time::Instant::now(),
             }),
             reporter: Arc::new(Hooks::default()),
-            counters: Arc::new(Mutex::new(Counters::new(0.0, None))),
+            started_at: 0.0,
+            loads: super::sections::LiveSections::start(&Default::default(), 0.0).loads(),
             shutdown: stop.clone(),
         },
     );
