@@ -497,7 +497,9 @@ fn build_slot_store(
                 let lease = lease.clone();
                 let shared = kube_client.clone();
                 Box::pin(async move {
-                    let (client, namespace) = lease_client(shared, &lease).await?;
+                    let (client, namespace) = lease_client(shared, &lease)
+                        .await
+                        .map_err(cluster::BackendError::Setup)?;
                     Ok(kube::Api::namespaced(client, &namespace))
                 })
             });
@@ -600,7 +602,9 @@ fn backend_factory(
         Box::pin(async move {
             match &settings.backend {
                 ClusterBackendSettings::Kubernetes(lease) => {
-                    let (client, namespace) = lease_client(shared, lease).await?;
+                    let (client, namespace) = lease_client(shared, lease)
+                        .await
+                        .map_err(cluster::BackendError::Setup)?;
                     let backend: Box<dyn cluster::Backend> = Box::new(
                         cluster::kubernetes::KubernetesLease::new(client, namespace, lease),
                     );

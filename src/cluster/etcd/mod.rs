@@ -19,7 +19,7 @@
 //! binary, and the requests are the ones the original sends.
 
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
-use super::{Backend, Round};
+use super::{Backend, BackendError, Round};
 use crate::config::cluster::EtcdSettings;
 use crate::report::secret::{self, Secret};
 use crate::scheduler::ports::RecordsError;
@@ -74,25 +74,35 @@ pub struct EtcdLease {
     expiry: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// Why a request failed.
-#[derive(Debug)]
-enum Failure {
+/// Why a request to etcd failed. `Display` is the text the log lines and
+/// the slot store's DEBUG lines show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EtcdError {
     /// etcd answered 401: the token expired or is missing.
-    Unauthorized(String),
-    /// Anything else (no endpoint answered, an error status, a bad body).
-    Other(String),
+    #[error("{url}: 401 {body}")]
+    Unauthorized {
+        /// The endpoint and path asked.
+        url: String,
+        /// etcd's answer, trimmed.
+        body: String,
+    },
+    /// No endpoint answered 2xx with a JSON object.
+    #[error("all etcd endpoints failed: {last}")]
+    AllEndpointsFailed {
+        /// The last endpoint's failure.
+        last: String,
+    },
+    /// Logging in failed.
+    #[error("authentication failed: {0}")]
+    Authentication(Box<EtcdError>),
+    /// etcd's answer to the login held no token.
+    #[error("authentication failed: etcd returned no token")]
+    NoToken,
 }
 
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Unauthorized(text) | Failure::Other(text) => f.write_str(text),
-        }
-    }
-}
-
-fn read_file(path: &str, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{what} {path} could not be read: {e}"))
+fn read_file(path: &str, what: &str) -> Result<Vec<u8>, BackendError> {
+    std::fs::read(path)
+        .map_err(|e| BackendError::Setup(format!("{what} {path} could not be read: {e}")))
 }
 
 impl EtcdLease {
@@ -103,16 +113,18 @@ impl EtcdLease {
         settings: &EtcdSettings,
         node_name: String,
         connect_timeout: Duration,
-    ) -> Result<EtcdLease, String> {
-        let password = secret::resolve(settings.password.as_ref(), "cluster.etcd.password").await?;
+    ) -> Result<EtcdLease, BackendError> {
+        let password = secret::resolve(settings.password.as_ref(), "cluster.etcd.password")
+            .await
+            .map_err(BackendError::Setup)?;
         let credentials = match (&settings.username, password) {
             (Some(user), Some(password)) => Some((user.clone(), password)),
             (Some(_), None) => {
-                return Err(
+                return Err(BackendError::Setup(
                     "cluster.etcd.username is set but no password is configured; set \
                      cluster.etcd.password (value/fromFile/fromEnvVar)"
                         .to_owned(),
-                )
+                ))
             }
             // A password without a user name has no one to log in as.
             (None, _) => None,
@@ -125,10 +137,15 @@ impl EtcdLease {
             .timeout(connect_timeout);
         if let Some(ca) = &settings.ca {
             let pem = read_file(ca, "cluster.etcd.tls.ca")?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("cluster.etcd.tls.ca {ca} is not a PEM certificate: {e}"))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                BackendError::Setup(format!(
+                    "cluster.etcd.tls.ca {ca} is not a PEM certificate: {e}"
+                ))
+            })?;
             if certs.is_empty() {
-                return Err(format!("cluster.etcd.tls.ca {ca} holds no PEM certificate"));
+                return Err(BackendError::Setup(format!(
+                    "cluster.etcd.tls.ca {ca} holds no PEM certificate"
+                )));
             }
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
@@ -139,13 +156,15 @@ impl EtcdLease {
             pem.push(b'\n');
             pem.extend(read_file(key, "cluster.etcd.tls.key")?);
             let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
-                format!("cluster.etcd.tls.cert/key {cert}, {key} are not a PEM certificate and key: {e}")
+                BackendError::Setup(format!(
+                    "cluster.etcd.tls.cert/key {cert}, {key} are not a PEM certificate and key: {e}"
+                ))
             })?;
             builder = builder.identity(identity);
         }
-        let http = builder
-            .build()
-            .map_err(|e| format!("cluster.etcd: cannot build the HTTP client: {e}"))?;
+        let http = builder.build().map_err(|e| {
+            BackendError::Setup(format!("cluster.etcd: cannot build the HTTP client: {e}"))
+        })?;
         Ok(EtcdLease {
             http,
             endpoints: settings
@@ -176,7 +195,7 @@ impl EtcdLease {
 
     /// One POST, tried on each endpoint in turn (from this round's
     /// offset) until one answers 2xx with a JSON object.
-    async fn post_once(&self, path: &str, body: &Value) -> Result<Value, Failure> {
+    async fn post_once(&self, path: &str, body: &Value) -> Result<Value, EtcdError> {
         let count = self.endpoints.len();
         let mut last = String::from("no endpoint configured");
         for i in 0..count {
@@ -206,10 +225,10 @@ impl EtcdLease {
                 }
             };
             if status == reqwest::StatusCode::UNAUTHORIZED {
-                return Err(Failure::Unauthorized(format!(
-                    "{endpoint}{path}: 401 {}",
-                    text.trim()
-                )));
+                return Err(EtcdError::Unauthorized {
+                    url: format!("{endpoint}{path}"),
+                    body: text.trim().to_owned(),
+                });
             }
             if !status.is_success() {
                 last = format!("{endpoint}{path}: HTTP {} {}", status.as_u16(), text.trim());
@@ -220,11 +239,11 @@ impl EtcdLease {
                 _ => last = format!("{endpoint}{path}: the answer is not a JSON object"),
             }
         }
-        Err(Failure::Other(format!("all etcd endpoints failed: {last}")))
+        Err(EtcdError::AllEndpointsFailed { last })
     }
 
     /// Logs in (when a user is configured and no token is held).
-    async fn authenticate(&mut self) -> Result<(), String> {
+    async fn authenticate(&mut self) -> Result<(), EtcdError> {
         let Some((user, password)) = &self.credentials else {
             return Ok(());
         };
@@ -233,29 +252,29 @@ impl EtcdLease {
         let answer = self
             .post_once("/v3/auth/authenticate", &body)
             .await
-            .map_err(|e| format!("authentication failed: {e}"))?;
+            .map_err(|e| EtcdError::Authentication(Box::new(e)))?;
         let token = answer
             .get("token")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| "authentication failed: etcd returned no token".to_owned())?;
+            .ok_or(EtcdError::NoToken)?;
         self.token = Some(token.to_owned());
         Ok(())
     }
 
     /// A POST with the auth token; a 401 (the token expired) logs in again
     /// once and retries.
-    pub(crate) async fn post(&mut self, path: &str, body: &Value) -> Result<Value, String> {
+    pub(crate) async fn post(&mut self, path: &str, body: &Value) -> Result<Value, EtcdError> {
         if self.credentials.is_some() && self.token.is_none() {
             self.authenticate().await?;
         }
         match self.post_once(path, body).await {
             Ok(value) => Ok(value),
-            Err(Failure::Unauthorized(_)) if self.credentials.is_some() => {
+            Err(EtcdError::Unauthorized { .. }) if self.credentials.is_some() => {
                 self.authenticate().await?;
-                self.post_once(path, body).await.map_err(|e| e.to_string())
+                self.post_once(path, body).await
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         }
     }
 
@@ -294,7 +313,8 @@ impl EtcdLease {
         if let Some(id) = self.lease_id {
             let answer = self
                 .post("/v3/lease/keepalive", &json!({"ID": id.to_string()}))
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
             if answer.get("error").is_some() {
                 return Err(format!("keepalive failed: {answer}"));
             }
@@ -312,7 +332,8 @@ impl EtcdLease {
         if self.lease_id.is_none() {
             let answer = self
                 .post("/v3/lease/grant", &json!({"TTL": self.ttl.to_string()}))
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
             let id = int64(answer.get("ID"))
                 .filter(|id| *id != 0)
                 .ok_or_else(|| format!("lease grant returned no lease: {answer}"))?;
@@ -330,14 +351,20 @@ impl EtcdLease {
         let current = if fresh {
             None
         } else {
-            let answer = self.post("/v3/kv/range", &json!({"key": key})).await?;
+            let answer = self
+                .post("/v3/kv/range", &json!({"key": key}))
+                .await
+                .map_err(|e| e.to_string())?;
             first_kv(&answer)
         };
         let (won, holder) = match current {
             Some(kv) => (kv.lease == id, Some(kv)),
             None => {
                 let body = campaign_body(&self.election_name, &self.node_name, id);
-                let answer = self.post("/v3/kv/txn", &body).await?;
+                let answer = self
+                    .post("/v3/kv/txn", &body)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let (succeeded, kv) = campaign_outcome(&answer);
                 let ours = kv.as_ref().is_some_and(|kv| kv.lease == id);
                 (succeeded || ours, kv)
@@ -394,7 +421,7 @@ impl EtcdLease {
         let answer = self
             .post("/v3/kv/range", &json!({"key": b64(key)}))
             .await
-            .map_err(RecordsError::Store)?;
+            .map_err(|e| RecordsError::Store(e.to_string()))?;
         Ok(versioned(&answer))
     }
 
@@ -420,7 +447,7 @@ impl EtcdLease {
             let answer = self
                 .post("/v3/kv/txn", &cas_body(key, &text, seen.mod_revision))
                 .await
-                .map_err(RecordsError::Store)?;
+                .map_err(|e| RecordsError::Store(e.to_string()))?;
             match cas_outcome(&answer) {
                 Ok(()) => return Ok(RecordsAnswer::Done),
                 Err(now) => seen = now,
@@ -464,7 +491,7 @@ impl EtcdLease {
         }
     }
 
-    async fn run_release(&mut self) -> Result<(), String> {
+    async fn run_release(&mut self) -> Result<(), BackendError> {
         self.fence();
         let Some(id) = self.lease_id.take() else {
             return Ok(());
@@ -474,6 +501,7 @@ impl EtcdLease {
         self.post("/v3/lease/revoke", &json!({"ID": id.to_string()}))
             .await
             .map(|_| ())
+            .map_err(BackendError::from)
     }
 }
 
@@ -496,7 +524,7 @@ impl Backend for EtcdLease {
         Box::pin(self.run_round())
     }
 
-    fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
+    fn release(&mut self) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(self.run_release())
     }
 

@@ -149,7 +149,10 @@ async fn a_username_needs_a_password_and_tls_files_must_load() {
         .await
         .err()
         .expect("refused");
-    assert!(err.contains("no password is configured"), "{err}");
+    assert!(
+        matches!(&err, BackendError::Setup(why) if why.contains("no password is configured")),
+        "{err}"
+    );
     let mut s = settings(3);
     s.ca = Some("/nonexistent/ca.pem".to_owned());
     let err = EtcdLease::connect(&s, "a".into(), Duration::from_secs(1))
@@ -157,7 +160,40 @@ async fn a_username_needs_a_password_and_tls_files_must_load() {
         .err()
         .expect("refused");
     assert!(
-        err.starts_with("cluster.etcd.tls.ca /nonexistent/ca.pem could not be read"),
+        matches!(&err, BackendError::Setup(why)
+            if why.starts_with("cluster.etcd.tls.ca /nonexistent/ca.pem could not be read")),
         "{err}"
+    );
+}
+
+#[test]
+fn errors_keep_the_wording_the_log_lines_show() {
+    let down = EtcdError::AllEndpointsFailed {
+        last: "http://e:2379/v3/kv/range: HTTP 503 busy".to_owned(),
+    };
+    assert_eq!(
+        down.to_string(),
+        "all etcd endpoints failed: http://e:2379/v3/kv/range: HTTP 503 busy"
+    );
+    assert_eq!(
+        EtcdError::Authentication(Box::new(down)).to_string(),
+        "authentication failed: all etcd endpoints failed: http://e:2379/v3/kv/range: HTTP 503 \
+         busy"
+    );
+    assert_eq!(
+        EtcdError::Unauthorized {
+            url: "http://e:2379/v3/kv/range".to_owned(),
+            body: "{\"error\":\"invalid auth token\"}".to_owned(),
+        }
+        .to_string(),
+        "http://e:2379/v3/kv/range: 401 {\"error\":\"invalid auth token\"}"
+    );
+    assert_eq!(
+        EtcdError::NoToken.to_string(),
+        "authentication failed: etcd returned no token"
+    );
+    assert_eq!(
+        BackendError::NoAnswer(Duration::from_secs(5)).to_string(),
+        "no answer within 5 s"
     );
 }

@@ -5,7 +5,7 @@ use super::rules::{iso_expiry, sighting, wall_now, LeaseRecord, Sighting, SKEW};
 use super::store::{off_thread, Store};
 use crate::cluster::election::display_holder;
 use crate::cluster::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
-use crate::cluster::{Backend, Round};
+use crate::cluster::{Backend, BackendError, Round};
 use crate::config::cluster::FilesystemSettings;
 use crate::config::model::sections::Topology;
 use crate::platform;
@@ -63,7 +63,7 @@ impl FilesystemLease {
         settings: &FilesystemSettings,
         node_name: &str,
         connect_timeout: Duration,
-    ) -> Result<FilesystemLease, String> {
+    ) -> Result<FilesystemLease, BackendError> {
         let store = Arc::new(Store::new(settings));
         let checking = Arc::clone(&store);
         let probed = off_thread(connect_timeout, move || {
@@ -74,21 +74,21 @@ impl FilesystemLease {
         let root = store.root.display().to_string();
         match probed {
             None => {
-                return Err(format!(
+                return Err(BackendError::Setup(format!(
                     "cluster.backend filesystem: the directory {root} did not answer within {} s",
                     connect_timeout.as_secs()
-                ))
+                )))
             }
             Some(Err(e)) => {
-                return Err(format!(
+                return Err(BackendError::Setup(format!(
                     "cluster.backend filesystem: cannot prepare {}: {e}",
                     store.base.display()
-                ))
+                )))
             }
             Some(Ok(Some(reason))) => {
-                return Err(format!(
+                return Err(BackendError::Setup(format!(
                     "cluster.backend filesystem: refusing to elect over {root}: {reason}"
-                ))
+                )))
             }
             Some(Ok(None)) => {}
         }
@@ -327,18 +327,15 @@ impl FilesystemLease {
         }
     }
 
-    async fn run_release(&mut self) -> Result<(), String> {
+    async fn run_release(&mut self) -> Result<(), BackendError> {
         self.leading_until = None;
         let Some(held) = self.held.take() else {
             return Ok(());
         };
         let store = Arc::clone(&self.store);
         match off_thread(self.connect_timeout, move || store.release(&held)).await {
-            None => Err(format!(
-                "no answer within {} s",
-                self.connect_timeout.as_secs()
-            )),
-            Some(result) => result.map_err(|e| e.to_string()),
+            None => Err(BackendError::NoAnswer(self.connect_timeout)),
+            Some(result) => result.map_err(BackendError::from),
         }
     }
 }
@@ -394,7 +391,7 @@ impl Backend for FilesystemLease {
         Box::pin(self.run_round())
     }
 
-    fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
+    fn release(&mut self) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(self.run_release())
     }
 
