@@ -12,7 +12,7 @@
 # only works with a glibc of exactly the same version (a first build here
 # died of SIGSEGV in initgroups on a host with `passwd: files systemd`).
 # So a static build never calls NSS: cronstable reads /etc/passwd and
-# /etc/group itself (src/platform.rs); accounts that exist only in sssd or
+# /etc/group itself (src/platform/accounts.rs); accounts that exist only in sssd or
 # LDAP are not found there.
 #
 # Usage: scripts/static_build.sh [--musl] [extra cargo args...]

@@ -734,3 +734,81 @@ fn this_files_header_matches_its_layers() {
         "tests/architecture.rs: the header's table must match LAYERS"
     );
 }
+
+/// The largest production file allowed, in lines (tests aside).
+const MAX_PRODUCTION_LINES: usize = 800;
+
+/// The files of `src/` that are test modules: declared right under a
+/// `#[cfg(test)]` (`mod tests;`), so none of their lines is production.
+fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(file) else {
+            continue;
+        };
+        // Where this file's child modules live.
+        let dir = match file.file_name().and_then(|n| n.to_str()) {
+            Some("mod.rs" | "lib.rs" | "main.rs") => file.parent().map(Path::to_path_buf),
+            _ => Some(file.with_extension("")),
+        };
+        let Some(dir) = dir else { continue };
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        for pair in lines.windows(2) {
+            if pair[0] != "#[cfg(test)]" {
+                continue;
+            }
+            let declared = pair[1]
+                .trim_start_matches("pub(crate) ")
+                .trim_start_matches("pub ")
+                .strip_prefix("mod ")
+                .and_then(|rest| rest.strip_suffix(';'));
+            if let Some(name) = declared {
+                for candidate in [
+                    dir.join(format!("{name}.rs")),
+                    dir.join(name).join("mod.rs"),
+                ] {
+                    if candidate.exists() {
+                        out.insert(candidate);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_production_file_is_over_800_lines() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let tests = test_only_files(&files);
+    let mut over = Vec::new();
+    for file in &files {
+        if tests.contains(file) {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).expect("a source file");
+        // The production part ends where the file's inline test module
+        // begins (`#[cfg(test)]` then `mod tests {`).
+        let lines: Vec<&str> = text.lines().collect();
+        let production = lines
+            .windows(2)
+            .position(|pair| {
+                let next = pair[1].trim();
+                pair[0].trim() == "#[cfg(test)]" && next.starts_with("mod ") && next.ends_with('{')
+            })
+            .unwrap_or(lines.len());
+        if production > MAX_PRODUCTION_LINES {
+            over.push(format!(
+                "{}: {production} lines",
+                file.strip_prefix(&src).unwrap_or(file).display()
+            ));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "split these by concept (no production file over {MAX_PRODUCTION_LINES} lines, tests aside):\n{}",
+        over.join("\n")
+    );
+}

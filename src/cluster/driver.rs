@@ -262,7 +262,7 @@ impl Tracker {
         let released = tokio::time::timeout(deadline, backend.release()).await;
         let failure = match released {
             Ok(Ok(())) => None,
-            Ok(Err(e)) => Some(e),
+            Ok(Err(e)) => Some(e.to_string()),
             Err(_) => Some(format!("no answer within {} s", deadline.as_secs())),
         };
         if let Some(reason) = failure {
@@ -320,7 +320,7 @@ mod tests {
                 }
             })
         }
-        fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
+        fn release(&mut self) -> BoxFuture<'_, Result<(), crate::cluster::BackendError>> {
             *self.released.lock().unwrap() += 1;
             Box::pin(async { Ok(()) })
         }

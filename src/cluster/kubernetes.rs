@@ -14,7 +14,7 @@
 
 use super::election::{display_holder, Action, Elector, Observed, Timings};
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
-use super::{Backend, Round};
+use super::{Backend, BackendError, Round};
 use crate::config::cluster::KubernetesSettings;
 use crate::scheduler::ports::RecordsError;
 use futures_util::future::BoxFuture;
@@ -331,7 +331,7 @@ impl KubernetesLease {
         }
     }
 
-    async fn run_release(&mut self) -> Result<(), String> {
+    async fn run_release(&mut self) -> Result<(), BackendError> {
         let was_leading = self.elector.is_leader(Instant::now());
         self.elector.released();
         self.expiry = None;
@@ -354,7 +354,7 @@ impl KubernetesLease {
             .replace(&self.name, &PostParams::default(), &released)
             .await
             .map(|_| ())
-            .map_err(|e| e.to_string())
+            .map_err(BackendError::from)
     }
 }
 
@@ -381,7 +381,7 @@ impl Backend for KubernetesLease {
         Box::pin(self.run_round())
     }
 
-    fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
+    fn release(&mut self) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(self.run_release())
     }
 

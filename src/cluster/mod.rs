@@ -25,6 +25,30 @@ use futures_util::future::BoxFuture;
 use std::time::Duration;
 use tokio::time::Instant;
 
+/// Why a leadership backend could not start, or could not give its lease
+/// up. `Display` is the text the log lines show (`cluster: failed to
+/// start: ...`, `cluster: <backend> lease release failed: ...`).
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    /// The backend could not be set up from its settings (a secret, a TLS
+    /// file, the HTTP or Kubernetes client, the shared directory); the
+    /// text names the key and the cause.
+    #[error("{0}")]
+    Setup(String),
+    /// An etcd request failed.
+    #[error(transparent)]
+    Etcd(#[from] etcd::EtcdError),
+    /// A Kubernetes API request failed.
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    /// A file operation on the shared directory failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A blocking store operation did not answer within its time.
+    #[error("no answer within {} s", .0.as_secs())]
+    NoAnswer(Duration),
+}
+
 /// What one election round found.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Round {
@@ -50,7 +74,7 @@ pub trait Backend: Send {
     fn round(&mut self) -> BoxFuture<'_, Round>;
     /// Gives the lease up if this node holds it (best effort; the driver
     /// bounds it by the connect timeout).
-    fn release(&mut self) -> BoxFuture<'_, Result<(), String>>;
+    fn release(&mut self) -> BoxFuture<'_, Result<(), BackendError>>;
     /// Time between rounds.
     fn period(&self) -> Duration;
     /// How long one round may take.

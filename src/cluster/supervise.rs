@@ -8,7 +8,7 @@ use super::feed::SchedulerFeed;
 use super::gate::ClusterGate;
 use super::gossip::manager::GossipManager;
 use super::records::RecordsLink;
-use super::Backend;
+use super::{Backend, BackendError};
 use crate::config::cluster::{self, ClusterSettings, Resolved};
 use crate::config::model::ClusterConfig;
 use crate::status::leadership::CurrentLeadership;
@@ -22,7 +22,9 @@ use tokio::task::JoinHandle;
 /// Builds a backend for resolved settings. The daemon supplies it: it owns the
 /// Kubernetes client the Lease backend shares with the Kubernetes mode.
 pub type BackendFactory = Box<
-    dyn Fn(ClusterSettings) -> BoxFuture<'static, Result<Box<dyn Backend>, String>> + Send + Sync,
+    dyn Fn(ClusterSettings) -> BoxFuture<'static, Result<Box<dyn Backend>, BackendError>>
+        + Send
+        + Sync,
 >;
 
 /// The backend a section runs: a lease driver or the gossip manager.

@@ -9,13 +9,24 @@ use super::interpolate;
 use super::job::JobConfig;
 use super::locate::LineIndex;
 use super::merge::Merge;
-use super::model::{Command, ConfigDocument, EnvVar, Environment, JobSpec, Schedule};
+use super::model::{ConfigDocument, JobSpec};
 use super::sections::{Located, Sections};
 use super::sections_check;
 use super::validate::{self, Context};
 use crate::platform;
-use std::collections::{BTreeMap, HashMap};
-use std::path::{Component, Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+mod adopt;
+mod checks;
+mod files;
+
+use adopt::Clash;
+use checks::{
+    check_duplicate_names, check_job_count, crontab_job_spec, crontab_options, is_blank_yaml,
+    located,
+};
+use files::{io_error, normalize, Files};
 
 /// What kind of text a source holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,80 +81,6 @@ pub struct LoadedConfig {
     pub files: Vec<PathBuf>,
 }
 
-/// How a section clash is worded: within one include tree, or across the
-/// files of a directory.
-#[derive(Clone, Copy)]
-enum Clash {
-    Include,
-    Directory,
-}
-
-impl Sections {
-    /// The first top-level section key this holds, if any.
-    fn first_key(&self) -> Option<&'static str> {
-        [
-            (self.web.is_some(), "web"),
-            (self.logging.is_some(), "logging"),
-            (self.state.is_some(), "state"),
-            (self.cluster.is_some(), "cluster"),
-            (self.mcp.is_some(), "mcp"),
-            (self.notify.is_some(), "notify"),
-            (self.push.is_some(), "push"),
-            (!self.dags.is_empty(), "dags"),
-        ]
-        .into_iter()
-        .find_map(|(set, key)| set.then_some(key))
-    }
-
-    fn adopt(&mut self, other: Sections, clash: Clash) -> Result<(), ConfigError> {
-        fn take<T>(
-            mine: &mut Option<Located<T>>,
-            theirs: Option<Located<T>>,
-            key: &str,
-            clash: Clash,
-        ) -> Result<(), ConfigError> {
-            match (mine.as_ref(), theirs) {
-                (Some(first), Some(second)) => {
-                    let message = match clash {
-                        // `second` always comes from an included file;
-                        // `first` may be the including file or an earlier
-                        // include, so neither is called "the included one".
-                        Clash::Include => format!(
-                            "'{key}' is configured in more than one file of one include tree \
-                             (first in {}, again here); a config has at most one '{key}' \
-                             section",
-                            first.source
-                        ),
-                        Clash::Directory => format!(
-                            "'{key}' is configured in more than one file (first in {}, again \
-                             here); a config has at most one '{key}' section",
-                            first.source
-                        ),
-                    };
-                    Err(ConfigError::config(
-                        Location::source(second.source),
-                        message,
-                    ))
-                }
-                (None, Some(theirs)) => {
-                    *mine = Some(theirs);
-                    Ok(())
-                }
-                _ => Ok(()),
-            }
-        }
-        take(&mut self.web, other.web, "web", clash)?;
-        take(&mut self.logging, other.logging, "logging", clash)?;
-        take(&mut self.state, other.state, "state", clash)?;
-        take(&mut self.cluster, other.cluster, "cluster", clash)?;
-        take(&mut self.mcp, other.mcp, "mcp", clash)?;
-        take(&mut self.notify, other.notify, "notify", clash)?;
-        take(&mut self.push, other.push, "push", clash)?;
-        self.dags.extend(other.dags);
-        Ok(())
-    }
-}
-
 /// The result of one source (and its includes).
 struct Parsed {
     jobs: Vec<JobConfig>,
@@ -159,84 +96,6 @@ struct Parsed {
 /// after lexical normalization (`a/./b.yaml` and `a/x/../b.yaml` name
 /// `a/b.yaml`), as the disk path compares canonical paths.
 pub type FileMap = BTreeMap<PathBuf, String>;
-
-/// Where `include:` entries (and `-c` files) are read from. The include
-/// rules (cycles, missing files, the size cap, error wording) live in the
-/// loader once; only reading and identifying a file differ.
-enum Files<'a> {
-    /// The file system.
-    Disk,
-    /// An in-memory map, keyed by lexically normalized path.
-    Memory(HashMap<PathBuf, &'a str>),
-}
-
-impl Files<'_> {
-    /// The file's text, or the error the load reports for it.
-    fn read(&self, path: &Path) -> Result<String, ConfigError> {
-        let bytes = match self {
-            Files::Disk => platform::read_regular_file(path, super::MAX_FILE_BYTES)
-                .map_err(|e| io_error(path, &e))?,
-            Files::Memory(map) => {
-                let Some(text) = map.get(&normalize(path)) else {
-                    return Err(ConfigError::Io {
-                        path: path.display().to_string(),
-                        reason: "no such file among the in-memory files".into(),
-                    });
-                };
-                if text.len() as u64 > super::MAX_FILE_BYTES {
-                    return Err(ConfigError::Io {
-                        path: path.display().to_string(),
-                        reason: format!(
-                            "is larger than the {} MiB limit",
-                            super::MAX_FILE_BYTES >> 20
-                        ),
-                    });
-                }
-                return Ok((*text).to_owned());
-            }
-        };
-        String::from_utf8(bytes).map_err(|e| {
-            ConfigError::config(
-                Location::source(path.display().to_string()),
-                format!(
-                    "not valid UTF-8 text (byte {})",
-                    e.utf8_error().valid_up_to()
-                ),
-            )
-        })
-    }
-
-    /// What identifies the file for cycle detection: two spellings of one
-    /// file must compare equal, or a cycle written through `./` or `..`
-    /// would recurse without end.
-    fn identity(&self, path: &Path) -> PathBuf {
-        match self {
-            Files::Disk => std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
-            Files::Memory(_) => normalize(path),
-        }
-    }
-}
-
-/// Drops `.` components and folds `..` into the component before it,
-/// without touching the disk (a `..` with nothing before it is kept, so
-/// `../x` and `x` stay distinct).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out: Vec<Component<'_>> = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.last() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                _ => out.push(component),
-            },
-            other => out.push(other),
-        }
-    }
-    out.iter().collect()
-}
 
 /// Looks up an environment variable of the daemon.
 type EnvLookup = Box<dyn Fn(&str) -> Option<String>>;
@@ -361,13 +220,6 @@ fn one_or_many(mut errors: Vec<ConfigError>) -> ConfigError {
         errors.remove(0)
     } else {
         ConfigError::Many(errors)
-    }
-}
-
-fn io_error(path: &Path, err: &std::io::Error) -> ConfigError {
-    ConfigError::Io {
-        path: path.display().to_string(),
-        reason: err.to_string(),
     }
 }
 
@@ -709,96 +561,6 @@ impl<'a> Loader<'a> {
             notes: self.warnings.notes,
             files: self.files,
         })
-    }
-}
-
-/// Tags a section with the source it was written in.
-fn located<T>(value: Option<T>, source: &str) -> Option<Located<T>> {
-    value.map(|value| Located {
-        value,
-        source: source.to_owned(),
-    })
-}
-
-/// Crontab lowering options: zone names are checked against the same zone
-/// database jobs use (schedules already go through the cron engine by
-/// default).
-fn crontab_options() -> crontab::CrontabOptions<'static> {
-    crontab::CrontabOptions {
-        check_timezone: Some(&|zone: &str| {
-            zone.parse::<chrono_tz::Tz>()
-                .map(|_| ())
-                .map_err(|_| "not a known IANA time zone".to_owned())
-        }),
-        ..crontab::CrontabOptions::default()
-    }
-}
-
-/// True when the text holds no YAML content at all (empty, or only
-/// comments and document markers).
-fn is_blank_yaml(text: &str) -> bool {
-    text.lines().all(|line| {
-        let t = line.trim();
-        t.is_empty() || t.starts_with('#') || t == "---" || t == "..."
-    })
-}
-
-/// Refuses a config with more than `limit` jobs ([`super::MAX_JOBS`]),
-/// naming the first job past the limit.
-fn check_job_count(jobs: &[JobConfig], limit: usize) -> Result<(), ConfigError> {
-    match jobs.get(limit) {
-        None => Ok(()),
-        Some(job) => Err(ConfigError::Job {
-            location: job.origin.clone(),
-            job: job.name.clone(),
-            key: String::new(),
-            message: format!(
-                "the config defines {} jobs, more than the limit of {}",
-                jobs.len(),
-                limit
-            ),
-        }),
-    }
-}
-
-fn check_duplicate_names(jobs: &[JobConfig]) -> Result<(), ConfigError> {
-    let mut seen: HashMap<&str, &JobConfig> = HashMap::with_capacity(jobs.len());
-    for job in jobs {
-        if let Some(first) = seen.insert(job.name.as_str(), job) {
-            return Err(ConfigError::Job {
-                location: job.origin.clone(),
-                job: job.name.clone(),
-                key: "name".into(),
-                message: format!(
-                    "a job named '{}' is already defined at {}; job names must be unique \
-                     across the whole config",
-                    job.name, first.origin
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// Lowers a crontab entry to a job spec (the built-in defaults are layered
-/// under it by the caller).
-fn crontab_job_spec(entry: crontab::CrontabJob) -> JobSpec {
-    JobSpec {
-        name: Some(entry.name),
-        command: Some(Command::Shell(entry.command)),
-        schedule: Some(Schedule::Text(entry.schedule)),
-        shell: entry.shell,
-        timezone: entry.timezone,
-        environment: (!entry.environment.is_empty()).then(|| {
-            Environment(
-                entry
-                    .environment
-                    .into_iter()
-                    .map(|(key, value)| EnvVar { key, value })
-                    .collect(),
-            )
-        }),
-        ..JobSpec::default()
     }
 }
 

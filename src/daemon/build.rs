@@ -21,7 +21,7 @@ async fn lease_client(
     client: LeaseClient,
     shared: SharedClient,
     lease: &KubernetesSettings,
-) -> Result<(kube::Client, String), String> {
+) -> Result<(kube::Client, String), cluster::BackendError> {
     let shared = match client {
         LeaseClient::Shared => shared,
         LeaseClient::Own => None,
@@ -36,7 +36,7 @@ async fn lease_client(
             };
             let connection = crate::kube::client::connect_to(&options, lease.api_server.as_deref())
                 .await
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| cluster::BackendError::Setup(e.to_string()))?;
             (connection.client, connection.namespace)
         }
     };

@@ -26,16 +26,19 @@ use super::ports::{Admission, LeaderRecords, RecordsError};
 use super::{Event, Scheduler};
 use crate::config::model::{ClusterPolicy, OnMissed};
 use crate::config::JobConfig;
-use crate::cronexpr::{CronExpr, Schedule, TimeBase};
+use crate::cronexpr::Schedule;
 use crate::job::Trigger;
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The most launches one catch-up replays for a `run-all` job (the
-/// original's cap).
-pub const MAX_CATCHUP: u32 = 100;
+mod owed;
+#[cfg(test)]
+mod tests;
+
+use owed::jitter_offset;
+pub use owed::{owed_fires, Owed, MAX_CATCHUP};
 
 /// How often deferred `@reboot` jobs ask the gate again while they wait
 /// (in memory; the store is read when the gate admits one, and every
@@ -77,84 +80,6 @@ pub(super) enum Answer {
     },
     /// A catch-up's jitter delay for `job` is over.
     JitterDone { job: String },
-}
-
-/// What a job is owed for the fires it missed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owed {
-    /// Launches owed (0: nothing missed).
-    pub count: u32,
-    /// The newest missed fire (the watermark recorded with the launches).
-    pub newest: Option<DateTime<Utc>>,
-    /// `run-all` found more than [`MAX_CATCHUP`] fires and dropped the rest.
-    pub capped: bool,
-}
-
-/// The launches a job with catch-up policy `mode` is owed for its fires
-/// after `after` (exclusive) up to `upto` (inclusive), ignoring fires
-/// before `cutoff` (`startingDeadlineSeconds`). Pure: the catch-up's whole
-/// decision, tested on its own.
-pub fn owed_fires(
-    expr: &CronExpr,
-    tz: &TimeBase,
-    after: DateTime<Utc>,
-    upto: DateTime<Utc>,
-    cutoff: Option<DateTime<Utc>>,
-    mode: OnMissed,
-) -> Owed {
-    let nothing = Owed {
-        count: 0,
-        newest: None,
-        capped: false,
-    };
-    // Fires older than the deadline are not owed: start the walk there.
-    let from = match cutoff {
-        Some(cutoff) if cutoff > after => cutoff - ChronoDuration::nanoseconds(1),
-        _ => after,
-    };
-    if upto <= from {
-        return nothing;
-    }
-    match mode {
-        OnMissed::Skip => nothing,
-        OnMissed::RunOnce => {
-            // The newest fire at or before `upto`; owed when it is after
-            // the start of the window. One launch covers them all.
-            match expr.prev_before(upto + ChronoDuration::nanoseconds(1), tz) {
-                Some(newest) if newest > from => Owed {
-                    count: 1,
-                    newest: Some(newest),
-                    capped: false,
-                },
-                _ => nothing,
-            }
-        }
-        OnMissed::RunAll => {
-            let mut count = 0;
-            let mut newest = None;
-            let mut cursor = from;
-            while let Some(next) = expr.next_after(cursor, tz) {
-                if next > upto {
-                    break;
-                }
-                if count == MAX_CATCHUP {
-                    return Owed {
-                        count,
-                        newest,
-                        capped: true,
-                    };
-                }
-                count += 1;
-                newest = Some(next);
-                cursor = next;
-            }
-            Owed {
-                count,
-                newest,
-                capped: false,
-            }
-        }
-    }
 }
 
 /// A job's catch-up in progress: launches left, one at a time.
@@ -209,21 +134,6 @@ fn defers_reboot(job: &JobConfig) -> bool {
     job.enabled
         && matches!(job.parsed_schedule, Schedule::Reboot)
         && job.cluster_policy != ClusterPolicy::EveryNode
-}
-
-/// A stable offset in `[0, n)` seconds for `name` (the original's
-/// deterministic per-job jitter: the same job waits the same on every node).
-fn jitter_offset(name: &str, n: i64) -> Duration {
-    if n <= 0 {
-        return Duration::ZERO;
-    }
-    // FNV-1a: stable across processes and releases, unlike std's hasher.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in name.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    Duration::from_secs(hash % n.unsigned_abs())
 }
 
 impl Scheduler {
@@ -710,156 +620,5 @@ impl Scheduler {
             // No store to record in any more: launch directly.
             self.fire_recorded(name, now, true, Ok(()));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use chrono::TimeZone;
-
-    fn at(h: u32, m: u32, s: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 12, 1, h, m, s).unwrap()
-    }
-
-    fn every_minute() -> CronExpr {
-        CronExpr::parse("* * * * *", None).unwrap()
-    }
-
-    #[test]
-    fn run_once_owes_one_launch_for_any_number_of_missed_fires() {
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(10, 0, 0),
-            at(10, 5, 30),
-            None,
-            OnMissed::RunOnce,
-        );
-        assert_eq!(owed.count, 1);
-        assert_eq!(owed.newest, Some(at(10, 5, 0)));
-        assert!(!owed.capped);
-    }
-
-    #[test]
-    fn nothing_is_owed_when_no_fire_fell_in_the_window() {
-        for mode in [OnMissed::RunOnce, OnMissed::RunAll, OnMissed::Skip] {
-            let owed = owed_fires(
-                &every_minute(),
-                &TimeBase::Utc,
-                at(10, 0, 0),
-                at(10, 0, 59),
-                None,
-                mode,
-            );
-            assert_eq!(owed.count, 0, "{mode:?}");
-            assert_eq!(owed.newest, None, "{mode:?}");
-        }
-    }
-
-    #[test]
-    fn the_recorded_fire_itself_is_not_owed_but_the_upper_bound_is() {
-        // `after` is exclusive (that fire ran), `upto` inclusive (that
-        // boundary was evaluated while another node should have led).
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(10, 0, 0),
-            at(10, 1, 0),
-            None,
-            OnMissed::RunAll,
-        );
-        assert_eq!(owed.count, 1);
-        assert_eq!(owed.newest, Some(at(10, 1, 0)));
-    }
-
-    #[test]
-    fn run_all_owes_one_launch_per_missed_fire() {
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(10, 0, 0),
-            at(10, 7, 0),
-            None,
-            OnMissed::RunAll,
-        );
-        assert_eq!(owed.count, 7);
-        assert_eq!(owed.newest, Some(at(10, 7, 0)));
-    }
-
-    #[test]
-    fn run_all_is_capped() {
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(0, 0, 0),
-            at(9, 0, 0),
-            None,
-            OnMissed::RunAll,
-        );
-        assert_eq!(owed.count, MAX_CATCHUP);
-        assert!(owed.capped);
-        // The oldest fires are replayed first, as the original does.
-        assert_eq!(owed.newest, Some(at(1, 40, 0)));
-    }
-
-    #[test]
-    fn the_starting_deadline_drops_older_fires() {
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(10, 0, 0),
-            at(10, 10, 0),
-            Some(at(10, 7, 30)),
-            OnMissed::RunAll,
-        );
-        assert_eq!(owed.count, 3, "10:08, 10:09, 10:10");
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(10, 0, 0),
-            at(10, 10, 0),
-            Some(at(10, 10, 30)),
-            OnMissed::RunOnce,
-        );
-        assert_eq!(owed.count, 0, "every missed fire is past the deadline");
-        // A cutoff exactly on a fire keeps that fire.
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(10, 0, 0),
-            at(10, 10, 0),
-            Some(at(10, 10, 0)),
-            OnMissed::RunOnce,
-        );
-        assert_eq!(owed.count, 1);
-    }
-
-    #[test]
-    fn skip_owes_nothing() {
-        let owed = owed_fires(
-            &every_minute(),
-            &TimeBase::Utc,
-            at(10, 0, 0),
-            at(11, 0, 0),
-            None,
-            OnMissed::Skip,
-        );
-        assert_eq!(owed.count, 0);
-    }
-
-    #[test]
-    fn the_jitter_offset_is_stable_and_in_range() {
-        assert_eq!(jitter_offset("backup", 0), Duration::ZERO);
-        let one = jitter_offset("backup", 30);
-        assert_eq!(one, jitter_offset("backup", 30));
-        assert!(one < Duration::from_secs(30));
-        let spread: HashSet<Duration> = (0..50)
-            .map(|i| jitter_offset(&format!("job-{i}"), 30))
-            .collect();
-        assert!(
-            spread.len() > 10,
-            "offsets spread over the range: {spread:?}"
-        );
     }
 }

@@ -21,8 +21,9 @@
 //! order, auth with re-login on an expired token, TLS), one at a time.
 
 use super::kube::{decode_cancel, encode_cancel};
-use super::{CancelRequest, SlotLease, SlotStore};
+use super::{CancelRequest, SlotLease, SlotStore, SlotStoreError};
 use crate::cluster::etcd::{b64, int64, keepalive_ttl, EtcdLease};
+use crate::cluster::BackendError;
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
 use futures_util::future::BoxFuture;
@@ -33,7 +34,7 @@ use tokio::sync::{Mutex, OnceCell};
 /// How the store gets its client: built from `cluster.etcd` on first use
 /// (a failure is a store error; the next operation tries again).
 pub type EtcdClientSource =
-    Arc<dyn Fn() -> BoxFuture<'static, Result<EtcdLease, String>> + Send + Sync>;
+    Arc<dyn Fn() -> BoxFuture<'static, Result<EtcdLease, BackendError>> + Send + Sync>;
 
 /// A slot key as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -159,7 +160,7 @@ pub fn cancel_key_name(election_name: &str, job: &str) -> String {
 }
 
 impl EtcdInner {
-    async fn client(&self) -> Result<tokio::sync::MutexGuard<'_, EtcdLease>, String> {
+    async fn client(&self) -> Result<tokio::sync::MutexGuard<'_, EtcdLease>, SlotStoreError> {
         let client = self
             .client
             .get_or_try_init(|| async { (self.source)().await.map(Mutex::new) })
@@ -167,7 +168,7 @@ impl EtcdInner {
         Ok(client.lock().await)
     }
 
-    async fn range(&self, key: &str) -> Result<Option<SlotKey>, String> {
+    async fn range(&self, key: &str) -> Result<Option<SlotKey>, SlotStoreError> {
         let answer = self
             .client()
             .await?
@@ -176,14 +177,20 @@ impl EtcdInner {
         Ok(slot_key(&answer))
     }
 
-    async fn revoke(client: &mut EtcdLease, lease: i64) -> Result<(), String> {
+    async fn revoke(client: &mut EtcdLease, lease: i64) -> Result<(), SlotStoreError> {
         client
             .post("/v3/lease/revoke", &json!({"ID": lease.to_string()}))
             .await
             .map(|_| ())
+            .map_err(SlotStoreError::from)
     }
 
-    async fn acquire(&self, job: &str, holder: &str, ttl: f64) -> Result<Option<u64>, String> {
+    async fn acquire(
+        &self,
+        job: &str,
+        holder: &str,
+        ttl: f64,
+    ) -> Result<Option<u64>, SlotStoreError> {
         let key = slot_key_name(&self.election_name, job);
         let mut client = self.client().await?;
         let ttl = ttl.ceil().max(1.0) as i64;
@@ -192,7 +199,7 @@ impl EtcdInner {
             .await?;
         let granted = int64(grant.get("ID"))
             .filter(|id| *id != 0)
-            .ok_or_else(|| format!("lease grant returned no lease: {grant}"))?;
+            .ok_or_else(|| SlotStoreError::NoLeaseGranted(grant.clone()))?;
         let answer = client
             .post("/v3/kv/txn", &claim_body(&key, holder, granted))
             .await?;
@@ -210,12 +217,17 @@ impl EtcdInner {
     }
 
     /// The key, if it is still `holder`'s holding `fence`.
-    async fn ours(&self, job: &str, holder: &str, fence: u64) -> Result<Option<SlotKey>, String> {
+    async fn ours(
+        &self,
+        job: &str,
+        holder: &str,
+        fence: u64,
+    ) -> Result<Option<SlotKey>, SlotStoreError> {
         let key = self.range(&slot_key_name(&self.election_name, job)).await?;
         Ok(key.filter(|k| k.holder.as_deref() == Some(holder) && k.create_revision == fence))
     }
 
-    async fn renew(&self, job: &str, holder: &str, fence: u64) -> Result<bool, String> {
+    async fn renew(&self, job: &str, holder: &str, fence: u64) -> Result<bool, SlotStoreError> {
         let Some(key) = self.ours(job, holder, fence).await? else {
             return Ok(false);
         };
@@ -225,20 +237,20 @@ impl EtcdInner {
             .post("/v3/lease/keepalive", &json!({"ID": key.lease.to_string()}))
             .await?;
         if answer.get("error").is_some() {
-            return Err(format!("keepalive failed: {answer}"));
+            return Err(SlotStoreError::KeepaliveFailed(answer));
         }
         // A lease that is gone cannot come back: the key went with it.
         Ok(keepalive_ttl(&answer).is_some())
     }
 
-    async fn release(&self, job: &str, holder: &str, fence: u64) -> Result<(), String> {
+    async fn release(&self, job: &str, holder: &str, fence: u64) -> Result<(), SlotStoreError> {
         let Some(key) = self.ours(job, holder, fence).await? else {
             return Ok(());
         };
         Self::revoke(&mut *self.client().await?, key.lease).await
     }
 
-    async fn read(&self, job: &str) -> Result<Option<SlotLease>, String> {
+    async fn read(&self, job: &str) -> Result<Option<SlotLease>, SlotStoreError> {
         let key = self.range(&slot_key_name(&self.election_name, job)).await?;
         Ok(key.map(|k| SlotLease {
             holder: k.holder.unwrap_or_default(),
@@ -248,7 +260,11 @@ impl EtcdInner {
         }))
     }
 
-    async fn request_cancel(&self, job: &str, request: CancelRequest) -> Result<(), String> {
+    async fn request_cancel(
+        &self,
+        job: &str,
+        request: CancelRequest,
+    ) -> Result<(), SlotStoreError> {
         let key = cancel_key_name(&self.election_name, job);
         let body = json!({"key": b64(&key), "value": b64(&encode_cancel(&request))});
         self.client()
@@ -256,9 +272,10 @@ impl EtcdInner {
             .post("/v3/kv/put", &body)
             .await
             .map(|_| ())
+            .map_err(SlotStoreError::from)
     }
 
-    async fn cancel_request(&self, job: &str) -> Result<Option<CancelRequest>, String> {
+    async fn cancel_request(&self, job: &str) -> Result<Option<CancelRequest>, SlotStoreError> {
         let key = self
             .range(&cancel_key_name(&self.election_name, job))
             .await?;
@@ -275,7 +292,7 @@ impl SlotStore for EtcdSlotStore {
         job: &str,
         holder: &str,
         ttl: f64,
-    ) -> BoxFuture<'static, Result<Option<u64>, String>> {
+    ) -> BoxFuture<'static, Result<Option<u64>, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let (job, holder) = (job.to_owned(), holder.to_owned());
         Box::pin(async move { inner.acquire(&job, &holder, ttl).await })
@@ -287,7 +304,7 @@ impl SlotStore for EtcdSlotStore {
         holder: &str,
         fence: u64,
         _ttl: f64,
-    ) -> BoxFuture<'static, Result<bool, String>> {
+    ) -> BoxFuture<'static, Result<bool, SlotStoreError>> {
         // The TTL was fixed when the lease was granted; a keepalive
         // restores it.
         let inner = Arc::clone(&self.inner);
@@ -300,13 +317,13 @@ impl SlotStore for EtcdSlotStore {
         job: &str,
         holder: &str,
         fence: u64,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let (job, holder) = (job.to_owned(), holder.to_owned());
         Box::pin(async move { inner.release(&job, &holder, fence).await })
     }
 
-    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, String>> {
+    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         Box::pin(async move { inner.read(&job).await })
@@ -316,7 +333,7 @@ impl SlotStore for EtcdSlotStore {
         &self,
         job: &str,
         request: CancelRequest,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         Box::pin(async move { inner.request_cancel(&job, request).await })
@@ -325,7 +342,7 @@ impl SlotStore for EtcdSlotStore {
     fn cancel_request(
         &self,
         job: &str,
-    ) -> BoxFuture<'static, Result<Option<CancelRequest>, String>> {
+    ) -> BoxFuture<'static, Result<Option<CancelRequest>, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         Box::pin(async move { inner.cancel_request(&job).await })

@@ -7,7 +7,7 @@
 //! (`{"data":{"at":..,"by":..,"fence":N,"kind":"cancel"},"schemaVersion":"v1"}`),
 //! the newest eight kept.
 
-use super::{CancelRequest, SlotLease, SlotStore};
+use super::{CancelRequest, SlotLease, SlotStore, SlotStoreError};
 use crate::cluster::filesystem::{fs_safe, off_thread, wall_now, LeaseRecord, Store};
 use crate::config::cluster::FilesystemSettings;
 use crate::config::model::sections::Topology;
@@ -201,12 +201,12 @@ fn list_json(dir: &std::path::Path) -> std::io::Result<Vec<String>> {
 /// Runs blocking store work off the scheduler's thread.
 fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> BoxFuture<'static, Result<T, String>> {
+) -> BoxFuture<'static, Result<T, SlotStoreError>> {
     Box::pin(async move {
         match off_thread(THREAD_LIMIT, work).await {
             Some(Ok(value)) => Ok(value),
-            Some(Err(e)) => Err(e.to_string()),
-            None => Err("the store operation timed out".to_owned()),
+            Some(Err(e)) => Err(e.into()),
+            None => Err(SlotStoreError::TimedOut),
         }
     })
 }
@@ -225,7 +225,7 @@ impl SlotStore for FsSlotStore {
         job: &str,
         holder: &str,
         ttl: f64,
-    ) -> BoxFuture<'static, Result<Option<u64>, String>> {
+    ) -> BoxFuture<'static, Result<Option<u64>, SlotStoreError>> {
         let store = self.inner.lease(job);
         let holder = holder.to_owned();
         blocking(move || {
@@ -240,7 +240,7 @@ impl SlotStore for FsSlotStore {
         holder: &str,
         fence: u64,
         ttl: f64,
-    ) -> BoxFuture<'static, Result<bool, String>> {
+    ) -> BoxFuture<'static, Result<bool, SlotStoreError>> {
         let store = self.inner.lease(job);
         let held = LeaseRecord {
             expires_at: 1.0,
@@ -256,7 +256,7 @@ impl SlotStore for FsSlotStore {
         job: &str,
         holder: &str,
         fence: u64,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>> {
         let store = self.inner.lease(job);
         let held = LeaseRecord {
             expires_at: 0.0,
@@ -267,7 +267,7 @@ impl SlotStore for FsSlotStore {
         blocking(move || store.release(&held))
     }
 
-    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, String>> {
+    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, SlotStoreError>> {
         let store = self.inner.lease(job);
         blocking(move || Ok(store.read().map(|r| as_slot(r, wall_now()))))
     }
@@ -276,7 +276,7 @@ impl SlotStore for FsSlotStore {
         &self,
         job: &str,
         request: CancelRequest,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         blocking(move || inner.append_cancel(&job, request))
@@ -285,13 +285,13 @@ impl SlotStore for FsSlotStore {
     fn cancel_request(
         &self,
         job: &str,
-    ) -> BoxFuture<'static, Result<Option<CancelRequest>, String>> {
+    ) -> BoxFuture<'static, Result<Option<CancelRequest>, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         blocking(move || inner.newest_cancel(&job))
     }
 
-    fn fidelity(&self) -> BoxFuture<'static, Result<Option<String>, String>> {
+    fn fidelity(&self) -> BoxFuture<'static, Result<Option<String>, SlotStoreError>> {
         // The probe needs the directories; any job's store can run it.
         let store = self.inner.lease("");
         blocking(move || {

@@ -17,7 +17,8 @@
 //! one-second margin), so the nodes' clocks must agree (NTP). The
 //! election itself does not depend on clocks; only slots do.
 
-use super::{CancelRequest, SlotLease, SlotStore};
+use super::{CancelRequest, SlotLease, SlotStore, SlotStoreError};
+use crate::cluster::BackendError;
 use futures_util::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
@@ -43,7 +44,7 @@ const ATTEMPTS: usize = 3;
 /// How the store gets its Lease API: at once with the Kubernetes mode's
 /// client, or by connecting (kubeconfig, in-cluster) on first use.
 pub type LeaseApiSource =
-    Arc<dyn Fn() -> BoxFuture<'static, Result<Api<Lease>, String>> + Send + Sync>;
+    Arc<dyn Fn() -> BoxFuture<'static, Result<Api<Lease>, BackendError>> + Send + Sync>;
 
 /// The name of job `job`'s slot Lease next to the election Lease
 /// `lease_name`: `<leaseName>-slot-<job>`, where the job part is made a
@@ -218,12 +219,12 @@ enum Write {
     Conflict,
 }
 
-fn to_value(lease: &Lease) -> Result<Value, String> {
-    serde_json::to_value(lease).map_err(|e| format!("cannot read the Lease: {e}"))
+fn to_value(lease: &Lease) -> Result<Value, SlotStoreError> {
+    serde_json::to_value(lease).map_err(SlotStoreError::LeaseUnreadable)
 }
 
-fn from_value(value: Value) -> Result<Lease, String> {
-    serde_json::from_value(value).map_err(|e| format!("cannot build the Lease: {e}"))
+fn from_value(value: Value) -> Result<Lease, SlotStoreError> {
+    serde_json::from_value(value).map_err(SlotStoreError::LeaseUnbuildable)
 }
 
 impl KubeSlotStore {
@@ -242,24 +243,24 @@ impl KubeSlotStore {
 }
 
 impl KubeInner {
-    async fn api(&self) -> Result<&Api<Lease>, String> {
-        self.api.get_or_try_init(|| (self.source)()).await
+    async fn api(&self) -> Result<&Api<Lease>, SlotStoreError> {
+        Ok(self.api.get_or_try_init(|| (self.source)()).await?)
     }
 
     fn name(&self, job: &str) -> String {
         slot_lease_name(&self.lease_name, job)
     }
 
-    async fn get(&self, job: &str) -> Result<Option<Value>, String> {
+    async fn get(&self, job: &str) -> Result<Option<Value>, SlotStoreError> {
         let api = self.api().await?;
         match api.get_opt(&self.name(job)).await {
             Ok(Some(lease)) => Ok(Some(to_value(&lease)?)),
             Ok(None) => Ok(None),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 
-    async fn replace(&self, job: &str, lease: Value) -> Result<Write, String> {
+    async fn replace(&self, job: &str, lease: Value) -> Result<Write, SlotStoreError> {
         let api = self.api().await?;
         let lease = from_value(lease)?;
         match api
@@ -268,11 +269,16 @@ impl KubeInner {
         {
             Ok(_) => Ok(Write::Done),
             Err(kube::Error::Api(status)) if status.code == 409 => Ok(Write::Conflict),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e.into()),
         }
     }
 
-    async fn acquire(&self, job: &str, holder: &str, ttl: f64) -> Result<Option<u64>, String> {
+    async fn acquire(
+        &self,
+        job: &str,
+        holder: &str,
+        ttl: f64,
+    ) -> Result<Option<u64>, SlotStoreError> {
         let read = self.get(job).await?;
         let now = chrono::Utc::now();
         let stamp_now = micro_time(now);
@@ -292,14 +298,14 @@ impl KubeInner {
                     Ok(_) => Ok(Some(0)),
                     // Another node created it first.
                     Err(kube::Error::Api(status)) if status.code == 409 => Ok(None),
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(e.into()),
                 };
             }
             Decision::Keep(fence) => (read, fence, false),
             Decision::Take(fence) => (read, fence, true),
         };
         let Some(lease) = lease.as_mut() else {
-            return Err("the Lease vanished".to_owned());
+            return Err(SlotStoreError::LeaseVanished);
         };
         stamp(lease, holder, ttl, &stamp_now, fence, acquired);
         match self.replace(job, lease.clone()).await? {
@@ -316,7 +322,7 @@ impl KubeInner {
         job: &str,
         still: impl Fn(&Value) -> bool,
         change: impl Fn(&mut Value),
-    ) -> Result<bool, String> {
+    ) -> Result<bool, SlotStoreError> {
         for _ in 0..ATTEMPTS {
             let Some(mut lease) = self.get(job).await? else {
                 return Ok(false);
@@ -330,10 +336,10 @@ impl KubeInner {
                 Write::Conflict => continue,
             }
         }
-        Err(format!(
-            "the Lease {} kept changing; not written after {ATTEMPTS} attempts",
-            self.name(job)
-        ))
+        Err(SlotStoreError::LeaseKeptChanging {
+            lease: self.name(job),
+            attempts: ATTEMPTS,
+        })
     }
 }
 
@@ -348,7 +354,7 @@ impl SlotStore for KubeSlotStore {
         job: &str,
         holder: &str,
         ttl: f64,
-    ) -> BoxFuture<'static, Result<Option<u64>, String>> {
+    ) -> BoxFuture<'static, Result<Option<u64>, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let (job, holder) = (job.to_owned(), holder.to_owned());
         Box::pin(async move { inner.acquire(&job, &holder, ttl).await })
@@ -360,7 +366,7 @@ impl SlotStore for KubeSlotStore {
         holder: &str,
         fence: u64,
         ttl: f64,
-    ) -> BoxFuture<'static, Result<bool, String>> {
+    ) -> BoxFuture<'static, Result<bool, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let (job, holder) = (job.to_owned(), holder.to_owned());
         Box::pin(async move {
@@ -382,7 +388,7 @@ impl SlotStore for KubeSlotStore {
         job: &str,
         holder: &str,
         fence: u64,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let (job, holder) = (job.to_owned(), holder.to_owned());
         Box::pin(async move {
@@ -401,7 +407,7 @@ impl SlotStore for KubeSlotStore {
         })
     }
 
-    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, String>> {
+    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         Box::pin(async move {
@@ -416,7 +422,7 @@ impl SlotStore for KubeSlotStore {
         &self,
         job: &str,
         request: CancelRequest,
-    ) -> BoxFuture<'static, Result<(), String>> {
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         let text = encode_cancel(&request);
@@ -442,7 +448,7 @@ impl SlotStore for KubeSlotStore {
     fn cancel_request(
         &self,
         job: &str,
-    ) -> BoxFuture<'static, Result<Option<CancelRequest>, String>> {
+    ) -> BoxFuture<'static, Result<Option<CancelRequest>, SlotStoreError>> {
         let inner = Arc::clone(&self.inner);
         let job = job.to_owned();
         Box::pin(async move {

@@ -68,9 +68,56 @@ pub struct CancelRequest {
     pub at: String,
 }
 
+/// Why a slot store operation failed: the store's own words, logged at
+/// DEBUG (`slot store error: ...`); the scheduler's lines use the generic
+/// reasons ([`STORE_DOWN`], [`NO_ANSWER`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SlotStoreError {
+    /// The store's client could not be built (kubeconfig, etcd TLS files,
+    /// credentials); the next operation tries again.
+    #[error(transparent)]
+    Client(#[from] crate::cluster::BackendError),
+    /// A file of the shared-directory store could not be read or written.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// A blocking operation of the shared-directory store did not finish
+    /// in time (it may still land later).
+    #[error("the store operation timed out")]
+    TimedOut,
+    /// A Kubernetes API request failed.
+    #[error(transparent)]
+    Kube(#[from] ::kube::Error),
+    /// A Lease read from the API could not be turned into JSON.
+    #[error("cannot read the Lease: {0}")]
+    LeaseUnreadable(serde_json::Error),
+    /// A Lease to write could not be built from its JSON.
+    #[error("cannot build the Lease: {0}")]
+    LeaseUnbuildable(serde_json::Error),
+    /// The Lease was deleted between the read and the write.
+    #[error("the Lease vanished")]
+    LeaseVanished,
+    /// Other writers kept changing the Lease: every attempt conflicted.
+    #[error("the Lease {lease} kept changing; not written after {attempts} attempts")]
+    LeaseKeptChanging {
+        /// The Lease's name.
+        lease: String,
+        /// Writes tried.
+        attempts: usize,
+    },
+    /// An etcd request failed.
+    #[error(transparent)]
+    Etcd(#[from] crate::cluster::etcd::EtcdError),
+    /// etcd answered a lease grant without a lease id.
+    #[error("lease grant returned no lease: {0}")]
+    NoLeaseGranted(serde_json::Value),
+    /// etcd answered a keepalive with an error.
+    #[error("keepalive failed: {0}")]
+    KeepaliveFailed(serde_json::Value),
+}
+
 /// The storage behind [`ClusterSlots`]: one lease per job and a place for
-/// cancel requests. Every future owns what it needs; errors are the
-/// store's own words (logged at DEBUG, the scheduler's lines use the
+/// cancel requests. Every future owns what it needs; errors are
+/// [`SlotStoreError`]s (logged at DEBUG, the scheduler's lines use the
 /// generic reasons).
 pub trait SlotStore: Send + Sync {
     /// Takes `job`'s slot for `holder` for `ttl` seconds unless someone
@@ -80,7 +127,7 @@ pub trait SlotStore: Send + Sync {
         job: &str,
         holder: &str,
         ttl: f64,
-    ) -> BoxFuture<'static, Result<Option<u64>, String>>;
+    ) -> BoxFuture<'static, Result<Option<u64>, SlotStoreError>>;
     /// Extends a held slot; false when it is no longer ours.
     fn renew(
         &self,
@@ -88,30 +135,30 @@ pub trait SlotStore: Send + Sync {
         holder: &str,
         fence: u64,
         ttl: f64,
-    ) -> BoxFuture<'static, Result<bool, String>>;
+    ) -> BoxFuture<'static, Result<bool, SlotStoreError>>;
     /// Releases a held slot (nothing when it is no longer ours).
     fn release(
         &self,
         job: &str,
         holder: &str,
         fence: u64,
-    ) -> BoxFuture<'static, Result<(), String>>;
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>>;
     /// The slot's current lease; None when absent or released.
-    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, String>>;
+    fn read(&self, job: &str) -> BoxFuture<'static, Result<Option<SlotLease>, SlotStoreError>>;
     /// Records a request that the holder of `request.fence` yield.
     fn request_cancel(
         &self,
         job: &str,
         request: CancelRequest,
-    ) -> BoxFuture<'static, Result<(), String>>;
+    ) -> BoxFuture<'static, Result<(), SlotStoreError>>;
     /// The newest cancel request recorded for `job`, if any.
     fn cancel_request(
         &self,
         job: &str,
-    ) -> BoxFuture<'static, Result<Option<CancelRequest>, String>>;
+    ) -> BoxFuture<'static, Result<Option<CancelRequest>, SlotStoreError>>;
     /// Whether the store's exclusion can be trusted: Some(reason) when
     /// not. Asked once; the answer is kept.
-    fn fidelity(&self) -> BoxFuture<'static, Result<Option<String>, String>> {
+    fn fidelity(&self) -> BoxFuture<'static, Result<Option<String>, SlotStoreError>> {
         Box::pin(std::future::ready(Ok(None)))
     }
 }
@@ -155,7 +202,9 @@ impl SlotSettings {
 
 /// Runs a store operation with the [`STORE_OP_TIMEOUT`] cap; the error
 /// is the scheduler's reason text.
-async fn bounded<T>(op: impl Future<Output = Result<T, String>>) -> Result<T, &'static str> {
+async fn bounded<T>(
+    op: impl Future<Output = Result<T, SlotStoreError>>,
+) -> Result<T, &'static str> {
     match tokio::time::timeout(STORE_OP_TIMEOUT, op).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(why)) => {

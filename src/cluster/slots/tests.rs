@@ -157,3 +157,28 @@ async fn a_store_that_cannot_be_written_is_unavailable_with_the_policy() {
         );
     }
 }
+
+#[test]
+fn store_errors_keep_the_wording_of_the_debug_lines() {
+    assert_eq!(
+        SlotStoreError::TimedOut.to_string(),
+        "the store operation timed out"
+    );
+    assert_eq!(
+        SlotStoreError::LeaseVanished.to_string(),
+        "the Lease vanished"
+    );
+    assert_eq!(
+        SlotStoreError::LeaseKeptChanging {
+            lease: "cronstable-leader-slot-backup".to_owned(),
+            attempts: 3,
+        }
+        .to_string(),
+        "the Lease cronstable-leader-slot-backup kept changing; not written after 3 attempts"
+    );
+    assert_eq!(
+        SlotStoreError::KeepaliveFailed(serde_json::json!({"error": "lease not found"}))
+            .to_string(),
+        "keepalive failed: {\"error\":\"lease not found\"}"
+    );
+}

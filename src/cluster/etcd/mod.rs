@@ -19,16 +19,21 @@
 //! binary, and the requests are the ones the original sends.
 
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
-use super::{Backend, Round};
+use super::{Backend, BackendError, Round};
 use crate::config::cluster::EtcdSettings;
 use crate::report::secret::{self, Secret};
 use crate::scheduler::ports::RecordsError;
-use base64::engine::general_purpose::STANDARD as B64;
-use base64::Engine as _;
 use futures_util::future::BoxFuture;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::time::Instant;
+pub(crate) use wire::{b64, int64, keepalive_ttl};
+use wire::{
+    campaign_body, campaign_outcome, cas_body, cas_outcome, first_kv, micro_time, period_for,
+    round_deadline_for, versioned, KeyValue, Versioned,
+};
+
+mod wire;
 
 /// Below this effective TTL the leader window (TTL minus the one-second
 /// skew margin, renewed every second) is too short to lead stably.
@@ -69,179 +74,35 @@ pub struct EtcdLease {
     expiry: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-/// Why a request failed.
-#[derive(Debug)]
-enum Failure {
+/// Why a request to etcd failed. `Display` is the text the log lines and
+/// the slot store's DEBUG lines show.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EtcdError {
     /// etcd answered 401: the token expired or is missing.
-    Unauthorized(String),
-    /// Anything else (no endpoint answered, an error status, a bad body).
-    Other(String),
+    #[error("{url}: 401 {body}")]
+    Unauthorized {
+        /// The endpoint and path asked.
+        url: String,
+        /// etcd's answer, trimmed.
+        body: String,
+    },
+    /// No endpoint answered 2xx with a JSON object.
+    #[error("all etcd endpoints failed: {last}")]
+    AllEndpointsFailed {
+        /// The last endpoint's failure.
+        last: String,
+    },
+    /// Logging in failed.
+    #[error("authentication failed: {0}")]
+    Authentication(Box<EtcdError>),
+    /// etcd's answer to the login held no token.
+    #[error("authentication failed: etcd returned no token")]
+    NoToken,
 }
 
-impl std::fmt::Display for Failure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Failure::Unauthorized(text) | Failure::Other(text) => f.write_str(text),
-        }
-    }
-}
-
-/// The key as a round read it.
-#[derive(Debug, Clone, PartialEq)]
-struct KeyValue {
-    /// The lease the key is bound to (0: none).
-    lease: i64,
-    /// The decoded value (the holder's node name), if it decodes.
-    value: Option<String>,
-}
-
-pub(crate) fn b64(text: &str) -> String {
-    B64.encode(text.as_bytes())
-}
-
-/// An int64 as the gateway writes it: a JSON string (or, from a lenient
-/// proxy, a number).
-pub(crate) fn int64(value: Option<&Value>) -> Option<i64> {
-    match value? {
-        Value::String(s) => s.parse().ok(),
-        Value::Number(n) => n.as_i64(),
-        _ => None,
-    }
-}
-
-/// The first key-value of a range response (`kvs`), if any.
-fn first_kv(range: &Value) -> Option<KeyValue> {
-    let kv = range.get("kvs")?.as_array()?.first()?;
-    Some(KeyValue {
-        lease: int64(kv.get("lease")).unwrap_or(0),
-        value: kv
-            .get("value")
-            .and_then(Value::as_str)
-            .and_then(|v| B64.decode(v).ok())
-            .and_then(|bytes| String::from_utf8(bytes).ok()),
-    })
-}
-
-/// A plain key as read for a compare-and-swap: its value (None when
-/// absent or not UTF-8) and `mod_revision` (0 when absent).
-#[derive(Debug, Clone, PartialEq)]
-struct Versioned {
-    value: Option<String>,
-    mod_revision: i64,
-}
-
-/// The key of a range answer (`kvs[0]`), with its revision.
-fn versioned(range: &Value) -> Versioned {
-    let kv = range
-        .get("kvs")
-        .and_then(Value::as_array)
-        .and_then(|kvs| kvs.first());
-    Versioned {
-        value: kv
-            .and_then(|kv| kv.get("value"))
-            .and_then(Value::as_str)
-            .and_then(|v| B64.decode(v).ok())
-            .and_then(|bytes| String::from_utf8(bytes).ok()),
-        mod_revision: kv.and_then(|kv| int64(kv.get("mod_revision"))).unwrap_or(0),
-    }
-}
-
-/// A compare-and-swap put of `value` at `key`, if the key's
-/// `mod_revision` is still `seen` (0: still absent); otherwise read it
-/// back for the next attempt.
-fn cas_body(key: &str, value: &str, seen: i64) -> Value {
-    let key = b64(key);
-    json!({
-        "compare": [{
-            "key": key,
-            "result": "EQUAL",
-            "target": "MOD",
-            "mod_revision": seen.to_string(),
-        }],
-        "success": [{"requestPut": {"key": key, "value": b64(value)}}],
-        "failure": [{"requestRange": {"key": key}}],
-    })
-}
-
-/// Whether a compare-and-swap landed; when not, the key as it now is.
-fn cas_outcome(answer: &Value) -> Result<(), Versioned> {
-    if answer
-        .get("succeeded")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-    {
-        return Ok(());
-    }
-    let range = answer
-        .get("responses")
-        .and_then(Value::as_array)
-        .and_then(|responses| responses.first())
-        .and_then(|r| r.get("response_range").or_else(|| r.get("responseRange")))
-        .cloned()
-        .unwrap_or(Value::Null);
-    Err(versioned(&range))
-}
-
-/// The create-if-absent transaction: put `value` at `key` bound to
-/// `lease` only if the key was never created (or was deleted); otherwise
-/// read it back.
-fn campaign_body(key: &str, value: &str, lease: i64) -> Value {
-    let key = b64(key);
-    json!({
-        "compare": [{
-            "key": key,
-            "result": "EQUAL",
-            "target": "CREATE",
-            "create_revision": "0",
-        }],
-        "success": [{
-            "requestPut": {"key": key, "value": b64(value), "lease": lease.to_string()}
-        }],
-        "failure": [{"requestRange": {"key": key}}],
-    })
-}
-
-/// What a campaign transaction's answer says: whether it put the key, and
-/// the key as read when it did not.
-fn campaign_outcome(answer: &Value) -> (bool, Option<KeyValue>) {
-    let succeeded = answer
-        .get("succeeded")
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let kv = answer
-        .get("responses")
-        .and_then(Value::as_array)
-        .and_then(|responses| responses.first())
-        .and_then(|r| r.get("response_range").or_else(|| r.get("responseRange")))
-        .and_then(first_kv);
-    (succeeded, kv)
-}
-
-/// The TTL of a keepalive answer; None when etcd says the lease is gone
-/// (no TTL, or one <= 0).
-pub(crate) fn keepalive_ttl(answer: &Value) -> Option<i64> {
-    let result = answer.get("result").unwrap_or(answer);
-    int64(result.get("TTL")).filter(|ttl| *ttl > 0)
-}
-
-/// `max(1 s, ttl/3)`: the time between rounds.
-fn period_for(ttl: u64) -> Duration {
-    Duration::from_secs_f64((ttl as f64 / 3.0).max(1.0))
-}
-
-/// `max(1 s, ttl - period - 1 s)`: what one round may take.
-fn round_deadline_for(ttl: u64) -> Duration {
-    let period = period_for(ttl).as_secs_f64();
-    Duration::from_secs_f64((ttl as f64 - period - 1.0).max(1.0))
-}
-
-/// A MicroTime, as the other lease backends show their expiry.
-fn micro_time(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
-}
-
-fn read_file(path: &str, what: &str) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{what} {path} could not be read: {e}"))
+fn read_file(path: &str, what: &str) -> Result<Vec<u8>, BackendError> {
+    std::fs::read(path)
+        .map_err(|e| BackendError::Setup(format!("{what} {path} could not be read: {e}")))
 }
 
 impl EtcdLease {
@@ -252,16 +113,18 @@ impl EtcdLease {
         settings: &EtcdSettings,
         node_name: String,
         connect_timeout: Duration,
-    ) -> Result<EtcdLease, String> {
-        let password = secret::resolve(settings.password.as_ref(), "cluster.etcd.password").await?;
+    ) -> Result<EtcdLease, BackendError> {
+        let password = secret::resolve(settings.password.as_ref(), "cluster.etcd.password")
+            .await
+            .map_err(BackendError::Setup)?;
         let credentials = match (&settings.username, password) {
             (Some(user), Some(password)) => Some((user.clone(), password)),
             (Some(_), None) => {
-                return Err(
+                return Err(BackendError::Setup(
                     "cluster.etcd.username is set but no password is configured; set \
                      cluster.etcd.password (value/fromFile/fromEnvVar)"
                         .to_owned(),
-                )
+                ))
             }
             // A password without a user name has no one to log in as.
             (None, _) => None,
@@ -274,10 +137,15 @@ impl EtcdLease {
             .timeout(connect_timeout);
         if let Some(ca) = &settings.ca {
             let pem = read_file(ca, "cluster.etcd.tls.ca")?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("cluster.etcd.tls.ca {ca} is not a PEM certificate: {e}"))?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                BackendError::Setup(format!(
+                    "cluster.etcd.tls.ca {ca} is not a PEM certificate: {e}"
+                ))
+            })?;
             if certs.is_empty() {
-                return Err(format!("cluster.etcd.tls.ca {ca} holds no PEM certificate"));
+                return Err(BackendError::Setup(format!(
+                    "cluster.etcd.tls.ca {ca} holds no PEM certificate"
+                )));
             }
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
@@ -288,13 +156,15 @@ impl EtcdLease {
             pem.push(b'\n');
             pem.extend(read_file(key, "cluster.etcd.tls.key")?);
             let identity = reqwest::Identity::from_pem(&pem).map_err(|e| {
-                format!("cluster.etcd.tls.cert/key {cert}, {key} are not a PEM certificate and key: {e}")
+                BackendError::Setup(format!(
+                    "cluster.etcd.tls.cert/key {cert}, {key} are not a PEM certificate and key: {e}"
+                ))
             })?;
             builder = builder.identity(identity);
         }
-        let http = builder
-            .build()
-            .map_err(|e| format!("cluster.etcd: cannot build the HTTP client: {e}"))?;
+        let http = builder.build().map_err(|e| {
+            BackendError::Setup(format!("cluster.etcd: cannot build the HTTP client: {e}"))
+        })?;
         Ok(EtcdLease {
             http,
             endpoints: settings
@@ -325,7 +195,7 @@ impl EtcdLease {
 
     /// One POST, tried on each endpoint in turn (from this round's
     /// offset) until one answers 2xx with a JSON object.
-    async fn post_once(&self, path: &str, body: &Value) -> Result<Value, Failure> {
+    async fn post_once(&self, path: &str, body: &Value) -> Result<Value, EtcdError> {
         let count = self.endpoints.len();
         let mut last = String::from("no endpoint configured");
         for i in 0..count {
@@ -355,10 +225,10 @@ impl EtcdLease {
                 }
             };
             if status == reqwest::StatusCode::UNAUTHORIZED {
-                return Err(Failure::Unauthorized(format!(
-                    "{endpoint}{path}: 401 {}",
-                    text.trim()
-                )));
+                return Err(EtcdError::Unauthorized {
+                    url: format!("{endpoint}{path}"),
+                    body: text.trim().to_owned(),
+                });
             }
             if !status.is_success() {
                 last = format!("{endpoint}{path}: HTTP {} {}", status.as_u16(), text.trim());
@@ -369,11 +239,11 @@ impl EtcdLease {
                 _ => last = format!("{endpoint}{path}: the answer is not a JSON object"),
             }
         }
-        Err(Failure::Other(format!("all etcd endpoints failed: {last}")))
+        Err(EtcdError::AllEndpointsFailed { last })
     }
 
     /// Logs in (when a user is configured and no token is held).
-    async fn authenticate(&mut self) -> Result<(), String> {
+    async fn authenticate(&mut self) -> Result<(), EtcdError> {
         let Some((user, password)) = &self.credentials else {
             return Ok(());
         };
@@ -382,29 +252,29 @@ impl EtcdLease {
         let answer = self
             .post_once("/v3/auth/authenticate", &body)
             .await
-            .map_err(|e| format!("authentication failed: {e}"))?;
+            .map_err(|e| EtcdError::Authentication(Box::new(e)))?;
         let token = answer
             .get("token")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| "authentication failed: etcd returned no token".to_owned())?;
+            .ok_or(EtcdError::NoToken)?;
         self.token = Some(token.to_owned());
         Ok(())
     }
 
     /// A POST with the auth token; a 401 (the token expired) logs in again
     /// once and retries.
-    pub(crate) async fn post(&mut self, path: &str, body: &Value) -> Result<Value, String> {
+    pub(crate) async fn post(&mut self, path: &str, body: &Value) -> Result<Value, EtcdError> {
         if self.credentials.is_some() && self.token.is_none() {
             self.authenticate().await?;
         }
         match self.post_once(path, body).await {
             Ok(value) => Ok(value),
-            Err(Failure::Unauthorized(_)) if self.credentials.is_some() => {
+            Err(EtcdError::Unauthorized { .. }) if self.credentials.is_some() => {
                 self.authenticate().await?;
-                self.post_once(path, body).await.map_err(|e| e.to_string())
+                self.post_once(path, body).await
             }
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         }
     }
 
@@ -443,7 +313,8 @@ impl EtcdLease {
         if let Some(id) = self.lease_id {
             let answer = self
                 .post("/v3/lease/keepalive", &json!({"ID": id.to_string()}))
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
             if answer.get("error").is_some() {
                 return Err(format!("keepalive failed: {answer}"));
             }
@@ -461,7 +332,8 @@ impl EtcdLease {
         if self.lease_id.is_none() {
             let answer = self
                 .post("/v3/lease/grant", &json!({"TTL": self.ttl.to_string()}))
-                .await?;
+                .await
+                .map_err(|e| e.to_string())?;
             let id = int64(answer.get("ID"))
                 .filter(|id| *id != 0)
                 .ok_or_else(|| format!("lease grant returned no lease: {answer}"))?;
@@ -479,14 +351,20 @@ impl EtcdLease {
         let current = if fresh {
             None
         } else {
-            let answer = self.post("/v3/kv/range", &json!({"key": key})).await?;
+            let answer = self
+                .post("/v3/kv/range", &json!({"key": key}))
+                .await
+                .map_err(|e| e.to_string())?;
             first_kv(&answer)
         };
         let (won, holder) = match current {
             Some(kv) => (kv.lease == id, Some(kv)),
             None => {
                 let body = campaign_body(&self.election_name, &self.node_name, id);
-                let answer = self.post("/v3/kv/txn", &body).await?;
+                let answer = self
+                    .post("/v3/kv/txn", &body)
+                    .await
+                    .map_err(|e| e.to_string())?;
                 let (succeeded, kv) = campaign_outcome(&answer);
                 let ours = kv.as_ref().is_some_and(|kv| kv.lease == id);
                 (succeeded || ours, kv)
@@ -543,7 +421,7 @@ impl EtcdLease {
         let answer = self
             .post("/v3/kv/range", &json!({"key": b64(key)}))
             .await
-            .map_err(RecordsError::Store)?;
+            .map_err(|e| RecordsError::Store(e.to_string()))?;
         Ok(versioned(&answer))
     }
 
@@ -569,7 +447,7 @@ impl EtcdLease {
             let answer = self
                 .post("/v3/kv/txn", &cas_body(key, &text, seen.mod_revision))
                 .await
-                .map_err(RecordsError::Store)?;
+                .map_err(|e| RecordsError::Store(e.to_string()))?;
             match cas_outcome(&answer) {
                 Ok(()) => return Ok(RecordsAnswer::Done),
                 Err(now) => seen = now,
@@ -613,7 +491,7 @@ impl EtcdLease {
         }
     }
 
-    async fn run_release(&mut self) -> Result<(), String> {
+    async fn run_release(&mut self) -> Result<(), BackendError> {
         self.fence();
         let Some(id) = self.lease_id.take() else {
             return Ok(());
@@ -623,6 +501,7 @@ impl EtcdLease {
         self.post("/v3/lease/revoke", &json!({"ID": id.to_string()}))
             .await
             .map(|_| ())
+            .map_err(BackendError::from)
     }
 }
 
@@ -645,7 +524,7 @@ impl Backend for EtcdLease {
         Box::pin(self.run_round())
     }
 
-    fn release(&mut self) -> BoxFuture<'_, Result<(), String>> {
+    fn release(&mut self) -> BoxFuture<'_, Result<(), BackendError>> {
         Box::pin(self.run_release())
     }
 
@@ -681,166 +560,4 @@ impl Backend for EtcdLease {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cadence_follows_the_ttl() {
-        assert_eq!(period_for(3), Duration::from_secs(1));
-        assert_eq!(period_for(15), Duration::from_secs(5));
-        assert_eq!(round_deadline_for(3), Duration::from_secs(1));
-        assert_eq!(round_deadline_for(15), Duration::from_secs(9));
-        assert_eq!(round_deadline_for(10).as_millis(), 5666);
-    }
-
-    #[test]
-    fn the_campaign_is_create_if_absent_bound_to_the_lease() {
-        let body = campaign_body("cronstable/leader", "a", 7587);
-        assert_eq!(body["compare"][0]["target"], "CREATE");
-        assert_eq!(body["compare"][0]["create_revision"], "0");
-        assert_eq!(body["compare"][0]["key"], "Y3JvbnN0YWJsZS9sZWFkZXI=");
-        assert_eq!(body["success"][0]["requestPut"]["value"], "YQ==");
-        assert_eq!(body["success"][0]["requestPut"]["lease"], "7587");
-        assert_eq!(
-            body["failure"][0]["requestRange"]["key"],
-            "Y3JvbnN0YWJsZS9sZWFkZXI="
-        );
-    }
-
-    #[test]
-    fn a_lost_campaign_reads_the_holder_and_its_lease() {
-        let answer = json!({
-            "header": {"revision": "9"},
-            "responses": [{"response_range": {"kvs": [{
-                "key": "Y3JvbnN0YWJsZS9sZWFkZXI=", "value": "Yg==", "lease": "42"
-            }], "count": "1"}}]
-        });
-        let (succeeded, kv) = campaign_outcome(&answer);
-        assert!(!succeeded);
-        assert_eq!(
-            kv,
-            Some(KeyValue {
-                lease: 42,
-                value: Some("b".to_owned())
-            })
-        );
-        let won = json!({"succeeded": true, "responses": [{"response_put": {}}]});
-        assert_eq!(campaign_outcome(&won), (true, None));
-    }
-
-    #[test]
-    fn a_keepalive_without_a_positive_ttl_means_the_lease_is_gone() {
-        assert_eq!(
-            keepalive_ttl(&json!({"result": {"ID": "1", "TTL": "3"}})),
-            Some(3)
-        );
-        assert_eq!(keepalive_ttl(&json!({"result": {"ID": "1"}})), None);
-        assert_eq!(
-            keepalive_ttl(&json!({"result": {"ID": "1", "TTL": "-1"}})),
-            None
-        );
-        assert_eq!(keepalive_ttl(&json!({"result": {"TTL": 0}})), None);
-    }
-
-    #[test]
-    fn an_undecodable_value_is_an_unknown_holder_not_no_holder() {
-        let range = json!({"kvs": [{"value": "%%%", "lease": "5"}]});
-        let kv = first_kv(&range).expect("a key");
-        assert_eq!(kv.lease, 5);
-        assert_eq!(kv.value, None);
-        assert_eq!(first_kv(&json!({"count": "0"})), None);
-    }
-
-    #[test]
-    fn record_writes_compare_the_mod_revision_and_read_back_on_a_lost_race() {
-        let body = cas_body("cronstable/leader/reboot-ran", "{}", 0);
-        assert_eq!(body["compare"][0]["target"], "MOD");
-        assert_eq!(body["compare"][0]["mod_revision"], "0");
-        assert_eq!(body["success"][0]["requestPut"]["value"], "e30=");
-        assert!(
-            body["success"][0]["requestPut"].get("lease").is_none(),
-            "not bound to the election lease: a revoke keeps it"
-        );
-        assert_eq!(cas_outcome(&json!({"succeeded": true})), Ok(()));
-        let lost = json!({"responses": [{"response_range": {"kvs": [{
-            "key": "eA==", "value": "e30=", "mod_revision": "41"
-        }]}}]});
-        assert_eq!(
-            cas_outcome(&lost),
-            Err(Versioned {
-                value: Some("{}".to_owned()),
-                mod_revision: 41
-            })
-        );
-        // Lost against a deleted key: absent, revision 0.
-        assert_eq!(
-            cas_outcome(&json!({"responses": [{"response_range": {}}]})),
-            Err(Versioned {
-                value: None,
-                mod_revision: 0
-            })
-        );
-    }
-
-    fn settings(ttl: u64) -> EtcdSettings {
-        EtcdSettings {
-            endpoints: vec!["http://127.0.0.1:1/".to_owned()],
-            election_name: "cronstable/leader".to_owned(),
-            ttl,
-            username: None,
-            password: None,
-            ca: None,
-            cert: None,
-            key: None,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_smaller_granted_ttl_is_honoured_and_never_raised() {
-        let mut lease = EtcdLease::connect(&settings(15), "a".into(), Duration::from_secs(10))
-            .await
-            .expect("backend");
-        lease.narrow_ttl(6);
-        assert_eq!(lease.effective_ttl, 6);
-        assert_eq!(lease.period(), Duration::from_secs(2));
-        lease.narrow_ttl(60);
-        assert_eq!(lease.effective_ttl, 15);
-        lease.narrow_ttl(0);
-        assert_eq!(lease.effective_ttl, 1);
-        assert!(lease.ttl_collapsed);
-    }
-
-    #[tokio::test]
-    async fn an_unreachable_store_fails_the_round_and_keeps_no_leadership() {
-        let mut lease = EtcdLease::connect(&settings(3), "a".into(), Duration::from_secs(1))
-            .await
-            .expect("backend");
-        let round = lease.round().await;
-        assert!(!round.answered);
-        assert_eq!(round.leading_until, None);
-        let error = round.error.expect("an error");
-        assert!(error.contains("all etcd endpoints failed"), "{error}");
-        assert_eq!(lease.lease_view()["leaseId"], Value::Null);
-    }
-
-    #[tokio::test]
-    async fn a_username_needs_a_password_and_tls_files_must_load() {
-        let mut s = settings(3);
-        s.username = Some("root".to_owned());
-        let err = EtcdLease::connect(&s, "a".into(), Duration::from_secs(1))
-            .await
-            .err()
-            .expect("refused");
-        assert!(err.contains("no password is configured"), "{err}");
-        let mut s = settings(3);
-        s.ca = Some("/nonexistent/ca.pem".to_owned());
-        let err = EtcdLease::connect(&s, "a".into(), Duration::from_secs(1))
-            .await
-            .err()
-            .expect("refused");
-        assert!(
-            err.starts_with("cluster.etcd.tls.ca /nonexistent/ca.pem could not be read"),
-            "{err}"
-        );
-    }
-}
+mod tests;

@@ -1,0 +1,384 @@
+//! The pure rules of the shared-directory lease: file-name tokens, the
+//! lease record's format, who may take or renew it, and the root path.
+
+use crate::platform;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::path::{Component, PathBuf};
+
+/// The margin, each side, for clock skew between hosts.
+pub(super) const SKEW: f64 = 1.0;
+
+/// Tokens longer than this are shortened (with a digest of the name).
+const FS_SAFE_MAX: usize = 130;
+
+/// A name as a file-name token: every UTF-8 byte outside `[a-z0-9_-]` is
+/// written `%XX` (uppercase hex), so the mapping is injective even on
+/// case-insensitive file systems and never yields `.` or `..`. A Windows
+/// device name gets its first character escaped, an empty name is `_`,
+/// and a token over 130 characters keeps its first 96 followed by `%.` and
+/// 32 hex digits of the name's SHA-256.
+pub fn fs_safe(name: &str) -> String {
+    let mut token = String::with_capacity(name.len());
+    for byte in name.bytes() {
+        if byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_' || byte == b'-' {
+            token.push(char::from(byte));
+        } else {
+            token.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    if token.is_empty() {
+        token.push('_');
+    }
+    if is_windows_device(&token) {
+        let first = token.as_bytes()[0];
+        token = format!("%{first:02X}{}", &token[1..]);
+    }
+    if token.len() > FS_SAFE_MAX {
+        let digest = Sha256::digest(name.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        token = format!("{}%.{}", &token[..FS_SAFE_MAX - 34], &hex[..32]);
+    }
+    token
+}
+
+fn is_windows_device(token: &str) -> bool {
+    matches!(token, "con" | "prn" | "aux" | "nul")
+        || (token.len() == 4
+            && (token.starts_with("com") || token.starts_with("lpt"))
+            && matches!(token.as_bytes()[3], b'1'..=b'9'))
+}
+
+/// The lease file's content.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LeaseRecord {
+    /// Wall-clock epoch seconds the lease is valid until (`<= 0`:
+    /// released).
+    #[serde(rename = "expiresAt")]
+    pub expires_at: f64,
+    /// Grows by one on every takeover.
+    pub fence: u64,
+    /// `<nodeName>#<token>`.
+    pub holder: String,
+    /// The election name.
+    pub name: String,
+}
+
+impl LeaseRecord {
+    /// The file's bytes: compact JSON, keys sorted (the field order).
+    pub fn encode(&self) -> Vec<u8> {
+        // Serialising four plain fields cannot fail; an empty file would
+        // read as corrupt (and so deny acquires) rather than mislead.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Reads a lease file's bytes; the error says what is wrong.
+    pub fn decode(bytes: &[u8]) -> Result<LeaseRecord, String> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let Value::Object(map) = value else {
+            return Err("lease file is not a JSON object".to_owned());
+        };
+        let field = |key: &str| map.get(key).ok_or_else(|| format!("missing key '{key}'"));
+        let text = |key: &str| -> Result<String, String> {
+            match field(key)? {
+                Value::String(s) => Ok(s.clone()),
+                other => Ok(other.to_string()),
+            }
+        };
+        let fence = match field("fence")? {
+            Value::Number(n) => n.as_u64().or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                    .map(|f| f as u64)
+            }),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| "fence is not a non-negative integer".to_owned())?;
+        let expires_at = match field("expiresAt")? {
+            Value::Number(n) => n.as_f64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        }
+        .filter(|f: &f64| !f.is_nan())
+        .ok_or_else(|| "expiresAt is not a number".to_owned())?;
+        Ok(LeaseRecord {
+            expires_at,
+            fence,
+            holder: text("holder")?,
+            name: text("name")?,
+        })
+    }
+}
+
+/// What an acquire under the lock may write, given the record read and
+/// the wall clock `now`: the fence to write, or None (deny: someone else
+/// holds an unexpired lease).
+pub fn acquire_fence(current: Option<&LeaseRecord>, holder: &str, now: f64) -> Option<u64> {
+    match current {
+        None => Some(1),
+        Some(c) if c.holder != holder && c.expires_at > now => None,
+        // Our own live lease: a renewal in effect, same fence.
+        Some(c) if c.expires_at > now => Some(c.fence),
+        // Expired or released (even ours): a new incarnation.
+        Some(c) => Some(c.fence + 1),
+    }
+}
+
+/// Whether a renewal of `held` may be written over `current`: still ours
+/// (holder and fence), and not released. A renewal slightly past expiry
+/// is fine; one after our own release must not bring it back.
+pub fn may_renew(current: Option<&LeaseRecord>, held: &LeaseRecord) -> bool {
+    current.is_some_and(|c| c.holder == held.holder && c.fence == held.fence && c.expires_at > 0.0)
+}
+
+/// What an unlocked read of the lease tells a node that does not hold it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sighting {
+    /// It names our own token (an acquire that timed out landed after
+    /// all): adopt it, and let the next locked renewal grant leadership.
+    Ours,
+    /// Someone else holds it, or it expired less than the skew margin ago
+    /// by our clock: wait.
+    Held,
+    /// Absent, released, or expired beyond the margin: campaign.
+    Free,
+}
+
+/// Classifies an unlocked read (`None`: absent or released) at wall
+/// clock `now`.
+pub fn sighting(observed: Option<&LeaseRecord>, token: &str, now: f64) -> Sighting {
+    match observed {
+        Some(o) if o.holder == token => Sighting::Ours,
+        Some(o) if o.expires_at > now - SKEW => Sighting::Held,
+        _ => Sighting::Free,
+    }
+}
+
+/// `expiresAt` the way the original shows it (Python's
+/// `datetime.isoformat()` in UTC: microseconds only when non-zero).
+pub fn iso_expiry(expires_at: f64) -> Option<String> {
+    if expires_at <= 0.0 || !expires_at.is_finite() {
+        return None;
+    }
+    let micros = (expires_at * 1e6).round() as i64;
+    let at = chrono::DateTime::<chrono::Utc>::from_timestamp_micros(micros)?;
+    Some(if at.timestamp_subsec_micros() == 0 {
+        at.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
+    } else {
+        at.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+    })
+}
+
+/// `path` made absolute (against the working directory) with `~`
+/// expanded and `.`/`..` resolved by name, symlinks left alone.
+pub fn absolute_root(path: &str) -> PathBuf {
+    let expanded = match path.strip_prefix('~') {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => match platform::home_dir() {
+            Some(home) => home.join(rest.trim_start_matches('/')),
+            None => PathBuf::from(path),
+        },
+        _ => PathBuf::from(path),
+    };
+    let joined = if expanded.is_absolute() {
+        expanded
+    } else {
+        std::env::current_dir()
+            .map(|cwd| cwd.join(&expanded))
+            .unwrap_or(expanded)
+    };
+    let mut out = PathBuf::new();
+    for part in joined.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+pub(crate) fn wall_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fs_safe_escapes_everything_outside_lowercase_digits_dash_underscore() {
+        assert_eq!(fs_safe("cluster/leader"), "cluster%2Fleader");
+        assert_eq!(fs_safe("default"), "default");
+        assert_eq!(fs_safe("Prod.EU_1-a"), "%50rod%2E%45%55_1-a");
+        assert_eq!(fs_safe("é"), "%C3%A9");
+        assert_eq!(fs_safe(""), "_");
+    }
+
+    #[test]
+    fn fs_safe_escapes_the_first_character_of_windows_device_names() {
+        assert_eq!(fs_safe("con"), "%63on");
+        assert_eq!(fs_safe("nul"), "%6Eul");
+        assert_eq!(fs_safe("com1"), "%63om1");
+        assert_eq!(fs_safe("lpt9"), "%6Cpt9");
+        assert_eq!(fs_safe("com0"), "com0");
+        assert_eq!(fs_safe("cons"), "cons");
+    }
+
+    #[test]
+    fn fs_safe_shortens_long_tokens_with_a_digest() {
+        let name = "x".repeat(131);
+        let token = fs_safe(&name);
+        assert_eq!(token.len(), 130);
+        assert!(token.starts_with(&"x".repeat(96)));
+        let digest = Sha256::digest(name.as_bytes());
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(&token[96..], format!("%.{}", &hex[..32]));
+        // 130 is kept whole; escapes count towards the length.
+        assert_eq!(fs_safe(&"y".repeat(130)), "y".repeat(130));
+        assert_eq!(fs_safe(&"/".repeat(44)).len(), 130);
+        assert_ne!(fs_safe(&"x".repeat(132)), token);
+    }
+
+    #[test]
+    fn records_encode_as_compact_sorted_json_and_read_back() {
+        let record = LeaseRecord {
+            expires_at: 1750000015.123,
+            fence: 3,
+            holder: "node-a#0a1b2c3d4e5f".to_owned(),
+            name: "cluster/leader".to_owned(),
+        };
+        let bytes = record.encode();
+        assert_eq!(
+            String::from_utf8_lossy(&bytes),
+            r#"{"expiresAt":1750000015.123,"fence":3,"holder":"node-a#0a1b2c3d4e5f","name":"cluster/leader"}"#
+        );
+        assert_eq!(LeaseRecord::decode(&bytes), Ok(record.clone()));
+        let released = LeaseRecord {
+            expires_at: 0.0,
+            ..record
+        };
+        assert!(String::from_utf8_lossy(&released.encode()).contains(r#""expiresAt":0.0,"#));
+    }
+
+    #[test]
+    fn records_written_by_python_read_and_corrupt_ones_do_not() {
+        let python =
+            br#"{"expiresAt": 1750000015, "fence": 2.0, "holder": "b#1", "name": "n", "x": 1}"#;
+        let read = LeaseRecord::decode(python).expect("python's spelling reads");
+        assert_eq!((read.expires_at, read.fence), (1750000015.0, 2));
+        for bad in [
+            &b""[..],
+            b"[]",
+            b"{\"fence\":1,\"holder\":\"a\",\"name\":\"n\"}",
+            b"{\"expiresAt\":1,\"fence\":-1,\"holder\":\"a\",\"name\":\"n\"}",
+            b"{\"expiresAt\":1,\"fence\":1.5,\"holder\":\"a\",\"name\":\"n\"}",
+            b"{\"expiresAt\":\"soon\",\"fence\":1,\"holder\":\"a\",\"name\":\"n\"}",
+            b"{\"expiresAt\":1,\"fence\":1,\"hol",
+        ] {
+            assert!(
+                LeaseRecord::decode(bad).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
+
+    fn lease(holder: &str, fence: u64, expires_at: f64) -> LeaseRecord {
+        LeaseRecord {
+            expires_at,
+            fence,
+            holder: holder.to_owned(),
+            name: "cluster/leader".to_owned(),
+        }
+    }
+
+    #[test]
+    fn acquire_fences_count_takeovers_and_deny_live_foreign_leases() {
+        let now = 1000.0;
+        assert_eq!(acquire_fence(None, "a#1", now), Some(1));
+        assert_eq!(
+            acquire_fence(Some(&lease("b#2", 4, 1000.5)), "a#1", now),
+            None
+        );
+        assert_eq!(
+            acquire_fence(Some(&lease("b#2", 4, 1000.0)), "a#1", now),
+            Some(5)
+        );
+        assert_eq!(
+            acquire_fence(Some(&lease("b#2", 4, 0.0)), "a#1", now),
+            Some(5)
+        );
+        assert_eq!(
+            acquire_fence(Some(&lease("a#1", 4, 1010.0)), "a#1", now),
+            Some(4)
+        );
+        assert_eq!(
+            acquire_fence(Some(&lease("a#1", 4, 0.0)), "a#1", now),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn renewals_need_the_same_holder_and_fence_and_no_release() {
+        let held = lease("a#1", 4, 1010.0);
+        assert!(
+            may_renew(Some(&lease("a#1", 4, 990.0)), &held),
+            "a hair past expiry is fine"
+        );
+        assert!(
+            !may_renew(Some(&lease("a#1", 4, 0.0)), &held),
+            "released stays released"
+        );
+        assert!(!may_renew(Some(&lease("a#1", 5, 1010.0)), &held));
+        assert!(!may_renew(Some(&lease("b#2", 4, 1010.0)), &held));
+        assert!(!may_renew(None, &held));
+    }
+
+    #[test]
+    fn challengers_wait_a_second_past_the_written_expiry() {
+        let now = 1000.0;
+        assert_eq!(sighting(None, "a#1", now), Sighting::Free);
+        assert_eq!(
+            sighting(Some(&lease("b#2", 1, 1005.0)), "a#1", now),
+            Sighting::Held
+        );
+        assert_eq!(
+            sighting(Some(&lease("b#2", 1, 999.5)), "a#1", now),
+            Sighting::Held
+        );
+        assert_eq!(
+            sighting(Some(&lease("b#2", 1, 999.0)), "a#1", now),
+            Sighting::Free
+        );
+        assert_eq!(
+            sighting(Some(&lease("a#1", 1, 10.0)), "a#1", now),
+            Sighting::Ours
+        );
+    }
+
+    #[test]
+    fn expiry_is_shown_the_way_python_prints_it() {
+        assert_eq!(
+            iso_expiry(1782241215.123456).as_deref(),
+            Some("2026-06-23T19:00:15.123456+00:00")
+        );
+        assert_eq!(
+            iso_expiry(1782241215.0).as_deref(),
+            Some("2026-06-23T19:00:15+00:00")
+        );
+        assert_eq!(iso_expiry(0.0), None);
+    }
+
+    #[test]
+    fn roots_are_absolute_and_normalised_by_name() {
+        assert_eq!(absolute_root("/srv/./a/../b/"), PathBuf::from("/srv/b"));
+        let relative = absolute_root("shared");
+        assert!(relative.is_absolute() && relative.ends_with("shared"));
+    }
+}

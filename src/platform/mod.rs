@@ -1,0 +1,29 @@
+//! Every per-OS difference lives here, one module a concept. The rest of
+//! the crate names these items as `platform::...`: each module's public
+//! items are re-exported below, so a move between modules changes no
+//! caller.
+
+mod accounts;
+mod allocator;
+mod cgroup;
+mod clock;
+mod files;
+mod host;
+mod locks;
+mod priority;
+mod procfs;
+mod reaper;
+mod signals;
+mod spawn;
+
+pub use accounts::*;
+pub use allocator::*;
+pub use clock::*;
+pub use files::*;
+pub use host::*;
+pub use locks::*;
+pub use priority::*;
+pub use procfs::*;
+pub use reaper::*;
+pub use signals::*;
+pub use spawn::*;
