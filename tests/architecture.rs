@@ -753,23 +753,39 @@ fn test_only_files(files: &[PathBuf]) -> BTreeSet<PathBuf> {
         };
         let Some(dir) = dir else { continue };
         let lines: Vec<&str> = text.lines().map(str::trim).collect();
-        for pair in lines.windows(2) {
-            if pair[0] != "#[cfg(test)]" {
+        for (at, line) in lines.iter().enumerate() {
+            if *line != "#[cfg(test)]" {
                 continue;
             }
-            let declared = pair[1]
-                .trim_start_matches("pub(crate) ")
-                .trim_start_matches("pub ")
-                .strip_prefix("mod ")
-                .and_then(|rest| rest.strip_suffix(';'));
-            if let Some(name) = declared {
-                for candidate in [
+            // An optional `#[path = "file.rs"]` (relative to this file's
+            // directory), then the declaration.
+            let mut next = at + 1;
+            let mut path = None;
+            if let Some(given) = lines
+                .get(next)
+                .and_then(|l| l.strip_prefix("#[path = \""))
+                .and_then(|l| l.strip_suffix("\"]"))
+            {
+                path = file.parent().map(|p| p.join(given));
+                next += 1;
+            }
+            let declared = lines.get(next).and_then(|l| {
+                l.trim_start_matches("pub(crate) ")
+                    .trim_start_matches("pub ")
+                    .strip_prefix("mod ")
+                    .and_then(|rest| rest.strip_suffix(';'))
+            });
+            let Some(name) = declared else { continue };
+            let candidates = match path {
+                Some(path) => vec![path],
+                None => vec![
                     dir.join(format!("{name}.rs")),
                     dir.join(name).join("mod.rs"),
-                ] {
-                    if candidate.exists() {
-                        out.insert(candidate);
-                    }
+                ],
+            };
+            for candidate in candidates {
+                if candidate.exists() {
+                    out.insert(candidate);
                 }
             }
         }
