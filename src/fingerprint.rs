@@ -228,7 +228,7 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
         put("priority", Canon::str(enum_text(&job.priority)));
     }
     put("saveLimit", Canon::int(job.save_limit as i64));
-    put("schedule", Canon::str(schedule_text(&job.schedule)));
+    put("schedule", Canon::str(schedule_text(&job.schedule.text)));
     put("shell", Canon::str(job.shell.clone()));
     put(
         "statsd",
@@ -241,7 +241,7 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
         }),
     );
     put("streamPrefix", Canon::str(job.stream_prefix.clone()));
-    let frame = match (&job.timezone, job.utc) {
+    let frame = match (&job.schedule.timezone, job.schedule.utc) {
         (Some(tz), _) => Canon::str(tz.clone()),
         (None, true) => Canon::str("UTC"),
         (None, false) => Canon::Null,

@@ -25,6 +25,26 @@ pub struct FailurePolicy {
 /// code that performs the switch owns its shape, and config only fills it.
 pub use crate::platform::RunAs;
 
+/// A job's schedule, resolved once at load: what was written, the parsed
+/// expression, the clock it is read in and what the linter found. One
+/// value, so the text, the expression and the clock always belong to the
+/// same load.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobSchedule {
+    /// The text (object form already assembled), `@macro` or `@reboot`.
+    pub text: String,
+    /// The parsed schedule.
+    pub parsed: crate::cronexpr::Schedule,
+    /// `utc` as configured (false: local time); `timezone` wins over it.
+    pub utc: bool,
+    /// `timezone` as configured (an IANA zone).
+    pub timezone: Option<String>,
+    /// The clock the schedule is evaluated in, from `timezone` and `utc`.
+    pub time_base: crate::cronexpr::TimeBase,
+    /// Lint findings of the expression in that clock.
+    pub findings: Vec<crate::cronexpr::LintFinding>,
+}
+
 /// One fully resolved job.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobConfig {
@@ -32,14 +52,8 @@ pub struct JobConfig {
     pub name: String,
     /// What to run.
     pub command: Command,
-    /// Schedule text (object form already assembled), `@macro` or `@reboot`.
-    pub schedule: String,
-    /// The parsed schedule.
-    pub parsed_schedule: crate::cronexpr::Schedule,
-    /// The clock the schedule is evaluated in (`timezone`, UTC, or local).
-    pub time_base: crate::cronexpr::TimeBase,
-    /// Schedule lint findings, computed once at load.
-    pub schedule_findings: Vec<crate::cronexpr::LintFinding>,
+    /// When it fires: the schedule, resolved once at load.
+    pub schedule: JobSchedule,
     /// Shell for a string command.
     pub shell: String,
     /// Disabled jobs never run.
@@ -54,10 +68,6 @@ pub struct JobConfig {
     pub max_line_length: usize,
     /// Prefix of echoed output lines.
     pub stream_prefix: String,
-    /// Schedule in UTC (false: local time) unless `timezone` is set.
-    pub utc: bool,
-    /// IANA zone of the schedule.
-    pub timezone: Option<String>,
     /// Overlap policy.
     pub concurrency_policy: ConcurrencyPolicy,
     /// Overlap scope.

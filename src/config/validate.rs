@@ -4,7 +4,7 @@
 
 use super::defaults;
 use super::error::Location;
-use super::job::{FailurePolicy, JobConfig, RunAs};
+use super::job::{FailurePolicy, JobConfig, JobSchedule, RunAs};
 use super::model::{ConcurrencyPolicy, ConcurrencyScope, JobSpec, Nullable, Report};
 use crate::cronexpr::TimeBase;
 use crate::jinja::{self, TemplateError};
@@ -125,10 +125,14 @@ pub fn resolve_job(
     Ok(JobConfig {
         name,
         command,
-        schedule,
-        parsed_schedule,
-        time_base,
-        schedule_findings,
+        schedule: JobSchedule {
+            text: schedule,
+            parsed: parsed_schedule,
+            utc: spec.utc.unwrap_or(true),
+            timezone,
+            time_base,
+            findings: schedule_findings,
+        },
         shell: spec
             .shell
             .clone()
@@ -143,8 +147,6 @@ pub fn resolve_job(
             .stream_prefix
             .clone()
             .unwrap_or_else(|| defaults::STREAM_PREFIX.into()),
-        utc: spec.utc.unwrap_or(true),
-        timezone,
         concurrency_policy: spec.concurrency_policy.unwrap_or(ConcurrencyPolicy::Allow),
         concurrency_scope: spec.concurrency_scope.unwrap_or(ConcurrencyScope::Node),
         cluster_policy: spec

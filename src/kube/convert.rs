@@ -237,7 +237,7 @@ suspend: true
         let with_key = |key: &str| {
             resolved(&crate::cronexpr::Schedule::parse("H 2 * * *", key).expect("parses"))
         };
-        let loaded_slot = resolved(&loaded.jobs[0].parsed_schedule);
+        let loaded_slot = resolved(&loaded.jobs[0].schedule.parsed);
         assert_eq!(loaded_slot, with_key("batch:nightly:backup"));
         // The bare name or another namespace lands elsewhere (checked, so
         // the comparison above can tell seeds apart).

@@ -680,6 +680,7 @@ mod tests {
             .find(|j| j.name == name)
             .expect("the job")
             .schedule
+            .text
     }
 
     #[test]

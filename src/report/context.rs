@@ -53,7 +53,7 @@ impl RunContext {
             stderr: job.capture_stderr.then(|| record.stderr.text.clone()),
             command: job.command.clone(),
             shell: job.shell.clone(),
-            schedule: job.schedule.clone(),
+            schedule: job.schedule.text.clone(),
             host: host_name().to_owned(),
             started_at: python_isoformat(record.started_at),
             vars: Value::UNDEFINED,

@@ -316,7 +316,7 @@ impl Scheduler {
                     .map(|(_, live)| live)
                     .unwrap_or_default();
                 let never_fires =
-                    job.enabled && job.parsed_schedule.cron().is_some() && next_fire.is_none();
+                    job.enabled && job.schedule.parsed.cron().is_some() && next_fire.is_none();
                 let runs = self.store.runs_newest_first(&job.name);
                 let history = runs
                     .iter()
@@ -400,9 +400,10 @@ impl Scheduler {
                         .map(|r| r.iter().filter(|h| !h.has_ended()).count())
                         .unwrap_or(0),
                     next_fire: job
-                        .parsed_schedule
+                        .schedule
+                        .parsed
                         .cron()
-                        .and_then(|c| c.next_after(now, &job.time_base)),
+                        .and_then(|c| c.next_after(now, &job.schedule.time_base)),
                     last_scheduled: self.last_scheduled.get(&job.name).copied(),
                     last_run: runs.first().map(|r| RunSummary::of(r)),
                     last_success: runs
@@ -476,7 +477,7 @@ impl Scheduler {
             .enumerate()
             .map(|(index, job)| JobGauges {
                 name: &job.name,
-                schedule: &job.schedule,
+                schedule: &job.schedule.text,
                 cluster_policy: ports::cluster_policy_name(job.cluster_policy),
                 enabled: job.enabled,
                 running: self

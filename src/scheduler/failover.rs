@@ -126,13 +126,13 @@ pub(super) struct Failover {
 fn wants_fire_record(job: &JobConfig) -> bool {
     job.on_missed != OnMissed::Skip
         && job.cluster_policy != ClusterPolicy::EveryNode
-        && matches!(job.parsed_schedule, Schedule::Cron(_))
+        && matches!(job.schedule.parsed, Schedule::Cron(_))
 }
 
 /// True when `job`'s `@reboot` launch waits for the cluster's verdict.
 fn defers_reboot(job: &JobConfig) -> bool {
     job.enabled
-        && matches!(job.parsed_schedule, Schedule::Reboot)
+        && matches!(job.schedule.parsed, Schedule::Reboot)
         && job.cluster_policy != ClusterPolicy::EveryNode
 }
 
@@ -510,7 +510,7 @@ impl Scheduler {
             .cloned()
             .collect();
         for job in jobs {
-            let Schedule::Cron(expr) = &job.parsed_schedule else {
+            let Schedule::Cron(expr) = &job.schedule.parsed else {
                 continue;
             };
             let Some(&recorded) = fires.get(&job.name) else {
@@ -524,7 +524,14 @@ impl Scheduler {
             let cutoff = job
                 .starting_deadline_seconds
                 .map(|secs| now - ChronoDuration::seconds(secs));
-            let owed = owed_fires(expr, &job.time_base, after, upto, cutoff, job.on_missed);
+            let owed = owed_fires(
+                expr,
+                &job.schedule.time_base,
+                after,
+                upto,
+                cutoff,
+                job.on_missed,
+            );
             let Some(newest) = owed.newest else { continue };
             if self.suspended.contains(&job.name) || self.is_paused(&job.name, now) {
                 continue;

@@ -16,7 +16,7 @@ impl Scheduler {
         let due: Vec<Arc<JobConfig>> = self
             .jobs
             .iter()
-            .filter(|j| j.enabled && matches!(j.parsed_schedule, Schedule::Reboot))
+            .filter(|j| j.enabled && matches!(j.schedule.parsed, Schedule::Reboot))
             .cloned()
             .collect();
         // Under leader election the cluster decides who runs them, once.
@@ -31,9 +31,10 @@ impl Scheduler {
             .iter()
             .filter(|j| {
                 j.enabled
-                    && j.parsed_schedule
+                    && j.schedule
+                        .parsed
                         .cron()
-                        .is_some_and(|c| c.matches(at, &j.time_base))
+                        .is_some_and(|c| c.matches(at, &j.schedule.time_base))
             })
             .cloned()
             .collect();

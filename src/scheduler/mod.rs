@@ -292,7 +292,7 @@ impl Scheduler {
     fn cadence_of(jobs: &[Arc<JobConfig>]) -> Cadence {
         let per_second = jobs
             .iter()
-            .any(|j| j.enabled && j.parsed_schedule.cron().is_some_and(|c| c.has_seconds()));
+            .any(|j| j.enabled && j.schedule.parsed.cron().is_some_and(|c| c.has_seconds()));
         if per_second {
             Cadence::Second
         } else {

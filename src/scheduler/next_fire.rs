@@ -79,8 +79,8 @@ impl NextFires {
                 return Some(r.next);
             }
         }
-        let cron = job.parsed_schedule.cron()?;
-        let next = cron.next_after(now, &job.time_base);
+        let cron = job.schedule.parsed.cron()?;
+        let next = cron.next_after(now, &job.schedule.time_base);
         if let Some(slot) = slots.get_mut(index) {
             *slot = next.map(|next| Remembered {
                 computed_at: now,
@@ -145,9 +145,10 @@ mod tests {
             let fresh: Vec<_> = table
                 .iter()
                 .map(|job| {
-                    job.parsed_schedule
+                    job.schedule
+                        .parsed
                         .cron()
-                        .and_then(|c| c.next_after(now, &job.time_base))
+                        .and_then(|c| c.next_after(now, &job.schedule.time_base))
                 })
                 .collect();
             // One job at a time and the whole table in one pass, in turn.

@@ -486,8 +486,8 @@ async fn schedule_why(
     let job = state.control.job(name).await?;
     let probe = Probe::parse(at).map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
     let config = &job.config;
-    let tz = &config.time_base;
-    let mut report = why(&config.parsed_schedule, tz, &probe);
+    let tz = &config.schedule.time_base;
+    let mut report = why(&config.schedule.parsed, tz, &probe);
     if let Some(pause) = &job.paused {
         report
             .notes
@@ -551,7 +551,7 @@ async fn summary(State(state): State<AppState>) -> ApiResult {
     let enabled = count(&|j| j.config.enabled);
     let mut soonest: Option<(&str, chrono::DateTime<Utc>)> = None;
     for job in &jobs {
-        let reboot = job.config.parsed_schedule.cron().is_none();
+        let reboot = job.config.schedule.parsed.cron().is_none();
         if !job.config.enabled || job.running || reboot {
             continue;
         }

@@ -20,7 +20,7 @@ fn seconds_until(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> Option<f64> {
 }
 
 fn is_reboot(config: &crate::config::JobConfig) -> bool {
-    config.parsed_schedule.cron().is_none()
+    config.schedule.parsed.cron().is_none()
 }
 
 /// A countdown in whole seconds, minutes, hours or days (rounded down
@@ -191,12 +191,12 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
         Command::Shell(s) => std::borrow::Cow::Borrowed(s.as_str()),
         Command::Argv(argv) => std::borrow::Cow::Owned(argv.join(" ")),
     };
-    let timezone = match (&c.timezone, c.utc) {
+    let timezone = match (&c.schedule.timezone, c.schedule.utc) {
         (Some(tz), _) => Some(std::borrow::Cow::Borrowed(tz.as_str())),
         (None, true) => Some(std::borrow::Cow::Borrowed("UTC")),
         (None, false) => None,
     };
-    let hashed = c.parsed_schedule.cron().filter(|expr| expr.is_hashed());
+    let hashed = c.schedule.parsed.cron().filter(|expr| expr.is_hashed());
     JobDetail {
         capture_stderr: c.capture_stderr,
         capture_stdout: c.capture_stdout,
@@ -234,7 +234,8 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
         }),
         pids: &job.pids,
         priority: c
-            .parsed_schedule
+            .schedule
+            .parsed
             .cron()
             .filter(|_| c.priority != crate::config::model::Priority::Normal)
             .map(|_| c.priority),
@@ -242,7 +243,8 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
         // `retry` and `priority` are shown for cron schedules only, as
         // they always were (an `@reboot` job shows neither).
         retry: c
-            .parsed_schedule
+            .schedule
+            .parsed
             .cron()
             .and(job.retry.as_ref())
             .map(|r| RetryView {
@@ -250,8 +252,8 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
                 max_attempts: r.max_attempts,
             }),
         running: job.running,
-        schedule: &c.schedule,
-        schedule_findings: &c.schedule_findings,
+        schedule: &c.schedule.text,
+        schedule_findings: &c.schedule.findings,
         schedule_resolved: hashed.map(|expr| expr.resolved()),
         scheduled_in,
         slot: job.slot.as_ref().map(|slot| SlotView {
@@ -260,7 +262,7 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
             refs: slot.refs,
         }),
         timezone,
-        utc: c.utc,
+        utc: c.schedule.utc,
     }
 }
 
@@ -668,24 +670,24 @@ mod tests {
         let mut v = json!({
             "name": c.name,
             "enabled": c.enabled,
-            "schedule": c.schedule,
+            "schedule": c.schedule.text,
             "command": command_text(&c.command),
             "captureStdout": c.capture_stdout,
             "captureStderr": c.capture_stderr,
-            "utc": c.utc,
-            "timezone": c.timezone.clone().or_else(|| c.utc.then(|| "UTC".to_owned())),
+            "utc": c.schedule.utc,
+            "timezone": c.schedule.timezone.clone().or_else(|| c.schedule.utc.then(|| "UTC".to_owned())),
             "running": job.running,
             "pids": job.pids,
             "scheduled_in": scheduled_in,
             "never_fires": job.never_fires,
-            "schedule_findings": c.schedule_findings,
+            "schedule_findings": c.schedule.findings,
             "last_run": job.last_run.as_ref().map(run_summary),
             "history": job.history.iter().map(|(o, d)| json!({"outcome": o.as_str(), "duration": d})).collect::<Vec<_>>(),
             "paused": job.paused.as_ref().map(|p| json!({
                 "since": iso(p.since), "until": iso(p.until), "note": p.note, "by": p.by, "channel": p.channel,
             })),
         });
-        if let (Some(map), Some(expr)) = (v.as_object_mut(), c.parsed_schedule.cron()) {
+        if let (Some(map), Some(expr)) = (v.as_object_mut(), c.schedule.parsed.cron()) {
             if expr.is_hashed() {
                 map.insert("schedule_resolved".into(), Value::from(expr.resolved()));
             }
@@ -896,7 +898,7 @@ mod tests {
                     running: live.is_some(),
                     next_fire,
                     never_fires: job.enabled
-                        && job.parsed_schedule.cron().is_some()
+                        && job.schedule.parsed.cron().is_some()
                         && next_fire.is_none(),
                 }
             })

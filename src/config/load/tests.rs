@@ -38,7 +38,7 @@ fn built_in_defaults_fill_every_unset_option() {
     .unwrap();
     let a = job(&loaded, "a");
     assert_eq!(a.shell, "/bin/sh");
-    assert!(a.enabled && a.capture_stderr && !a.capture_stdout && a.utc);
+    assert!(a.enabled && a.capture_stderr && !a.capture_stdout && a.schedule.utc);
     assert_eq!(a.save_limit, 4096);
     assert_eq!(a.max_line_length, 16 * 1024 * 1024);
     assert_eq!(a.kill_timeout, 30.0);
@@ -147,8 +147,8 @@ fn object_schedule_assembles_to_crontab_text() {
         "jobs:\n  - name: a\n    command: x\n    schedule:\n      minute: 5\n      second: '*/10'\n  - name: b\n    command: x\n    schedule:\n      hour: 3\n      year: 2030\n",
     )])
     .unwrap();
-    assert_eq!(job(&loaded, "a").schedule, "*/10 5 * * * * *");
-    assert_eq!(job(&loaded, "b").schedule, "* 3 * * * 2030");
+    assert_eq!(job(&loaded, "a").schedule.text, "*/10 5 * * * * *");
+    assert_eq!(job(&loaded, "b").schedule.text, "* 3 * * * 2030");
 }
 
 #[test]
@@ -207,7 +207,7 @@ fn directory_defaults_stay_in_their_file_and_hidden_files_are_skipped() {
     assert_eq!(job(&loaded, "b").shell, "/bin/sh");
     let c = job(&loaded, "crontab:2");
     assert_eq!(c.shell, "/bin/zsh");
-    assert_eq!(c.schedule, "*/5 * * * *");
+    assert_eq!(c.schedule.text, "*/5 * * * *");
     assert_eq!(c.origin.line, Some(2));
     assert_eq!(loaded.files.len(), 3);
 }
