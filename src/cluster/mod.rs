@@ -35,6 +35,10 @@ pub enum BackendError {
     /// text names the key and the cause.
     #[error("{0}")]
     Setup(String),
+    /// A secret the backend logs in with (`cluster.etcd.password`) is
+    /// configured but yields nothing.
+    #[error(transparent)]
+    Secret(#[from] crate::report::secret::SecretError),
     /// An etcd request failed.
     #[error(transparent)]
     Etcd(#[from] etcd::EtcdError),

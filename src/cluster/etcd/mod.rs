@@ -116,7 +116,7 @@ impl EtcdLease {
     ) -> Result<EtcdLease, BackendError> {
         let password = secret::resolve(settings.password.as_ref(), "cluster.etcd.password")
             .await
-            .map_err(BackendError::Setup)?;
+            .map_err(BackendError::Secret)?;
         let credentials = match (&settings.username, password) {
             (Some(user), Some(password)) => Some((user.clone(), password)),
             (Some(_), None) => {
