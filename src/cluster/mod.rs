@@ -96,11 +96,7 @@ pub trait Backend: Send {
     /// node holds the lease.
     fn records(&mut self, op: records::RecordsOp) -> BoxFuture<'_, records::RecordsResult> {
         let _ = op;
-        Box::pin(async {
-            Err(crate::scheduler::ports::RecordsError::Store(
-                "this backend keeps no cluster records".to_owned(),
-            ))
-        })
+        Box::pin(async { Err(crate::scheduler::ports::RecordsError::NoRecords) })
     }
 
     /// The WARNING when the first round fails (the original's wording
