@@ -92,10 +92,6 @@ fn set(jobs: &[&str]) -> HashSet<String> {
     jobs.iter().map(|j| (*j).to_owned()).collect()
 }
 
-fn not_the_leader() -> RecordsError {
-    RecordsError::Store("not the leader".to_owned())
-}
-
 /// The scenario every backend must pass. `make` builds node `name`'s
 /// backend; `after_release` looks at the raw store once the first leader
 /// released its lease.
@@ -144,11 +140,11 @@ async fn leader_writes_follower_reads_and_records_survive_takeover<F, Fut>(
     // The follower may not write, and reads what the leader wrote.
     assert_eq!(
         b.records.mark_reboot_ran(ID_1, "sneaky").await,
-        Err(not_the_leader())
+        Err(RecordsError::NotLeader)
     );
     assert_eq!(
         b.records.record_fire("tick", at(9)).await,
-        Err(not_the_leader())
+        Err(RecordsError::NotLeader)
     );
     assert_eq!(b.records.reboot_ran(ID_1).await, Ok(set(&["boot", "warm"])));
     assert_eq!(

@@ -149,9 +149,7 @@ async fn answer(backend: &mut dyn Backend, request: Request) {
     let deadline = backend.round_deadline();
     let result = match tokio::time::timeout(deadline, backend.records(request.op)).await {
         Ok(result) => result,
-        Err(_) => Err(ports::RecordsError::Store(
-            "the store did not answer".to_owned(),
-        )),
+        Err(_) => Err(ports::RecordsError::NoAnswer),
     };
     let _ = request.reply.send(result);
 }
@@ -386,9 +384,7 @@ mod tests {
         // Records requests reach the backend between rounds.
         assert_eq!(
             link.ask(RecordsOp::LastFires).await,
-            Err(RecordsError::Store(
-                "this backend keeps no cluster records".to_owned()
-            ))
+            Err(RecordsError::NoRecords)
         );
         // Second round renews; the third sees another holder.
         tokio::time::sleep(Duration::from_millis(2500)).await;

@@ -247,17 +247,17 @@ impl KubernetesLease {
     ) -> RecordsResult {
         for _ in 0..records::CAS_ATTEMPTS {
             if !self.elector.is_leader(Instant::now()) {
-                return Err(records::not_the_leader());
+                return Err(RecordsError::NotLeader);
             }
             let Some(current) = self.current.as_ref() else {
-                return Err(records::not_the_leader());
+                return Err(RecordsError::NotLeader);
             };
             let holder = current
                 .spec
                 .as_ref()
                 .and_then(|s| s.holder_identity.as_deref());
             if holder != Some(self.identity.as_str()) {
-                return Err(records::not_the_leader());
+                return Err(RecordsError::NotLeader);
             }
             let stored = current
                 .metadata
@@ -295,10 +295,10 @@ impl KubernetesLease {
                 Err(err) => return Err(RecordsError::Store(err.to_string())),
             }
         }
-        Err(RecordsError::Store(format!(
-            "the Lease kept changing; {key} not written after {} attempts",
-            records::CAS_ATTEMPTS
-        )))
+        Err(RecordsError::LeaseKeptChanging {
+            key: key.to_owned(),
+            attempts: records::CAS_ATTEMPTS,
+        })
     }
 
     async fn run_records(&mut self, op: RecordsOp) -> RecordsResult {

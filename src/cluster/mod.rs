@@ -35,6 +35,10 @@ pub enum BackendError {
     /// text names the key and the cause.
     #[error("{0}")]
     Setup(String),
+    /// A secret the backend logs in with (`cluster.etcd.password`) is
+    /// configured but yields nothing.
+    #[error(transparent)]
+    Secret(#[from] crate::report::secret::SecretError),
     /// An etcd request failed.
     #[error(transparent)]
     Etcd(#[from] etcd::EtcdError),
@@ -92,11 +96,7 @@ pub trait Backend: Send {
     /// node holds the lease.
     fn records(&mut self, op: records::RecordsOp) -> BoxFuture<'_, records::RecordsResult> {
         let _ = op;
-        Box::pin(async {
-            Err(crate::scheduler::ports::RecordsError::Store(
-                "this backend keeps no cluster records".to_owned(),
-            ))
-        })
+        Box::pin(async { Err(crate::scheduler::ports::RecordsError::NoRecords) })
     }
 
     /// The WARNING when the first round fails (the original's wording

@@ -96,11 +96,6 @@ pub enum RecordsAnswer {
 /// What a backend answers with.
 pub type RecordsResult = Result<RecordsAnswer, RecordsError>;
 
-/// The refusal a node that does not hold the lease gives a write.
-pub fn not_the_leader() -> RecordsError {
-    RecordsError::Store("not the leader".to_owned())
-}
-
 /// JSON text as Python's `json.dumps(.., separators=(",", ":"))` writes
 /// it: compact, and every non-ASCII character escaped `\uXXXX` (UTF-16,
 /// surrogate pairs above the BMP), so the bytes match the original's.
@@ -428,7 +423,7 @@ impl RecordsLink {
         };
         tokio::time::timeout(route.bound, exchange)
             .await
-            .unwrap_or_else(|_| Err(RecordsError::Store("the store did not answer".to_owned())))
+            .unwrap_or_else(|_| Err(RecordsError::NoAnswer))
     }
 }
 
@@ -714,10 +709,7 @@ mod tests {
                 held.push(request);
             }
         });
-        assert_eq!(
-            handle.last_fires().await,
-            Err(RecordsError::Store("the store did not answer".to_owned()))
-        );
+        assert_eq!(handle.last_fires().await, Err(RecordsError::NoAnswer));
         link.disconnect(&tx);
         assert_eq!(
             handle.record_fire("a", at(0)).await,

@@ -232,7 +232,7 @@ pub fn check_cross_sections(
         {
             return Err(ConfigError::config(
                 Location::source(&cluster.source),
-                message,
+                message.to_string(),
             ));
         }
     }

@@ -1,7 +1,8 @@
 //! The `mail` reporter: one message over SMTP per report.
 
 use super::context::{host_name, RunContext};
-use super::{secret, templates};
+use super::secret::{self, SecretError};
+use super::templates::{self, TemplateError};
 use crate::config::model::report::MailReport;
 use lettre::message::header::{ContentTransferEncoding, ContentType};
 use lettre::message::{Body, Mailbox, Mailboxes};
@@ -18,6 +19,63 @@ pub const DEFAULT_HOST: &str = "localhost";
 /// Bound on the whole SMTP conversation.
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why a mail report was not sent. `Display` is the text after
+/// `mail reporter: ` in the `Problem reporting ...` log line.
+#[derive(Debug, thiserror::Error)]
+pub enum MailError {
+    /// `mail.password` is configured but yields nothing.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// The subject or body template does not render.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// `mail.from` is not one address.
+    #[error("mail.from {text:?} is not an address: {source}")]
+    From {
+        /// The value as configured, trimmed.
+        text: String,
+        /// What the parser found wrong.
+        source: lettre::address::AddressError,
+    },
+    /// `mail.to` is not a list of addresses.
+    #[error("mail.to {text:?} is not a list of addresses: {source}")]
+    To {
+        /// The value as configured, trimmed.
+        text: String,
+        /// What the parser found wrong.
+        source: lettre::address::AddressError,
+    },
+    /// The message could not be assembled.
+    #[error("cannot build the message: {0}")]
+    Build(#[source] lettre::error::Error),
+    /// `mail.smtpPort` is outside 0-65535.
+    #[error("mail.smtpPort {0} is not a port")]
+    Port(i64),
+    /// The TLS parameters could not be built.
+    #[error("cannot set up TLS: {0}")]
+    Tls(#[source] lettre::transport::smtp::Error),
+    /// The SMTP server refused the message, or the conversation broke.
+    #[error("SMTP delivery through {host}:{port} failed: {source}")]
+    Delivery {
+        /// The server.
+        host: String,
+        /// Its port.
+        port: u16,
+        /// The SMTP client's error.
+        source: lettre::transport::smtp::Error,
+    },
+    /// The conversation took longer than its bound.
+    #[error("SMTP delivery through {host}:{port} did not complete within {seconds} seconds")]
+    Timeout {
+        /// The server.
+        host: String,
+        /// Its port.
+        port: u16,
+        /// The bound, seconds.
+        seconds: u64,
+    },
+}
+
 /// True when both `from` and `to` are set and non-empty.
 pub fn enabled(cfg: &MailReport) -> bool {
     let set = |s: &Option<String>| s.as_deref().is_some_and(|v| !v.trim().is_empty());
@@ -31,25 +89,25 @@ pub fn deadline() -> Duration {
 
 /// Builds the message (pure: no I/O). `Ok(None)` when a success report
 /// renders an empty body: such a message is not sent.
-pub fn message(cfg: &MailReport, ctx: &RunContext) -> Result<Option<Message>, String> {
+pub fn message(cfg: &MailReport, ctx: &RunContext) -> Result<Option<Message>, MailError> {
     let body_source = cfg.body.as_deref().unwrap_or(templates::DEFAULT_BODY);
-    let body =
-        templates::render("mail.body", body_source, ctx.vars()).map_err(|e| e.to_string())?;
+    let body = templates::render("mail.body", body_source, ctx.vars())?;
     if ctx.success && body.trim().is_empty() {
         return Ok(None);
     }
     let subject_source = cfg.subject.as_deref().unwrap_or(templates::DEFAULT_SUBJECT);
-    let subject =
-        templates::render("mail.subject", subject_source, ctx.vars()).map_err(|e| e.to_string())?;
+    let subject = templates::render("mail.subject", subject_source, ctx.vars())?;
 
     let from_text = cfg.from.as_deref().unwrap_or_default().trim();
-    let from: Mailbox = from_text
-        .parse()
-        .map_err(|e| format!("mail.from {from_text:?} is not an address: {e}"))?;
+    let from: Mailbox = from_text.parse().map_err(|source| MailError::From {
+        text: from_text.to_owned(),
+        source,
+    })?;
     let to_text = cfg.to.as_deref().unwrap_or_default().trim();
-    let to: Mailboxes = to_text
-        .parse()
-        .map_err(|e| format!("mail.to {to_text:?} is not a list of addresses: {e}"))?;
+    let to: Mailboxes = to_text.parse().map_err(|source| MailError::To {
+        text: to_text.to_owned(),
+        source,
+    })?;
     let mut builder = Message::builder()
         .from(from)
         .subject(subject.trim())
@@ -66,7 +124,7 @@ pub fn message(cfg: &MailReport, ctx: &RunContext) -> Result<Option<Message>, St
         .header(content_type)
         .body(wire_body(body))
         .map(Some)
-        .map_err(|e| format!("cannot build the message: {e}"))
+        .map_err(MailError::Build)
 }
 
 /// The body as it goes on the wire, so that the receiver decodes exactly
@@ -94,7 +152,7 @@ fn wire_body(text: String) -> Body {
 }
 
 /// Sends the report.
-pub async fn send(cfg: &MailReport, ctx: &RunContext) -> Result<(), String> {
+pub async fn send(cfg: &MailReport, ctx: &RunContext) -> Result<(), MailError> {
     // The password is resolved first: a broken source skips the report
     // even when the body would be empty, as the original does.
     let password = secret::resolve(cfg.password.as_ref(), "mail.password").await?;
@@ -108,14 +166,14 @@ pub async fn send(cfg: &MailReport, ctx: &RunContext) -> Result<(), String> {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| DEFAULT_HOST.to_owned());
     let port = cfg.smtp_port.unwrap_or(DEFAULT_PORT);
-    let port = u16::try_from(port).map_err(|_| format!("mail.smtpPort {port} is not a port"))?;
+    let port = u16::try_from(port).map_err(|_| MailError::Port(port))?;
     let validate = cfg.validate_certs.unwrap_or(true);
     let tls_parameters = || {
         TlsParameters::builder(host.clone())
             .dangerous_accept_invalid_certs(!validate)
             .dangerous_accept_invalid_hostnames(!validate)
             .build()
-            .map_err(|e| format!("cannot set up TLS: {e}"))
+            .map_err(MailError::Tls)
     };
     let tls = if cfg.tls == Some(true) {
         Tls::Wrapper(tls_parameters()?)
@@ -146,10 +204,75 @@ pub async fn send(cfg: &MailReport, ctx: &RunContext) -> Result<(), String> {
             tracing::debug!(target: "cronstable::report", "mail reporter of job {}: sent through {host}:{port}", ctx.name);
             Ok(())
         }
-        Ok(Err(e)) => Err(format!("SMTP delivery through {host}:{port} failed: {e}")),
-        Err(_) => Err(format!(
-            "SMTP delivery through {host}:{port} did not complete within {} seconds",
-            TIMEOUT.as_secs()
-        )),
+        Ok(Err(source)) => Err(MailError::Delivery { host, port, source }),
+        Err(_) => Err(MailError::Timeout {
+            host,
+            port,
+            seconds: TIMEOUT.as_secs(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::test_support::{job, record};
+    use crate::report::Hook;
+
+    fn block(from: &str, to: &str) -> MailReport {
+        MailReport {
+            from: Some(from.into()),
+            to: Some(to.into()),
+            ..Default::default()
+        }
+    }
+
+    fn failure() -> RunContext {
+        let job = job("j", "false");
+        RunContext::new(Hook::Failure, &job, &record("j", Some("why"), 1))
+    }
+
+    /// A bad sender or recipient is named by its key and its text.
+    #[test]
+    fn bad_addresses_are_their_own_errors() {
+        let err = message(&block("not an address", "ops@example.com"), &failure()).unwrap_err();
+        assert!(
+            matches!(&err, MailError::From { text, .. } if text == "not an address"),
+            "{err:?}"
+        );
+        assert!(err
+            .to_string()
+            .starts_with("mail.from \"not an address\" is not an address: "));
+        let err = message(&block("cron@example.com", "a@@b"), &failure()).unwrap_err();
+        assert!(
+            matches!(&err, MailError::To { text, .. } if text == "a@@b"),
+            "{err:?}"
+        );
+    }
+
+    /// A template that does not render keeps the template error whole.
+    #[test]
+    fn a_broken_template_is_a_template_error() {
+        let mut cfg = block("cron@example.com", "ops@example.com");
+        cfg.subject = Some("{{ no_such_function() }}".into());
+        let err = message(&cfg, &failure()).unwrap_err();
+        assert!(
+            matches!(&err, MailError::Template(t) if t.key == "mail.subject"),
+            "{err:?}"
+        );
+    }
+
+    /// The port is checked before anything is sent.
+    #[test]
+    fn a_port_out_of_range_is_refused() {
+        let mut cfg = block("cron@example.com", "ops@example.com");
+        cfg.smtp_port = Some(70_000);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let err = runtime.block_on(send(&cfg, &failure())).unwrap_err();
+        assert!(matches!(err, MailError::Port(70_000)), "{err:?}");
+        assert_eq!(err.to_string(), "mail.smtpPort 70000 is not a port");
     }
 }

@@ -39,6 +39,34 @@ pub enum Hook {
     PermanentFailure,
 }
 
+/// Why one reporter's delivery failed. `Display` is the text after
+/// `<name> reporter: ` in the `Problem reporting job ...` ERROR line,
+/// which log alerts match on.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The mail reporter failed.
+    #[error(transparent)]
+    Mail(#[from] mail::MailError),
+    /// The Sentry reporter failed.
+    #[error(transparent)]
+    Sentry(#[from] sentry::SentryError),
+    /// The shell reporter failed.
+    #[error(transparent)]
+    Shell(#[from] shell::ShellError),
+    /// The webhook reporter failed.
+    #[error(transparent)]
+    Webhook(#[from] webhook::WebhookError),
+    /// The reporter outlived its hard bound and was dropped.
+    #[error("did not finish within {seconds} seconds; abandoned")]
+    Abandoned {
+        /// The bound, seconds.
+        seconds: f64,
+    },
+    /// The delivery task panicked or was cancelled.
+    #[error("stopped unexpectedly ({0})")]
+    Stopped(#[source] tokio::task::JoinError),
+}
+
 /// A boxed future a reporter returns.
 pub type ReportFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -130,12 +158,12 @@ impl Delivery {
         }
     }
 
-    async fn send(&self, ctx: &RunContext) -> Result<(), String> {
+    async fn send(&self, ctx: &RunContext) -> Result<(), ReportError> {
         match self {
-            Delivery::Mail(cfg) => mail::send(cfg, ctx).await,
-            Delivery::Sentry(cfg) => sentry::send(cfg, ctx).await,
-            Delivery::Shell(cfg) => shell::send(cfg, ctx).await,
-            Delivery::Webhook(cfg) => webhook::send(cfg, ctx).await,
+            Delivery::Mail(cfg) => Ok(mail::send(cfg, ctx).await?),
+            Delivery::Sentry(cfg) => Ok(sentry::send(cfg, ctx).await?),
+            Delivery::Shell(cfg) => Ok(shell::send(cfg, ctx).await?),
+            Delivery::Webhook(cfg) => Ok(webhook::send(cfg, ctx).await?),
         }
     }
 }
@@ -174,12 +202,11 @@ async fn deliver_all(ctx: Arc<RunContext>, deliveries: Vec<Delivery>) {
     for (reporter, bound, task) in tasks {
         let problem = match task.await {
             Ok(Ok(Ok(()))) => continue,
-            Ok(Ok(Err(message))) => message,
-            Ok(Err(_)) => format!(
-                "did not finish within {} seconds; abandoned",
-                bound.as_secs_f64()
-            ),
-            Err(err) => format!("stopped unexpectedly ({err})"),
+            Ok(Ok(Err(error))) => error,
+            Ok(Err(_)) => ReportError::Abandoned {
+                seconds: bound.as_secs_f64(),
+            },
+            Err(err) => ReportError::Stopped(err),
         };
         tracing::error!(
             target: "cronstable::report",

@@ -28,9 +28,54 @@ impl std::fmt::Debug for Secret {
     }
 }
 
+/// Why a configured secret source yielded no secret. `Display` is the
+/// text the reporter's `Problem reporting ...` line and the cluster's
+/// start-up error show: it names the key (`what`) and the kind of source,
+/// never the secret or the variable name.
+#[derive(Debug, thiserror::Error)]
+pub enum SecretError {
+    /// The blocking task reading the file did not finish (it panicked or
+    /// the runtime is shutting down).
+    #[error("{what}.fromFile could not be read: {source}")]
+    ReadTask {
+        /// The config key, e.g. `mail.password`.
+        what: String,
+        /// Why the task ended.
+        source: tokio::task::JoinError,
+    },
+    /// The file could not be read.
+    #[error("{what}.fromFile {path} could not be read: {source}")]
+    Read {
+        /// The config key.
+        what: String,
+        /// The file the key names.
+        path: String,
+        /// The OS's answer.
+        source: std::io::Error,
+    },
+    /// The file is not UTF-8 text.
+    #[error("{what}.fromFile {path} is not valid UTF-8")]
+    NotUtf8 {
+        /// The config key.
+        what: String,
+        /// The file the key names.
+        path: String,
+    },
+    /// A source is set but yields nothing (an empty file, an unset or
+    /// empty variable).
+    #[error("{what} is configured but resolved to an empty secret")]
+    Empty {
+        /// The config key.
+        what: String,
+    },
+}
+
 /// Resolves `source` (`what` names its key, e.g. `webhook.url`, in errors).
 /// `Ok(None)`: no source is configured.
-pub async fn resolve(source: Option<&SecretSource>, what: &str) -> Result<Option<Secret>, String> {
+pub async fn resolve(
+    source: Option<&SecretSource>,
+    what: &str,
+) -> Result<Option<Secret>, SecretError> {
     let Some(source) = source else {
         return Ok(None);
     };
@@ -45,10 +90,19 @@ pub async fn resolve(source: Option<&SecretSource>, what: &str) -> Result<Option
             move || std::fs::read(&path)
         })
         .await
-        .map_err(|e| format!("{what}.fromFile could not be read: {e}"))?;
-        let bytes = read.map_err(|e| format!("{what}.fromFile {path} could not be read: {e}"))?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("{what}.fromFile {path} is not valid UTF-8"))?;
+        .map_err(|source| SecretError::ReadTask {
+            what: what.to_owned(),
+            source,
+        })?;
+        let bytes = read.map_err(|source| SecretError::Read {
+            what: what.to_owned(),
+            path: path.clone(),
+            source,
+        })?;
+        let text = String::from_utf8(bytes).map_err(|_| SecretError::NotUtf8 {
+            what: what.to_owned(),
+            path,
+        })?;
         text.trim_start_matches('\u{feff}').trim().to_owned()
     } else if let Some(var) = set(&source.from_env_var) {
         std::env::var(&var).unwrap_or_default()
@@ -56,9 +110,9 @@ pub async fn resolve(source: Option<&SecretSource>, what: &str) -> Result<Option
         return Ok(None);
     };
     if secret.is_empty() {
-        return Err(format!(
-            "{what} is configured but resolved to an empty secret"
-        ));
+        return Err(SecretError::Empty {
+            what: what.to_owned(),
+        });
     }
     Ok(Some(Secret(secret)))
 }
@@ -102,11 +156,15 @@ mod tests {
             ..Default::default()
         };
         let err = run(resolve(Some(&env_only), "mail.password")).unwrap_err();
+        assert!(
+            matches!(&err, SecretError::Empty { what } if what == "mail.password"),
+            "{err:?}"
+        );
+        // The wording is the log line's.
         assert_eq!(
-            err,
+            err.to_string(),
             "mail.password is configured but resolved to an empty secret"
         );
-        assert!(!err.contains("CRONSTABLE_TEST_NEVER_SET"));
 
         assert_eq!(
             run(resolve(Some(&SecretSource::default()), "x")).unwrap(),
@@ -120,8 +178,20 @@ mod tests {
             from_file: Some(dir.path().join("nope").display().to_string()),
             ..Default::default()
         };
-        assert!(run(resolve(Some(&missing), "sentry.dsn"))
-            .unwrap_err()
-            .starts_with("sentry.dsn.fromFile "));
+        let err = run(resolve(Some(&missing), "sentry.dsn")).unwrap_err();
+        assert!(
+            matches!(&err, SecretError::Read { what, source, .. }
+                if what == "sentry.dsn" && source.kind() == std::io::ErrorKind::NotFound),
+            "{err:?}"
+        );
+
+        let latin1 = dir.path().join("latin1");
+        std::fs::write(&latin1, b"caf\xe9").unwrap();
+        let not_text = SecretSource {
+            from_file: Some(latin1.display().to_string()),
+            ..Default::default()
+        };
+        let err = run(resolve(Some(&not_text), "webhook.url")).unwrap_err();
+        assert!(matches!(err, SecretError::NotUtf8 { .. }), "{err:?}");
     }
 }

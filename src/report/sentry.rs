@@ -9,7 +9,9 @@
 //! as the `job` tag so events can be filtered by job.
 
 use super::context::RunContext;
-use super::{http, secret, templates};
+use super::http::{self, HttpError};
+use super::secret::{self, SecretError};
+use super::templates::{self, TemplateError};
 use crate::config::model::report::SentryReport;
 use crate::config::model::Command;
 use serde_json::{json, Map, Value as Json};
@@ -34,6 +36,50 @@ pub fn deadline() -> Duration {
     TIMEOUT + Duration::from_secs(5)
 }
 
+/// Why a DSN cannot be used. `Display` never quotes the DSN: it holds the
+/// project's key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DsnError {
+    /// Not a URL (the parser's reason).
+    #[error("sentry.dsn is not a valid DSN ({0})")]
+    Invalid(String),
+    /// No user part, so no key to authenticate with.
+    #[error("sentry.dsn has no public key")]
+    NoPublicKey,
+    /// No host to send to.
+    #[error("sentry.dsn has no host")]
+    NoHost,
+    /// No last path segment naming the project.
+    #[error("sentry.dsn has no project id")]
+    NoProject,
+}
+
+/// Why a Sentry report was not delivered. `Display` is the text after
+/// `sentry reporter: ` in the `Problem reporting ...` log line.
+#[derive(Debug, thiserror::Error)]
+pub enum SentryError {
+    /// `sentry.dsn` is configured but yields nothing.
+    #[error(transparent)]
+    Secret(#[from] SecretError),
+    /// The DSN cannot be used.
+    #[error(transparent)]
+    Dsn(#[from] DsnError),
+    /// The body or a fingerprint template does not render.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// The request got no answer.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// Sentry answered 4xx or 5xx.
+    #[error("Sentry answered HTTP {status}: {body}")]
+    Rejected {
+        /// The status code.
+        status: u16,
+        /// Up to 1 KiB of the answer, URL and keys scrubbed out.
+        body: String,
+    },
+}
+
 /// Where events for one DSN go, and how they authenticate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dsn {
@@ -48,17 +94,16 @@ pub struct Dsn {
 impl Dsn {
     /// Parses `scheme://key[:secret]@host[:port][/path]/project`. Errors
     /// never quote the DSN.
-    pub fn parse(text: &str) -> Result<Dsn, String> {
-        let url = reqwest::Url::parse(text)
-            .map_err(|e| format!("sentry.dsn is not a valid DSN ({e})"))?;
+    pub fn parse(text: &str) -> Result<Dsn, DsnError> {
+        let url = reqwest::Url::parse(text).map_err(|e| DsnError::Invalid(e.to_string()))?;
         if url.username().is_empty() {
-            return Err("sentry.dsn has no public key".into());
+            return Err(DsnError::NoPublicKey);
         }
-        let host = url.host_str().ok_or("sentry.dsn has no host")?;
+        let host = url.host_str().ok_or(DsnError::NoHost)?;
         let path = url.path().trim_end_matches('/');
         let (prefix, project) = path.rsplit_once('/').unwrap_or(("", path));
         if project.is_empty() {
-            return Err("sentry.dsn has no project id".into());
+            return Err(DsnError::NoProject);
         }
         let port = url.port().map(|p| format!(":{p}")).unwrap_or_default();
         Ok(Dsn {
@@ -85,13 +130,12 @@ impl Dsn {
 }
 
 /// Builds the event for `ctx` (pure: no I/O).
-pub fn event(cfg: &SentryReport, ctx: &RunContext, event_id: &str) -> Result<Json, String> {
+pub fn event(cfg: &SentryReport, ctx: &RunContext, event_id: &str) -> Result<Json, TemplateError> {
     let source = cfg
         .body
         .as_deref()
         .unwrap_or(templates::DEFAULT_SENTRY_BODY);
-    let message =
-        templates::render("sentry.body", source, ctx.vars()).map_err(|e| e.to_string())?;
+    let message = templates::render("sentry.body", source, ctx.vars())?;
     let fingerprint: Vec<String> = match &cfg.fingerprint {
         Some(lines) => lines
             .0
@@ -105,8 +149,7 @@ pub fn event(cfg: &SentryReport, ctx: &RunContext, event_id: &str) -> Result<Jso
             .iter()
             .map(|line| templates::render("sentry.fingerprint", line, ctx.vars()))
             .collect::<Result<_, _>>(),
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     let max = cfg
         .max_string_length
         .filter(|m| *m > 0)
@@ -217,7 +260,7 @@ fn event_id() -> String {
 }
 
 /// Resolves the DSN and posts the event.
-pub async fn send(cfg: &SentryReport, ctx: &RunContext) -> Result<(), String> {
+pub async fn send(cfg: &SentryReport, ctx: &RunContext) -> Result<(), SentryError> {
     let Some(dsn_text) = secret::resolve(cfg.dsn.as_ref(), "sentry.dsn").await? else {
         return Ok(());
     };
@@ -246,11 +289,10 @@ pub async fn send(cfg: &SentryReport, ctx: &RunContext) -> Result<(), String> {
     let mut secrets = vec![dsn.public_key.as_str()];
     secrets.extend(dsn.secret_key.as_deref());
     let text = http::scrub(&text, &dsn.envelope_url, &secrets);
-    Err(format!(
-        "Sentry answered HTTP {}: {}",
-        status.as_u16(),
-        http::clip(&text, LOGGED_RESPONSE)
-    ))
+    Err(SentryError::Rejected {
+        status: status.as_u16(),
+        body: http::clip(&text, LOGGED_RESPONSE).to_owned(),
+    })
 }
 
 #[cfg(test)]
@@ -272,8 +314,16 @@ mod tests {
         );
         assert_eq!(d.secret_key.as_deref(), Some("s"));
         let err = Dsn::parse("http://127.0.0.1/7").unwrap_err();
-        assert!(!err.contains("127.0.0.1"), "{err}");
-        assert!(Dsn::parse("not a dsn").is_err());
+        assert_eq!(err, DsnError::NoPublicKey);
+        assert!(matches!(Dsn::parse("not a dsn"), Err(DsnError::Invalid(_))));
+        assert_eq!(
+            Dsn::parse("https://key@o1.ingest.sentry.io/"),
+            Err(DsnError::NoProject)
+        );
+        // The parser's reason is quoted, never the DSN with its key.
+        let err = Dsn::parse("https://k3y@[::1/7").unwrap_err();
+        assert!(matches!(&err, DsnError::Invalid(_)), "{err:?}");
+        assert!(!err.to_string().contains("k3y"), "{err}");
     }
 
     #[test]

@@ -18,6 +18,36 @@ pub const OUTPUT_LIMIT: usize = 16 * 1024;
 /// How long a killed reporter command may take to be reaped.
 const REAP_BOUND: Duration = Duration::from_secs(10);
 
+/// Why a shell report did not succeed. `Display` is the text after
+/// `shell reporter: ` in the `Problem reporting ...` log line.
+#[derive(Debug, thiserror::Error)]
+pub enum ShellError {
+    /// `command: []`.
+    #[error("the command is an empty list")]
+    EmptyCommand,
+    /// The program could not be started.
+    #[error("could not start {program}: {source}")]
+    Start {
+        /// The program (the shell, or the list's first item).
+        program: String,
+        /// The OS's answer.
+        source: std::io::Error,
+    },
+    /// The command ran and exited non-zero (a signal that killed it is
+    /// its number negated).
+    #[error("the command exited with code {0}")]
+    Exit(i32),
+    /// Waiting for the command failed.
+    #[error("could not wait for the command: {0}")]
+    Wait(#[source] std::io::Error),
+    /// The command outlived the block's `timeout` and was killed.
+    #[error("the command did not finish within {seconds} seconds; killed it")]
+    Timeout {
+        /// The timeout, seconds.
+        seconds: f64,
+    },
+}
+
 /// True when the block names a command.
 pub fn enabled(cfg: &ShellReport) -> bool {
     cfg.command.is_some()
@@ -87,7 +117,7 @@ pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
 
 /// Runs the command in its own process group and waits for it, up to the
 /// block's `timeout`; on expiry the whole group is killed.
-pub async fn send(cfg: &ShellReport, ctx: &RunContext) -> Result<(), String> {
+pub async fn send(cfg: &ShellReport, ctx: &RunContext) -> Result<(), ShellError> {
     let Some(command) = &cfg.command else {
         return Ok(());
     };
@@ -105,7 +135,7 @@ pub async fn send(cfg: &ShellReport, ctx: &RunContext) -> Result<(), String> {
         }
     };
     let Some((program, args)) = argv.split_first() else {
-        return Err("the command is an empty list".into());
+        return Err(ShellError::EmptyCommand);
     };
     let mut cmd = tokio::process::Command::new(program);
     cmd.args(args)
@@ -117,16 +147,16 @@ pub async fn send(cfg: &ShellReport, ctx: &RunContext) -> Result<(), String> {
         .kill_on_drop(true);
     // Registered as the daemon's own child so that, as PID 1, the orphan
     // reaper leaves its exit status to the wait below.
-    let (mut child, _own) = platform::spawn_own(|| cmd.spawn(), |c| c.id())
-        .map_err(|e| format!("could not start {program}: {e}"))?;
+    let (mut child, _own) =
+        platform::spawn_own(|| cmd.spawn(), |c| c.id()).map_err(|source| ShellError::Start {
+            program: program.clone(),
+            source,
+        })?;
     let limit = timeout(cfg);
     match tokio::time::timeout(limit, child.wait()).await {
         Ok(Ok(status)) if status.success() => Ok(()),
-        Ok(Ok(status)) => Err(format!(
-            "the command exited with code {}",
-            platform::exit_code(status)
-        )),
-        Ok(Err(e)) => Err(format!("could not wait for the command: {e}")),
+        Ok(Ok(status)) => Err(ShellError::Exit(platform::exit_code(status))),
+        Ok(Err(e)) => Err(ShellError::Wait(e)),
         Err(_) => {
             if let Some(pid) = child.id() {
                 if let platform::GroupSignal::Failed(why) =
@@ -137,10 +167,9 @@ pub async fn send(cfg: &ShellReport, ctx: &RunContext) -> Result<(), String> {
                 }
             }
             let _ = tokio::time::timeout(REAP_BOUND, child.wait()).await;
-            Err(format!(
-                "the command did not finish within {} seconds; killed it",
-                limit.as_secs_f64()
-            ))
+            Err(ShellError::Timeout {
+                seconds: limit.as_secs_f64(),
+            })
         }
     }
 }
@@ -180,6 +209,51 @@ mod tests {
         let env = environment(&ctx(Some(half.clone()), Some(half)));
         assert_eq!(get(&env, "CRONSTABLE_STDOUT_TRUNCATED"), "0");
         assert_eq!(get(&env, "CRONSTABLE_STDERR_TRUNCATED"), "0");
+    }
+
+    fn run(cfg: &ShellReport) -> Result<(), ShellError> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(send(cfg, &ctx(None, None)))
+    }
+
+    fn block(command: Command) -> ShellReport {
+        ShellReport {
+            shell: None,
+            command: Some(command),
+            timeout: None,
+        }
+    }
+
+    /// Each way a report command can fail is its own variant, worded as
+    /// the log line has always said it.
+    #[test]
+    fn failures_are_told_apart() {
+        assert!(matches!(
+            run(&block(Command::Argv(vec![]))),
+            Err(ShellError::EmptyCommand)
+        ));
+        let err = run(&block(Command::Shell("exit 3".into()))).unwrap_err();
+        assert!(matches!(err, ShellError::Exit(3)), "{err:?}");
+        assert_eq!(err.to_string(), "the command exited with code 3");
+        let missing = "/nonexistent/cronstable-report-command";
+        let err = run(&block(Command::Argv(vec![missing.into()]))).unwrap_err();
+        assert!(
+            matches!(&err, ShellError::Start { program, source }
+                if program == missing && source.kind() == std::io::ErrorKind::NotFound),
+            "{err:?}"
+        );
+        let mut slow = block(Command::Shell("sleep 5".into()));
+        slow.timeout = Some(0.2);
+        let err = run(&slow).unwrap_err();
+        assert!(matches!(err, ShellError::Timeout { .. }), "{err:?}");
+        assert_eq!(
+            err.to_string(),
+            "the command did not finish within 0.2 seconds; killed it"
+        );
+        assert!(run(&block(Command::Shell("true".into()))).is_ok());
     }
 
     #[test]

@@ -332,7 +332,7 @@ impl Scheduler {
                     }
                 }
             }
-            Err(RecordsError::Store(err)) => {
+            Err(err) => {
                 if !self.failover.reboot_warned {
                     self.failover.reboot_warned = true;
                     for name in &names {

@@ -142,22 +142,57 @@ pub trait LeaderGate: Send {
 }
 
 /// Why the leadership store could not answer a records request.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `Display` is the text the scheduler's WARNING lines show in
+/// parentheses (`... keeping it pending (<why>)`).
+///
+/// The store clients' own errors (etcd, Kubernetes, the directory) live
+/// above the scheduler, so they arrive here as their text in
+/// [`RecordsError::Store`]; the type stays comparable, which the records
+/// tests rely on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RecordsError {
     /// Election is configured but no backend runs right now (it failed to
     /// start, or a reload is restarting it).
+    #[error("no leadership backend is running")]
     NoBackend,
-    /// The store did not answer or refused; the text says why.
+    /// A write from a node that does not hold the lease.
+    #[error("not the leader")]
+    NotLeader,
+    /// The store did not answer within the request's bound.
+    #[error("the store did not answer")]
+    NoAnswer,
+    /// The backend keeps no cluster records at all.
+    #[error("this backend keeps no cluster records")]
+    NoRecords,
+    /// The backend keeps some records but not this kind (the gossip
+    /// backend keeps no last fires).
+    #[error("not supported by the {backend} backend")]
+    NotSupported {
+        /// The backend's name.
+        backend: &'static str,
+    },
+    /// Other writers kept changing an etcd key: every compare-and-swap
+    /// lost.
+    #[error("{key} kept changing; not written after {attempts} attempts")]
+    KeyKeptChanging {
+        /// The etcd key.
+        key: String,
+        /// How many writes were tried.
+        attempts: usize,
+    },
+    /// Other writers kept changing the Lease holding the records: every
+    /// replace conflicted.
+    #[error("the Lease kept changing; {key} not written after {attempts} attempts")]
+    LeaseKeptChanging {
+        /// The annotation written.
+        key: String,
+        /// How many writes were tried.
+        attempts: usize,
+    },
+    /// The store refused or failed; the text (the store client's own
+    /// error) says why.
+    #[error("{0}")]
     Store(String),
-}
-
-impl std::fmt::Display for RecordsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordsError::NoBackend => f.write_str("no leadership backend is running"),
-            RecordsError::Store(why) => f.write_str(why),
-        }
-    }
 }
 
 /// What the leadership store remembers for the whole cluster besides who
@@ -456,5 +491,45 @@ impl Clock for SystemClock {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RecordsError;
+
+    /// The words the scheduler's WARNING lines quote for each refusal.
+    #[test]
+    fn records_errors_keep_their_words() {
+        for (error, text) in [
+            (RecordsError::NoBackend, "no leadership backend is running"),
+            (RecordsError::NotLeader, "not the leader"),
+            (RecordsError::NoAnswer, "the store did not answer"),
+            (
+                RecordsError::NoRecords,
+                "this backend keeps no cluster records",
+            ),
+            (
+                RecordsError::NotSupported { backend: "gossip" },
+                "not supported by the gossip backend",
+            ),
+            (
+                RecordsError::KeyKeptChanging {
+                    key: "cronstable/leader/last-fires".into(),
+                    attempts: 3,
+                },
+                "cronstable/leader/last-fires kept changing; not written after 3 attempts",
+            ),
+            (
+                RecordsError::LeaseKeptChanging {
+                    key: "cronstable.io/reboot-ran".into(),
+                    attempts: 3,
+                },
+                "the Lease kept changing; cronstable.io/reboot-ran not written after 3 attempts",
+            ),
+            (RecordsError::Store("etcd: 503".into()), "etcd: 503"),
+        ] {
+            assert_eq!(error.to_string(), text);
+        }
     }
 }

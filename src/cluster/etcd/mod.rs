@@ -116,7 +116,7 @@ impl EtcdLease {
     ) -> Result<EtcdLease, BackendError> {
         let password = secret::resolve(settings.password.as_ref(), "cluster.etcd.password")
             .await
-            .map_err(BackendError::Setup)?;
+            .map_err(BackendError::Secret)?;
         let credentials = match (&settings.username, password) {
             (Some(user), Some(password)) => Some((user.clone(), password)),
             (Some(_), None) => {
@@ -439,7 +439,7 @@ impl EtcdLease {
                 .leading_until
                 .is_none_or(|until| Instant::now() >= until)
             {
-                return Err(records::not_the_leader());
+                return Err(RecordsError::NotLeader);
             }
             let Some(text) = change(seen.value.as_deref()) else {
                 return Ok(RecordsAnswer::Done);
@@ -453,10 +453,10 @@ impl EtcdLease {
                 Err(now) => seen = now,
             }
         }
-        Err(RecordsError::Store(format!(
-            "{key} kept changing; not written after {} attempts",
-            records::CAS_ATTEMPTS
-        )))
+        Err(RecordsError::KeyKeptChanging {
+            key: key.to_owned(),
+            attempts: records::CAS_ATTEMPTS,
+        })
     }
 
     async fn run_records(&mut self, op: RecordsOp) -> RecordsResult {

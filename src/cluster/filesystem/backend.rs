@@ -264,7 +264,7 @@ impl FilesystemLease {
             .is_some_and(|until| Instant::now() < until);
         match &self.held {
             Some(held) if leading => Ok(held.clone()),
-            _ => Err(records::not_the_leader()),
+            _ => Err(RecordsError::NotLeader),
         }
     }
 
@@ -278,7 +278,7 @@ impl FilesystemLease {
             if ours {
                 Ok(RecordsAnswer::Done)
             } else {
-                Err(records::not_the_leader())
+                Err(RecordsError::NotLeader)
             }
         };
         let outcome: Option<std::io::Result<RecordsResult>> = match op {
@@ -321,7 +321,7 @@ impl FilesystemLease {
             }
         };
         match outcome {
-            None => Err(RecordsError::Store("the store did not answer".to_owned())),
+            None => Err(RecordsError::NoAnswer),
             Some(Ok(result)) => result,
             Some(Err(e)) => Err(RecordsError::Store(e.to_string())),
         }

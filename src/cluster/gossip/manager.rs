@@ -350,9 +350,7 @@ async fn answer_records(mut requests: mpsc::Receiver<Request>, shared: Arc<Mutex
                 state.refresh_body();
                 Ok(RecordsAnswer::Done)
             }
-            RecordsOp::LastFires => Err(RecordsError::Store(
-                "not supported by the gossip backend".to_owned(),
-            )),
+            RecordsOp::LastFires => Err(RecordsError::NotSupported { backend: "gossip" }),
             // Nothing keeps fires for a later leader here; accepting the
             // record keeps the launch from waiting or warning.
             RecordsOp::RecordFire { .. } => Ok(RecordsAnswer::Done),

@@ -2,15 +2,12 @@
 //! the peers (self-listings dropped), TLS and the advisories; also the
 //! overlay mesh a lease backend's `observability` block stands up.
 
-use super::{GossipSettings, GossipTls};
+use super::error::py_repr;
+use super::{ClusterConfigError, GossipSettings, GossipTls};
 use crate::config::model::sections::{
     ClusterBackend, ClusterConfig, Distribution, Observability, PeerTls,
 };
 use std::net::IpAddr;
-
-fn py_repr(s: &str) -> String {
-    crate::pyfmt::py_repr(&minijinja::Value::from(s))
-}
 
 /// A port as the original accepts it: 1 to 5 ASCII digits, 1-65535.
 fn is_port(port: &str) -> bool {
@@ -20,8 +17,9 @@ fn is_port(port: &str) -> bool {
         && port.parse::<u32>().is_ok_and(|p| (1..=65535).contains(&p))
 }
 
-/// Checks `addr` is `host:port` or `[ipv6]:port`; `what` names the key.
-fn require_host_port(addr: &str, what: &str) -> Result<(), String> {
+/// Checks `addr` is `host:port` or `[ipv6]:port`; `key` names the key.
+fn require_host_port(addr: &str, key: &'static str) -> Result<(), ClusterConfigError> {
+    let value = addr.to_owned();
     if addr.starts_with('[') {
         let ok = addr
             .rsplit_once("]:")
@@ -29,24 +27,15 @@ fn require_host_port(addr: &str, what: &str) -> Result<(), String> {
         return if ok {
             Ok(())
         } else {
-            Err(format!(
-                "cluster.{what} must be [ipv6]:port, got {}",
-                py_repr(addr)
-            ))
+            Err(ClusterConfigError::BracketedAddress { key, value })
         };
     }
     let (host, port) = addr.rsplit_once(':').unwrap_or(("", addr));
     if host.contains(':') {
-        return Err(format!(
-            "cluster.{what} looks like a bare IPv6 address; write it as [ipv6]:port, got {}",
-            py_repr(addr)
-        ));
+        return Err(ClusterConfigError::BareIpv6 { key, value });
     }
     if host.is_empty() || !is_port(port) {
-        return Err(format!(
-            "cluster.{what} must be host:port, got {}",
-            py_repr(addr)
-        ));
+        return Err(ClusterConfigError::HostPort { key, value });
     }
     Ok(())
 }
@@ -124,12 +113,12 @@ fn likely_self_loopback(peer: &str, listen: &str) -> bool {
     peer_port == listen_port && (peer_host == "localhost" || loopback_version(peer_host).is_some())
 }
 
-fn gossip_tls(tls: &PeerTls) -> Result<GossipTls, String> {
-    let get = |value: &Option<String>, key: &str| {
+fn gossip_tls(tls: &PeerTls) -> Result<GossipTls, ClusterConfigError> {
+    let get = |value: &Option<String>, key: &'static str| {
         value
             .clone()
             .filter(|v| !v.is_empty())
-            .ok_or_else(|| format!("cluster.tls requires cluster.tls.{key}"))
+            .ok_or(ClusterConfigError::TlsRequires { key })
     };
     Ok(GossipTls {
         ca: get(&tls.ca, "ca")?,
@@ -143,7 +132,7 @@ fn gossip_tls(tls: &PeerTls) -> Result<GossipTls, String> {
 pub(super) fn gossip(
     cluster: &ClusterConfig,
     host_name: &str,
-) -> Result<(GossipSettings, Vec<String>), String> {
+) -> Result<(GossipSettings, Vec<String>), ClusterConfigError> {
     let node_name = cluster
         .node_name
         .clone()
@@ -159,7 +148,7 @@ pub(super) fn gossip(
         .into_iter()
         .find_map(|(k, absent)| absent.then_some(k))
         .unwrap_or("listen");
-        return Err(format!("cluster.backend gossip requires cluster.{missing}"));
+        return Err(ClusterConfigError::GossipRequires { key: missing });
     };
     let tls = gossip_tls(tls)?;
     require_host_port(listen, "listen")?;
@@ -176,25 +165,13 @@ pub(super) fn gossip(
     let distribution = cluster.distribution.unwrap_or(Distribution::SingleLeader);
     let size = kept.len() + 1;
     if elect_leader && size == 2 {
-        return Err(
-            "cluster.electLeader needs a fault-tolerant cluster, but this config declares \
-                    only 2 nodes (1 peer). A quorum of 2 requires both nodes up for either to \
-                    run, so it is strictly worse than a single replica. Use 3 or more nodes (an \
-                    odd count is best), or run a single replica without electLeader."
-                .to_owned(),
-        );
+        return Err(ClusterConfigError::TwoNodeElection);
     }
     let share_node_stats = match &cluster.observability {
         None => false,
         Some(obs) => {
             if obs.listen.is_some() || obs.tls.is_some() || obs.peers.is_some() {
-                return Err(
-                    "cluster.observability.{listen,tls,peers} is redundant with backend: \
-                            gossip (the election mesh already carries fleet data); drop them -- \
-                            an empty `observability:` block, or just `shareNodeStats`, is enough \
-                            to share node CPU/memory"
-                        .to_owned(),
-                );
+                return Err(ClusterConfigError::RedundantObservabilityMesh);
             }
             for (key, set) in [
                 ("nodeName", obs.node_name.is_some()),
@@ -203,11 +180,7 @@ pub(super) fn gossip(
                 ("connectTimeout", obs.connect_timeout.is_some()),
             ] {
                 if set {
-                    return Err(format!(
-                        "cluster.observability.{key} only applies to the overlay mesh a lease \
-                         backend (kubernetes/etcd/filesystem) stands up; with backend: gossip \
-                         node stats ride the election mesh, so set cluster.{key} instead"
-                    ));
+                    return Err(ClusterConfigError::OverlayKeyWithGossip { key });
                 }
             }
             obs.share_node_stats != Some(false)
@@ -290,18 +263,20 @@ pub(super) fn gossip(
 
 /// A lease backend's `observability` block stands up its own
 /// election-inert gossip mesh, so it needs the whole transport.
-pub(super) fn lease_observability(obs: &Observability, backend_name: &str) -> Result<(), String> {
+pub(super) fn lease_observability(
+    obs: &Observability,
+    backend_name: &'static str,
+) -> Result<(), ClusterConfigError> {
     for (key, absent) in [
         ("listen", obs.listen.is_none()),
         ("tls", obs.tls.is_none()),
         ("peers", obs.peers.is_none()),
     ] {
         if absent {
-            return Err(format!(
-                "cluster.observability requires cluster.observability.{key} when backend is \
-                 '{backend_name}' (the overlay stands up its own gossip mesh to carry fleet \
-                 data)"
-            ));
+            return Err(ClusterConfigError::ObservabilityRequires {
+                key,
+                backend: backend_name,
+            });
         }
     }
     for (key, value) in [
@@ -309,11 +284,11 @@ pub(super) fn lease_observability(obs: &Observability, backend_name: &str) -> Re
         ("interval", obs.interval),
     ] {
         if value.is_some_and(|v| v <= 0) {
-            return Err(format!("cluster.{key} must be > 0"));
+            return Err(ClusterConfigError::NotPositive { key });
         }
     }
     if obs.drift_after.is_some_and(|v| v < 1) {
-        return Err("cluster.driftAfter must be >= 1".to_owned());
+        return Err(ClusterConfigError::DriftAfterBelowOne);
     }
     let mesh = ClusterConfig {
         backend: Some(ClusterBackend::Gossip),

@@ -1,7 +1,7 @@
 //! The lease backends' blocks (`kubernetes`, `etcd`, `filesystem`)
 //! resolved and checked.
 
-use super::{EtcdSettings, FilesystemSettings, KubernetesSettings};
+use super::{ClusterConfigError, EtcdSettings, FilesystemSettings, KubernetesSettings};
 use crate::config::model::sections::{ClusterConfig, Topology};
 use crate::config::model::SecretSource;
 
@@ -43,64 +43,45 @@ fn redact(url: &str) -> String {
 pub(super) fn kubernetes(
     cluster: &ClusterConfig,
     node_name: &str,
-) -> Result<KubernetesSettings, String> {
+) -> Result<KubernetesSettings, ClusterConfigError> {
     let k = cluster.kubernetes.clone().unwrap_or_default();
     let lease_name = k
         .lease_name
         .unwrap_or_else(|| "cronstable-leader".to_owned());
     if !is_dns_subdomain(&lease_name) {
-        return Err(format!(
-            "cluster.kubernetes.leaseName must be a valid RFC1123 name (lowercase alphanumeric, \
-             '-' or '.', <= 253 chars); got '{lease_name}'"
-        ));
+        return Err(ClusterConfigError::LeaseName(lease_name));
     }
     if let Some(ns) = &k.lease_namespace {
         if !is_dns_label(ns) {
-            return Err(format!(
-                "cluster.kubernetes.leaseNamespace must be a valid RFC1123 label (lowercase \
-                 alphanumeric or '-', <= 63 chars); got '{ns}'"
-            ));
+            return Err(ClusterConfigError::LeaseNamespace(ns.clone()));
         }
     }
     if let Some(server) = &k.api_server {
         if !server.starts_with("https://") {
-            return Err(format!(
-                "cluster.kubernetes.apiServer must be an https:// URL so the ServiceAccount \
-                 bearer token is not sent in cleartext; got '{}'",
-                redact(server)
-            ));
+            return Err(ClusterConfigError::ApiServerNotHttps(redact(server)));
         }
     }
     let duration = k.lease_duration_seconds.unwrap_or(15);
     let renew = k.renew_deadline_seconds.unwrap_or(10);
     let retry = k.retry_period_seconds.unwrap_or(2);
     if renew <= 0 {
-        return Err("cluster.kubernetes.renewDeadlineSeconds must be > 0".to_owned());
+        return Err(ClusterConfigError::RenewDeadlineNotPositive);
     }
     if duration <= renew {
-        return Err(format!(
-            "cluster.kubernetes.leaseDurationSeconds ({duration}) must be greater than \
-             renewDeadlineSeconds ({renew})"
-        ));
+        return Err(ClusterConfigError::DurationNotAboveRenew { duration, renew });
     }
     if retry <= 0 {
-        return Err("cluster.kubernetes.retryPeriodSeconds must be > 0".to_owned());
+        return Err(ClusterConfigError::RetryNotPositive);
     }
     if retry >= renew {
-        return Err(format!(
-            "cluster.kubernetes.retryPeriodSeconds ({retry}) must be less than \
-             renewDeadlineSeconds ({renew}): a holder must be able to renew within the renew \
-             window before the next retry, or it lapses out of the lease every cycle and no \
-             Leader job runs stably"
-        ));
+        return Err(ClusterConfigError::RetryNotBelowRenew { retry, renew });
     }
     if renew + retry >= duration {
-        return Err(format!(
-            "cluster.kubernetes: renewDeadlineSeconds ({renew}) + retryPeriodSeconds ({retry}) \
-             must be less than leaseDurationSeconds ({duration}); otherwise the worst-case gap \
-             between lease renewals exceeds the lease lifetime and the holder lapses out of the \
-             lease every cycle, so no Leader job runs stably"
-        ));
+        return Err(ClusterConfigError::RenewalGapOutlivesLease {
+            renew,
+            retry,
+            duration,
+        });
     }
     Ok(KubernetesSettings {
         lease_name,
@@ -117,20 +98,16 @@ pub(super) fn kubernetes(
     })
 }
 
-fn ttl_floor(what: &str, ttl: f64) -> Result<(), String> {
+fn ttl_floor(key: &'static str, ttl: f64) -> Result<(), ClusterConfigError> {
     if ttl.is_finite() && ttl >= 3.0 {
         return Ok(());
     }
-    Err(format!(
-        "{what} must be >= 3 seconds (the leader holds the lease only until ttl minus a \
-         clock-skew margin and renews every max(1s, ttl/3); a smaller ttl makes a node that wins \
-         the election immediately treat its own lease as expired, so no Leader job ever runs); \
-         got {}",
-        crate::pyfmt::py_float(ttl)
-    ))
+    Err(ClusterConfigError::TtlTooShort { key, ttl })
 }
 
-pub(super) fn etcd(cluster: &ClusterConfig) -> Result<(EtcdSettings, Option<String>), String> {
+pub(super) fn etcd(
+    cluster: &ClusterConfig,
+) -> Result<(EtcdSettings, Option<String>), ClusterConfigError> {
     let e = cluster.etcd.clone().unwrap_or_default();
     let ttl = e.ttl.unwrap_or(15);
     ttl_floor("cluster.etcd.ttl", ttl as f64)?;
@@ -138,7 +115,7 @@ pub(super) fn etcd(cluster: &ClusterConfig) -> Result<(EtcdSettings, Option<Stri
         .endpoints
         .unwrap_or_else(|| vec!["http://127.0.0.1:2379".to_owned()]);
     if endpoints.is_empty() {
-        return Err("cluster.etcd.endpoints must list at least one URL".to_owned());
+        return Err(ClusterConfigError::NoEtcdEndpoints);
     }
     for endpoint in &endpoints {
         let authority = endpoint
@@ -146,11 +123,7 @@ pub(super) fn etcd(cluster: &ClusterConfig) -> Result<(EtcdSettings, Option<Stri
             .map(|(_, rest)| rest.split('/').next().unwrap_or_default())
             .unwrap_or_default();
         if authority.contains('@') {
-            return Err(format!(
-                "cluster.etcd.endpoints must not embed credentials in the URL (userinfo@host); \
-                 use cluster.etcd.username/password instead, got '{}'",
-                redact(endpoint)
-            ));
+            return Err(ClusterConfigError::EndpointCredentials(redact(endpoint)));
         }
         let scheme_ok = endpoint.starts_with("http://") || endpoint.starts_with("https://");
         let port_ok = match authority.rsplit_once(':') {
@@ -160,37 +133,23 @@ pub(super) fn etcd(cluster: &ClusterConfig) -> Result<(EtcdSettings, Option<Stri
             _ => true,
         };
         if !scheme_ok || authority.is_empty() || !port_ok {
-            return Err(format!(
-                "cluster.etcd.endpoints must be http(s)://host[:port], got '{}'",
-                redact(endpoint)
-            ));
+            return Err(ClusterConfigError::EndpointShape(redact(endpoint)));
         }
     }
     let tls = e.tls.clone().unwrap_or_default();
     if tls.cert.is_some() != tls.key.is_some() {
-        return Err(format!(
-            "cluster.etcd.tls.cert and cluster.etcd.tls.key must be set together (a client \
-             certificate needs its private key); got cert={}, key={}",
-            if tls.cert.is_some() { "True" } else { "False" },
-            if tls.key.is_some() { "True" } else { "False" }
-        ));
+        return Err(ClusterConfigError::CertWithoutKey {
+            cert: tls.cert.is_some(),
+            key: tls.key.is_some(),
+        });
     }
     let any_https = endpoints.iter().any(|u| u.starts_with("https://"));
     if (tls.ca.is_some() || tls.cert.is_some() || tls.key.is_some()) && !any_https {
-        return Err(
-            "cluster.etcd.tls is configured but no endpoint is https:// , so the TLS material \
-             would be ignored and traffic sent in cleartext; use https:// endpoints or remove \
-             cluster.etcd.tls"
-                .to_owned(),
-        );
+        return Err(ClusterConfigError::TlsWithoutHttps);
     }
     let password = e.password.clone().filter(SecretSource::is_configured);
     if e.username.is_some() && password.is_none() {
-        return Err(
-            "cluster.etcd.username is set but no password is configured; set \
-             cluster.etcd.password (value/fromFile/fromEnvVar)"
-                .to_owned(),
-        );
+        return Err(ClusterConfigError::UsernameWithoutPassword);
     }
     if e.username.is_some() || password.is_some() {
         let plain: Vec<String> = endpoints
@@ -199,11 +158,7 @@ pub(super) fn etcd(cluster: &ClusterConfig) -> Result<(EtcdSettings, Option<Stri
             .map(|u| redact(u))
             .collect();
         if !plain.is_empty() {
-            return Err(format!(
-                "cluster.etcd: authentication (username/password) requires https:// endpoints \
-                 so credentials are not sent in cleartext, but these endpoints are plaintext: {}",
-                plain.join(", ")
-            ));
+            return Err(ClusterConfigError::CredentialsInCleartext(plain));
         }
     }
     let renew = (ttl as f64 / 3.0).max(1.0);
@@ -234,17 +189,19 @@ pub(super) fn etcd(cluster: &ClusterConfig) -> Result<(EtcdSettings, Option<Stri
     ))
 }
 
-pub(super) fn filesystem(cluster: &ClusterConfig) -> Result<FilesystemSettings, String> {
+pub(super) fn filesystem(
+    cluster: &ClusterConfig,
+) -> Result<FilesystemSettings, ClusterConfigError> {
     let f = cluster.filesystem.clone().unwrap_or_default();
     let path = f.path.unwrap_or_default();
     if path.trim().is_empty() {
-        return Err("cluster.filesystem.path is required and must be non-empty".to_owned());
+        return Err(ClusterConfigError::FilesystemPath);
     }
     let election_name = f
         .election_name
         .unwrap_or_else(|| "cluster/leader".to_owned());
     if election_name.trim().is_empty() {
-        return Err("cluster.filesystem.electionName must be non-empty".to_owned());
+        return Err(ClusterConfigError::FilesystemElectionName);
     }
     let ttl = f.ttl.unwrap_or(15.0);
     ttl_floor("cluster.filesystem.ttl", ttl)?;

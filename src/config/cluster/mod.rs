@@ -6,9 +6,13 @@
 
 use super::model::sections::{ClusterBackend, ClusterConfig, Distribution, Topology};
 use super::model::SecretSource;
+/// Why a section is refused; re-exported so callers name it beside
+/// [`resolve`].
+pub use error::ClusterConfigError;
 use gossip::{gossip, lease_observability};
 use lease::{etcd, filesystem, kubernetes};
 
+mod error;
 mod gossip;
 mod lease;
 #[cfg(test)]
@@ -150,7 +154,7 @@ pub struct GossipTls {
 /// node name. Errors are the Clustering page's messages. A gossip section
 /// resolves fully (the loader still refuses it while the backend's
 /// transport is not wired in).
-pub fn resolve(cluster: &ClusterConfig, host_name: &str) -> Result<Resolved, String> {
+pub fn resolve(cluster: &ClusterConfig, host_name: &str) -> Result<Resolved, ClusterConfigError> {
     let backend = cluster.backend.unwrap_or(ClusterBackend::Gossip);
     let backend_name = match backend {
         ClusterBackend::Gossip => "gossip",
@@ -160,17 +164,19 @@ pub fn resolve(cluster: &ClusterConfig, host_name: &str) -> Result<Resolved, Str
     };
     if let Some(timeout) = cluster.connect_timeout {
         if timeout <= 0 {
-            return Err("cluster.connectTimeout must be > 0".to_owned());
+            return Err(ClusterConfigError::NotPositive {
+                key: "connectTimeout",
+            });
         }
     }
     if let Some(interval) = cluster.interval {
         if interval <= 0 {
-            return Err("cluster.interval must be > 0".to_owned());
+            return Err(ClusterConfigError::NotPositive { key: "interval" });
         }
     }
     if let Some(drift) = cluster.drift_after {
         if drift < 1 {
-            return Err("cluster.driftAfter must be >= 1".to_owned());
+            return Err(ClusterConfigError::DriftAfterBelowOne);
         }
     }
     // A store block for another backend would be silently ignored.
@@ -188,11 +194,10 @@ pub fn resolve(cluster: &ClusterConfig, host_name: &str) -> Result<Resolved, Str
         ),
     ] {
         if present && backend != owner {
-            return Err(format!(
-                "cluster.{key} is configured but cluster.backend is '{backend_name}'; that store \
-                 block would be silently ignored. Set backend: {key} to use it, or remove the \
-                 cluster.{key} block."
-            ));
+            return Err(ClusterConfigError::ForeignStoreBlock {
+                block: key,
+                backend: backend_name,
+            });
         }
     }
     if backend == ClusterBackend::Gossip {
@@ -206,11 +211,9 @@ pub fn resolve(cluster: &ClusterConfig, host_name: &str) -> Result<Resolved, Str
         lease_observability(obs, backend_name)?;
     }
     if cluster.distribution == Some(Distribution::Spread) {
-        return Err(format!(
-            "cluster.distribution: spread is not supported with the '{backend_name}' backend (a \
-             single lease holder cannot fan jobs out per-node); use distribution: single-leader, \
-             or the gossip backend"
-        ));
+        return Err(ClusterConfigError::SpreadWithLease {
+            backend: backend_name,
+        });
     }
     let node_name = cluster
         .node_name

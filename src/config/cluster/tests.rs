@@ -23,8 +23,13 @@ fn gossip_ok(c: &ClusterConfig) -> (GossipSettings, Vec<String>) {
     }
 }
 
-fn err(c: &ClusterConfig) -> String {
+fn err(c: &ClusterConfig) -> ClusterConfigError {
     resolve(c, "the-host").expect_err("should be refused")
+}
+
+/// The refusal's text, as the loader shows it.
+fn says(c: &ClusterConfig) -> String {
+    err(c).to_string()
 }
 
 #[test]
@@ -66,35 +71,62 @@ fn defaults_fill_every_documented_key() {
 
 #[test]
 fn missing_transport_keys_are_named() {
+    use ClusterConfigError::{GossipRequires, TlsRequires};
     assert_eq!(
         err(&section("nodeName: a\n")),
+        GossipRequires { key: "listen" }
+    );
+    assert_eq!(
+        says(&section("nodeName: a\n")),
         "cluster.backend gossip requires cluster.listen"
     );
     assert_eq!(
         err(&section("listen: 'h:1'\n")),
-        "cluster.backend gossip requires cluster.tls"
+        GossipRequires { key: "tls" }
     );
     assert_eq!(
         err(&section("listen: 'h:1'\ntls: {ca: a, cert: b, key: c}\n")),
-        "cluster.backend gossip requires cluster.peers"
+        GossipRequires { key: "peers" }
     );
-    assert_eq!(
-        err(&section("listen: 'h:1'\ntls: {ca: a, key: c}\npeers: []\n")),
-        "cluster.tls requires cluster.tls.cert"
-    );
+    let no_cert = section("listen: 'h:1'\ntls: {ca: a, key: c}\npeers: []\n");
+    assert_eq!(err(&no_cert), TlsRequires { key: "cert" });
+    assert_eq!(says(&no_cert), "cluster.tls requires cluster.tls.cert");
 }
 
 #[test]
 fn numeric_rules_use_the_originals_messages() {
-    for (extra, says) in [
-        ("interval: 0\n", "cluster.interval must be > 0"),
-        ("driftAfter: 0\n", "cluster.driftAfter must be >= 1"),
-        ("connectTimeout: -1\n", "cluster.connectTimeout must be > 0"),
+    for (extra, variant, text) in [
+        (
+            "interval: 0\n",
+            ClusterConfigError::NotPositive { key: "interval" },
+            "cluster.interval must be > 0",
+        ),
+        (
+            "driftAfter: 0\n",
+            ClusterConfigError::DriftAfterBelowOne,
+            "cluster.driftAfter must be >= 1",
+        ),
+        (
+            "connectTimeout: -1\n",
+            ClusterConfigError::NotPositive {
+                key: "connectTimeout",
+            },
+            "cluster.connectTimeout must be > 0",
+        ),
     ] {
-        assert_eq!(err(&with_peers(&["b:1"], extra)), says);
+        let c = with_peers(&["b:1"], extra);
+        assert_eq!(err(&c), variant);
+        assert_eq!(says(&c), text);
     }
     assert_eq!(
         err(&with_peers(&["b:1"], "etcd: {}\n")),
+        ClusterConfigError::ForeignStoreBlock {
+            block: "etcd",
+            backend: "gossip"
+        }
+    );
+    assert_eq!(
+        says(&with_peers(&["b:1"], "etcd: {}\n")),
         "cluster.etcd is configured but cluster.backend is 'gossip'; that store block would \
          be silently ignored. Set backend: etcd to use it, or remove the cluster.etcd block."
     );
@@ -128,12 +160,29 @@ fn addresses_must_be_host_port() {
             "cluster.peers[].host must be [ipv6]:port, got '[]:80'",
         ),
     ] {
-        assert_eq!(err(&with_peers(&[peer], "")), says, "{peer}");
+        let refused = err(&with_peers(&[peer], ""));
+        assert_eq!(refused.to_string(), says, "{peer}");
+        let shape_named = match &refused {
+            ClusterConfigError::HostPort { key, value }
+            | ClusterConfigError::BareIpv6 { key, value }
+            | ClusterConfigError::BracketedAddress { key, value } => {
+                *key == "peers[].host" && value == peer
+            }
+            _ => false,
+        };
+        assert!(shape_named, "{refused:?}");
     }
     let c = with_peers(&["[2001:db8::1]:8443", "b:65535"], "");
     assert_eq!(gossip_ok(&c).0.peers.len(), 2);
     let c = section("listen: '8443'\ntls: {ca: a, cert: b, key: c}\npeers: []\n");
-    assert_eq!(err(&c), "cluster.listen must be host:port, got '8443'");
+    assert_eq!(
+        err(&c),
+        ClusterConfigError::HostPort {
+            key: "listen",
+            value: "8443".into()
+        }
+    );
+    assert_eq!(says(&c), "cluster.listen must be host:port, got '8443'");
 }
 
 #[test]
@@ -175,8 +224,9 @@ fn duplicate_and_self_listed_peers_are_dropped() {
 #[test]
 fn election_sizes() {
     let two = with_peers(&["b:1"], "electLeader: true\n");
+    assert_eq!(err(&two), ClusterConfigError::TwoNodeElection);
     assert_eq!(
-        err(&two),
+        says(&two),
         "cluster.electLeader needs a fault-tolerant cluster, but this config declares only 2 \
          nodes (1 peer). A quorum of 2 requires both nodes up for either to run, so it is \
          strictly worse than a single replica. Use 3 or more nodes (an odd count is best), \
@@ -184,7 +234,7 @@ fn election_sizes() {
     );
     // A self entry does not count toward the two.
     let self_listed = with_peers(&["b:1", "node-a:8443"], "electLeader: true\n");
-    assert!(err(&self_listed).starts_with("cluster.electLeader needs"));
+    assert_eq!(err(&self_listed), ClusterConfigError::TwoNodeElection);
     // Without election two nodes are fine.
     gossip_ok(&with_peers(&["b:1"], ""));
     let (_, advisories) = gossip_ok(&with_peers(&["b:1", "c:1", "d:1"], "electLeader: true\n"));
@@ -230,14 +280,24 @@ fn election_sizes() {
 
 #[test]
 fn observability_rules() {
+    let redundant = with_peers(&["b:1"], "observability: {listen: 'h:2'}\n");
     assert_eq!(
-        err(&with_peers(&["b:1"], "observability: {listen: 'h:2'}\n")),
+        err(&redundant),
+        ClusterConfigError::RedundantObservabilityMesh
+    );
+    assert_eq!(
+        says(&redundant),
         "cluster.observability.{listen,tls,peers} is redundant with backend: gossip (the \
          election mesh already carries fleet data); drop them -- an empty `observability:` \
          block, or just `shareNodeStats`, is enough to share node CPU/memory"
     );
+    let overlay_key = with_peers(&["b:1"], "observability: {interval: 5}\n");
     assert_eq!(
-        err(&with_peers(&["b:1"], "observability: {interval: 5}\n")),
+        err(&overlay_key),
+        ClusterConfigError::OverlayKeyWithGossip { key: "interval" }
+    );
+    assert_eq!(
+        says(&overlay_key),
         "cluster.observability.interval only applies to the overlay mesh a lease backend \
          (kubernetes/etcd/filesystem) stands up; with backend: gossip node stats ride the \
          election mesh, so set cluster.interval instead"
@@ -252,6 +312,13 @@ fn observability_rules() {
     );
     assert_eq!(
         err(&lease),
+        ClusterConfigError::ObservabilityRequires {
+            key: "peers",
+            backend: "filesystem"
+        }
+    );
+    assert_eq!(
+        says(&lease),
         "cluster.observability requires cluster.observability.peers when backend is \
          'filesystem' (the overlay stands up its own gossip mesh to carry fleet data)"
     );
@@ -259,11 +326,174 @@ fn observability_rules() {
         "backend: filesystem\nfilesystem: {path: /m}\nobservability: {listen: 'h:2', tls: {ca: a, cert: b, key: c}, peers: [{host: 'bad'}]}\n",
     );
     assert_eq!(
-        err(&lease),
+        says(&lease),
         "cluster.peers[].host must be host:port, got 'bad'"
     );
     let lease = section(
         "backend: filesystem\nfilesystem: {path: /m}\nobservability: {listen: 'h:2', tls: {ca: a, cert: b, key: c}, peers: [{host: 'p:2'}]}\n",
     );
     assert!(matches!(resolve(&lease, "h"), Ok(Resolved::Lease { .. })));
+}
+
+/// Each lease-block rule refuses with its own variant, and the variant
+/// reads as the Clustering page's message (the loader shows it as is).
+#[test]
+fn lease_blocks_refuse_by_rule() {
+    use ClusterConfigError as E;
+    let k8s = |block: &str| section(&format!("backend: kubernetes\nkubernetes: {block}\n"));
+    let etcd = |block: &str| section(&format!("backend: etcd\netcd: {block}\n"));
+    let fs = |block: &str| section(&format!("backend: filesystem\nfilesystem: {block}\n"));
+    let cases: Vec<(ClusterConfig, ClusterConfigError, &str)> = vec![
+        (
+            k8s("{leaseName: Bad_Name}"),
+            E::LeaseName("Bad_Name".into()),
+            "cluster.kubernetes.leaseName must be a valid RFC1123 name (lowercase alphanumeric, \
+             '-' or '.', <= 253 chars); got 'Bad_Name'",
+        ),
+        (
+            k8s("{leaseNamespace: Bad.ns}"),
+            E::LeaseNamespace("Bad.ns".into()),
+            "cluster.kubernetes.leaseNamespace must be a valid RFC1123 label (lowercase \
+             alphanumeric or '-', <= 63 chars); got 'Bad.ns'",
+        ),
+        (
+            k8s("{apiServer: 'http://u:p@k8s:6443/x'}"),
+            E::ApiServerNotHttps("http://***@k8s:6443/x".into()),
+            "cluster.kubernetes.apiServer must be an https:// URL so the ServiceAccount bearer \
+             token is not sent in cleartext; got 'http://***@k8s:6443/x'",
+        ),
+        (
+            k8s("{renewDeadlineSeconds: 0}"),
+            E::RenewDeadlineNotPositive,
+            "cluster.kubernetes.renewDeadlineSeconds must be > 0",
+        ),
+        (
+            k8s("{leaseDurationSeconds: 10, renewDeadlineSeconds: 10}"),
+            E::DurationNotAboveRenew {
+                duration: 10,
+                renew: 10,
+            },
+            "cluster.kubernetes.leaseDurationSeconds (10) must be greater than \
+             renewDeadlineSeconds (10)",
+        ),
+        (
+            k8s("{retryPeriodSeconds: 0}"),
+            E::RetryNotPositive,
+            "cluster.kubernetes.retryPeriodSeconds must be > 0",
+        ),
+        (
+            k8s("{leaseDurationSeconds: 30, renewDeadlineSeconds: 10, retryPeriodSeconds: 10}"),
+            E::RetryNotBelowRenew {
+                retry: 10,
+                renew: 10,
+            },
+            "cluster.kubernetes.retryPeriodSeconds (10) must be less than renewDeadlineSeconds \
+             (10): a holder must be able to renew within the renew window before the next \
+             retry, or it lapses out of the lease every cycle and no Leader job runs stably",
+        ),
+        (
+            k8s("{leaseDurationSeconds: 15, renewDeadlineSeconds: 10, retryPeriodSeconds: 6}"),
+            E::RenewalGapOutlivesLease {
+                renew: 10,
+                retry: 6,
+                duration: 15,
+            },
+            "cluster.kubernetes: renewDeadlineSeconds (10) + retryPeriodSeconds (6) must be \
+             less than leaseDurationSeconds (15); otherwise the worst-case gap between lease \
+             renewals exceeds the lease lifetime and the holder lapses out of the lease every \
+             cycle, so no Leader job runs stably",
+        ),
+        (
+            etcd("{ttl: 2}"),
+            E::TtlTooShort {
+                key: "cluster.etcd.ttl",
+                ttl: 2.0,
+            },
+            "cluster.etcd.ttl must be >= 3 seconds (the leader holds the lease only until ttl \
+             minus a clock-skew margin and renews every max(1s, ttl/3); a smaller ttl makes a \
+             node that wins the election immediately treat its own lease as expired, so no \
+             Leader job ever runs); got 2.0",
+        ),
+        (
+            etcd("{endpoints: []}"),
+            E::NoEtcdEndpoints,
+            "cluster.etcd.endpoints must list at least one URL",
+        ),
+        (
+            etcd("{endpoints: ['http://u:p@h:2379']}"),
+            E::EndpointCredentials("http://***@h:2379".into()),
+            "cluster.etcd.endpoints must not embed credentials in the URL (userinfo@host); use \
+             cluster.etcd.username/password instead, got 'http://***@h:2379'",
+        ),
+        (
+            etcd("{endpoints: ['h:2379']}"),
+            E::EndpointShape("h:2379".into()),
+            "cluster.etcd.endpoints must be http(s)://host[:port], got 'h:2379'",
+        ),
+        (
+            etcd("{endpoints: ['https://h:2379'], tls: {cert: /c.pem}}"),
+            E::CertWithoutKey {
+                cert: true,
+                key: false,
+            },
+            "cluster.etcd.tls.cert and cluster.etcd.tls.key must be set together (a client \
+             certificate needs its private key); got cert=True, key=False",
+        ),
+        (
+            etcd("{tls: {ca: /ca.pem}}"),
+            E::TlsWithoutHttps,
+            "cluster.etcd.tls is configured but no endpoint is https:// , so the TLS material \
+             would be ignored and traffic sent in cleartext; use https:// endpoints or remove \
+             cluster.etcd.tls",
+        ),
+        (
+            etcd("{username: root}"),
+            E::UsernameWithoutPassword,
+            "cluster.etcd.username is set but no password is configured; set \
+             cluster.etcd.password (value/fromFile/fromEnvVar)",
+        ),
+        (
+            etcd(
+                "{username: root, password: {value: pw}, \
+                 endpoints: ['http://a:1', 'https://b:2', 'http://c:3']}",
+            ),
+            E::CredentialsInCleartext(vec!["http://a:1".into(), "http://c:3".into()]),
+            "cluster.etcd: authentication (username/password) requires https:// endpoints so \
+             credentials are not sent in cleartext, but these endpoints are plaintext: \
+             http://a:1, http://c:3",
+        ),
+        (
+            fs("{}"),
+            E::FilesystemPath,
+            "cluster.filesystem.path is required and must be non-empty",
+        ),
+        (
+            fs("{path: /m, electionName: ' '}"),
+            E::FilesystemElectionName,
+            "cluster.filesystem.electionName must be non-empty",
+        ),
+        (
+            fs("{path: /m, ttl: 1.5}"),
+            E::TtlTooShort {
+                key: "cluster.filesystem.ttl",
+                ttl: 1.5,
+            },
+            "cluster.filesystem.ttl must be >= 3 seconds (the leader holds the lease only until \
+             ttl minus a clock-skew margin and renews every max(1s, ttl/3); a smaller ttl makes \
+             a node that wins the election immediately treat its own lease as expired, so no \
+             Leader job ever runs); got 1.5",
+        ),
+        (
+            section("backend: etcd\ndistribution: spread\n"),
+            E::SpreadWithLease { backend: "etcd" },
+            "cluster.distribution: spread is not supported with the 'etcd' backend (a single \
+             lease holder cannot fan jobs out per-node); use distribution: single-leader, or \
+             the gossip backend",
+        ),
+    ];
+    for (config, variant, text) in cases {
+        let refused = err(&config);
+        assert_eq!(refused, variant, "{config:?}");
+        assert_eq!(refused.to_string(), text);
+    }
 }
