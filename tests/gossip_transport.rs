@@ -5,7 +5,7 @@
 
 use cronstable::cluster::gossip::transport::{
     ListenerLimits, PeerBody, PeerListener, PeerPoller, PeerProvider, PollOutcome, PollTimeouts,
-    TlsMaterial, TlsPaths, MAX_PEER_RESPONSE_BYTES,
+    TlsMaterial, TlsPaths, TransportError, MAX_PEER_RESPONSE_BYTES,
 };
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
 use std::io::Write;
@@ -913,7 +913,14 @@ async fn bad_material_and_addresses_are_clear_errors() {
         ..paths.clone()
     };
     let err = TlsMaterial::load(missing.clone()).unwrap_err();
-    assert!(err.starts_with("cannot read cluster.tls.key "), "{err}");
+    assert!(
+        matches!(&err, TransportError::Read { key: "key", path, .. } if *path == missing.key),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with("cannot read cluster.tls.key "),
+        "{err}"
+    );
     assert!(TlsMaterial::check(&missing).is_err());
     assert!(TlsMaterial::check(&paths).is_ok());
     let empty_ca = TlsPaths {
@@ -923,7 +930,12 @@ async fn bad_material_and_addresses_are_clear_errors() {
     std::fs::write(&empty_ca.ca, "").unwrap();
     let err = TlsMaterial::load(empty_ca).unwrap_err();
     assert!(
-        err.contains("cluster.tls.ca") && err.contains("holds no certificate"),
+        matches!(&err, TransportError::Material { key: "ca", reason, .. } if reason == "holds no certificate"),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with("cluster.tls.ca ")
+            && err.to_string().ends_with(": holds no certificate"),
         "{err}"
     );
     // A key that is not the certificate's.
@@ -933,7 +945,13 @@ async fn bad_material_and_addresses_are_clear_errors() {
         ..paths.clone()
     };
     std::fs::write(&mismatched.key, other_key).unwrap();
-    assert!(TlsMaterial::load(mismatched).is_err());
+    let err = TlsMaterial::load(mismatched).unwrap_err();
+    assert!(matches!(err, TransportError::CertAndKey(_)), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("cluster.tls.cert/cluster.tls.key: "),
+        "{err}"
+    );
 
     let material = TlsMaterial::load(paths.clone()).unwrap();
     let held = PeerListener::bind(
@@ -954,7 +972,12 @@ async fn bad_material_and_addresses_are_clear_errors() {
     .await
     .unwrap_err();
     assert!(
-        err.starts_with(&format!("cannot listen on cluster.listen {taken}: ")),
+        matches!(&err, TransportError::Bind { listen, .. } if *listen == taken),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with(&format!("cannot listen on cluster.listen {taken}: ")),
         "{err}"
     );
     // Stopping frees the port.

@@ -26,7 +26,7 @@
 
 use super::transport::{
     ListenerLimits, PeerBody, PeerListener, PeerPoller, PollOutcome, PollTimeouts, TlsMaterial,
-    TlsPaths,
+    TlsPaths, TransportError,
 };
 use crate::cluster::feed::SchedulerFeed;
 use crate::cluster::records::{RecordsAnswer, RecordsLink, RecordsOp, Request};
@@ -188,7 +188,7 @@ impl GossipManager {
         settings: GossipSettings,
         link: Arc<RecordsLink>,
         feed: SchedulerFeed,
-    ) -> Result<GossipManager, String> {
+    ) -> Result<GossipManager, TransportError> {
         let SchedulerFeed {
             mut job_set,
             mut fleet,

@@ -25,7 +25,61 @@ pub use listener::{ListenerLimits, PeerListener, PeerProvider};
 pub use material::{TlsMaterial, TlsPaths};
 pub use poller::{PeerPoller, PollTimeouts};
 
+use std::path::PathBuf;
 use std::sync::Arc;
+
+/// Why the gossip transport could not start (the manager then does not
+/// start either). `Display` is the text of the `cluster: failed to start:`
+/// line and of the TLS re-read warnings: it names the config key and the
+/// file.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    /// A TLS file could not be read.
+    #[error("cannot read cluster.tls.{key} {}: {source}", .path.display())]
+    Read {
+        /// `ca`, `cert` or `key`.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// A TLS file was read but its contents are refused.
+    #[error("cluster.tls.{key} {}: {reason}", .path.display())]
+    Material {
+        /// `ca`, `cert` or `key`.
+        key: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The certificate and the key do not make a TLS identity together.
+    #[error("cluster.tls.cert/cluster.tls.key: {0}")]
+    CertAndKey(rustls::Error),
+    /// The TLS library refused its own protocol settings.
+    #[error("{0}")]
+    Protocols(rustls::Error),
+    /// The HTTP client that polls the peers could not be built.
+    #[error("cannot build the cluster HTTP client: {0}")]
+    HttpClient(reqwest::Error),
+    /// `cluster.listen` could not be bound.
+    #[error("cannot listen on cluster.listen {listen}: {source}")]
+    Bind {
+        /// `cluster.listen` as configured.
+        listen: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The bound socket's address could not be read.
+    #[error("cluster.listen {listen}: {source}")]
+    LocalAddr {
+        /// `cluster.listen` as configured.
+        listen: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+}
 
 /// The most a `/peer` body may weigh, before and after gzip: what the
 /// poller accepts from a peer (and so what a node should keep its own body

@@ -11,7 +11,7 @@
 //! are closed on accept, so a flood cannot exhaust descriptors or memory.
 
 use super::wire::{self, HeadError, RequestHead};
-use super::{PeerBody, TlsMaterial};
+use super::{PeerBody, TlsMaterial, TransportError};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -93,13 +93,19 @@ impl PeerListener {
         tls: Arc<TlsMaterial>,
         provider: PeerProvider,
         limits: ListenerLimits,
-    ) -> Result<PeerListener, String> {
+    ) -> Result<PeerListener, TransportError> {
         let tcp = TcpListener::bind(listen)
             .await
-            .map_err(|e| format!("cannot listen on cluster.listen {listen}: {e}"))?;
+            .map_err(|source| TransportError::Bind {
+                listen: listen.to_owned(),
+                source,
+            })?;
         let local_addr = tcp
             .local_addr()
-            .map_err(|e| format!("cluster.listen {listen}: {e}"))?;
+            .map_err(|source| TransportError::LocalAddr {
+                listen: listen.to_owned(),
+                source,
+            })?;
         let max_connections = limits.max_connections.max(1);
         let slots = Arc::new(Semaphore::new(max_connections));
         let shared = Arc::new(Shared {

@@ -10,6 +10,7 @@
 //! that does not match the certificate) keeps the old material, is logged
 //! once, and is tried again at the next check.
 
+use super::TransportError;
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
@@ -69,7 +70,7 @@ impl std::fmt::Debug for TlsMaterial {
 impl TlsMaterial {
     /// Loads the files; an error names the file and what is wrong with it
     /// (the cluster listener then does not start).
-    pub fn load(paths: TlsPaths) -> Result<Arc<TlsMaterial>, String> {
+    pub fn load(paths: TlsPaths) -> Result<Arc<TlsMaterial>, TransportError> {
         let (digest, files) = read_files(&paths)?;
         let (server, client) = build(&paths, &files)?;
         Ok(Arc::new(TlsMaterial {
@@ -89,7 +90,7 @@ impl TlsMaterial {
 
     /// Whether the files at `paths` load now, without keeping anything: a
     /// dry run for a config reload that points at other files.
-    pub fn check(paths: &TlsPaths) -> Result<(), String> {
+    pub fn check(paths: &TlsPaths) -> Result<(), TransportError> {
         let (_, files) = read_files(paths)?;
         build(paths, &files).map(|_| ())
     }
@@ -154,7 +155,7 @@ impl TlsMaterial {
             Err(err) => {
                 // A file briefly missing mid-rotation: keep serving the old
                 // material. Log once per distinct failure text.
-                let marker: [u8; 32] = Sha256::digest(err.as_bytes()).into();
+                let marker: [u8; 32] = Sha256::digest(err.to_string().as_bytes()).into();
                 if state.broken != Some(marker) {
                     state.broken = Some(marker);
                     tracing::warn!(
@@ -206,10 +207,13 @@ struct Files {
     key: Vec<u8>,
 }
 
-fn read_files(paths: &TlsPaths) -> Result<([u8; 32], Files), String> {
-    let read = |what: &str, path: &PathBuf| {
-        std::fs::read(path)
-            .map_err(|e| format!("cannot read cluster.tls.{what} {}: {e}", path.display()))
+fn read_files(paths: &TlsPaths) -> Result<([u8; 32], Files), TransportError> {
+    let read = |key: &'static str, path: &PathBuf| {
+        std::fs::read(path).map_err(|source| TransportError::Read {
+            key,
+            path: path.clone(),
+            source,
+        })
     };
     let files = Files {
         ca: read("ca", &paths.ca)?,
@@ -229,10 +233,13 @@ fn read_files(paths: &TlsPaths) -> Result<([u8; 32], Files), String> {
 fn build(
     paths: &TlsPaths,
     files: &Files,
-) -> Result<(Arc<ServerConfig>, Arc<ClientConfig>), String> {
-    let named = |what: &str, path: &PathBuf, e: &dyn std::fmt::Display| {
-        format!("cluster.tls.{what} {}: {e}", path.display())
-    };
+) -> Result<(Arc<ServerConfig>, Arc<ClientConfig>), TransportError> {
+    let named =
+        |key: &'static str, path: &PathBuf, e: &dyn std::fmt::Display| TransportError::Material {
+            key,
+            path: path.clone(),
+            reason: e.to_string(),
+        };
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&files.cert)
         .collect::<Result<_, _>>()
         .map_err(|e| named("cert", &paths.cert, &e))?;
@@ -260,20 +267,20 @@ fn build(
             .map_err(|e| named("ca", &paths.ca, &e))?;
     let mut server = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TransportError::Protocols)?
         .with_client_cert_verifier(verifier)
         .with_single_cert(certs.clone(), key.clone_key())
-        .map_err(|e| format!("cluster.tls.cert/cluster.tls.key: {e}"))?;
+        .map_err(TransportError::CertAndKey)?;
     server.alpn_protocols = vec![b"http/1.1".to_vec()];
 
     // The poller: the peer's certificate must chain to the cluster CA and
     // name the host it was reached at (the default verifier checks both).
     let mut client = ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
+        .map_err(TransportError::Protocols)?
         .with_root_certificates(roots)
         .with_client_auth_cert(certs, key)
-        .map_err(|e| format!("cluster.tls.cert/cluster.tls.key: {e}"))?;
+        .map_err(TransportError::CertAndKey)?;
     client.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok((Arc::new(server), Arc::new(client)))
 }

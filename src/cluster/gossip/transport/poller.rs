@@ -9,7 +9,7 @@
 //! capped before and after gzip.
 
 use super::wire::{self, GunzipError};
-use super::{PollOutcome, TlsMaterial, MAX_PEER_ETAG_LEN, MAX_PEER_RESPONSE_BYTES};
+use super::{PollOutcome, TlsMaterial, TransportError, MAX_PEER_ETAG_LEN, MAX_PEER_RESPONSE_BYTES};
 use std::error::Error as StdError;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -47,7 +47,10 @@ impl std::fmt::Debug for PeerPoller {
 
 impl PeerPoller {
     /// A poller presenting `tls`'s certificate and trusting only its CA.
-    pub fn new(tls: Arc<TlsMaterial>, timeouts: PollTimeouts) -> Result<PeerPoller, String> {
+    pub fn new(
+        tls: Arc<TlsMaterial>,
+        timeouts: PollTimeouts,
+    ) -> Result<PeerPoller, TransportError> {
         let (generation, config) = tls.client_config();
         let client = build_client(&config, timeouts)?;
         Ok(PeerPoller {
@@ -65,7 +68,7 @@ impl PeerPoller {
     pub async fn poll(&self, host: &str, if_none_match: Option<&str>) -> PollOutcome {
         let client = match self.client() {
             Ok(client) => client,
-            Err(err) => return PollOutcome::Unreachable(err),
+            Err(err) => return PollOutcome::Unreachable(err.to_string()),
         };
         let url = match reqwest::Url::parse(&format!("https://{host}/peer")) {
             Ok(url) if url.host().is_some() => url,
@@ -100,7 +103,7 @@ impl PeerPoller {
 
     /// The client for this poll, rebuilt when the TLS material changed
     /// (its pooled connections were made with the old certificates).
-    fn client(&self) -> Result<reqwest::Client, String> {
+    fn client(&self) -> Result<reqwest::Client, TransportError> {
         let (generation, config) = self.tls.client_config();
         let mut slot = self
             .client
@@ -117,7 +120,7 @@ impl PeerPoller {
 fn build_client(
     config: &Arc<rustls::ClientConfig>,
     timeouts: PollTimeouts,
-) -> Result<reqwest::Client, String> {
+) -> Result<reqwest::Client, TransportError> {
     reqwest::Client::builder()
         .use_preconfigured_tls(rustls::ClientConfig::clone(config))
         .connect_timeout(timeouts.connect)
@@ -129,7 +132,7 @@ fn build_client(
         .pool_max_idle_per_host(1)
         .user_agent(concat!("cronstable/", env!("CARGO_PKG_VERSION")))
         .build()
-        .map_err(|e| format!("cannot build the cluster HTTP client: {e}"))
+        .map_err(TransportError::HttpClient)
 }
 
 async fn read_response(
