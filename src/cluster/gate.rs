@@ -113,9 +113,10 @@ impl LeaderGate for ClusterGate {
                 // No leadership configured (yet): every node runs.
                 return Admission::Launch;
             };
-            if stepping_down && state.stepped_down != stepping_down {
-                // The drain began; the backend publishes its step-down
-                // shortly, the gate acts on it now.
+            if stepping_down && !state.stepped_down {
+                // The drain began: the backend publishes its step-down
+                // shortly, the gate acts on it now (only while draining,
+                // so the copy costs nothing in normal running).
                 let mut stepped = state.clone();
                 stepped.stepped_down = true;
                 return admit(&stepped, job, now);
