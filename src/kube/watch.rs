@@ -138,11 +138,11 @@ impl Follower {
         let event = match event {
             Ok(event) => event,
             Err(err) => {
-                self.health.failed("CronJobSets", &err);
+                self.health.failed(Watched::Sets, "CronJobSets", &err);
                 return true;
             }
         };
-        self.health.answered();
+        self.health.answered(Watched::Sets);
         match event {
             Event::Init => {
                 self.listing = Some(Vec::new());
@@ -178,11 +178,11 @@ impl Follower {
         let event = match event {
             Ok(event) => event,
             Err(err) => {
-                self.health.failed("ConfigMap", &err);
+                self.health.failed(Watched::ConfigMap, "ConfigMap", &err);
                 return true;
             }
         };
-        self.health.answered();
+        self.health.answered(Watched::ConfigMap);
         match event {
             Event::Init => {
                 self.listing_configmap = Some(None);
@@ -217,11 +217,50 @@ fn data_of(configmap: ConfigMap) -> BTreeMap<String, String> {
     configmap.data.unwrap_or_default()
 }
 
+/// Which of the two watches an event came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    /// The CronJobSets.
+    Sets,
+    /// The ConfigMap.
+    ConfigMap,
+}
+
+/// Which watches failed and have not answered since: the API counts as
+/// reachable again only once every one of them has answered (after an API
+/// server restart one watch can be back seconds before the other).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Failing {
+    sets: bool,
+    configmap: bool,
+}
+
+impl Failing {
+    fn slot(&mut self, stream: Watched) -> &mut bool {
+        match stream {
+            Watched::Sets => &mut self.sets,
+            Watched::ConfigMap => &mut self.configmap,
+        }
+    }
+
+    /// `stream` failed.
+    fn failed(&mut self, stream: Watched) {
+        *self.slot(stream) = true;
+    }
+
+    /// `stream` answered; true when no watch is failing any more.
+    fn answered(&mut self, stream: Watched) -> bool {
+        *self.slot(stream) = false;
+        !self.sets && !self.configmap
+    }
+}
+
 /// Whether the API answers, logged once per change of heart; the watch
 /// health it publishes is written here only.
 struct Health {
     state: tokio::sync::watch::Sender<WatchHealth>,
     down_since: Option<Instant>,
+    failing: Failing,
 }
 
 impl Health {
@@ -229,10 +268,11 @@ impl Health {
         Health {
             state,
             down_since: None,
+            failing: Failing::default(),
         }
     }
 
-    fn failed(&mut self, what: &str, err: &watcher::Error) {
+    fn failed(&mut self, stream: Watched, what: &str, err: &watcher::Error) {
         let message = format!("{what}: {err}");
         if let watcher::Error::WatchError(status) = err {
             if status.code == 410 {
@@ -243,6 +283,7 @@ impl Health {
                 return;
             }
         }
+        self.failing.failed(stream);
         self.state.send_modify(|health| {
             health.connected = false;
             health.restarts += 1;
@@ -258,10 +299,16 @@ impl Health {
         }
     }
 
-    fn answered(&mut self) {
-        self.state.send_modify(|health| {
+    fn answered(&mut self, stream: Watched) {
+        if !self.failing.answered(stream) {
+            // Another watch is still failing: not connected yet.
+            return;
+        }
+        self.state.send_if_modified(|health| {
+            let changed = !health.connected || health.last_error.is_some();
             health.connected = true;
             health.last_error = None;
+            changed
         });
         if let Some(since) = self.down_since.take() {
             tracing::info!(
@@ -283,5 +330,59 @@ impl Health {
             self.note_event();
             self.state.send_modify(|health| health.synced = true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connected_again_only_once_every_failed_watch_has_answered() {
+        let mut failing = Failing::default();
+        assert!(failing.answered(Watched::Sets), "nothing failed: connected");
+        // An API server restart: both watches fail.
+        failing.failed(Watched::Sets);
+        failing.failed(Watched::ConfigMap);
+        // The sets' watch is back first: still not connected.
+        assert!(!failing.answered(Watched::Sets));
+        assert!(
+            !failing.answered(Watched::Sets),
+            "answering twice changes nothing"
+        );
+        // Then the ConfigMap's.
+        assert!(failing.answered(Watched::ConfigMap));
+        // One watch failing alone holds the other's answers back too.
+        failing.failed(Watched::ConfigMap);
+        assert!(!failing.answered(Watched::Sets));
+        assert!(failing.answered(Watched::ConfigMap));
+    }
+
+    #[test]
+    fn health_publishes_connected_when_the_last_failing_watch_answers() {
+        let (tx, rx) = tokio::sync::watch::channel(WatchHealth::default());
+        let mut health = Health::new(tx);
+        let down = watcher::Error::WatchError(Box::new(kube::core::Status {
+            code: 503,
+            message: "the server is restarting".into(),
+            ..Default::default()
+        }));
+        health.answered(Watched::Sets);
+        health.answered(Watched::ConfigMap);
+        assert!(rx.borrow().connected);
+        health.failed(Watched::Sets, "CronJobSets", &down);
+        health.failed(Watched::ConfigMap, "ConfigMap", &down);
+        assert!(!rx.borrow().connected);
+        assert_eq!(rx.borrow().restarts, 2);
+        health.answered(Watched::ConfigMap);
+        let half = rx.borrow().clone();
+        assert!(!half.connected, "one watch back is not connected");
+        assert!(
+            half.last_error.is_some(),
+            "the error stays until both are back"
+        );
+        health.answered(Watched::Sets);
+        let back = rx.borrow().clone();
+        assert!(back.connected && back.last_error.is_none(), "{back:?}");
     }
 }
