@@ -105,7 +105,8 @@ const API_NICE: i32 = 5;
 /// request with a snapshot of its state (see `scheduler::control`), and
 /// serialising, compressing and writing the response happen here, on the
 /// other core. The two threads share nothing but the control channel and
-/// the counters' mutex.
+/// the watch channels the cluster and the Kubernetes mode publish on
+/// (read here, never written).
 pub struct ApiThread {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
