@@ -11,8 +11,8 @@ use crate::status::kube::WatchHealth;
 use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::{self, watcher, Event};
-use kube::runtime::WatchStreamExt;
 use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::time::Instant;
@@ -68,16 +68,55 @@ pub fn spawn(
             if let Some(selector) = &options.selector {
                 config = config.labels(selector);
             }
-            Some(watcher(api, config).default_backoff().boxed())
+            Some(relisting_backoff(watcher(api, config).boxed()).boxed())
         }
     };
     let configmap: Option<Changes<ConfigMap>> = options.configmap.as_ref().map(|name| {
         let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
-        watcher(api, config).default_backoff().boxed()
+        relisting_backoff(watcher(api, config).boxed()).boxed()
     });
     tokio::spawn(follow(sets, configmap, tx, health));
     rx
+}
+
+/// Whether a watch error is "410 Gone": the history the watch resumed
+/// from was compacted (routine after an API server restart). The watcher
+/// relists on its next poll; nothing is wrong with the server.
+fn is_expired(err: &watcher::Error) -> bool {
+    matches!(err, watcher::Error::WatchError(status) if status.code == 410)
+}
+
+/// The watcher's own backoff (kube's default: exponential from 0.8 s to
+/// 30 s with jitter, reset after two quiet minutes) between failed
+/// attempts, except after a 410: that one relists at once. With the
+/// default backoff alone, the first rewatch after an API server restart
+/// answers 410 and the relist then waited out the backoff the outage had
+/// built up, up to 30 s after the server was back.
+fn relisting_backoff<S, T>(stream: S) -> impl Stream<Item = Result<T, watcher::Error>> + Send
+where
+    S: Stream<Item = Result<T, watcher::Error>> + Send + Unpin,
+    T: Send,
+{
+    let backoff = watcher::DefaultBackoff::default();
+    futures_util::stream::unfold(
+        (stream, backoff, None::<std::time::Duration>),
+        |(mut stream, mut backoff, wait)| async move {
+            if let Some(wait) = wait {
+                tokio::time::sleep(wait).await;
+            }
+            let item = stream.next().await?;
+            let wait = match &item {
+                Ok(_) => {
+                    backoff.reset();
+                    None
+                }
+                Err(err) if is_expired(err) => None,
+                Err(_) => backoff.next(),
+            };
+            Some((item, (stream, backoff, wait)))
+        },
+    )
 }
 
 /// What the task remembers between events.
@@ -384,5 +423,69 @@ mod tests {
         health.answered(Watched::Sets);
         let back = rx.borrow().clone();
         assert!(back.connected && back.last_error.is_none(), "{back:?}");
+    }
+
+    fn status(code: u16) -> watcher::Error {
+        watcher::Error::WatchError(Box::new(kube::core::Status {
+            code,
+            message: format!("code {code}"),
+            ..Default::default()
+        }))
+    }
+
+    /// Feeds `items` through the backoff and says, for each, how long
+    /// (paused clock) it took to come out after the previous one.
+    async fn gaps(items: Vec<Result<u32, watcher::Error>>) -> Vec<(bool, std::time::Duration)> {
+        let stream = relisting_backoff(futures_util::stream::iter(items));
+        futures_util::pin_mut!(stream);
+        let mut out = Vec::new();
+        let mut last = tokio::time::Instant::now();
+        while let Some(item) = stream.next().await {
+            let now = tokio::time::Instant::now();
+            out.push((item.is_ok(), now - last));
+            last = now;
+        }
+        out
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_410_relists_at_once_after_an_outage_built_a_backoff() {
+        use std::time::Duration;
+        // An outage: five failed attempts, each waited out longer; then
+        // the server is back and the rewatch answers 410; then the relist.
+        let mut items: Vec<Result<u32, watcher::Error>> =
+            (0..5).map(|_| Err(status(503))).collect();
+        items.push(Err(status(410)));
+        items.push(Ok(1));
+        let got = gaps(items).await;
+        let waits: Vec<Duration> = got.iter().map(|(_, gap)| *gap).collect();
+        // The backoff grew during the outage (the fifth failure came
+        // seconds after the fourth)...
+        assert!(waits[4] >= Duration::from_secs(4), "{waits:?}");
+        assert!(waits[4] > waits[1], "{waits:?}");
+        // ...and the relist after the 410 came at once.
+        assert_eq!(waits[6], Duration::ZERO, "{waits:?}");
+        assert!(got[6].0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn other_failures_still_back_off() {
+        let got = gaps(vec![
+            Err(status(503)),
+            Ok(1),
+            Err(status(403)),
+            Err(status(403)),
+        ])
+        .await;
+        assert_eq!(
+            got[0].1,
+            std::time::Duration::ZERO,
+            "the first error is not delayed"
+        );
+        assert!(
+            got[1].1 > std::time::Duration::ZERO,
+            "a wait after an error: {got:?}"
+        );
+        assert!(got[3].1 > std::time::Duration::ZERO, "{got:?}");
     }
 }
