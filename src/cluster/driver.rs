@@ -111,11 +111,6 @@ impl Leadership {
         self.leading.clone()
     }
 
-    /// The sender the scheduler's gate pulls when the drain starts.
-    pub fn step_down_handle(&self) -> watch::Sender<bool> {
-        self.step_down.clone()
-    }
-
     /// Steps down (if the gate did not already) and waits, bounded, for
     /// the release to finish.
     pub async fn stop(self) {

@@ -52,10 +52,7 @@ impl Collector for ClusterFamilies {
             return Ok(());
         }
         let gossip = s.gossip.as_deref();
-        let distribution = match gossip {
-            Some(g) if g.spread() => "spread",
-            _ => "single-leader",
-        };
+        let distribution = s.distribution();
         let (size, quorum) = gossip.map_or((1, 1), |g| {
             (g.view.cluster_size() as i64, g.view.quorum() as i64)
         });

@@ -143,6 +143,17 @@ impl LeadershipState {
         self.gossip.as_deref().filter(|g| g.fresh(now))
     }
 
+    /// `distribution` as the API and the metrics spell it: the gossip
+    /// view's, else `single-leader` (the lease backends have no other).
+    pub fn distribution(&self) -> &'static str {
+        self.gossip
+            .as_deref()
+            .map_or(Distribution::SingleLeader, |g| {
+                g.view.identity().distribution
+            })
+            .as_str()
+    }
+
     /// Whether this node leads at `now`.
     pub fn is_leader(&self, now: Instant) -> bool {
         if self.backend == BackendKind::Gossip {
@@ -227,7 +238,7 @@ impl LeadershipState {
             "cluster_size": 1,
             "quorum": 1,
             "elect_leader": self.elect_leader,
-            "distribution": "single-leader",
+            "distribution": self.distribution(),
             "conflict": false,
             "conflict_names": [],
             "size_conflict": false,
@@ -253,16 +264,17 @@ pub struct LeadershipWatch {
 }
 
 impl LeadershipWatch {
-    /// A watch that never shows a state: no `cluster` section, ever
-    /// (tests, and a daemon built without the supervisor).
-    pub fn none() -> LeadershipWatch {
+    /// A watch that never shows a state: no `cluster` section, ever.
+    #[cfg(test)]
+    pub(crate) fn none() -> LeadershipWatch {
         LeadershipWatch {
             current: watch::channel(None).1,
         }
     }
 
-    /// A watch over one fixed state (tests).
-    pub fn fixed(state: LeadershipState) -> LeadershipWatch {
+    /// A watch over one fixed state.
+    #[cfg(test)]
+    pub(crate) fn fixed(state: LeadershipState) -> LeadershipWatch {
         let (_, inner) = watch::channel(state);
         LeadershipWatch {
             current: watch::channel(Some(inner)).1,
@@ -350,6 +362,32 @@ mod tests {
         // The section is removed.
         shown.show(None);
         assert!(watch.snapshot().is_none());
+    }
+
+    #[test]
+    fn distribution_is_the_gossip_views_else_single_leader() {
+        use crate::gossip::view::sim::Sim;
+        let lease = LeadershipState::new(BackendKind::Kubernetes, "a".into());
+        assert_eq!(lease.distribution(), "single-leader");
+        for (configured, spelled) in [
+            (Distribution::Spread, "spread"),
+            (Distribution::SingleLeader, "single-leader"),
+        ] {
+            let sim = Sim::new(3, configured);
+            let now = Instant::now();
+            let mut gossip = LeadershipState::new(BackendKind::Gossip, "n0".into());
+            gossip.gossip = Some(Arc::new(GossipState {
+                view: sim.views[0].clone(),
+                job_set_id: "v1:x".into(),
+                settled: false,
+                vouched: false,
+                fresh_until: now,
+                origin: now,
+                interval: 1,
+            }));
+            assert_eq!(gossip.distribution(), spelled);
+            assert_eq!(gossip.to_json("v1:x", now)["distribution"], spelled);
+        }
     }
 
     #[test]

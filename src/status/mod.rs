@@ -21,13 +21,3 @@ pub struct Published {
     /// The Kubernetes mode's state; None without `--kube`.
     pub kube: Option<KubeWatch>,
 }
-
-impl Published {
-    /// Nothing published: no cluster, no Kubernetes mode.
-    pub fn none() -> Published {
-        Published {
-            leadership: LeadershipWatch::none(),
-            kube: None,
-        }
-    }
-}

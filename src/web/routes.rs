@@ -609,11 +609,7 @@ fn cluster_summary(state: &AppState) -> Value {
         None => json!({"enabled": false}),
         Some(s) => json!({
             "enabled": s.running && !s.stepped_down,
-            "distribution": if s.gossip.as_deref().is_some_and(|g| g.spread()) {
-                "spread"
-            } else {
-                "single-leader"
-            },
+            "distribution": s.distribution(),
             "quorate": s.is_quorate(now),
             "is_leader": s.is_leader(now),
             "leader": s.leader(now),

@@ -135,6 +135,17 @@ pub enum Distribution {
     Spread,
 }
 
+impl Distribution {
+    /// The config's spelling, which the API, the `/peer` payload and the
+    /// metrics show too.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Distribution::SingleLeader => "single-leader",
+            Distribution::Spread => "spread",
+        }
+    }
+}
+
 /// Peer TLS files.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

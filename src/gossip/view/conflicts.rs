@@ -1,7 +1,7 @@
 //! The three conflict kinds: a name claimed twice, a different declared
 //! size, a different policy.
 
-use super::{distribution_name, repr, ClusterView, Status};
+use super::{repr, ClusterView, Status};
 use std::collections::{BTreeMap, BTreeSet};
 
 impl ClusterView {
@@ -80,7 +80,7 @@ impl ClusterView {
     /// `distribution 'spread' != 'single-leader'` /
     /// `electLeader False != True`.
     pub fn conflicting_policies(&self) -> Vec<String> {
-        let mine = distribution_name(self.me.distribution);
+        let mine = self.me.distribution.as_str();
         let py_bool = |b: bool| if b { "True" } else { "False" };
         let mut out = BTreeSet::new();
         for peer in self.peers.iter().filter(|p| p.status == Status::Agreed) {

@@ -301,13 +301,6 @@ fn repr(s: &str) -> String {
     crate::pyfmt::py_repr(&minijinja::Value::from(s))
 }
 
-fn distribution_name(d: Distribution) -> &'static str {
-    match d {
-        Distribution::SingleLeader => "single-leader",
-        Distribution::Spread => "spread",
-    }
-}
-
 impl ClusterView {
     /// A view of `hosts` (the configured peers, in order), all unknown.
     pub fn new(me: Identity, hosts: impl IntoIterator<Item = String>) -> Self {

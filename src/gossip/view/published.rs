@@ -1,7 +1,7 @@
 //! What the view publishes: this node's payload for its peers, the
 //! status counts and the `GET /cluster` view.
 
-use super::{distribution_name, ClusterView, GossipView, PeerRow, Status};
+use super::{ClusterView, GossipView, PeerRow, Status};
 use crate::config::model::sections::Distribution;
 use crate::gossip::payload::{
     JobSummary, Member, PeerPayload, MAX_ADVERTISED_REBOOT_JOBS, SCHEME_VERSION,
@@ -67,7 +67,7 @@ impl ClusterView {
                     .cloned()
                     .collect(),
             ),
-            distribution: Some(distribution_name(self.me.distribution).to_owned()),
+            distribution: Some(self.me.distribution.as_str().to_owned()),
             elect_leader: Some(self.me.elect_leader),
             quorate_vouched: Some(self.quorate_vouched().into_iter().collect()),
             job_summaries: Some(summaries.0),

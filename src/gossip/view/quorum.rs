@@ -1,7 +1,7 @@
 //! Who agrees: the effective cluster size, its quorum, the agreeing peers
 //! and the candidates each election may consider.
 
-use super::{distribution_name, ClusterView, PeerState, Status};
+use super::{ClusterView, PeerState, Status};
 use crate::gossip::elect::quorum_size;
 use crate::gossip::payload::MAX_ADVERTISED_CANDIDATE_NAMES;
 use std::collections::{BTreeMap, BTreeSet};
@@ -38,7 +38,7 @@ impl ClusterView {
     /// policy, each instance once.
     pub(super) fn agreeing(&self) -> Vec<&PeerState> {
         let size = self.cluster_size() as u64;
-        let distribution = distribution_name(self.me.distribution).to_owned();
+        let distribution = self.me.distribution.as_str().to_owned();
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         for peer in &self.peers {
