@@ -200,6 +200,17 @@ pub(super) async fn spawn_scheduler(
     gate: Box<dyn LeaderGate>,
     slots: Box<dyn SlotLock>,
 ) -> Running {
+    let loads = super::sections::LiveSections::start(&Default::default(), 0.0).loads();
+    spawn_following(initial, gate, slots, loads).await
+}
+
+/// [`spawn_scheduler`], following the load outcomes of `loads`.
+async fn spawn_following(
+    initial: JobSet,
+    gate: Box<dyn LeaderGate>,
+    slots: Box<dyn SlotLock>,
+    loads: tokio::sync::watch::Receiver<super::sections::LoadOutcome>,
+) -> Running {
     let (sets, rx) = mpsc::unbounded_channel();
     let (stop, requests) = shutdown::channel();
     let scheduler = Scheduler::new(
@@ -215,7 +226,7 @@ pub(super) async fn spawn_scheduler(
             }),
             reporter: Arc::new(Hooks::default()),
             started_at: 0.0,
-            loads: super::sections::LiveSections::start(&Default::default(), 0.0).loads(),
+            loads,
             shutdown: stop.clone(),
         },
     );
@@ -748,4 +759,58 @@ async fn metrics_rows_are_shared_only_while_nothing_changed() {
     assert!(!after.same_output(&second));
     assert!(runs_line(&after).ends_with(" 1"), "{}", runs_line(&after));
     finish(h).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_counters_follow_what_the_loads_publish() {
+    let sections = |yaml: &str| {
+        config::load_sources(&[Source {
+            name: "c.yaml".into(),
+            text: yaml.into(),
+            kind: SourceKind::Yaml,
+            include_dir: None,
+        }])
+        .expect("loads")
+        .sections
+    };
+    let live = super::sections::LiveSections::start(&sections(""), 0.0);
+    let yaml = "jobs:\n  - name: far\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n";
+    let running = spawn_following(
+        job_set(yaml),
+        Box::new(Standalone),
+        Box::new(NoSlots),
+        live.loads(),
+    )
+    .await;
+    let text = |s: &crate::metrics::prometheus::Snapshot| {
+        s.encode(crate::metrics::prometheus::Format::Text)
+    };
+    let bucket_bounds = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("cronstable_job_duration_seconds_bucket{job_name=\"far\""))
+            .count()
+    };
+    let before = text(&running.control.metrics().await.unwrap());
+    // The default bounds: nine and +Inf.
+    assert_eq!(bucket_bounds(&before), 10, "{before}");
+    assert!(before.contains("cronstable_config_last_reload_successful 1\n"));
+
+    // A reload with other bounds: the next scrape has them.
+    live.apply(&sections(
+        "web:\n  listen:\n    - http://127.0.0.1:1\n  metrics:\n    durationBuckets: [1, 5]\n",
+    ));
+    let after = text(&running.control.metrics().await.unwrap());
+    assert_eq!(bucket_bounds(&after), 3, "{after}");
+    assert!(after.contains("le=\"5.0\""), "{after}");
+
+    // A reload that fails: the gauge says so, the bounds stay.
+    live.failed();
+    let failed = text(&running.control.metrics().await.unwrap());
+    assert!(
+        failed.contains("cronstable_config_last_reload_successful 0\n"),
+        "{failed}"
+    );
+    assert_eq!(bucket_bounds(&failed), 3);
+    running.stop.stop(shutdown::StopCause::Request);
+    let _ = running.task.await;
 }
