@@ -1,5 +1,7 @@
-//! Reaching the API server: which credentials, which namespace. Nothing
-//! here talks to the server; a client built while the API server is down
+//! Reaching the API server: which credentials, which namespace, and the
+//! User-Agent every request carries. Every client the daemon builds (the
+//! Kubernetes mode's, and the Lease backend's and slot store's own) comes
+//! from [`connect_to`]. Nothing here talks to the server; a client built while the API server is down
 //! simply fails its first requests, which the watchers retry.
 
 use super::options::KubeOptions;
@@ -95,6 +97,7 @@ pub async fn connect_to(
     // The default client retries 429/503/504 inside a call for minutes;
     // the watchers and the status writer have their own bounded backoff.
     config.default_retry = false;
+    identify(&mut config);
     let namespace = options
         .namespace
         .clone()
@@ -113,9 +116,51 @@ pub async fn connect_to(
     })
 }
 
+/// The User-Agent of every request the daemon makes: the API server's
+/// audit log and request metrics name the client by it, and it names the
+/// field manager of writes that give none (`cronstable`, the part before
+/// the slash).
+pub const USER_AGENT: &str = concat!("cronstable/", env!("CARGO_PKG_VERSION"));
+
+/// Makes every request of a client built from `config` carry
+/// [`USER_AGENT`] (kube sends none of its own; `Config::headers` go on
+/// every request, watches included).
+fn identify(config: &mut kube::Config) {
+    config
+        .headers
+        .retain(|(name, _)| name != http::header::USER_AGENT);
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(USER_AGENT),
+    ));
+}
+
 /// The pod's namespace from its service-account mount, when in a pod.
 fn pod_namespace() -> Option<String> {
     let text = std::fs::read_to_string(Path::new(SERVICE_ACCOUNT_DIR).join("namespace")).ok()?;
     let namespace = text.trim();
     (!namespace.is_empty()).then(|| namespace.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_user_agent_names_the_crate_and_version_and_replaces_any_other() {
+        assert_eq!(USER_AGENT, format!("cronstable/{}", env!("CARGO_PKG_VERSION")));
+        let mut config = kube::Config::new("https://127.0.0.1:6443".parse().expect("a URL"));
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static("someone-else/1"),
+        ));
+        identify(&mut config);
+        let agents: Vec<&http::HeaderValue> = config
+            .headers
+            .iter()
+            .filter(|(name, _)| name == http::header::USER_AGENT)
+            .map(|(_, value)| value)
+            .collect();
+        assert_eq!(agents, [USER_AGENT]);
+    }
 }

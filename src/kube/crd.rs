@@ -22,11 +22,15 @@ use serde_json::{Map, Value};
     namespaced,
     schema = "disabled",
     status = "CronJobSetStatus",
-    printcolumn = r#"{"name":"Jobs","type":"string","jsonPath":".spec.jobs[*].name","description":"Names of the jobs in the set"}"#,
+    // Printer columns read single values: the server's Table API prints
+    // only the first match of a JSONPath, so the job names come from a
+    // status field the scheduler joins, not from `.spec.jobs[*].name`.
+    printcolumn = r#"{"name":"Jobs","type":"integer","jsonPath":".status.jobCount","description":"Jobs of the set the scheduler runs"}"#,
     printcolumn = r#"{"name":"Suspended","type":"boolean","jsonPath":".spec.suspend"}"#,
     printcolumn = r#"{"name":"Last Schedule","type":"date","jsonPath":".status.lastScheduleTime"}"#,
     printcolumn = r#"{"name":"Accepted","type":"string","jsonPath":".status.conditions[?(@.type==\"Accepted\")].status"}"#,
-    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#
+    printcolumn = r#"{"name":"Age","type":"date","jsonPath":".metadata.creationTimestamp"}"#,
+    printcolumn = r#"{"name":"Names","type":"string","priority":1,"jsonPath":".status.jobNames","description":"Names of the jobs the scheduler runs, in spec order"}"#
 )]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CronJobSetSpec {
@@ -44,6 +48,9 @@ pub struct CronJobSetSpec {
     pub defaults: Option<Value>,
     /// When true, this set's scheduled fires are skipped; manual starts
     /// through the API still run.
+    // The schema defaults it to false (see `default_suspend`), so the API
+    // server stores `false` and the Suspended column shows it; absent and
+    // false mean the same to the scheduler.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suspend: Option<bool>,
 }
@@ -65,6 +72,17 @@ pub struct CronJobSetStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(extend("format" = "date-time"))]
     pub last_schedule_time: Option<String>,
+    /// How many jobs of the set the scheduler holds, as `jobs` lists them:
+    /// the current generation's once accepted, the last accepted one's
+    /// while an edit is refused, held ones too while suspended; 0 while
+    /// nothing of the set runs.
+    #[serde(default)]
+    #[schemars(range(min = 0))]
+    pub job_count: i64,
+    /// The names of those jobs in spec order, joined with ", " (absent
+    /// when there are none).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub job_names: String,
     /// One entry per job of the set.
     #[serde(default)]
     pub jobs: Vec<JobStatus>,
@@ -197,7 +215,8 @@ pub struct CrdError(String);
 /// 2. kube's own transforms (structural rewrite, optional enums);
 /// 3. after: the bounds the loader enforces become `minimum`s and a job
 ///    list keyed by name refuses duplicates, so the API server refuses what
-///    the loader would; descriptions lose their rustdoc link brackets.
+///    the loader would; `spec.suspend` gets its default; descriptions lose
+///    their rustdoc link brackets.
 pub fn schema() -> Result<JSONSchemaProps, CrdError> {
     // One generator per part: the root object itself is written here, as
     // kube's derive would, because its metadata has no schemars schema.
@@ -240,6 +259,7 @@ pub fn schema() -> Result<JSONSchemaProps, CrdError> {
     let mut value = schema.to_value();
     add_bounds(&mut value);
     require_job_keys(&mut value);
+    default_suspend(&mut value);
     plain_descriptions(&mut value);
     serde_json::from_value(value).map_err(|e| CrdError(format!("not JSONSchemaProps: {e}")))
 }
@@ -416,6 +436,18 @@ fn require_job_keys(value: &mut Value) {
     }
 }
 
+/// `spec.suspend` defaults to false (a structural default): the API server
+/// stores `false` in a set that leaves it out, so the Suspended column
+/// reads `false` as a Kubernetes CronJob's does, not blank. It is not
+/// nullable, so an explicit `null` is pruned and defaulted the same way.
+fn default_suspend(value: &mut Value) {
+    if let Some(Value::Object(suspend)) = value.pointer_mut("/properties/spec/properties/suspend")
+    {
+        suspend.insert("default".to_owned(), Value::Bool(false));
+        suspend.remove("nullable");
+    }
+}
+
 /// Doc comments link types as ``[`Name`]``; `kubectl explain` shows the
 /// text raw, so the brackets go.
 fn plain_descriptions(value: &mut Value) {
@@ -549,5 +581,66 @@ mod tests {
             }
         });
         assert!(undescribed.is_empty(), "no description: {undescribed:?}");
+    }
+
+    /// The printer columns read one value each (the server's Table API
+    /// prints only the first match of a JSONPath): the count and the joined
+    /// names the scheduler writes in status, the names only with `-o wide`.
+    #[test]
+    fn the_printer_columns_read_single_values_from_status() {
+        let crd = crd().expect("the CRD generates");
+        let columns = crd.spec.versions[0]
+            .additional_printer_columns
+            .clone()
+            .expect("printer columns");
+        let shown: Vec<(&str, &str, &str, i32)> = columns
+            .iter()
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.type_.as_str(),
+                    c.json_path.as_str(),
+                    c.priority.unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("Jobs", "integer", ".status.jobCount", 0),
+                ("Suspended", "boolean", ".spec.suspend", 0),
+                ("Last Schedule", "date", ".status.lastScheduleTime", 0),
+                (
+                    "Accepted",
+                    "string",
+                    ".status.conditions[?(@.type==\"Accepted\")].status",
+                    0
+                ),
+                ("Age", "date", ".metadata.creationTimestamp", 0),
+                ("Names", "string", ".status.jobNames", 1),
+            ]
+        );
+        for column in &columns {
+            assert!(
+                !column.json_path.contains("[*]"),
+                "{}: a list path shows its first match only",
+                column.name
+            );
+        }
+        let status = &schema_value()["properties"]["status"]["properties"];
+        assert_eq!(status["jobCount"]["type"], "integer");
+        assert_eq!(status["jobNames"]["type"], "string");
+    }
+
+    /// `spec.suspend` has a structural default, so the API server stores
+    /// `false` (and the Suspended column shows it) for a set without it;
+    /// not nullable, so an explicit null is pruned and defaulted too.
+    #[test]
+    fn suspend_defaults_to_false() {
+        let schema = schema_value();
+        let suspend = &schema["properties"]["spec"]["properties"]["suspend"];
+        assert_eq!(suspend["type"], "boolean");
+        assert_eq!(suspend["default"], Value::Bool(false));
+        assert!(suspend.get("nullable").is_none(), "{suspend}");
     }
 }

@@ -16,10 +16,14 @@ pub fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
 }
 
-/// The status `report`'s set should carry now. `progress` maps scheduler
-/// job names to their progress; `previous` holds the conditions last
-/// written (or found on the object), whose transition times are kept
-/// while their status does not change; `node` names this host.
+/// The status `report`'s set should carry now, complete: the writer
+/// applies it whole, and a field left out of it is removed from the
+/// object. `progress` maps scheduler job names to their progress;
+/// `previous` holds the conditions last written (or found on the object),
+/// whose transition times are kept while their status does not change;
+/// `node` names this host. `jobs` lists the set's jobs in the scheduler's
+/// table (`report.jobs`: the running generation's, in spec order), and
+/// `jobCount`/`jobNames` count and name exactly those.
 pub fn desired(
     report: &SetReport,
     progress: &HashMap<&str, &JobProgress>,
@@ -94,6 +98,14 @@ pub fn desired(
         .filter_map(|j| j.last_schedule_time.as_ref())
         .max()
         .cloned();
+    // The printer columns' values: one number and one string, because the
+    // server's Table API prints only the first match of a list's JSONPath.
+    let job_count = jobs.len() as i64;
+    let job_names = jobs
+        .iter()
+        .map(|j| j.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
     CronJobSetStatus {
         observed_generation: generation,
         conditions: vec![
@@ -102,6 +114,8 @@ pub fn desired(
         ],
         job_set_id: report.job_set_id.clone(),
         last_schedule_time,
+        job_count,
+        job_names,
         jobs,
     }
 }
@@ -316,5 +330,120 @@ mod tests {
                 ..JobStatus::default()
             }]
         );
+    }
+
+    fn three_jobs(verdict: Result<(), String>, running: Option<i64>, suspended: bool) -> SetReport {
+        let mut r = report(verdict, running, suspended);
+        // Spec order, which is not alphabetical.
+        r.jobs = ["prune", "backup", "report"]
+            .iter()
+            .map(|j| (j.to_string(), format!("ops:nightly:{j}")))
+            .collect();
+        r
+    }
+
+    #[test]
+    fn job_count_and_names_follow_the_jobs_listed_in_spec_order() {
+        let index = HashMap::new();
+        for (report, what) in [
+            (three_jobs(Ok(()), Some(3), false), "accepted"),
+            (three_jobs(Ok(()), Some(3), true), "suspended: the jobs are held, not gone"),
+            (
+                three_jobs(Err("bad".into()), Some(2), false),
+                "refused edit: the previous generation's jobs run",
+            ),
+        ] {
+            let status = desired(&report, &index, &[], "h", at(1, 0, 0));
+            assert_eq!(status.job_count, 3, "{what}");
+            assert_eq!(status.job_names, "prune, backup, report", "{what}");
+            let listed: Vec<&str> = status.jobs.iter().map(|j| j.name.as_str()).collect();
+            assert_eq!(listed, ["prune", "backup", "report"], "{what}");
+        }
+        // One job: no separator.
+        let one = desired(&report(Ok(()), Some(3), false), &index, &[], "h", at(1, 0, 0));
+        assert_eq!((one.job_count, one.job_names.as_str()), (1, "backup"));
+    }
+
+    #[test]
+    fn a_set_with_nothing_running_counts_zero_jobs_and_names_none() {
+        let mut refused = report(Err("nope".into()), None, false);
+        refused.jobs.clear();
+        let status = desired(&refused, &HashMap::new(), &[], "h", at(1, 0, 0));
+        assert_eq!(status.job_count, 0);
+        assert_eq!(status.job_names, "");
+        // On the wire the count is always there (the Jobs column reads 0)
+        // and the names are left out (the Names column is blank).
+        let wire = serde_json::to_value(&status).expect("JSON");
+        assert_eq!(wire["jobCount"], 0, "{wire}");
+        assert!(wire.get("jobNames").is_none(), "{wire}");
+    }
+
+    #[test]
+    fn the_status_on_the_wire_is_complete_and_keeps_its_shape() {
+        let p = progress();
+        let index: HashMap<&str, &JobProgress> = [(p.name.as_str(), &p)].into();
+        let status = desired(
+            &report(Ok(()), Some(3), false),
+            &index,
+            &[],
+            "host-a",
+            at(1, 0, 5),
+        );
+        let wire = serde_json::to_value(&status).expect("JSON");
+        let mut keys: Vec<&str> = wire
+            .as_object()
+            .expect("an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "conditions",
+                "jobCount",
+                "jobNames",
+                "jobSetId",
+                "jobs",
+                "lastScheduleTime",
+                "observedGeneration"
+            ],
+            "{wire}"
+        );
+        assert_eq!(wire["jobCount"], 1);
+        assert_eq!(wire["jobNames"], "backup");
+        assert_eq!(wire["observedGeneration"], 3);
+        assert_eq!(
+            wire["jobs"][0],
+            serde_json::json!({
+                "name": "backup",
+                "lastScheduleTime": "2026-12-01T01:00:00Z",
+                "lastSuccessfulTime": "2026-12-01T00:30:00Z",
+                "lastResult": {
+                    "outcome": "failure",
+                    "exitCode": 3,
+                    "failReason": "exit code 3",
+                    "finishedAt": "2026-12-01T00:59:30Z",
+                    "node": "host-a",
+                },
+                "nextScheduleTime": "2026-12-01T02:00:00Z",
+                "active": 1,
+            })
+        );
+        assert_eq!(
+            wire["conditions"][0],
+            serde_json::json!({
+                "type": "Accepted",
+                "status": "True",
+                "reason": "Valid",
+                "message": "1 job(s) loaded",
+                "lastTransitionTime": "2026-12-01T01:00:05Z",
+                "observedGeneration": 3,
+            })
+        );
+        // What is written reads back as the same status (the writer
+        // compares the object the server returns with what it sent).
+        let back: CronJobSetStatus = serde_json::from_value(wire).expect("reads back");
+        assert_eq!(back, status);
     }
 }
