@@ -1509,3 +1509,306 @@ async fn delete_preconditions_refuse_a_changed_object() {
         404
     );
 }
+
+/// The CronJobSet resource, with the committed CRD installed.
+fn cronjobsets(fake: &FakeApiServer, client: Client) -> Api<DynamicObject> {
+    fake.install_crd_yaml(support::kube_daemon::CRD_YAML)
+        .expect("the CRD installs");
+    Api::namespaced_with(
+        client,
+        "default",
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("cronstable.io", "v1alpha1", "CronJobSet"),
+            "cronjobsets",
+        ),
+    )
+}
+
+fn apply_of(name: &str, status: Value) -> Value {
+    json!({
+        "apiVersion": "cronstable.io/v1alpha1", "kind": "CronJobSet",
+        "metadata": {"name": name}, "status": status,
+    })
+}
+
+/// The managedFields entries as (manager, operation, subresource).
+fn managers(obj: &DynamicObject) -> Vec<(String, String, Option<String>)> {
+    obj.metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .map(|m| {
+            (
+                m.manager.clone().unwrap_or_default(),
+                m.operation.clone().unwrap_or_default(),
+                m.subresource.clone(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn status_apply_replaces_status_and_records_its_manager() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    let sets = cronjobsets(&fake, client);
+    let set: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cronstable.io/v1alpha1", "kind": "CronJobSet",
+        "metadata": {"name": "nightly"},
+        "spec": {"jobs": [{"name": "a", "command": "true", "schedule": "@daily"}]},
+    }))
+    .expect("set json");
+    let created = sets
+        .create(&PostParams::default(), &set)
+        .await
+        .expect("create");
+    assert_eq!(
+        created.data["spec"]["suspend"], false,
+        "the CRD's default fills spec.suspend"
+    );
+    // An older writer's merge patch leaves fields the apply will not send.
+    sets.patch_status(
+        "nightly",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {
+            "jobSetId": "v1:old", "lastScheduleTime": "2026-11-30T00:00:00Z",
+            "jobs": [{"name": "a", "active": 0}, {"name": "gone", "active": 2}],
+        }})),
+    )
+    .await
+    .expect("merge patch");
+
+    let status = json!({
+        "observedGeneration": 1, "jobCount": 1, "jobNames": "a",
+        "conditions": [{"type": "Accepted", "status": "True", "reason": "Valid",
+                        "message": "1 job(s) loaded", "lastTransitionTime": "2026-12-01T00:00:00Z"}],
+        "jobs": [{"name": "a", "active": 1}],
+    });
+    let applied = sets
+        .patch_status(
+            "nightly",
+            &PatchParams::apply("cronstable").force(),
+            &Patch::Apply(apply_of("nightly", status.clone())),
+        )
+        .await
+        .expect("apply");
+    assert_eq!(
+        applied.data["status"], status,
+        "the status is replaced whole"
+    );
+    assert_eq!(applied.data["spec"], created.data["spec"], "spec untouched");
+    assert_eq!(applied.metadata.generation, Some(1));
+    assert_eq!(
+        managers(&applied),
+        [(
+            "cronstable".to_owned(),
+            "Apply".to_owned(),
+            Some("status".to_owned())
+        )]
+    );
+    let entry = &applied.metadata.managed_fields.as_ref().expect("entries")[0];
+    assert_eq!(entry.api_version.as_deref(), Some("cronstable.io/v1alpha1"));
+    assert_eq!(entry.fields_type.as_deref(), Some("FieldsV1"));
+    let owned = &entry.fields_v1.as_ref().expect("fieldsV1").0;
+    assert_eq!(
+        owned["f:status"]["f:jobs"],
+        json!({"k:{\"name\":\"a\"}": {".": {}, "f:name": {}, "f:active": {}}}),
+        "keyed list items are named by their key: {owned}"
+    );
+    assert_eq!(owned["f:status"]["f:jobCount"], json!({}));
+    assert!(entry.time.is_some());
+
+    // The same apply again changes nothing: no new version.
+    let again = sets
+        .patch_status(
+            "nightly",
+            &PatchParams::apply("cronstable").force(),
+            &Patch::Apply(apply_of("nightly", status.clone())),
+        )
+        .await
+        .expect("apply again");
+    assert_eq!(rv_of(&again), rv_of(&applied));
+
+    // A spec change by someone else keeps the status and its owner.
+    let respec = sets
+        .patch(
+            "nightly",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"suspend": true}})),
+        )
+        .await
+        .expect("spec patch");
+    assert_eq!(respec.metadata.generation, Some(2));
+    assert_eq!(respec.data["status"], status);
+    assert_eq!(managers(&respec), managers(&applied));
+
+    // A second manager's apply gets an entry of its own.
+    let other = sets
+        .patch_status(
+            "nightly",
+            &PatchParams::apply("someone").force(),
+            &Patch::Apply(apply_of("nightly", json!({"jobCount": 0}))),
+        )
+        .await
+        .expect("second manager");
+    let mut seen = managers(&other);
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            ("cronstable".into(), "Apply".into(), Some("status".into())),
+            ("someone".into(), "Apply".into(), Some("status".into())),
+        ]
+    );
+}
+
+/// A raw PATCH, for what kube's client refuses to send.
+async fn raw_patch(
+    client: &Client,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> (u16, String, String) {
+    let request = http::Request::patch(path)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .body(serde_json::to_vec(body).expect("a body"))
+        .expect("a request");
+    match client.request::<Value>(request).await {
+        Ok(object) => (200, String::new(), object.to_string()),
+        Err(e) => api_error(e),
+    }
+}
+
+#[tokio::test]
+async fn status_apply_is_refused_as_the_real_server_refuses_it() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    let sets = cronjobsets(&fake, client.clone());
+    let set: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cronstable.io/v1alpha1", "kind": "CronJobSet",
+        "metadata": {"name": "s"}, "spec": {"jobs": []},
+    }))
+    .expect("set json");
+    sets.create(&PostParams::default(), &set)
+        .await
+        .expect("create");
+    let base = "/apis/cronstable.io/v1alpha1/namespaces/default/cronjobsets";
+    let apply = "application/apply-patch+yaml";
+    let body = apply_of("s", json!({"jobCount": 1}));
+
+    // Without a field manager: 422, worded as the real server words it.
+    let (code, reason, message) =
+        raw_patch(&client, &format!("{base}/s/status"), apply, &body).await;
+    assert_eq!((code, reason.as_str()), (422, "Invalid"), "{message}");
+    assert_eq!(
+        message,
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required \
+         for apply patch"
+    );
+    // force belongs to apply only.
+    let (code, _, message) = raw_patch(
+        &client,
+        &format!("{base}/s/status?force=true"),
+        "application/merge-patch+json",
+        &json!({"status": {}}),
+    )
+    .await;
+    assert_eq!(code, 422, "{message}");
+    assert!(message.contains("force: Forbidden: may not be specified for non-apply patch"));
+    // The applied object must be of the endpoint's kind, named as the URL.
+    let wrong_kind = json!({"apiVersion": "cronstable.io/v1", "kind": "CronJobSet",
+                            "metadata": {"name": "s"}, "status": {}});
+    let (code, _, message) = raw_patch(
+        &client,
+        &format!("{base}/s/status?fieldManager=m"),
+        apply,
+        &wrong_kind,
+    )
+    .await;
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            400,
+            "invalid object type: cronstable.io/v1, Kind=CronJobSet"
+        )
+    );
+    let (code, _, message) = raw_patch(
+        &client,
+        &format!("{base}/s/status?fieldManager=m"),
+        apply,
+        &apply_of("other", json!({})),
+    )
+    .await;
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            400,
+            "the name of the object (other) does not match the name on the URL (s)"
+        )
+    );
+    // An apply to a missing object's status creates nothing.
+    let (code, reason, _) = raw_patch(
+        &client,
+        &format!("{base}/nope/status?fieldManager=m"),
+        apply,
+        &apply_of("nope", json!({})),
+    )
+    .await;
+    assert_eq!((code, reason.as_str()), (404, "NotFound"));
+    assert!(fake
+        .get("cronstable.io/v1alpha1", "CronJobSet", "default", "nope")
+        .is_none());
+    // The schema still holds.
+    let (code, _, message) = raw_patch(
+        &client,
+        &format!("{base}/s/status?fieldManager=m"),
+        apply,
+        &apply_of("s", json!({"jobCount": -1})),
+    )
+    .await;
+    assert_eq!(code, 422, "{message}");
+    // Apply on the main resource is not implemented: refused, not faked.
+    let (code, reason, _) = raw_patch(
+        &client,
+        &format!("{base}/s?fieldManager=m"),
+        apply,
+        &apply_of("s", json!({})),
+    )
+    .await;
+    assert_eq!((code, reason.as_str()), (415, "UnsupportedMediaType"));
+    // Nothing of that was written.
+    let stored = fake
+        .get("cronstable.io/v1alpha1", "CronJobSet", "default", "s")
+        .expect("stored");
+    assert!(stored.get("status").is_none(), "{stored}");
+    assert!(
+        stored["metadata"].get("managedFields").is_none(),
+        "{stored}"
+    );
+}
+
+#[tokio::test]
+async fn the_request_log_keeps_the_user_agent() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("kubeconfig");
+    fake.write_kubeconfig(&path, "default")
+        .expect("write kubeconfig");
+    let kc = Kubeconfig::read_from(&path).expect("kubeconfig parses");
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .expect("kubeconfig loads");
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static("tester/1.2"),
+    ));
+    let client = Client::try_from(config).expect("client builds");
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    cms.list(&ListParams::default()).await.expect("list");
+    let log = fake.requests();
+    let list = log
+        .iter()
+        .find(|r| r.path == "/api/v1/namespaces/default/configmaps")
+        .expect("the list was logged");
+    assert_eq!(list.user_agent.as_deref(), Some("tester/1.2"));
+}

@@ -53,6 +53,8 @@ fn an_applied_set_runs_and_its_status_shows_the_schedule() {
     let stored = cluster.apply(set("nightly", json!([tick("tick", "tick.log")])));
     let generation = stored["metadata"]["generation"].clone();
     assert_eq!(generation, 1, "{stored}");
+    // The CRD's default fills spec.suspend: false runs as absent did.
+    assert_eq!(stored["spec"]["suspend"], false, "{stored}");
 
     d.wait_lines(&cluster, "tick.log", 2);
     d.wait_until("the job in /jobs", PATIENCE, || {
@@ -77,6 +79,9 @@ fn an_applied_set_runs_and_its_status_shows_the_schedule() {
     assert!(is_rfc3339_z(&status["lastScheduleTime"]), "{status}");
     let jobs = status["jobs"].as_array().expect("status.jobs");
     assert_eq!(jobs.len(), 1, "{status}");
+    // The printer columns' values: the count and the joined names.
+    assert_eq!(status["jobCount"], 1, "{status}");
+    assert_eq!(status["jobNames"], "tick", "{status}");
     let entry = &jobs[0];
     assert_eq!(entry["name"], "tick", "the set's own job name: {status}");
     for key in ["lastScheduleTime", "nextScheduleTime", "lastSuccessfulTime"] {
@@ -103,6 +108,103 @@ fn an_applied_set_runs_and_its_status_shows_the_schedule() {
     // does not move.
     let now = cluster.set("team-a", "nightly").expect("the set");
     assert_eq!(now["metadata"]["generation"], generation);
+}
+
+#[test]
+fn status_counts_and_names_the_jobs_and_is_applied_by_cronstable() {
+    let cluster = Cluster::start();
+    let d = KubeDaemon::start(&cluster, &[]);
+    let daily = |name: &str| json!({"name": name, "command": "true", "schedule": "@daily"});
+    // Spec order, not alphabetical.
+    cluster.apply(set(
+        "three",
+        json!([daily("prune"), daily("backup"), daily("report")]),
+    ));
+    d.wait_until("status with three jobs", PATIENCE, || {
+        cluster.status("team-a", "three")["jobCount"] == 3
+    });
+    let status = cluster.status("team-a", "three");
+    assert_eq!(status["jobNames"], "prune, backup, report", "{status}");
+    let listed: Vec<&str> = status["jobs"]
+        .as_array()
+        .expect("status.jobs")
+        .iter()
+        .filter_map(|j| j["name"].as_str())
+        .collect();
+    assert_eq!(listed, ["prune", "backup", "report"], "{status}");
+
+    // Written by server-side apply: cronstable owns status.
+    let stored = cluster.set("team-a", "three").expect("the set");
+    let entries = stored["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let ours: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["manager"] == "cronstable")
+        .collect();
+    assert_eq!(ours.len(), 1, "{entries:?}");
+    assert_eq!(ours[0]["operation"], "Apply", "{entries:?}");
+    assert_eq!(ours[0]["subresource"], "status", "{entries:?}");
+    assert!(
+        ours[0]["fieldsV1"]["f:status"]["f:jobCount"].is_object(),
+        "{entries:?}"
+    );
+
+    // A refused edit: the previous generation's three jobs keep running,
+    // and the count says so.
+    cluster.patch_set(
+        "team-a",
+        "three",
+        json!({"spec": {"jobs": [daily("prune"),
+            {"name": "backup", "command": "true", "schedule": "61 * * * *"}]}}),
+    );
+    d.wait_until("the edit refused", PATIENCE, || {
+        cluster.condition("team-a", "three", "Accepted")["status"] == "False"
+    });
+    let refused = cluster.status("team-a", "three");
+    assert_eq!(refused["jobCount"], 3, "{refused}");
+    assert_eq!(refused["jobNames"], "prune, backup, report", "{refused}");
+
+    // Fixed without `report`: its entry leaves status (apply removes what
+    // it no longer sends), and the count and names follow.
+    cluster.patch_set(
+        "team-a",
+        "three",
+        json!({"spec": {"jobs": [daily("prune"), daily("backup")]}}),
+    );
+    d.wait_until("two jobs in status", PATIENCE, || {
+        cluster.status("team-a", "three")["jobCount"] == 2
+    });
+    let fixed = cluster.status("team-a", "three");
+    assert_eq!(fixed["jobNames"], "prune, backup", "{fixed}");
+    assert_eq!(fixed["jobs"].as_array().map(Vec::len), Some(2), "{fixed}");
+
+    // Every request the daemon made names it; the status writes are
+    // forced applies as cronstable. (The test's own client sends no
+    // User-Agent.)
+    let agent = format!("cronstable/{}", env!("CARGO_PKG_VERSION"));
+    let requests = cluster.fake().requests();
+    let foreign: Vec<_> = requests
+        .iter()
+        .filter(|r| r.user_agent.as_deref().is_some_and(|a| a != agent))
+        .collect();
+    assert!(foreign.is_empty(), "{foreign:?}");
+    let writes: Vec<_> = requests
+        .iter()
+        .filter(|r| r.path.ends_with("/status"))
+        .collect();
+    assert!(!writes.is_empty());
+    for r in &writes {
+        assert_eq!(r.method, "PATCH", "{r:?}");
+        assert!(r.has_param("fieldManager", "cronstable"), "{r:?}");
+        assert!(r.has_param("force", "true"), "{r:?}");
+    }
+    let watches: Vec<_> = requests.iter().filter(|r| r.is_watch()).collect();
+    assert!(!watches.is_empty());
+    for r in writes.iter().chain(&watches) {
+        assert_eq!(r.user_agent.as_deref(), Some(agent.as_str()), "{r:?}");
+    }
 }
 
 #[test]

@@ -148,7 +148,10 @@ mod tests {
 
     #[test]
     fn the_user_agent_names_the_crate_and_version_and_replaces_any_other() {
-        assert_eq!(USER_AGENT, format!("cronstable/{}", env!("CARGO_PKG_VERSION")));
+        assert_eq!(
+            USER_AGENT,
+            format!("cronstable/{}", env!("CARGO_PKG_VERSION"))
+        );
         let mut config = kube::Config::new("https://127.0.0.1:6443".parse().expect("a URL"));
         config.headers.push((
             http::header::USER_AGENT,

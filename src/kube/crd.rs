@@ -441,8 +441,7 @@ fn require_job_keys(value: &mut Value) {
 /// reads `false` as a Kubernetes CronJob's does, not blank. It is not
 /// nullable, so an explicit `null` is pruned and defaulted the same way.
 fn default_suspend(value: &mut Value) {
-    if let Some(Value::Object(suspend)) = value.pointer_mut("/properties/spec/properties/suspend")
-    {
+    if let Some(Value::Object(suspend)) = value.pointer_mut("/properties/spec/properties/suspend") {
         suspend.insert("default".to_owned(), Value::Bool(false));
         suspend.remove("nullable");
     }

@@ -347,7 +347,10 @@ mod tests {
         let index = HashMap::new();
         for (report, what) in [
             (three_jobs(Ok(()), Some(3), false), "accepted"),
-            (three_jobs(Ok(()), Some(3), true), "suspended: the jobs are held, not gone"),
+            (
+                three_jobs(Ok(()), Some(3), true),
+                "suspended: the jobs are held, not gone",
+            ),
             (
                 three_jobs(Err("bad".into()), Some(2), false),
                 "refused edit: the previous generation's jobs run",
@@ -360,7 +363,13 @@ mod tests {
             assert_eq!(listed, ["prune", "backup", "report"], "{what}");
         }
         // One job: no separator.
-        let one = desired(&report(Ok(()), Some(3), false), &index, &[], "h", at(1, 0, 0));
+        let one = desired(
+            &report(Ok(()), Some(3), false),
+            &index,
+            &[],
+            "h",
+            at(1, 0, 0),
+        );
         assert_eq!((one.job_count, one.job_names.as_str()), (1, "backup"));
     }
 

@@ -3,8 +3,10 @@
 //! custom resources) for a real `kube::Client` to drive it through a
 //! kubeconfig. It keeps the real server's semantics where tests depend on them
 //! (resourceVersions, generation, optimistic locking, watch resumption and
-//! 410 Gone, status subresource, schema validation); README.md lists the gaps.
+//! 410 Gone, status subresource, schema validation, server-side apply of
+//! status with its managedFields entry); README.md lists the gaps.
 
+mod managed;
 mod schema;
 mod select;
 mod server;
@@ -30,6 +32,8 @@ pub struct RequestRecord {
     pub path: String,
     /// Raw query string, empty when there is none.
     pub query: String,
+    /// The `User-Agent` header, when the request carried one.
+    pub user_agent: Option<String>,
 }
 
 impl RequestRecord {

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast;
 
 use super::select::{FieldSelector, LabelSelector};
-use super::status::{self, bad_request, ApiError};
+use super::status::{self, bad_request, ApiError, Cause};
 use super::store::{expired_status, filter_change, Feed, FieldValidation, ResourceType, Written};
 use super::{RequestRecord, Shared};
 
@@ -104,6 +104,10 @@ async fn handle(
             method: method.to_string(),
             path: path.clone(),
             query: query.clone(),
+            user_agent: headers
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
         });
         if store.unavailable() {
             return fail(&status::unavailable());
@@ -302,6 +306,11 @@ async fn dispatch(
                 .unwrap_or("")
                 .trim()
                 .to_string();
+            let apply = ct == "application/apply-patch+yaml";
+            check_patch_options(params, apply)?;
+            if apply {
+                return server_side_apply(shared, &route, name, params, body, fv);
+            }
             let mut store = shared.lock();
             let current = store.current(rt, &ns, name)?;
             let patched = apply_patch(rt, &ct, current, body)?;
@@ -321,6 +330,107 @@ async fn dispatch(
             "the server does not allow this method on the requested resource ({method})"
         ))),
     }
+}
+
+/// The PatchOptions checks the real server makes before anything else: an
+/// apply must name its field manager, and only an apply may force.
+fn check_patch_options(params: &HashMap<String, String>, apply: bool) -> Result<(), ApiError> {
+    let given = |key: &str| params.get(key).is_some_and(|v| !v.is_empty());
+    let cause = if apply && !given("fieldManager") {
+        Cause {
+            reason: "FieldValueRequired",
+            field: "fieldManager".into(),
+            detail: "Required value: is required for apply patch".into(),
+        }
+    } else if !apply && given("force") {
+        Cause {
+            reason: "FieldValueForbidden",
+            field: "force".into(),
+            detail: "Forbidden: may not be specified for non-apply patch".into(),
+        }
+    } else {
+        return Ok(());
+    };
+    let mut error = status::invalid("PatchOptions", "meta.k8s.io", "", &[cause]);
+    // The real Status leaves the empty name out of its details.
+    if let Some(details) = error.details.as_mut().and_then(Value::as_object_mut) {
+        details.remove("name");
+    }
+    Err(error)
+}
+
+/// Server-side apply (`application/apply-patch+yaml`, `fieldManager` set),
+/// on the status subresource only: the applied object's identity is
+/// checked as the real server checks it, its `status` replaces the stored
+/// one whole (the fake keeps no per-field ownership, so this is what a
+/// forced apply by the only manager of status does), and the manager's
+/// managedFields entry (operation Apply, subresource status) is recorded.
+fn server_side_apply(
+    shared: &Arc<Shared>,
+    route: &Route,
+    name: &str,
+    params: &HashMap<String, String>,
+    body: &Bytes,
+    fv: FieldValidation,
+) -> Result<Response, ApiError> {
+    let rt = &route.rt;
+    if !route.status {
+        return Err(ApiError {
+            code: 415,
+            reason: "UnsupportedMediaType",
+            message: "server-side apply is implemented by the fake API server on the status \
+                      subresource only"
+                .into(),
+            details: None,
+        });
+    }
+    // JSON is YAML, so one parser reads both.
+    let applied: Value = serde_yaml::from_slice(body).map_err(|e| {
+        bad_request(format!(
+            "error decoding YAML: error converting YAML to JSON: {e}"
+        ))
+    })?;
+    let Some(applied) = applied.as_object() else {
+        return Err(bad_request(
+            "error decoding YAML: the applied configuration is not an object",
+        ));
+    };
+    let text = |key: &str| applied.get(key).and_then(Value::as_str).unwrap_or("");
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if api_version != rt.api_version() || kind != rt.kind {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        return Err(bad_request(format!(
+            "invalid object type: {group}/{version}, Kind={kind}"
+        )));
+    }
+    if let Some(named) = applied
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .filter(|n| *n != name)
+    {
+        return Err(bad_request(format!(
+            "the name of the object ({named}) does not match the name on the URL ({name})"
+        )));
+    }
+    let manager = params.get("fieldManager").cloned().unwrap_or_default();
+    let entry = super::managed::apply_entry(
+        &manager,
+        &rt.api_version(),
+        Some("status"),
+        &applied
+            .iter()
+            .filter(|(k, _)| k.as_str() == "status")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        rt.schema.as_ref(),
+    );
+    let ns = route.ns.clone().unwrap_or_default();
+    let written =
+        shared
+            .lock()
+            .apply_status(rt, &ns, name, applied.get("status").cloned(), entry, fv)?;
+    Ok(respond(200, &written.object, &written.warnings))
 }
 
 /// Apply a PATCH body to the stored object by its content type.
@@ -365,12 +475,6 @@ fn apply_patch(
             })?;
             Ok(current)
         }
-        "application/apply-patch+yaml" => Err(ApiError {
-            code: 415,
-            reason: "UnsupportedMediaType",
-            message: "server-side apply is not implemented by the fake API server".into(),
-            details: None,
-        }),
         _ => Err(status::unsupported_media_type(&accepted)),
     }
 }

@@ -215,12 +215,18 @@ fn spec_part(obj: &Value, status_sub: bool) -> Value {
 }
 
 /// Object content without the fields the server itself bumps, to detect
-/// no-op writes (which the real server answers without a new version).
+/// no-op writes (which the real server answers without a new version):
+/// the resourceVersion and the times of managedFields entries (a change
+/// of ownership is a change; the same apply again is not).
 fn content(obj: &Value) -> Value {
     let mut v = obj.clone();
     if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
         m.remove("resourceVersion");
-        m.remove("managedFields");
+        if let Some(Value::Array(entries)) = m.get_mut("managedFields") {
+            for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                entry.remove("time");
+            }
+        }
     }
     v
 }
@@ -841,9 +847,20 @@ impl Store {
                     }
                 }
             }
+            // managedFields are the one piece of metadata a status write
+            // carries over (the real status strategy keeps them).
+            if let Some(managed) = new.pointer("/metadata/managedFields") {
+                meta_mut(&mut r).insert("managedFields".into(), managed.clone());
+            }
             r
         } else {
             let mut r = new.clone();
+            // A write that leaves managedFields out keeps the stored ones.
+            if r.pointer("/metadata/managedFields").is_none() {
+                if let Some(managed) = old.pointer("/metadata/managedFields") {
+                    meta_mut(&mut r).insert("managedFields".into(), managed.clone());
+                }
+            }
             if rt.status_sub {
                 match old.get("status") {
                     Some(s) => r["status"] = s.clone(),
@@ -920,7 +937,46 @@ impl Store {
         Ok(Written { object, warnings })
     }
 
-    /// The stored object, for applying a patch to.
+    /// A server-side apply on the status subresource: `status` (None: the
+    /// apply sent none) replaces the stored status, and `entry` replaces
+    /// the managedFields entry of the same manager, operation and
+    /// subresource. 404 when the object does not exist (an apply to a
+    /// subresource never creates).
+    pub fn apply_status(
+        &mut self,
+        rt: &ResourceType,
+        ns: &str,
+        name: &str,
+        status: Option<Value>,
+        entry: Value,
+        fv: FieldValidation,
+    ) -> Result<Written, ApiError> {
+        let mut new = self.current(rt, ns, name)?;
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Some(m) = new.as_object_mut() {
+                    m.remove("status");
+                }
+            }
+        }
+        let same = |e: &Value| {
+            ["manager", "operation", "subresource"]
+                .iter()
+                .all(|k| e.get(*k) == entry.get(*k))
+        };
+        let meta = meta_mut(&mut new);
+        let mut entries: Vec<Value> = meta
+            .get("managedFields")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        entries.retain(|e| !same(e));
+        entries.push(entry);
+        meta.insert("managedFields".into(), Value::Array(entries));
+        self.update(rt, ns, name, new, true, fv)
+    }
+
     /// The stored object a patch is applied to, or 404.
     pub fn current(&self, rt: &ResourceType, ns: &str, name: &str) -> Result<Value, ApiError> {
         self.get(rt, ns, name)
