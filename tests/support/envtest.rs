@@ -136,7 +136,7 @@ impl ApiServer {
         server.url = format!("https://127.0.0.1:{}", server.port);
         server.write_admin_kubeconfig();
         server.start_etcd();
-        server.start_apiserver();
+        server.start_apiserver(true);
         server.version = server
             .get_json("/version")
             .map(|v| v["gitVersion"].as_str().unwrap_or_default().to_owned())
@@ -175,7 +175,12 @@ impl ApiServer {
         self.etcd = Some(child);
     }
 
-    fn start_apiserver(&mut self) {
+    fn start_apiserver(&mut self, first: bool) {
+        self.spawn_apiserver();
+        self.wait_ready(first);
+    }
+
+    fn spawn_apiserver(&mut self) {
         let pki = self.dir().join("pki");
         let log = std::fs::OpenOptions::new()
             .create(true)
@@ -216,24 +221,33 @@ impl ApiServer {
             .spawn()
             .expect("kube-apiserver starts (KUBEBUILDER_ASSETS/kube-apiserver)");
         self.apiserver = Some(child);
-        self.wait_ready();
     }
 
     /// Waits until `/readyz` answers ok, or panics with the server's log.
-    fn wait_ready(&mut self) {
+    /// A port taken between [`free_port`] and the bind (another test's
+    /// server, say) makes etcd or the API server exit at once: then, on
+    /// the first start only (a restart must keep its port), both get fresh
+    /// ports and start again.
+    fn wait_ready(&mut self, may_rebind: bool) {
         let start = Instant::now();
+        let mut rebinds = 0;
         loop {
             let (ok, out, _) = self.kubectl(&["get", "--raw", "/readyz", "--request-timeout=2s"]);
             if ok && out.trim() == "ok" {
                 return;
             }
-            if let Some(child) = self.apiserver.as_mut() {
-                if let Ok(Some(status)) = child.try_wait() {
-                    panic!(
-                        "kube-apiserver exited ({status}) before it was ready:\n{}",
-                        self.log_tail()
-                    );
+            let exited = [self.etcd.as_mut(), self.apiserver.as_mut()]
+                .into_iter()
+                .flatten()
+                .find_map(|child| child.try_wait().ok().flatten());
+            if let Some(status) = exited {
+                let log = self.log_tail();
+                if may_rebind && rebinds < 3 && log.contains("address already in use") {
+                    rebinds += 1;
+                    self.rebind();
+                    continue;
                 }
+                panic!("etcd or kube-apiserver exited ({status}) before it was ready:\n{log}");
             }
             if start.elapsed() > START_PATIENCE {
                 panic!(
@@ -243,6 +257,25 @@ impl ApiServer {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+
+    /// Stops both processes and starts them on fresh ports (the admin
+    /// kubeconfig follows).
+    fn rebind(&mut self) {
+        for child in [self.apiserver.take(), self.etcd.take()]
+            .into_iter()
+            .flatten()
+        {
+            let mut child = child;
+            terminate(&mut child);
+        }
+        let _ = std::fs::remove_dir_all(self.dir().join("etcd"));
+        self.etcd_port = free_port();
+        self.port = free_port();
+        self.url = format!("https://127.0.0.1:{}", self.port);
+        self.write_admin_kubeconfig();
+        self.start_etcd();
+        self.spawn_apiserver();
     }
 
     /// The last lines of the API server's and etcd's logs.
@@ -416,7 +449,7 @@ impl ApiServer {
     /// (after [`Self::stop_apiserver`]), and waits until it is ready.
     pub fn start_apiserver_again(&mut self) {
         if self.apiserver.is_none() {
-            self.start_apiserver();
+            self.start_apiserver(false);
         }
     }
 }

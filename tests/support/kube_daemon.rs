@@ -95,7 +95,7 @@ enum Server {
     /// The fake (tests/support/kube_fake).
     Fake(FakeApiServer),
     /// A real kube-apiserver with its etcd.
-    Real(Mutex<ApiServer>),
+    Real(Box<Mutex<ApiServer>>),
 }
 
 /// An API server with the CronJobSet CRD, a kubeconfig pointing at it, a
@@ -179,7 +179,7 @@ impl Cluster {
             rt,
             stop,
             driver,
-            Server::Real(Mutex::new(server)),
+            Server::Real(Box::new(Mutex::new(server))),
             dir,
             kubeconfig,
             namespace,
