@@ -435,3 +435,150 @@ fn every_request_of_the_daemon_carries_its_user_agent() {
         "{event}"
     );
 }
+
+/// A client from a kubeconfig file.
+async fn client_for(kubeconfig: &std::path::Path) -> kube::Client {
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig parses");
+    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .expect("kubeconfig loads");
+    kube::Client::try_from(config).expect("client builds")
+}
+
+/// A PATCH as is: (code, reason, message) of a failure, or (200, "", the
+/// object).
+async fn patch(
+    client: &kube::Client,
+    path: &str,
+    content_type: &str,
+    body: &Value,
+) -> (u16, String, Value) {
+    let request = http::Request::patch(path)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .body(serde_json::to_vec(body).expect("a body"))
+        .expect("a request");
+    match client.request::<Value>(request).await {
+        Ok(object) => (200, String::new(), object),
+        Err(kube::Error::Api(s)) => (s.code, s.reason.clone(), json!(s.message)),
+        Err(e) => panic!("PATCH {path}: {e}"),
+    }
+}
+
+#[test]
+fn the_fake_answers_status_applies_as_the_real_server_does() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let fake = cluster
+        .block_on(support::kube_fake::FakeApiServer::start())
+        .expect("the fake starts");
+    fake.install_crd_yaml(support::kube_daemon::CRD_YAML)
+        .expect("the CRD installs in the fake");
+    let fake_kubeconfig = cluster.path("fake-kubeconfig");
+    fake.write_kubeconfig(&fake_kubeconfig, "team-a")
+        .expect("write kubeconfig");
+    let real_kubeconfig = cluster.kubeconfig.clone();
+    let object = |status: Value| {
+        json!({"apiVersion": "cronstable.io/v1alpha1", "kind": "CronJobSet",
+               "metadata": {"name": "probe"}, "status": status})
+    };
+    let status = json!({
+        "observedGeneration": 1, "jobCount": 2, "jobNames": "a, b",
+        "conditions": [{"type": "Accepted", "status": "True", "reason": "Valid",
+                        "message": "2 job(s) loaded", "lastTransitionTime": "2026-12-01T00:00:00Z",
+                        "observedGeneration": 1}],
+        "jobs": [{"name": "a", "active": 0}, {"name": "b", "active": 1,
+                  "nextScheduleTime": "2026-12-02T00:00:00Z"}],
+    });
+    let apply = "application/apply-patch+yaml";
+    let merge = "application/merge-patch+json";
+    let at = |query: &str| format!("{SETS}/probe/status{query}");
+    let probes: Vec<(&str, String, &str, Value)> = vec![
+        ("no field manager", at(""), apply, object(status.clone())),
+        (
+            "force on a merge patch",
+            at("?force=true"),
+            merge,
+            json!({"status": {}}),
+        ),
+        (
+            "another version",
+            at("?fieldManager=cronstable"),
+            apply,
+            json!({"apiVersion": "cronstable.io/v1", "kind": "CronJobSet",
+                   "metadata": {"name": "probe"}, "status": {}}),
+        ),
+        (
+            "another name",
+            at("?fieldManager=cronstable"),
+            apply,
+            json!({"apiVersion": "cronstable.io/v1alpha1", "kind": "CronJobSet",
+                   "metadata": {"name": "other"}, "status": {}}),
+        ),
+        (
+            "a missing object",
+            format!("{SETS}/missing/status?fieldManager=cronstable&force=true"),
+            apply,
+            json!({"apiVersion": "cronstable.io/v1alpha1", "kind": "CronJobSet",
+                   "metadata": {"name": "missing"}, "status": {}}),
+        ),
+        (
+            "a forced apply",
+            at("?fieldManager=cronstable&force=true"),
+            apply,
+            object(status.clone()),
+        ),
+    ];
+    let answers = |kubeconfig: std::path::PathBuf| {
+        let probes = probes.clone();
+        cluster.block_on(async move {
+            let client = client_for(&kubeconfig).await;
+            let sets: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+                client.clone(),
+                "team-a",
+                &kube::api::ApiResource::from_gvk_with_plural(
+                    &kube::api::GroupVersionKind::gvk("cronstable.io", "v1alpha1", "CronJobSet"),
+                    "cronjobsets",
+                ),
+            );
+            let probe: kube::api::DynamicObject = serde_json::from_value(json!({
+                "apiVersion": "cronstable.io/v1alpha1", "kind": "CronJobSet",
+                "metadata": {"name": "probe"}, "spec": {"jobs": [daily("a"), daily("b")]},
+            }))
+            .expect("a set");
+            sets.create(&Default::default(), &probe)
+                .await
+                .expect("create the probe set");
+            let mut out = Vec::new();
+            for (what, path, content_type, body) in &probes {
+                out.push((*what, patch(&client, path, content_type, body).await));
+            }
+            out
+        })
+    };
+    let real = answers(real_kubeconfig);
+    let faked = answers(fake_kubeconfig);
+    for ((what, real), (_, fake)) in real.iter().zip(&faked) {
+        let (code, reason, body) = real;
+        if *code != 200 {
+            assert_eq!(real, fake, "{what}");
+            continue;
+        }
+        assert_eq!((code, reason), (&fake.0, &fake.1), "{what}");
+        assert_eq!(body["status"], status, "{what}: real");
+        assert_eq!(fake.2["status"], status, "{what}: fake");
+        // The manager's entry, field for field but the time.
+        let entry = |object: &Value| {
+            let mut entries = managed(object);
+            entries.retain(|e| e["manager"] == "cronstable");
+            for e in &mut entries {
+                if let Some(e) = e.as_object_mut() {
+                    e.remove("time");
+                }
+            }
+            entries
+        };
+        assert_eq!(entry(body), entry(&fake.2), "{what}: managedFields");
+        assert_eq!(entry(body).len(), 1, "{what}: {body}");
+    }
+}
