@@ -26,13 +26,14 @@ use tokio::time::Instant;
 /// How the writer paces itself.
 #[derive(Debug, Clone, Copy)]
 pub struct WriterSettings {
-    /// Time between passes: the most often one object is patched.
+    /// Time between passes: the most often one object is written.
     pub interval: Duration,
-    /// How long one patch may take.
+    /// How long one write may take (the apply, and the merge patch that
+    /// may follow it).
     pub deadline: Duration,
-    /// The longest wait before retrying a failed patch.
+    /// The longest wait before retrying a failed write.
     pub max_backoff: Duration,
-    /// Patches in flight at once.
+    /// Writes in flight at once.
     pub concurrency: usize,
 }
 
