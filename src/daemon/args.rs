@@ -58,6 +58,27 @@ pub struct Cli {
     #[arg(long = "selector", value_name = "LABELS", env = "CRONSTABLE_SELECTOR")]
     pub selector: Option<String>,
 
+    /// With --kube: this scheduler's pod name, for the Events about the
+    /// scheduler itself (a missing ConfigMap) [the chart sets it from the
+    /// downward API].
+    #[arg(long = "pod-name", value_name = "NAME", env = "CRONSTABLE_POD_NAME")]
+    pub pod_name: Option<String>,
+
+    /// With --kube: this scheduler's pod uid (with --pod-name, `kubectl
+    /// describe pod` lists those Events).
+    #[arg(long = "pod-uid", value_name = "UID", env = "CRONSTABLE_POD_UID")]
+    pub pod_uid: Option<String>,
+
+    /// Serve /livez and /readyz on this http:// address while no `web`
+    /// section is in force (a ConfigMap that holds the web section is
+    /// missing, say), so the probes find the scheduler alive.
+    #[arg(
+        long = "probe-listen",
+        value_name = "URL",
+        env = "CRONSTABLE_PROBE_LISTEN"
+    )]
+    pub probe_listen: Option<String>,
+
     /// Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case).
     #[arg(
         short = 'l',
@@ -155,6 +176,8 @@ impl Cli {
                 (self.namespace.is_some(), "--namespace"),
                 (self.configmap.is_some(), "--configmap"),
                 (self.selector.is_some(), "--selector"),
+                (self.pod_name.is_some(), "--pod-name"),
+                (self.pod_uid.is_some(), "--pod-uid"),
                 (scope != SetScope::Namespace, "--cronjobsets"),
             ];
             if let Some((_, flag)) = stray.iter().find(|(given, _)| *given) {
@@ -171,7 +194,23 @@ impl Cli {
             configmap: self.configmap.clone(),
             scope,
             selector: self.selector.clone(),
+            pod_name: self.pod_name.clone().filter(|n| !n.is_empty()),
+            pod_uid: self.pod_uid.clone().filter(|u| !u.is_empty()),
         }))
+    }
+
+    /// `--probe-listen`, checked: an `http://host:port` address.
+    pub fn probe_listen(&self) -> Result<Option<String>, String> {
+        let Some(url) = &self.probe_listen else {
+            return Ok(None);
+        };
+        match crate::web::parse_listen(url) {
+            Ok(crate::web::ListenAddr::Tcp(_)) => Ok(Some(url.clone())),
+            Ok(_) => Err(format!(
+                "invalid --probe-listen '{url}': the probes need an http://host:port address"
+            )),
+            Err(err) => Err(format!("invalid --probe-listen {err}")),
+        }
     }
 }
 

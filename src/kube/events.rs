@@ -3,8 +3,10 @@
 //! task, so neither the source nor a finishing run ever waits on the API;
 //! the task publishes them with kube-runtime's recorder, which aggregates
 //! a repeat into the first event's `series.count` as Kubernetes' own
-//! recorders do. Only the writer of status (the leader) publishes: the
-//! others drop their requests.
+//! recorders do. Only the writer of status (the leader) publishes events
+//! on sets and the ConfigMap: the others drop those. An event about this
+//! scheduler's own pod (a ConfigMap it cannot find) is published by every
+//! replica, each about itself.
 
 use super::sets::{SetKey, SetReports};
 use crate::config::JobConfig;
@@ -36,6 +38,9 @@ pub struct EventRequest {
     pub action: &'static str,
     /// The human-readable text.
     pub note: String,
+    /// Published by every replica, not only by the writer of status: the
+    /// event is about this scheduler's own pod.
+    pub every_replica: bool,
 }
 
 /// Where requests are queued.
@@ -60,24 +65,73 @@ impl EventRequest {
             reason: "InvalidSpec",
             action: "Load",
             note: message,
+            every_replica: false,
         }
     }
 
     /// A ConfigMap whose config does not load.
     pub fn invalid_config(namespace: &str, name: &str, message: String) -> Self {
         EventRequest {
-            regarding: ObjectReference {
-                api_version: Some("v1".to_owned()),
-                kind: Some("ConfigMap".to_owned()),
-                namespace: Some(namespace.to_owned()),
-                name: Some(name.to_owned()),
-                ..ObjectReference::default()
-            },
+            regarding: configmap_reference(namespace, name),
             reason: "InvalidConfig",
             action: "Load",
             note: message,
+            every_replica: false,
         }
     }
+
+    /// The ConfigMap of `--configmap` does not exist (`deleted`: it did
+    /// before). About the scheduler's own pod when it knows it (`pod`),
+    /// where `kubectl describe pod` shows it, else about the ConfigMap.
+    pub fn configmap_absent(
+        namespace: &str,
+        name: &str,
+        deleted: bool,
+        pod: Option<&ObjectReference>,
+        note: String,
+    ) -> Self {
+        EventRequest {
+            regarding: pod
+                .cloned()
+                .unwrap_or_else(|| configmap_reference(namespace, name)),
+            reason: if deleted {
+                "ConfigMapDeleted"
+            } else {
+                "ConfigMapMissing"
+            },
+            action: "Load",
+            note,
+            every_replica: pod.is_some(),
+        }
+    }
+}
+
+fn configmap_reference(namespace: &str, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("ConfigMap".to_owned()),
+        namespace: Some(namespace.to_owned()),
+        name: Some(name.to_owned()),
+        ..ObjectReference::default()
+    }
+}
+
+/// The reference to this scheduler's pod, when the pod's name is known
+/// (`--pod-name`, which the chart fills from the downward API; with
+/// `--pod-uid`, `kubectl describe pod` lists the events too).
+pub fn pod_reference(
+    namespace: &str,
+    name: Option<&str>,
+    uid: Option<&str>,
+) -> Option<ObjectReference> {
+    Some(ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Pod".to_owned()),
+        namespace: Some(namespace.to_owned()),
+        name: Some(name?.to_owned()),
+        uid: uid.map(str::to_owned),
+        ..ObjectReference::default()
+    })
 }
 
 /// Cuts `text` to at most `limit` bytes on a character boundary, marking
@@ -111,7 +165,7 @@ pub fn spawn(
     );
     tokio::spawn(async move {
         while let Some(request) = rx.recv().await {
-            if !*may_write.borrow() {
+            if !request.every_replica && !*may_write.borrow() {
                 continue;
             }
             let event = Event {
@@ -202,6 +256,7 @@ impl Reporter for EventingReporter {
                     reason,
                     action: "Run",
                     note: format!("Job {own} {verb} (exit code {}): {why}", record.retcode),
+                    every_replica: false,
                 });
             }
         }
