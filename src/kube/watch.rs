@@ -122,9 +122,14 @@ fn is_expired(err: &watcher::Error) -> bool {
 /// default backoff alone, the first rewatch after an API server restart
 /// answers 410 and the relist then waited out the backoff the outage had
 /// built up, up to 30 s after the server was back.
-fn relisting_backoff<S, T>(stream: S) -> impl Stream<Item = Result<T, watcher::Error>> + Send
+///
+/// Only an answer of the API server resets the backoff: the watcher's
+/// `Init` marker comes before its list request is even sent, so resetting
+/// on it (as kube's own stream backoff does) kept a list that fails every
+/// time (a 403) retrying every 0.8 s forever.
+fn relisting_backoff<S, T>(stream: S) -> impl Stream<Item = Result<Event<T>, watcher::Error>> + Send
 where
-    S: Stream<Item = Result<T, watcher::Error>> + Send + Unpin,
+    S: Stream<Item = Result<Event<T>, watcher::Error>> + Send + Unpin,
     T: Send,
 {
     let backoff = watcher::DefaultBackoff::default();
@@ -136,6 +141,7 @@ where
             }
             let item = stream.next().await?;
             let wait = match &item {
+                Ok(Event::Init) => None,
                 Ok(_) => {
                     backoff.reset();
                     None
@@ -210,7 +216,10 @@ impl Follower {
                 return true;
             }
         };
-        self.health.answered(Watched::Sets);
+        if !matches!(event, Event::Init) {
+            // `Init` comes before the list is asked for: no answer yet.
+            self.health.answered(Watched::Sets);
+        }
         match event {
             Event::Init => {
                 self.listing = Some(Vec::new());
@@ -250,7 +259,9 @@ impl Follower {
                 return true;
             }
         };
-        self.health.answered(Watched::ConfigMap);
+        if !matches!(event, Event::Init) {
+            self.health.answered(Watched::ConfigMap);
+        }
         match event {
             Event::Init => {
                 self.listing_configmap = Some(None);
@@ -618,9 +629,11 @@ mod tests {
         }))
     }
 
+    type Item = Result<Event<u32>, watcher::Error>;
+
     /// Feeds `items` through the backoff and says, for each, how long
     /// (paused clock) it took to come out after the previous one.
-    async fn gaps(items: Vec<Result<u32, watcher::Error>>) -> Vec<(bool, std::time::Duration)> {
+    async fn gaps(items: Vec<Item>) -> Vec<(bool, std::time::Duration)> {
         let stream = relisting_backoff(futures_util::stream::iter(items));
         futures_util::pin_mut!(stream);
         let mut out = Vec::new();
@@ -633,31 +646,62 @@ mod tests {
         out
     }
 
+    /// A failed list as the watcher delivers it: its `Init` marker, then
+    /// the error.
+    fn failed_list(code: u16) -> [Item; 2] {
+        [Ok(Event::Init), Err(status(code))]
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_410_relists_at_once_after_an_outage_built_a_backoff() {
         use std::time::Duration;
-        // An outage: five failed attempts, each waited out longer; then
-        // the server is back and the rewatch answers 410; then the relist.
-        let mut items: Vec<Result<u32, watcher::Error>> =
-            (0..5).map(|_| Err(status(503))).collect();
+        // An outage: five failed lists, each waited out longer; then the
+        // server is back and the rewatch answers 410; then the relist.
+        let mut items: Vec<Item> = (0..5).flat_map(|_| failed_list(503)).collect();
         items.push(Err(status(410)));
-        items.push(Ok(1));
+        items.extend([
+            Ok(Event::Init),
+            Ok(Event::InitApply(1)),
+            Ok(Event::InitDone),
+        ]);
         let got = gaps(items).await;
         let waits: Vec<Duration> = got.iter().map(|(_, gap)| *gap).collect();
-        // The backoff grew during the outage (the fifth failure came
-        // seconds after the fourth)...
-        assert!(waits[4] >= Duration::from_secs(4), "{waits:?}");
-        assert!(waits[4] > waits[1], "{waits:?}");
+        // The backoff grew during the outage (the fifth list came seconds
+        // after the fourth failed)...
+        assert!(waits[8] >= Duration::from_secs(4), "{waits:?}");
+        assert!(waits[8] > waits[2], "{waits:?}");
         // ...and the relist after the 410 came at once.
-        assert_eq!(waits[6], Duration::ZERO, "{waits:?}");
-        assert!(got[6].0);
+        assert_eq!(waits[11], Duration::ZERO, "{waits:?}");
+        assert!(got[11].0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_list_refused_every_time_backs_off_despite_the_init_markers() {
+        // Six refused lists. Resetting on `Init` kept every wait at the
+        // first step (0.8 to 1.6 s: under 8 s for the five waits); the
+        // backoff must grow (0.8 + 1.6 + 3.2 + 6.4 + 12.8 s at least).
+        let items: Vec<Item> = (0..6).flat_map(|_| failed_list(403)).collect();
+        let got = gaps(items).await;
+        let total: std::time::Duration = got.iter().map(|(_, gap)| *gap).sum();
+        assert!(total >= std::time::Duration::from_secs(20), "{got:?}");
+        // A real answer resets it: the next failure is retried soon.
+        let mut items: Vec<Item> = (0..5).flat_map(|_| failed_list(503)).collect();
+        items.extend([
+            Ok(Event::Init),
+            Ok(Event::InitDone),
+            Err(status(503)),
+            Ok(Event::Init),
+        ]);
+        let got = gaps(items).await;
+        let after_answer = got.last().expect("the last item").1;
+        assert!(after_answer < std::time::Duration::from_secs(2), "{got:?}");
     }
 
     #[tokio::test(start_paused = true)]
     async fn other_failures_still_back_off() {
         let got = gaps(vec![
             Err(status(503)),
-            Ok(1),
+            Ok(Event::Apply(1)),
             Err(status(403)),
             Err(status(403)),
         ])

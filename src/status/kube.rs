@@ -445,4 +445,80 @@ mod tests {
         assert_eq!(body["sets"]["accepted"], 2);
         assert_eq!(body["statusWrites"], 5);
     }
+
+    fn state() -> KubeState {
+        KubeState::new("ops".into(), Some("jobs".into()), "namespace".into(), None)
+    }
+
+    fn refused_configmap() -> WatchStatus {
+        WatchStatus {
+            watch: Watched::ConfigMap,
+            state: WatchState::Refused,
+            last_error: Some("ConfigMap: list refused (403 Forbidden): no".into()),
+            refusal: Some(
+                "the Kubernetes API refuses to list configmaps (jobs) in namespace ops (403 Forbidden): ..."
+                    .into(),
+            ),
+        }
+    }
+
+    #[test]
+    fn readiness_names_a_refusal_then_a_missing_configmap_then_the_sync() {
+        let mut s = state();
+        assert_eq!(
+            s.not_ready_reason().as_deref(),
+            Some("the first sync with the Kubernetes API server is not done")
+        );
+        // A refused watch before the first sync is named.
+        s.watches = vec![refused_configmap()];
+        let reason = s.not_ready_reason().expect("not ready");
+        assert!(
+            reason.contains("403 Forbidden") && reason.contains("configmaps"),
+            "{reason}"
+        );
+        assert!(reason.contains("namespace ops"), "{reason}");
+        // Synced, but the ConfigMap was missing at start.
+        s.watches.clear();
+        s.synced = true;
+        s.configmap_state = ConfigMapState::Missing;
+        assert_eq!(
+            s.not_ready_reason().as_deref(),
+            Some("the ConfigMap ops/jobs (--configmap) does not exist")
+        );
+        // Found, or deleted later (its config keeps running): ready.
+        s.configmap_state = ConfigMapState::Found;
+        assert_eq!(s.not_ready_reason(), None);
+        s.configmap_state = ConfigMapState::Deleted;
+        assert_eq!(s.not_ready_reason(), None);
+        // A refusal after the first sync keeps the pod ready too.
+        s.watches = vec![refused_configmap()];
+        assert_eq!(s.not_ready_reason(), None);
+    }
+
+    #[test]
+    fn kube_json_shows_each_watch_and_the_configmap_state() {
+        let mut s = state();
+        s.watches = vec![
+            WatchStatus {
+                watch: Watched::Sets,
+                state: WatchState::Ok,
+                last_error: None,
+                refusal: None,
+            },
+            refused_configmap(),
+        ];
+        s.configmap_state = ConfigMapState::Deleted;
+        let body = s.to_json();
+        assert_eq!(body["watches"]["cronJobSets"]["state"], "ok");
+        assert!(body["watches"]["cronJobSets"]["lastError"].is_null());
+        assert_eq!(body["watches"]["configMap"]["state"], "refused");
+        assert_eq!(
+            body["watches"]["configMap"]["lastError"],
+            "ConfigMap: list refused (403 Forbidden): no"
+        );
+        assert_eq!(body["configMapState"], "deleted");
+        let without = KubeState::new("ops".into(), None, "namespace".into(), None).to_json();
+        assert!(without["configMapState"].is_null(), "{without}");
+        assert_eq!(without["watches"], serde_json::json!({}));
+    }
 }
