@@ -960,9 +960,83 @@ fn readyz(port: u16) -> (u16, String) {
     (reply.status, reason)
 }
 
+/// The RBAC rules the scheduler needs in `team-a` (docs/kubernetes.md),
+/// `configmaps` only when `with_configmaps`, as a Role bound to the
+/// ServiceAccount `cronstable`.
+fn role_yaml(with_configmaps: bool) -> String {
+    let configmaps = if with_configmaps {
+        "  - apiGroups: [\"\"]\n    resources: [configmaps]\n    verbs: [get, list, watch]\n"
+    } else {
+        ""
+    };
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: cronstable, namespace: team-a}}\nrules:\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets]\n    verbs: [get, list, watch]\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets/status]\n    verbs: [patch]\n{configmaps}  - apiGroups: [events.k8s.io]\n    resources: [events]\n    verbs: [create, patch]\n"
+    )
+}
+
+/// On a real server: the ServiceAccount `cronstable` in `team-a`, bound to
+/// [`role_yaml`] without `configmaps`, and a kubeconfig carrying its
+/// token (`kubectl create token`), as a pod of the chart would hold.
+fn service_account_without_configmaps(cluster: &Cluster) -> std::path::PathBuf {
+    let objects = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: cronstable, namespace: team-a}}\n---\n{}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: cronstable, namespace: team-a}}\nsubjects:\n  - {{kind: ServiceAccount, name: cronstable, namespace: team-a}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: cronstable}}\n",
+        role_yaml(false)
+    );
+    let path = cluster.path("kubeconfig-cronstable-sa");
+    cluster.real_server(|server| {
+        let (ok, _, err) = server.kubectl_with(
+            &server.admin_kubeconfig(),
+            &["apply", "-f", "-"],
+            Some(&objects),
+        );
+        assert!(ok, "kubectl apply the RBAC objects: {err}");
+        let token = server.token("team-a", "cronstable");
+        server.write_token_kubeconfig(&path, &token, "team-a");
+    });
+    path
+}
+
 #[test]
 fn a_forbidden_configmap_is_one_warning_not_an_outage_and_readyz_names_it() {
     let cluster = Cluster::start();
+    // As a Role without configmaps: every ConfigMap request answers 403.
+    forbidden_configmap(
+        &cluster,
+        Launch::new(&cluster),
+        || cluster.fake().deny("", "configmaps", Some("team-a")),
+        || cluster.fake().allow_all(),
+    );
+}
+
+#[test]
+fn a_role_without_configmaps_on_a_real_server_is_one_warning_and_readyz_names_it() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let mut how = Launch::new(&cluster);
+    how.kubeconfig = Some(service_account_without_configmaps(&cluster));
+    forbidden_configmap(
+        &cluster,
+        how,
+        || {},
+        || {
+            cluster.real_server(|server| {
+                let (ok, _, err) = server.kubectl_with(
+                    &server.admin_kubeconfig(),
+                    &["apply", "-f", "-"],
+                    Some(&role_yaml(true)),
+                );
+                assert!(ok, "grant configmaps: {err}");
+            });
+        },
+    );
+}
+
+/// A scheduler whose Role lacks `configmaps` (`deny` takes the right
+/// away once the test's objects are in place, unless the daemon's
+/// identity never had it), watched for nine seconds; then `allow` grants
+/// the right.
+fn forbidden_configmap(cluster: &Cluster, how: Launch, deny: impl FnOnce(), allow: impl FnOnce()) {
     cluster.apply(configmap(
         "team-a",
         "cronstable-config",
@@ -970,10 +1044,9 @@ fn a_forbidden_configmap_is_one_warning_not_an_outage_and_readyz_names_it() {
             "jobs:\n  - name: cm-tick\n    command: echo cm >> {{dir}}/cm.log\n    schedule: \"{EVERY_SECOND}\"\n"
         )}),
     ));
-    // The Role lacks configmaps: every ConfigMap request answers 403.
-    cluster.fake().deny("", "configmaps", Some("team-a"));
     cluster.apply(set("steady", json!([tick("tick", "steady.log")])));
-    let d = KubeDaemon::start(&cluster, &["--configmap", "cronstable-config"]);
+    deny();
+    let d = KubeDaemon::launch(cluster, how.args(&["--configmap", "cronstable-config"]));
     d.wait_lines(&cluster, "steady.log", 2);
     // Eight seconds and more of retries, while the sets' watch answers and
     // the daemon's own status writes succeed and come back on it: the
@@ -1043,8 +1116,10 @@ fn a_forbidden_configmap_is_one_warning_not_an_outage_and_readyz_names_it() {
 
     // The right granted: the ConfigMap is read, the pod turns ready, one
     // line says so. (The next retry may be up to the backoff's 30 s away.)
-    cluster.fake().allow_all();
-    d.wait_lines(&cluster, "cm.log", 1);
+    allow();
+    d.wait_until("the ConfigMap's job", Duration::from_secs(45), || {
+        !cluster.lines("cm.log").is_empty()
+    });
     d.wait_until("ready", Duration::from_secs(45), || readyz(d.port).0 == 200);
     let kube = d.kube();
     assert_eq!(kube["connected"], true, "{kube}");
@@ -1061,7 +1136,9 @@ fn a_forbidden_configmap_is_one_warning_not_an_outage_and_readyz_names_it() {
 
 #[test]
 fn a_configmap_missing_at_start_is_loud_and_the_probes_still_answer() {
-    let cluster = Cluster::start();
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
     cluster.apply(set("steady", json!([tick("tick", "steady.log")])));
     // As the chart runs it: the web section would come from the ConfigMap,
     // whose name is misspelled here.
@@ -1142,7 +1219,9 @@ fn a_configmap_missing_at_start_is_loud_and_the_probes_still_answer() {
 
 #[test]
 fn kube_shows_a_missing_configmap_and_the_event_regards_it_without_a_pod_name() {
-    let cluster = Cluster::start();
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
     let d = KubeDaemon::start(&cluster, &["--configmap", "nowhere"]);
     d.wait_until("the ConfigMap seen missing", PATIENCE, || {
         d.kube()["configMapState"] == "missing"
@@ -1173,7 +1252,9 @@ fn kube_shows_a_missing_configmap_and_the_event_regards_it_without_a_pod_name() 
 
 #[test]
 fn a_deleted_configmap_keeps_the_jobs_and_the_web_api_until_it_is_recreated() {
-    let cluster = Cluster::start();
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
     let mut how = Launch::new(&cluster).args(&[
         "--configmap",
         "cronstable-config",
