@@ -1047,7 +1047,7 @@ fn forbidden_configmap(cluster: &Cluster, how: Launch, deny: impl FnOnce(), allo
     cluster.apply(set("steady", json!([tick("tick", "steady.log")])));
     deny();
     let d = KubeDaemon::launch(cluster, how.args(&["--configmap", "cronstable-config"]));
-    d.wait_lines(&cluster, "steady.log", 2);
+    d.wait_lines(cluster, "steady.log", 2);
     // Eight seconds and more of retries, while the sets' watch answers and
     // the daemon's own status writes succeed and come back on it: the
     // ConfigMap's error must stay the whole time.

@@ -273,6 +273,58 @@ mod tests {
         assert!(!help.contains("cronstable.yaml"), "{help}");
     }
 
+    fn cli(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("cronstable").chain(args.iter().copied()))
+            .expect("the arguments parse")
+    }
+
+    #[test]
+    fn probe_listen_takes_an_http_address_only() {
+        assert_eq!(cli(&[]).probe_listen(), Ok(None));
+        assert_eq!(
+            cli(&["--probe-listen", "http://0.0.0.0:8080"]).probe_listen(),
+            Ok(Some("http://0.0.0.0:8080".to_owned()))
+        );
+        assert_eq!(
+            cli(&["--probe-listen", "unix:///run/c.sock"]).probe_listen(),
+            Err(
+                "invalid --probe-listen 'unix:///run/c.sock': the probes need an \
+                 http://host:port address"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            cli(&["--probe-listen", "http://localhost"]).probe_listen(),
+            Err("invalid --probe-listen http://localhost: http url needs host and port".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_pod_flags_need_kube_and_reach_the_options() {
+        assert_eq!(
+            cli(&["--pod-name", "p"]).kube_options(),
+            Err("--pod-name needs --kube".to_owned())
+        );
+        assert_eq!(
+            cli(&["--pod-uid", "u"]).kube_options(),
+            Err("--pod-uid needs --kube".to_owned())
+        );
+        let options = cli(&["--kube", "--pod-name", "p", "--pod-uid", "u"])
+            .kube_options()
+            .expect("valid")
+            .expect("kube mode");
+        assert_eq!(
+            (options.pod_name.as_deref(), options.pod_uid.as_deref()),
+            (Some("p"), Some("u"))
+        );
+        // An empty value (a variable set to nothing) counts as unset.
+        let options = cli(&["--kube", "--pod-name", ""])
+            .kube_options()
+            .expect("valid")
+            .expect("kube mode");
+        assert_eq!(options.pod_name, None);
+    }
+
     #[test]
     fn config_root_covers_every_case() {
         let dir = tempfile::tempdir().expect("a temp dir");
