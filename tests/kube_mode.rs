@@ -1223,11 +1223,11 @@ fn kube_shows_a_missing_configmap_and_the_event_regards_it_without_a_pod_name() 
         return;
     };
     let d = KubeDaemon::start(&cluster, &["--configmap", "nowhere"]);
-    d.wait_until("the ConfigMap seen missing", PATIENCE, || {
-        d.kube()["configMapState"] == "missing"
+    d.wait_until("synced, the ConfigMap seen missing", PATIENCE, || {
+        let kube = d.kube();
+        kube["synced"] == true && kube["configMapState"] == "missing"
     });
     let kube = d.kube();
-    assert_eq!(kube["synced"], true, "{kube}");
     assert_eq!(kube["watches"]["configMap"]["state"], "ok", "{kube}");
     let (status, reason) = readyz(d.port);
     assert_eq!(
