@@ -27,7 +27,7 @@
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -111,6 +111,13 @@ impl Env {
     /// the user's repositories and plugins play no part); panics with its
     /// output unless it exits 0.
     fn helm(&self, args: &[&str]) -> String {
+        let (ok, out, err) = self.try_helm(args);
+        assert!(ok, "helm {args:?} failed:\n{err}\n{out}");
+        out
+    }
+
+    /// Runs `helm` as [`Env::helm`] does; returns (success, stdout, stderr).
+    fn try_helm(&self, args: &[&str]) -> (bool, String, String) {
         let home = self.path("helm-home");
         let out = Command::new(helm_binary())
             .args(args)
@@ -125,14 +132,11 @@ impl Env {
             .stdin(Stdio::null())
             .output()
             .unwrap_or_else(|e| panic!("helm {args:?} could not start: {e}"));
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
+        (
             out.status.success(),
-            "helm {args:?} failed ({}):\n{}\n{stdout}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
     }
 
     /// Waits until the CronJobSet CRD is Established.
@@ -448,7 +452,8 @@ fn logs(pods: &[&HostPod]) -> String {
 /// parallel, and every scheduler on this host binds it), the web section
 /// the chart requires plus `unix://api.sock` (relative: one socket per
 /// working directory, so several schedulers on one host each have theirs),
-/// and `extra` YAML appended at the top level of `config`.
+/// and `jobs`, the body of `config.jobs` (indented four spaces). Returns
+/// the file and the port.
 fn write_values(env: &Env, replicas: u32, jobs: &str) -> (PathBuf, u16) {
     let port = support::http::free_port();
     let values = format!(
@@ -473,11 +478,8 @@ fn set_yaml(namespace: &str, name: &str, jobs: Value) -> String {
 
 /// The lines of `fires` (`<pod> <epoch second>` each) from `from` on,
 /// grouped by second.
-fn runners_per_second(
-    lines: &[String],
-    from: usize,
-) -> std::collections::BTreeMap<u64, Vec<String>> {
-    let mut by_second = std::collections::BTreeMap::<u64, Vec<String>>::new();
+fn runners_per_second(lines: &[String], from: usize) -> BTreeMap<u64, Vec<String>> {
+    let mut by_second = BTreeMap::<u64, Vec<String>>::new();
     for line in lines.iter().skip(from) {
         let mut parts = line.split_whitespace();
         if let (Some(pod), Some(Ok(second))) = (parts.next(), parts.next().map(str::parse)) {
@@ -687,6 +689,7 @@ fn the_chart_installs_upgrades_to_three_replicas_and_uninstalls_under_its_own_rb
     env.kubectl(&["get", "crd", "cronjobsets.cronstable.io"]);
     env.kubectl(&["get", "cronjobsets.cronstable.io", "nightly", "-n", ns]);
     env.kubectl(&["get", "lease", &format!("{fullname}-leader"), "-n", ns]);
+    env.kubectl(&["get", "namespace", ns]);
 }
 
 /// A `find` that lists instead of deleting. The example set's
@@ -750,6 +753,65 @@ fn kubectl_apply_of_deploy_exits_0_and_its_scheduler_accepts_the_example_set() {
         env.requests_by(&user)
     );
     assert_eq!(pod.forbidden_lines(), Vec::<String>::new(), "{}", pod.log());
+    assert_eq!(env.forbidden_requests(&user), vec![]);
+    drop(pod);
+
+    // Scaling as the docs say: the example over the plain install. Three
+    // schedulers, one Lease holder, nothing refused.
+    env.kubectl(&[
+        "apply",
+        "-f",
+        &format!("{REPO}/deploy/examples/three-replicas.yaml"),
+    ]);
+    let pods: Vec<HostPod> = ["a", "b", "c"]
+        .iter()
+        .map(|suffix| {
+            let spec = PodSpec::read(
+                &env,
+                ns,
+                "cronstable",
+                &format!("cronstable-7d9f8-{suffix}"),
+            );
+            HostPod::start(&env, &spec, &kubeconfig, Some(&harmless_find(&env)))
+        })
+        .collect();
+    let all: Vec<&HostPod> = pods.iter().collect();
+    let acquired = "cluster: this node acquired scheduled-job leadership";
+    let mut holder = String::new();
+    wait_until(
+        "one replica to hold the Lease and renew it",
+        PATIENCE,
+        || {
+            let (ok, out, _) = env.server.kubectl(&[
+                "get",
+                "lease",
+                "cronstable-leader",
+                "-n",
+                ns,
+                "-o",
+                "jsonpath={.spec.holderIdentity}",
+            ]);
+            holder = out.split('#').next().unwrap_or_default().to_owned();
+            let renewals = env
+                .requests_by(&user)
+                .iter()
+                .filter(|(verb, resource, code)| {
+                    verb == "update" && resource == "leases" && *code == 200
+                })
+                .count();
+            ok && pods.iter().any(|p| p.name == holder) && renewals >= 2
+        },
+        || logs(&all),
+    );
+    let leaders: Vec<&str> = pods
+        .iter()
+        .filter(|p| p.log().contains(acquired))
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(leaders, vec![holder.as_str()], "{}", logs(&all));
+    for pod in &pods {
+        assert_eq!(pod.forbidden_lines(), Vec::<String>::new(), "{}", pod.log());
+    }
     assert_eq!(env.forbidden_requests(&user), vec![]);
 }
 
@@ -959,6 +1021,19 @@ fn each_right_is_used_and_missed_loudly(test: &str, select: impl Fn(&Right) -> b
         }
     }
     assert!(quiet.is_empty(), "{}", quiet.join("\n\n"));
+
+    // The hand-edited Role and Helm 4 (server-side apply): the next upgrade
+    // meets a conflict on the rules, and --force-conflicts takes them back
+    // (docs/kubernetes.md, Install with Helm).
+    let chart = format!("{REPO}/charts/cronstable");
+    let upgrade = ["upgrade", release, &chart, "-n", ns, "--reuse-values"];
+    let (ok, _, err) = env.try_helm(&upgrade);
+    assert!(!ok && err.contains("conflict"), "{err}");
+    let mut forced = upgrade.to_vec();
+    forced.push("--force-conflicts");
+    env.helm(&forced);
+    let restored = env.get_json(&["role", fullname, "-n", ns]);
+    assert_eq!(restored["rules"], role["rules"]);
 }
 
 #[test]
