@@ -400,6 +400,25 @@ impl ApiServer {
         )
     }
 
+    /// Polls until the CustomResourceDefinition `name` is Established.
+    /// (`kubectl wait --for=condition=Established` fails outright when it
+    /// reads the CRD before the server wrote any condition.)
+    pub fn wait_established(&self, name: &str) {
+        let start = Instant::now();
+        let query = "jsonpath={.status.conditions[?(@.type==\"Established\")].status}";
+        loop {
+            let (ok, out, err) = self.kubectl(&["get", "crd", name, "-o", query]);
+            if ok && out.trim() == "True" {
+                return;
+            }
+            assert!(
+                start.elapsed() < START_PATIENCE,
+                "CRD {name} not Established after {START_PATIENCE:?}: {out} {err}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// `kubectl create token <sa> -n <namespace>`: a bound token the
     /// server accepts as that ServiceAccount.
     pub fn token(&self, namespace: &str, service_account: &str) -> String {

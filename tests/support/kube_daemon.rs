@@ -164,13 +164,7 @@ impl Cluster {
         let crd_path = crd.display().to_string();
         let (ok, _, err) = server.kubectl(&["apply", "-f", &crd_path]);
         assert!(ok, "kubectl apply the committed CRD: {err}");
-        let (ok, _, err) = server.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/cronjobsets.cronstable.io",
-        ]);
-        assert!(ok, "the CRD is established: {err}");
+        server.wait_established("cronjobsets.cronstable.io");
         let (rt, stop, driver) = driven_runtime();
         let dir = tempfile::tempdir().expect("temp dir");
         let kubeconfig = dir.path().join("kubeconfig");
