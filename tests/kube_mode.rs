@@ -965,12 +965,12 @@ fn readyz(port: u16) -> (u16, String) {
 /// ServiceAccount `cronstable`.
 fn role_yaml(with_configmaps: bool) -> String {
     let configmaps = if with_configmaps {
-        "  - apiGroups: [\"\"]\n    resources: [configmaps]\n    verbs: [get, list, watch]\n"
+        "  - apiGroups: [\"\"]\n    resources: [configmaps]\n    verbs: [list, watch]\n"
     } else {
         ""
     };
     format!(
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: cronstable, namespace: team-a}}\nrules:\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets]\n    verbs: [get, list, watch]\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets/status]\n    verbs: [patch]\n{configmaps}  - apiGroups: [events.k8s.io]\n    resources: [events]\n    verbs: [create, patch]\n"
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: cronstable, namespace: team-a}}\nrules:\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets]\n    verbs: [list, watch]\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets/status]\n    verbs: [patch]\n{configmaps}  - apiGroups: [events.k8s.io]\n    resources: [events]\n    verbs: [create, patch]\n"
     )
 }
 

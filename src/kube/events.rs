@@ -6,8 +6,11 @@
 //! recorders do. Only the writer of status (the leader) publishes events
 //! on sets and the ConfigMap: the others drop those. An event about this
 //! scheduler's own pod (a ConfigMap it cannot find) is published by every
-//! replica, each about itself.
+//! replica, each about itself. A lost Event is a DEBUG line (the status
+//! and the log carry the same facts), except one the API server refuses
+//! (401, 403): a missing right is a WARNING, once per verb and namespace.
 
+use super::health::Reminders;
 use super::sets::{SetKey, SetReports};
 use crate::config::JobConfig;
 use crate::job::RunRecord;
@@ -164,6 +167,7 @@ pub fn spawn(
         },
     );
     tokio::spawn(async move {
+        let mut refusals = Reminders::default();
         while let Some(request) = rx.recv().await {
             if !request.every_replica && !*may_write.borrow() {
                 continue;
@@ -182,6 +186,10 @@ pub fn spawn(
             .await;
             let failure = match published {
                 Ok(Ok(())) => None,
+                Ok(Err(kube::Error::Api(status))) if status.code == 401 || status.code == 403 => {
+                    warn_refused(&mut refusals, &request, &status);
+                    None
+                }
                 Ok(Err(err)) => Some(err.to_string()),
                 Err(_) => Some(format!("no answer within {} s", PUBLISH_DEADLINE.as_secs())),
             };
@@ -199,6 +207,46 @@ pub fn spawn(
         }
     });
     tx
+}
+
+/// The verb a refusal's message names (`... cannot create resource ...`).
+fn refused_verb(message: &str) -> &str {
+    message
+        .split_once("cannot ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or("create or patch")
+}
+
+/// An Event the API server refused (401, 403): unlike a lost Event, a
+/// missing right does not go away by itself, so it is a WARNING naming
+/// the verb, the namespace and the server's message, once per verb and
+/// namespace (again every [`super::health::REFUSED_REMINDER`] while it
+/// lasts).
+fn warn_refused(refusals: &mut Reminders, request: &EventRequest, status: &kube::core::Status) {
+    let namespace = request.regarding.namespace.as_deref().unwrap_or_default();
+    let verb = refused_verb(&status.message);
+    let key = format!("{} {verb} {namespace}", status.code);
+    if !refusals.due(&key, std::time::Instant::now()) {
+        return;
+    }
+    let hint = if status.code == 401 {
+        "the API server does not accept the daemon's credentials (an expired or revoked token?)"
+    } else {
+        "the Role (RBAC) of the daemon's service account lacks this right; see the RBAC section \
+         of docs/kubernetes.md"
+    };
+    tracing::warn!(
+        target: "cronstable::kube",
+        "Kubernetes API refused to {verb} events.k8s.io events in namespace {namespace} ({} {}: \
+         {}): {hint}; Events (such as this {} one on {}/{}) are dropped until it is granted, the \
+         status and the log carry the same facts",
+        status.code,
+        status.reason,
+        status.message,
+        request.reason,
+        namespace,
+        request.regarding.name.as_deref().unwrap_or_default()
+    );
 }
 
 /// A reporter that also records an Event on the CronJobSet of a failed
@@ -267,6 +315,22 @@ impl Reporter for EventingReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_refused_verb_is_read_from_the_servers_message() {
+        assert_eq!(
+            refused_verb(
+                "events.events.k8s.io is forbidden: User \"u\" cannot create resource \"events\" \
+                 in API group \"events.k8s.io\" in the namespace \"ops\""
+            ),
+            "create"
+        );
+        assert_eq!(
+            refused_verb("... cannot patch resource \"events\" ..."),
+            "patch"
+        );
+        assert_eq!(refused_verb("Unauthorized"), "create or patch");
+    }
 
     #[test]
     fn long_notes_are_clipped_on_a_character_boundary() {

@@ -247,6 +247,29 @@ impl HealthMachine {
     }
 }
 
+/// Says when a refusal that is not a watch's (an Event the Role does not
+/// allow, say) is due a WARNING: the first time for its key, then again
+/// only after [`REFUSED_REMINDER`], however often it recurs meanwhile.
+#[derive(Debug, Default)]
+pub struct Reminders {
+    last: std::collections::HashMap<String, Instant>,
+}
+
+impl Reminders {
+    /// Whether the refusal `key` (what was refused, and where) is to be
+    /// logged at `now`; noted as logged when it is.
+    pub fn due(&mut self, key: &str, now: Instant) -> bool {
+        let due = self
+            .last
+            .get(key)
+            .is_none_or(|at| now.saturating_duration_since(*at) >= REFUSED_REMINDER);
+        if due {
+            self.last.insert(key.to_owned(), now);
+        }
+        due
+    }
+}
+
 /// A refused watch's error as `GET /kube` shows it.
 fn refused_error(watch: Watched, refusal: &Refusal) -> String {
     let what = match watch {
@@ -443,6 +466,21 @@ mod tests {
             "reachable (the refusal is an answer), and the refusal is the one logged before"
         );
         assert!(!m.connected());
+    }
+
+    #[test]
+    fn a_reminder_is_due_once_per_key_and_interval() {
+        let t0 = Instant::now();
+        let mut reminders = Reminders::default();
+        assert!(reminders.due("create events in ops", t0));
+        assert!(!reminders.due("create events in ops", at(t0, 1.0)));
+        assert!(
+            reminders.due("patch events in ops", at(t0, 1.0)),
+            "another key"
+        );
+        assert!(!reminders.due("create events in ops", at(t0, 599.0)));
+        assert!(reminders.due("create events in ops", at(t0, 600.0)));
+        assert!(!reminders.due("create events in ops", at(t0, 601.0)));
     }
 
     #[test]
