@@ -106,10 +106,11 @@ def rules(role):
 
 
 SETS_RULES = [
-    (("cronstable.io",), ("cronjobsets",), ("get", "list", "watch")),
+    (("cronstable.io",), ("cronjobsets",), ("list", "watch")),
     (("cronstable.io",), ("cronjobsets/status",), ("patch",)),
 ]
-CONFIGMAP_RULE = [(("",), ("configmaps",), ("get", "list", "watch"))]
+CONFIGMAP_RULE = [(("",), ("configmaps",), ("list", "watch"))]
+POD_ENV = ["CRONSTABLE_POD_NAME", "CRONSTABLE_POD_UID"]
 EVENTS_RULE = [(("events.k8s.io",), ("events",), ("create", "patch"))]
 LEASE_RULE = [(("coordination.k8s.io",), ("leases",), ("get", "create", "update"))]
 
@@ -144,6 +145,11 @@ def check_restricted_pod(deploy):
     check(mounts.get("tmp") == "/tmp" and "emptyDir" in volumes.get("tmp", {}), "emptyDir at /tmp")
     for v in pod["volumes"]:
         check("hostPath" not in v, "no hostPath volume")
+    # The pod's name and uid from the downward API (Events about the
+    # scheduler itself regard its pod).
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath") for e in container.get("env", [])}
+    check(env.get("CRONSTABLE_POD_NAME") == "metadata.name", "CRONSTABLE_POD_NAME from metadata.name")
+    check(env.get("CRONSTABLE_POD_UID") == "metadata.uid", "CRONSTABLE_POD_UID from metadata.uid")
     for probe, path in (("livenessProbe", "/livez"), ("readinessProbe", "/readyz")):
         check(
             container.get(probe, {}).get("httpGet") == {"path": path, "port": "http"},
@@ -242,7 +248,7 @@ def main():
     check(deploy["spec"]["replicas"] == 1, "one replica by default")
     container = check_restricted_pod(deploy)
     check(
-        container["args"] == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "namespace"],
+        container["args"] == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "namespace", "--probe-listen", "http://0.0.0.0:8080"],
         "default args: %s" % container["args"],
     )
     check(one(objs, "ServiceAccount")["automountServiceAccountToken"] is False, "the account itself does not automount")
@@ -283,6 +289,11 @@ def main():
     spread = one(objs, "Deployment")["spec"]["template"]["spec"].get("topologySpreadConstraints", [])
     check(len(spread) == 1 and spread[0]["topologyKey"] == "kubernetes.io/hostname", "topology spread rendered")
 
+    # The probes' listener follows a web section of the user's own on [::].
+    v6 = objects(render(helm, sets=['config.web={"listen": ["http://[::]:8080"]}']).stdout)
+    (v6_container,) = one(v6, "Deployment")["spec"]["template"]["spec"]["containers"]
+    check(v6_container["args"][-2:] == ["--probe-listen", "http://[::]:8080"], "probe listener on [::]: %s" % v6_container["args"])
+
     # A cluster section of the user's own is kept as written.
     own = objects(render(helm, sets=["replicaCount=2", "config.cluster.backend=etcd"]).stdout)
     check(daemon_config(own)["cluster"] == {"backend": "etcd"}, "the user's cluster section wins")
@@ -300,7 +311,7 @@ def main():
     container = check_restricted_pod(one(objs, "Deployment"))
     check(
         container["args"]
-        == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "all", "--selector", "team=platform,tier!=batch", "-l", "DEBUG"],
+        == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "all", "--probe-listen", "http://0.0.0.0:8080", "--selector", "team=platform,tier!=batch", "-l", "DEBUG"],
         "all-namespaces args: %s" % container["args"],
     )
     check(rules(one(objs, "Role")) == sorted(CONFIGMAP_RULE), "all-namespaces Role keeps only configmaps")
@@ -328,7 +339,7 @@ def main():
     check(pod.get("imagePullSecrets") == [{"name": "registry-credentials"}], "imagePullSecrets")
     (container,) = pod["containers"]
     check({m["name"] for m in container["volumeMounts"]} == {"tmp", "scripts"}, "extra volume mounted")
-    check(container["env"][0]["name"] == "CRONSTABLE_WEB_TOKEN", "extraEnv")
+    check([e["name"] for e in container["env"]] == POD_ENV + ["CRONSTABLE_WEB_TOKEN"], "extraEnv after the pod's own: %s" % container["env"])
     check(any(v["name"] == "tmp" and v["emptyDir"] == {"sizeLimit": "256Mi"} for v in pod["volumes"]), "tmp sizeLimit")
 
     # What must be refused.

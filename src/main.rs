@@ -49,6 +49,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let probe_listen = match cli.probe_listen() {
+        Ok(url) => url,
+        Err(message) => {
+            eprintln!("cronstable: error: {message}");
+            return ExitCode::from(2);
+        }
+    };
     let default = Path::new(platform::DEFAULT_CONFIG_PATH);
     let given = cli.config.as_deref();
     let root = match args::config_root(given, cli.kube, default, default.exists()) {
@@ -74,7 +81,7 @@ fn main() -> ExitCode {
         tracing::info!(target: "cronstable::config", "{note}");
     }
     if !(cli.validate_config || cli.job_set_id) {
-        return cronstable::daemon::run(root, loaded, kube_options);
+        return cronstable::daemon::run(root, loaded, kube_options, probe_listen);
     }
     // The one-shot modes need only the `logging` section (the daemon puts
     // every section in force at start), applied after the load warnings,

@@ -1510,6 +1510,58 @@ async fn delete_preconditions_refuse_a_changed_object() {
     );
 }
 
+#[tokio::test]
+async fn a_denied_resource_answers_403_in_the_authorizers_words() {
+    let fake = FakeApiServer::start().await.expect("fake starts");
+    let (client, _dir) = client_for(&fake).await;
+    let here: Api<ConfigMap> = Api::namespaced(client.clone(), "team-a");
+    let elsewhere: Api<ConfigMap> = Api::namespaced(client.clone(), "team-b");
+    here.create(&PostParams::default(), &cm("x", json!({}), json!({})))
+        .await
+        .expect("create before the denial");
+    fake.deny("", "configmaps", Some("team-a"));
+    let (code, reason, message) =
+        api_error(here.list(&ListParams::default()).await.expect_err("denied"));
+    assert_eq!((code, reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        message,
+        "configmaps is forbidden: User \"system:serviceaccount:fake:cronstable\" cannot list \
+         resource \"configmaps\" in API group \"\" in the namespace \"team-a\""
+    );
+    let (_, _, message) = api_error(here.get("x").await.expect_err("denied"));
+    assert!(
+        message.starts_with("configmaps \"x\" is forbidden: User")
+            && message.contains("cannot get"),
+        "{message}"
+    );
+    // The watcher's first list fails the same way (after its Init marker,
+    // which comes before the request).
+    let first = watcher(here.clone(), watcher::Config::default())
+        .boxed()
+        .filter(|item| futures_util::future::ready(!matches!(item, Ok(watcher::Event::Init))))
+        .next()
+        .await
+        .expect("an item");
+    match first {
+        Err(watcher::Error::InitialListFailed(kube::Error::Api(s))) => assert_eq!(s.code, 403),
+        other => panic!("expected a refused list, got {other:?}"),
+    }
+    // Another namespace is served, and allow_all lifts the denial.
+    elsewhere
+        .list(&ListParams::default())
+        .await
+        .expect("another namespace is allowed");
+    fake.allow_all();
+    assert_eq!(
+        here.list(&ListParams::default())
+            .await
+            .expect("allowed")
+            .items
+            .len(),
+        1
+    );
+}
+
 /// The CronJobSet resource, with the committed CRD installed.
 fn cronjobsets(fake: &FakeApiServer, client: Client) -> Api<DynamicObject> {
     fake.install_crd_yaml(support::kube_daemon::CRD_YAML)

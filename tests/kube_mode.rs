@@ -1047,3 +1047,387 @@ fn a_bad_scope_or_selector_is_refused_at_start() {
     assert_ne!(code, Some(0), "{err}");
     assert!(err.contains("--selector"), "{err}");
 }
+
+/// How many lines of `log` start with `level` and hold `needle`.
+fn count_lines(log: &str, level: &str, needle: &str) -> usize {
+    log.lines()
+        .filter(|l| l.starts_with(level) && l.contains(needle))
+        .count()
+}
+
+/// `GET /readyz`: its status and its reason (empty when ready).
+fn readyz(port: u16) -> (u16, String) {
+    let reply = support::http::get(port, "/readyz");
+    let reason = reply.json()["reason"].as_str().unwrap_or("").to_owned();
+    (reply.status, reason)
+}
+
+/// The RBAC rules the scheduler needs in `team-a` (docs/kubernetes.md),
+/// `configmaps` only when `with_configmaps`, as a Role bound to the
+/// ServiceAccount `cronstable`.
+fn role_yaml(with_configmaps: bool) -> String {
+    let configmaps = if with_configmaps {
+        "  - apiGroups: [\"\"]\n    resources: [configmaps]\n    verbs: [list, watch]\n"
+    } else {
+        ""
+    };
+    format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: cronstable, namespace: team-a}}\nrules:\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets]\n    verbs: [list, watch]\n  - apiGroups: [cronstable.io]\n    resources: [cronjobsets/status]\n    verbs: [patch]\n{configmaps}  - apiGroups: [events.k8s.io]\n    resources: [events]\n    verbs: [create, patch]\n"
+    )
+}
+
+/// On a real server: the ServiceAccount `cronstable` in `team-a`, bound to
+/// [`role_yaml`] without `configmaps`, and a kubeconfig carrying its
+/// token (`kubectl create token`), as a pod of the chart would hold.
+fn service_account_without_configmaps(cluster: &Cluster) -> std::path::PathBuf {
+    let objects = format!(
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: cronstable, namespace: team-a}}\n---\n{}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: cronstable, namespace: team-a}}\nsubjects:\n  - {{kind: ServiceAccount, name: cronstable, namespace: team-a}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: cronstable}}\n",
+        role_yaml(false)
+    );
+    let path = cluster.path("kubeconfig-cronstable-sa");
+    cluster.real_server(|server| {
+        let (ok, _, err) = server.kubectl_with(
+            &server.admin_kubeconfig(),
+            &["apply", "-f", "-"],
+            Some(&objects),
+        );
+        assert!(ok, "kubectl apply the RBAC objects: {err}");
+        let token = server.token("team-a", "cronstable");
+        server.write_token_kubeconfig(&path, &token, "team-a");
+    });
+    path
+}
+
+#[test]
+fn a_forbidden_configmap_is_one_warning_not_an_outage_and_readyz_names_it() {
+    let cluster = Cluster::start();
+    // As a Role without configmaps: every ConfigMap request answers 403.
+    forbidden_configmap(
+        &cluster,
+        Launch::new(&cluster),
+        || cluster.fake().deny("", "configmaps", Some("team-a")),
+        || cluster.fake().allow_all(),
+    );
+}
+
+#[test]
+fn a_role_without_configmaps_on_a_real_server_is_one_warning_and_readyz_names_it() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let mut how = Launch::new(&cluster);
+    how.kubeconfig = Some(service_account_without_configmaps(&cluster));
+    forbidden_configmap(
+        &cluster,
+        how,
+        || {},
+        || {
+            cluster.real_server(|server| {
+                let (ok, _, err) = server.kubectl_with(
+                    &server.admin_kubeconfig(),
+                    &["apply", "-f", "-"],
+                    Some(&role_yaml(true)),
+                );
+                assert!(ok, "grant configmaps: {err}");
+            });
+        },
+    );
+}
+
+/// A scheduler whose Role lacks `configmaps` (`deny` takes the right
+/// away once the test's objects are in place, unless the daemon's
+/// identity never had it), watched for nine seconds; then `allow` grants
+/// the right.
+fn forbidden_configmap(cluster: &Cluster, how: Launch, deny: impl FnOnce(), allow: impl FnOnce()) {
+    cluster.apply(configmap(
+        "team-a",
+        "cronstable-config",
+        json!({"jobs.yaml": format!(
+            "jobs:\n  - name: cm-tick\n    command: echo cm >> {{dir}}/cm.log\n    schedule: \"{EVERY_SECOND}\"\n"
+        )}),
+    ));
+    cluster.apply(set("steady", json!([tick("tick", "steady.log")])));
+    deny();
+    let d = KubeDaemon::launch(cluster, how.args(&["--configmap", "cronstable-config"]));
+    d.wait_lines(cluster, "steady.log", 2);
+    // Eight seconds and more of retries, while the sets' watch answers and
+    // the daemon's own status writes succeed and come back on it: the
+    // ConfigMap's error must stay the whole time.
+    let window = Instant::now();
+    let writes_before = d.kube()["statusWrites"].as_u64().unwrap_or(0);
+    let mut polls = 0;
+    while window.elapsed() < Duration::from_secs(9) {
+        let kube = d.kube();
+        if polls > 0 || kube["lastError"].is_string() {
+            let error = kube["lastError"].as_str().unwrap_or("(null)");
+            assert!(
+                error.contains("403 Forbidden") && error.contains("configmaps"),
+                "lastError lost at {:?}: {kube}",
+                window.elapsed()
+            );
+            polls += 1;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        polls > 30,
+        "the error was published within the window: {polls}"
+    );
+    let kube = d.kube();
+    assert!(
+        kube["statusWrites"].as_u64().unwrap_or(0) > writes_before,
+        "status writes went on meanwhile: {kube}"
+    );
+    assert_eq!(kube["connected"], false, "{kube}");
+    assert_eq!(kube["watches"]["configMap"]["state"], "refused", "{kube}");
+    assert_eq!(kube["watches"]["cronJobSets"]["state"], "ok", "{kube}");
+    assert!(
+        kube["watches"]["cronJobSets"]["lastError"].is_null(),
+        "{kube}"
+    );
+    let log = d.log();
+    assert_eq!(
+        count_lines(
+            &log,
+            "WARNING:",
+            "Kubernetes API refused to list configmaps"
+        ),
+        1,
+        "one warning, not one per retry; log:\n{log}"
+    );
+    let warning = log
+        .lines()
+        .find(|l| l.contains("Kubernetes API refused"))
+        .expect("the warning");
+    for needed in [
+        "in namespace team-a",
+        "403 Forbidden",
+        "cannot list resource",
+        "RBAC",
+    ] {
+        assert!(warning.contains(needed), "{needed:?} in {warning}");
+    }
+    assert_eq!(count_lines(&log, "WARNING:", "unreachable"), 0, "{log}");
+    assert_eq!(count_lines(&log, "INFO:", "reachable again"), 0, "{log}");
+    let (status, reason) = readyz(d.port);
+    assert_eq!(status, 503);
+    for needed in ["Forbidden", "configmaps", "namespace team-a"] {
+        assert!(reason.contains(needed), "{needed:?} in {reason}");
+    }
+    assert_eq!(support::http::get(d.port, "/livez").status, 200);
+
+    // The right granted: the ConfigMap is read, the pod turns ready, one
+    // line says so. (The next retry may be up to the backoff's 30 s away.)
+    allow();
+    d.wait_until("the ConfigMap's job", Duration::from_secs(45), || {
+        !cluster.lines("cm.log").is_empty()
+    });
+    d.wait_until("ready", Duration::from_secs(45), || readyz(d.port).0 == 200);
+    let kube = d.kube();
+    assert_eq!(kube["connected"], true, "{kube}");
+    assert!(kube["lastError"].is_null(), "{kube}");
+    assert_eq!(kube["configMapState"], "found", "{kube}");
+    let log = d.log();
+    assert_eq!(
+        count_lines(&log, "INFO:", "Kubernetes API allows reading configmaps"),
+        1,
+        "{log}"
+    );
+    assert_eq!(count_lines(&log, "INFO:", "reachable again"), 0, "{log}");
+}
+
+#[test]
+fn a_configmap_missing_at_start_is_loud_and_the_probes_still_answer() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    cluster.apply(set("steady", json!([tick("tick", "steady.log")])));
+    // As the chart runs it: the web section would come from the ConfigMap,
+    // whose name is misspelled here.
+    let mut how = Launch::new(&cluster).args(&[
+        "--configmap",
+        "cronstable-confg",
+        "--pod-name",
+        "cronstable-7d9f8-abcde",
+        "--pod-uid",
+        "0a1b2c3d-uid",
+    ]);
+    how.probe_only = true;
+    let d = KubeDaemon::launch(&cluster, how);
+    // The sets' jobs run; the probes answer on the probe listener.
+    d.wait_lines(&cluster, "steady.log", 1);
+    d.wait_for_log("(--configmap) does not exist", 1, PATIENCE);
+    assert_eq!(support::http::get(d.port, "/livez").status, 200);
+    let (status, reason) = readyz(d.port);
+    assert_eq!(status, 503);
+    assert_eq!(
+        reason, "the ConfigMap team-a/cronstable-confg (--configmap) does not exist",
+        "the reason"
+    );
+    // Only the probes: nothing else is open without a web section.
+    assert_eq!(support::http::get(d.port, "/jobs").status, 404);
+    let log = d.log();
+    assert_eq!(
+        count_lines(
+            &log,
+            "WARNING:",
+            "ConfigMap team-a/cronstable-confg (--configmap) does not exist"
+        ),
+        1,
+        "{log}"
+    );
+    let mut events = Vec::new();
+    d.wait_until("a ConfigMapMissing Event on the pod", PATIENCE, || {
+        events = cluster.events_regarding("team-a", "cronstable-7d9f8-abcde");
+        events.iter().any(|e| e["reason"] == "ConfigMapMissing")
+    });
+    let event = &events[0];
+    assert_eq!(event["type"], "Warning", "{event}");
+    assert_eq!(event["regarding"]["kind"], "Pod", "{event}");
+    assert_eq!(event["regarding"]["uid"], "0a1b2c3d-uid", "{event}");
+    assert!(
+        event["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("team-a/cronstable-confg")),
+        "{event}"
+    );
+    // Still one warning after several seconds (relists say nothing new).
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(count_lines(&d.log(), "WARNING:", "does not exist"), 1);
+
+    // The ConfigMap created (with the web section, as the chart writes
+    // it): its job and the whole API come up, the pod turns ready.
+    cluster.apply(configmap(
+        "team-a",
+        "cronstable-confg",
+        json!({"cronstable.yaml": format!(
+            "web:\n  listen: [\"http://127.0.0.1:{}\"]\njobs:\n  - name: cm-tick\n    command: echo cm >> {{dir}}/cm.log\n    schedule: \"{EVERY_SECOND}\"\n",
+            d.port
+        )}),
+    ));
+    d.wait_for_log("web: started listening", 1, PATIENCE);
+    d.wait_lines(&cluster, "cm.log", 1);
+    d.wait_until("ready", PATIENCE, || readyz(d.port).0 == 200);
+    assert_eq!(d.kube()["configMapState"], "found");
+    assert_eq!(
+        count_lines(
+            &d.log(),
+            "INFO:",
+            "ConfigMap team-a/cronstable-confg (--configmap) now exists"
+        ),
+        1
+    );
+}
+
+#[test]
+fn kube_shows_a_missing_configmap_and_the_event_regards_it_without_a_pod_name() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let d = KubeDaemon::start(&cluster, &["--configmap", "nowhere"]);
+    d.wait_until("synced, the ConfigMap seen missing", PATIENCE, || {
+        let kube = d.kube();
+        kube["synced"] == true && kube["configMapState"] == "missing"
+    });
+    let kube = d.kube();
+    assert_eq!(kube["watches"]["configMap"]["state"], "ok", "{kube}");
+    let (status, reason) = readyz(d.port);
+    assert_eq!(
+        (status, reason.as_str()),
+        (
+            503,
+            "the ConfigMap team-a/nowhere (--configmap) does not exist"
+        )
+    );
+    let mut events = Vec::new();
+    d.wait_until(
+        "a ConfigMapMissing Event on the ConfigMap",
+        PATIENCE,
+        || {
+            events = cluster.events_regarding("team-a", "nowhere");
+            !events.is_empty()
+        },
+    );
+    assert_eq!(events[0]["reason"], "ConfigMapMissing");
+    assert_eq!(events[0]["regarding"]["kind"], "ConfigMap");
+}
+
+#[test]
+fn a_deleted_configmap_keeps_the_jobs_and_the_web_api_until_it_is_recreated() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let mut how = Launch::new(&cluster).args(&[
+        "--configmap",
+        "cronstable-config",
+        "--pod-name",
+        "cronstable-0",
+    ]);
+    how.probe_only = true;
+    let d = KubeDaemon::launch(&cluster, how);
+    let config = |jobs: &[&str]| {
+        let mut text = format!("web:\n  listen: [\"http://127.0.0.1:{}\"]\njobs:\n", d.port);
+        for job in jobs {
+            text.push_str(&format!(
+                "  - name: {job}\n    command: echo {job} >> {{dir}}/{job}.log\n    schedule: \"{EVERY_SECOND}\"\n"
+            ));
+        }
+        configmap(
+            "team-a",
+            "cronstable-config",
+            json!({"cronstable.yaml": text}),
+        )
+    };
+    cluster.apply(config(&["cm-one"]));
+    d.wait_for_log("web: started listening", 1, PATIENCE);
+    d.wait_lines(&cluster, "cm-one.log", 1);
+    d.wait_until("ready", PATIENCE, || readyz(d.port).0 == 200);
+
+    cluster.delete("ConfigMap", "team-a", "cronstable-config");
+    d.wait_for_log("(--configmap) was deleted", 1, PATIENCE);
+    // The jobs go on, the API stays where it was, the pod stays live and
+    // ready (its config runs), and the state says deleted.
+    let runs = cluster.lines("cm-one.log").len();
+    d.wait_lines(&cluster, "cm-one.log", runs + 3);
+    assert_eq!(support::http::get(d.port, "/livez").status, 200);
+    assert_eq!(readyz(d.port).0, 200);
+    assert_eq!(d.job_names(), ["cm-one"]);
+    let kube = d.kube();
+    assert_eq!(kube["configMapState"], "deleted", "{kube}");
+    let log = d.log();
+    assert_eq!(
+        count_lines(
+            &log,
+            "WARNING:",
+            "ConfigMap team-a/cronstable-config (--configmap) was deleted: keeping the running config"
+        ),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        count_lines(&log, "INFO:", "Stopping http server"),
+        1,
+        "only the probe listener stopped: {log}"
+    );
+    let mut events = Vec::new();
+    d.wait_until("a ConfigMapDeleted Event on the pod", PATIENCE, || {
+        events = cluster.events_regarding("team-a", "cronstable-0");
+        events.iter().any(|e| e["reason"] == "ConfigMapDeleted")
+    });
+    assert_eq!(events[0]["type"], "Warning");
+
+    // Recreated with another job: back to found, one INFO line, the new
+    // config in force.
+    cluster.apply(config(&["cm-one", "cm-two"]));
+    d.wait_lines(&cluster, "cm-two.log", 1);
+    assert_eq!(d.kube()["configMapState"], "found");
+    assert_eq!(
+        count_lines(
+            &d.log(),
+            "INFO:",
+            "ConfigMap team-a/cronstable-config (--configmap) was created again; loading it"
+        ),
+        1
+    );
+    assert_eq!(d.job_names(), ["cm-one", "cm-two"]);
+}

@@ -58,6 +58,27 @@ pub struct Cli {
     #[arg(long = "selector", value_name = "LABELS", env = "CRONSTABLE_SELECTOR")]
     pub selector: Option<String>,
 
+    /// With --kube: this scheduler's pod name, for the Events about the
+    /// scheduler itself (a missing ConfigMap) [the chart sets it from the
+    /// downward API].
+    #[arg(long = "pod-name", value_name = "NAME", env = "CRONSTABLE_POD_NAME")]
+    pub pod_name: Option<String>,
+
+    /// With --kube: this scheduler's pod uid (with --pod-name, `kubectl
+    /// describe pod` lists those Events).
+    #[arg(long = "pod-uid", value_name = "UID", env = "CRONSTABLE_POD_UID")]
+    pub pod_uid: Option<String>,
+
+    /// Serve /livez and /readyz on this http:// address while no `web`
+    /// section is in force (a ConfigMap that holds the web section is
+    /// missing, say), so the probes find the scheduler alive.
+    #[arg(
+        long = "probe-listen",
+        value_name = "URL",
+        env = "CRONSTABLE_PROBE_LISTEN"
+    )]
+    pub probe_listen: Option<String>,
+
     /// Log level: DEBUG, INFO, WARNING, ERROR or CRITICAL (any case).
     #[arg(
         short = 'l',
@@ -155,6 +176,8 @@ impl Cli {
                 (self.namespace.is_some(), "--namespace"),
                 (self.configmap.is_some(), "--configmap"),
                 (self.selector.is_some(), "--selector"),
+                (self.pod_name.is_some(), "--pod-name"),
+                (self.pod_uid.is_some(), "--pod-uid"),
                 (scope != SetScope::Namespace, "--cronjobsets"),
             ];
             if let Some((_, flag)) = stray.iter().find(|(given, _)| *given) {
@@ -171,7 +194,23 @@ impl Cli {
             configmap: self.configmap.clone(),
             scope,
             selector: self.selector.clone(),
+            pod_name: self.pod_name.clone().filter(|n| !n.is_empty()),
+            pod_uid: self.pod_uid.clone().filter(|u| !u.is_empty()),
         }))
+    }
+
+    /// `--probe-listen`, checked: an `http://host:port` address.
+    pub fn probe_listen(&self) -> Result<Option<String>, String> {
+        let Some(url) = &self.probe_listen else {
+            return Ok(None);
+        };
+        match crate::web::parse_listen(url) {
+            Ok(crate::web::ListenAddr::Tcp(_)) => Ok(Some(url.clone())),
+            Ok(_) => Err(format!(
+                "invalid --probe-listen '{url}': the probes need an http://host:port address"
+            )),
+            Err(err) => Err(format!("invalid --probe-listen {err}")),
+        }
     }
 }
 
@@ -232,6 +271,58 @@ mod tests {
             "{help}"
         );
         assert!(!help.contains("cronstable.yaml"), "{help}");
+    }
+
+    fn cli(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("cronstable").chain(args.iter().copied()))
+            .expect("the arguments parse")
+    }
+
+    #[test]
+    fn probe_listen_takes_an_http_address_only() {
+        assert_eq!(cli(&[]).probe_listen(), Ok(None));
+        assert_eq!(
+            cli(&["--probe-listen", "http://0.0.0.0:8080"]).probe_listen(),
+            Ok(Some("http://0.0.0.0:8080".to_owned()))
+        );
+        assert_eq!(
+            cli(&["--probe-listen", "unix:///run/c.sock"]).probe_listen(),
+            Err(
+                "invalid --probe-listen 'unix:///run/c.sock': the probes need an \
+                 http://host:port address"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            cli(&["--probe-listen", "http://localhost"]).probe_listen(),
+            Err("invalid --probe-listen http://localhost: http url needs host and port".to_owned())
+        );
+    }
+
+    #[test]
+    fn the_pod_flags_need_kube_and_reach_the_options() {
+        assert_eq!(
+            cli(&["--pod-name", "p"]).kube_options(),
+            Err("--pod-name needs --kube".to_owned())
+        );
+        assert_eq!(
+            cli(&["--pod-uid", "u"]).kube_options(),
+            Err("--pod-uid needs --kube".to_owned())
+        );
+        let options = cli(&["--kube", "--pod-name", "p", "--pod-uid", "u"])
+            .kube_options()
+            .expect("valid")
+            .expect("kube mode");
+        assert_eq!(
+            (options.pod_name.as_deref(), options.pod_uid.as_deref()),
+            (Some("p"), Some("u"))
+        );
+        // An empty value (a variable set to nothing) counts as unset.
+        let options = cli(&["--kube", "--pod-name", ""])
+            .kube_options()
+            .expect("valid")
+            .expect("kube mode");
+        assert_eq!(options.pod_name, None);
     }
 
     #[test]

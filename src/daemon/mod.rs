@@ -32,11 +32,14 @@ use std::sync::Arc;
 /// supervisor over the `cluster` section, the cluster slot store the plan
 /// names, in-memory run history, and the web API on its own thread.
 /// `loaded` is the first load of `root` (empty without `-c` in
-/// Kubernetes mode), its warnings already logged.
+/// Kubernetes mode), its warnings already logged. `probe_listen`
+/// (`--probe-listen`) serves the probes while no `web` section is in
+/// force.
 pub fn run(
     root: Option<PathBuf>,
     loaded: config::LoadedConfig,
     kube: Option<KubeOptions>,
+    probe_listen: Option<String>,
 ) -> ExitCode {
     let start_time = chrono::Utc::now().timestamp_micros() as f64 / 1e6;
     // First, so the `logging` section governs every later line. The
@@ -177,7 +180,7 @@ pub fn run(
         ));
         // The API renders on its own thread, so a large response never
         // delays a launch (see `web::ApiThread`).
-        let web = match web::ApiThread::start(sources.web_config, control, published) {
+        let web = match web::ApiThread::start(sources.web_config, probe_listen, control, published) {
             Ok(thread) => Some(thread),
             Err(err) => {
                 tracing::error!(target: "cronstable::web", "cannot start the web API thread: {err}");

@@ -3,9 +3,14 @@
 //! task, so neither the source nor a finishing run ever waits on the API;
 //! the task publishes them with kube-runtime's recorder, which aggregates
 //! a repeat into the first event's `series.count` as Kubernetes' own
-//! recorders do. Only the writer of status (the leader) publishes: the
-//! others drop their requests.
+//! recorders do. Only the writer of status (the leader) publishes events
+//! on sets and the ConfigMap: the others drop those. An event about this
+//! scheduler's own pod (a ConfigMap it cannot find) is published by every
+//! replica, each about itself. A lost Event is a DEBUG line (the status
+//! and the log carry the same facts), except one the API server refuses
+//! (401, 403): a missing right is a WARNING, once per verb and namespace.
 
+use super::health::Reminders;
 use super::sets::{SetKey, SetReports};
 use crate::config::JobConfig;
 use crate::job::RunRecord;
@@ -36,6 +41,9 @@ pub struct EventRequest {
     pub action: &'static str,
     /// The human-readable text.
     pub note: String,
+    /// Published by every replica, not only by the writer of status: the
+    /// event is about this scheduler's own pod.
+    pub every_replica: bool,
 }
 
 /// Where requests are queued.
@@ -60,24 +68,73 @@ impl EventRequest {
             reason: "InvalidSpec",
             action: "Load",
             note: message,
+            every_replica: false,
         }
     }
 
     /// A ConfigMap whose config does not load.
     pub fn invalid_config(namespace: &str, name: &str, message: String) -> Self {
         EventRequest {
-            regarding: ObjectReference {
-                api_version: Some("v1".to_owned()),
-                kind: Some("ConfigMap".to_owned()),
-                namespace: Some(namespace.to_owned()),
-                name: Some(name.to_owned()),
-                ..ObjectReference::default()
-            },
+            regarding: configmap_reference(namespace, name),
             reason: "InvalidConfig",
             action: "Load",
             note: message,
+            every_replica: false,
         }
     }
+
+    /// The ConfigMap of `--configmap` does not exist (`deleted`: it did
+    /// before). About the scheduler's own pod when it knows it (`pod`),
+    /// where `kubectl describe pod` shows it, else about the ConfigMap.
+    pub fn configmap_absent(
+        namespace: &str,
+        name: &str,
+        deleted: bool,
+        pod: Option<&ObjectReference>,
+        note: String,
+    ) -> Self {
+        EventRequest {
+            regarding: pod
+                .cloned()
+                .unwrap_or_else(|| configmap_reference(namespace, name)),
+            reason: if deleted {
+                "ConfigMapDeleted"
+            } else {
+                "ConfigMapMissing"
+            },
+            action: "Load",
+            note,
+            every_replica: pod.is_some(),
+        }
+    }
+}
+
+fn configmap_reference(namespace: &str, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("ConfigMap".to_owned()),
+        namespace: Some(namespace.to_owned()),
+        name: Some(name.to_owned()),
+        ..ObjectReference::default()
+    }
+}
+
+/// The reference to this scheduler's pod, when the pod's name is known
+/// (`--pod-name`, which the chart fills from the downward API; with
+/// `--pod-uid`, `kubectl describe pod` lists the events too).
+pub fn pod_reference(
+    namespace: &str,
+    name: Option<&str>,
+    uid: Option<&str>,
+) -> Option<ObjectReference> {
+    Some(ObjectReference {
+        api_version: Some("v1".to_owned()),
+        kind: Some("Pod".to_owned()),
+        namespace: Some(namespace.to_owned()),
+        name: Some(name?.to_owned()),
+        uid: uid.map(str::to_owned),
+        ..ObjectReference::default()
+    })
 }
 
 /// Cuts `text` to at most `limit` bytes on a character boundary, marking
@@ -110,8 +167,9 @@ pub fn spawn(
         },
     );
     tokio::spawn(async move {
+        let mut refusals = Reminders::default();
         while let Some(request) = rx.recv().await {
-            if !*may_write.borrow() {
+            if !request.every_replica && !*may_write.borrow() {
                 continue;
             }
             let event = Event {
@@ -128,6 +186,10 @@ pub fn spawn(
             .await;
             let failure = match published {
                 Ok(Ok(())) => None,
+                Ok(Err(kube::Error::Api(status))) if status.code == 401 || status.code == 403 => {
+                    warn_refused(&mut refusals, &request, &status);
+                    None
+                }
                 Ok(Err(err)) => Some(err.to_string()),
                 Err(_) => Some(format!("no answer within {} s", PUBLISH_DEADLINE.as_secs())),
             };
@@ -145,6 +207,46 @@ pub fn spawn(
         }
     });
     tx
+}
+
+/// The verb a refusal's message names (`... cannot create resource ...`).
+fn refused_verb(message: &str) -> &str {
+    message
+        .split_once("cannot ")
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .unwrap_or("create or patch")
+}
+
+/// An Event the API server refused (401, 403): unlike a lost Event, a
+/// missing right does not go away by itself, so it is a WARNING naming
+/// the verb, the namespace and the server's message, once per verb and
+/// namespace (again every [`super::health::REFUSED_REMINDER`] while it
+/// lasts).
+fn warn_refused(refusals: &mut Reminders, request: &EventRequest, status: &kube::core::Status) {
+    let namespace = request.regarding.namespace.as_deref().unwrap_or_default();
+    let verb = refused_verb(&status.message);
+    let key = format!("{} {verb} {namespace}", status.code);
+    if !refusals.due(&key, std::time::Instant::now()) {
+        return;
+    }
+    let hint = if status.code == 401 {
+        "the API server does not accept the daemon's credentials (an expired or revoked token?)"
+    } else {
+        "the Role (RBAC) of the daemon's service account lacks this right; see the RBAC section \
+         of docs/kubernetes.md"
+    };
+    tracing::warn!(
+        target: "cronstable::kube",
+        "Kubernetes API refused to {verb} events.k8s.io events in namespace {namespace} ({} {}: \
+         {}): {hint}; Events (such as this {} one on {}/{}) are dropped until it is granted, the \
+         status and the log carry the same facts",
+        status.code,
+        status.reason,
+        status.message,
+        request.reason,
+        namespace,
+        request.regarding.name.as_deref().unwrap_or_default()
+    );
 }
 
 /// A reporter that also records an Event on the CronJobSet of a failed
@@ -202,6 +304,7 @@ impl Reporter for EventingReporter {
                     reason,
                     action: "Run",
                     note: format!("Job {own} {verb} (exit code {}): {why}", record.retcode),
+                    every_replica: false,
                 });
             }
         }
@@ -212,6 +315,22 @@ impl Reporter for EventingReporter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_refused_verb_is_read_from_the_servers_message() {
+        assert_eq!(
+            refused_verb(
+                "events.events.k8s.io is forbidden: User \"u\" cannot create resource \"events\" \
+                 in API group \"events.k8s.io\" in the namespace \"ops\""
+            ),
+            "create"
+        );
+        assert_eq!(
+            refused_verb("... cannot patch resource \"events\" ..."),
+            "patch"
+        );
+        assert_eq!(refused_verb("Unauthorized"), "create or patch");
+    }
 
     #[test]
     fn long_notes_are_clipped_on_a_character_boundary() {

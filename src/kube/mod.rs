@@ -12,7 +12,9 @@ pub mod client;
 pub mod convert;
 pub mod crd;
 pub mod events;
+pub mod health;
 pub mod options;
+pub mod presence;
 pub mod sets;
 pub mod source;
 pub mod status;
@@ -115,6 +117,12 @@ pub async fn start(
         source::SourceOutputs {
             set_counts: publishers.sets,
             events: sink.clone(),
+            configmap_state: publishers.configmap,
+            pod: events::pod_reference(
+                &connection.namespace,
+                options.pod_name.as_deref(),
+                options.pod_uid.as_deref(),
+            ),
         },
     );
     let reporter: Arc<dyn Reporter> = Arc::new(events::EventingReporter::new(

@@ -60,6 +60,11 @@ pub struct KubeOptions {
     pub scope: SetScope,
     /// `--selector`: a label selector the sets must match.
     pub selector: Option<String>,
+    /// `--pod-name`: this scheduler's pod, which events about the
+    /// scheduler itself (a missing ConfigMap) regard.
+    pub pod_name: Option<String>,
+    /// `--pod-uid`: its uid (so `kubectl describe pod` lists them).
+    pub pod_uid: Option<String>,
 }
 
 /// Checks a label selector's syntax the way the API server reads it

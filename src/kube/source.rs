@@ -8,7 +8,10 @@
 //! was accepted before, keeps running its last accepted spec) and reported
 //! on its status and with an Event; the other sets are untouched. A broken
 //! file or ConfigMap keeps the last good version of that part, as a broken
-//! file does without `--kube`.
+//! file does without `--kube`, and so does a deleted ConfigMap: the config
+//! it gave (jobs, web and every other section) keeps running until it is
+//! created again, said with a WARNING and an Event, as is a ConfigMap
+//! missing at start ([`super::presence`]).
 //!
 //! Cost: a change to one set loads that set only; the table is then the
 //! cached jobs of every set concatenated. A status write on a set (same
@@ -17,6 +20,7 @@
 use super::convert::{to_source, SetSource};
 use super::crd::{Condition, CronJobSet, CronJobSetSpec};
 use super::events::{EventRequest, EventSink};
+use super::presence::{self, Announce};
 use super::sets::{SetKey, SetReport, SetReports};
 use super::watch::{Arrived, Change};
 use crate::config::sections::Sections;
@@ -24,9 +28,10 @@ use crate::config::stamp::ConfigStamp;
 use crate::config::{self, JobConfig, LoadedConfig, Source, SourceKind};
 use crate::scheduler::ports::{JobSet, JobSource};
 use crate::scheduler::sections::LiveSections;
-use crate::status::kube::SetCounts;
+use crate::status::kube::{ConfigMapState, SetCounts};
 use chrono::Utc;
 use futures_util::future::BoxFuture;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::DynamicObject;
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -79,7 +84,12 @@ pub struct KubeSource {
     stamp: Option<ConfigStamp>,
     namespace: String,
     configmap_name: Option<String>,
+    /// The ConfigMap's data as last seen (kept when it is deleted).
     configmap: Option<BTreeMap<String, String>>,
+    /// Whether it exists, published (written here only).
+    configmap_state: watch::Sender<ConfigMapState>,
+    /// This scheduler's pod, which the ConfigMap's absence is evented on.
+    pod: Option<ObjectReference>,
     base: Base,
     base_dirty: bool,
     sets: BTreeMap<SetKey, SetEntry>,
@@ -102,8 +112,14 @@ pub struct SourceOutputs {
     /// The counts of the sets taken, published for `GET /kube` and the
     /// metrics (the source is their one writer).
     pub set_counts: watch::Sender<SetCounts>,
-    /// Events on the sets (refusals, clashes).
+    /// Events on the sets (refusals, clashes) and the ConfigMap.
     pub events: EventSink,
+    /// Whether the ConfigMap exists, published for `GET /kube` and
+    /// `/readyz` (the source is its one writer).
+    pub configmap_state: watch::Sender<ConfigMapState>,
+    /// This scheduler's pod, if known (`--pod-name`): a missing ConfigMap
+    /// is evented on it.
+    pub pod: Option<ObjectReference>,
 }
 
 impl KubeSource {
@@ -143,6 +159,8 @@ impl KubeSource {
             namespace,
             configmap_name,
             configmap: None,
+            configmap_state: outputs.configmap_state,
+            pod: outputs.pod,
             last_id: initial.job_set_id.clone(),
             base: Base {
                 jobs,
@@ -204,7 +222,10 @@ impl KubeSource {
                 }
             }
             Change::ConfigMap(data) => {
-                if data != self.configmap {
+                self.note_configmap(data.is_some());
+                // Missing or deleted: the data last seen stays, and with it
+                // the running config (never lost to bad input).
+                if data.is_some() && data != self.configmap {
                     self.configmap = data;
                     self.base_dirty = true;
                 }
@@ -251,6 +272,47 @@ impl KubeSource {
                 self.dirty = true;
             }
         }
+    }
+
+    /// Follows whether the ConfigMap exists, and says so once per change.
+    fn note_configmap(&mut self, present: bool) {
+        let Some(name) = self.configmap_name.clone() else {
+            return;
+        };
+        let (next, announce) = presence::step(*self.configmap_state.borrow(), present);
+        self.configmap_state.send_if_modified(|state| {
+            let changed = *state != next;
+            *state = next;
+            changed
+        });
+        let namespace = &self.namespace;
+        let note = match announce {
+            None => return,
+            Some(Announce::Found { again }) => {
+                tracing::info!(
+                    target: "cronstable::kube",
+                    "ConfigMap {namespace}/{name} (--configmap) {}; loading it",
+                    if again { "was created again" } else { "now exists" }
+                );
+                return;
+            }
+            Some(Announce::Missing) => format!(
+                "ConfigMap {namespace}/{name} (--configmap) does not exist: nothing is taken from \
+                 it (no jobs, no web section) until it is created; check the name and the namespace"
+            ),
+            Some(Announce::Deleted) => format!(
+                "ConfigMap {namespace}/{name} (--configmap) was deleted: keeping the running config \
+                 it gave (jobs, web and the other sections) until it is created again"
+            ),
+        };
+        tracing::warn!(target: "cronstable::kube", "{note}");
+        let _ = self.events.send(EventRequest::configmap_absent(
+            namespace,
+            &name,
+            announce == Some(Announce::Deleted),
+            self.pod.as_ref(),
+            note,
+        ));
     }
 
     /// Takes every change already waiting.
@@ -588,6 +650,7 @@ mod tests {
         tx: mpsc::UnboundedSender<Arrived>,
         events: mpsc::UnboundedReceiver<EventRequest>,
         set_counts: watch::Receiver<SetCounts>,
+        configmap_state: watch::Receiver<ConfigMapState>,
     }
 
     fn harness(configmap: Option<&str>, file_jobs: &str) -> Harness {
@@ -599,6 +662,7 @@ mod tests {
         }])
         .expect("the file part loads");
         let (counts_tx, set_counts) = watch::channel(SetCounts::default());
+        let (configmap_tx, configmap_state) = watch::channel(ConfigMapState::Unknown);
         let sections = LiveSections::start(&loaded.sections, 0.0);
         let (tx, rx) = mpsc::unbounded_channel();
         let (sink, events) = mpsc::unbounded_channel();
@@ -612,6 +676,8 @@ mod tests {
             SourceOutputs {
                 set_counts: counts_tx,
                 events: sink,
+                configmap_state: configmap_tx,
+                pod: None,
             },
         );
         Harness {
@@ -619,6 +685,7 @@ mod tests {
             tx,
             events,
             set_counts,
+            configmap_state,
         }
     }
 
@@ -873,10 +940,89 @@ mod tests {
             "{}",
             events[0].note
         );
-        // The ConfigMap deleted: its jobs leave.
+        // The ConfigMap deleted: its jobs stay (the running config is
+        // never lost to bad input), said with an Event.
         h.send(Change::ConfigMap(None));
-        let gone = h.source.poll().expect("the ConfigMap's jobs leave");
-        assert!(gone.jobs.is_empty());
+        assert!(h.source.poll().is_none(), "the running config stays");
+        assert_eq!(*h.configmap_state.borrow(), ConfigMapState::Deleted);
+        let events = h.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        assert_eq!(events[0].reason, "ConfigMapDeleted");
+    }
+
+    fn one_job(name: &str) -> Option<BTreeMap<String, String>> {
+        Some(BTreeMap::from([(
+            "jobs.yaml".to_owned(),
+            format!("jobs:\n  - name: {name}\n    command: 'true'\n    schedule: '@hourly'\n"),
+        )]))
+    }
+
+    #[test]
+    fn a_configmap_missing_at_start_is_evented_once_and_taken_when_created() {
+        let mut h = harness(Some("cronstable"), "jobs: []\n");
+        assert_eq!(*h.configmap_state.borrow(), ConfigMapState::Unknown);
+        h.send(Change::ConfigMap(None));
+        assert!(h.source.poll().is_none(), "nothing to take");
+        assert_eq!(*h.configmap_state.borrow(), ConfigMapState::Missing);
+        let events = h.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        let missing = &events[0];
+        assert_eq!(missing.reason, "ConfigMapMissing");
+        assert_eq!(missing.regarding.kind.as_deref(), Some("ConfigMap"));
+        assert_eq!(missing.regarding.name.as_deref(), Some("cronstable"));
+        assert!(!missing.every_replica, "about the ConfigMap: the writer's");
+        assert!(
+            missing
+                .note
+                .starts_with("ConfigMap ops/cronstable (--configmap) does not exist"),
+            "{}",
+            missing.note
+        );
+        // Relists that still find nothing say nothing again.
+        h.send(Change::ConfigMap(None));
+        h.send(Change::ConfigMap(None));
+        assert!(h.source.poll().is_none());
+        assert!(h.events().is_empty());
+        // Created: its jobs are taken.
+        h.send(Change::ConfigMap(one_job("late")));
+        let loaded = h.source.poll().expect("the ConfigMap's job");
+        assert_eq!(names(&loaded), ["late"]);
+        assert_eq!(*h.configmap_state.borrow(), ConfigMapState::Found);
+        assert!(h.events().is_empty());
+    }
+
+    #[test]
+    fn a_deleted_configmap_keeps_its_jobs_until_it_is_created_again() {
+        let mut h = harness(Some("cronstable"), "jobs: []\n");
+        h.source.pod = crate::kube::events::pod_reference("ops", Some("sched-0"), Some("u-1"));
+        h.send(Change::ConfigMap(one_job("first")));
+        assert_eq!(names(&h.source.poll().expect("loads")), ["first"]);
+        h.send(Change::ConfigMap(None));
+        assert!(h.source.poll().is_none(), "the running config stays");
+        // A relist while it is gone changes nothing either.
+        h.send(Change::ConfigMap(None));
+        assert!(h.source.poll().is_none());
+        let events = h.events();
+        assert_eq!(events.len(), 1, "{events:?}");
+        let deleted = &events[0];
+        assert_eq!(deleted.reason, "ConfigMapDeleted");
+        assert_eq!(deleted.regarding.kind.as_deref(), Some("Pod"));
+        assert_eq!(deleted.regarding.name.as_deref(), Some("sched-0"));
+        assert_eq!(deleted.regarding.uid.as_deref(), Some("u-1"));
+        assert!(deleted.every_replica, "each replica says it of its pod");
+        assert!(
+            deleted.note.contains("keeping the running config"),
+            "{}",
+            deleted.note
+        );
+        // Recreated with the same data: nothing to swap; with new data:
+        // the new jobs.
+        h.send(Change::ConfigMap(one_job("first")));
+        assert!(h.source.poll().is_none());
+        assert_eq!(*h.configmap_state.borrow(), ConfigMapState::Found);
+        h.send(Change::ConfigMap(one_job("second")));
+        assert_eq!(names(&h.source.poll().expect("the edit")), ["second"]);
+        assert!(h.events().is_empty());
     }
 
     #[test]

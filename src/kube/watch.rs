@@ -6,8 +6,9 @@
 //! one warning when the API stops answering, one line when it is back,
 //! and the numbers behind `/kube` and the `cronstable_kube_*` metrics.
 
+use super::health::{Failure, HealthMachine, Notice, Refusal};
 use super::options::{KubeOptions, SetScope};
-use crate::status::kube::WatchHealth;
+use crate::status::kube::{WatchHealth, Watched};
 use futures_util::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ApiResource, DynamicObject};
@@ -76,6 +77,34 @@ pub fn spawn(
         let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
         relisting_backoff(watcher(api, config).boxed()).boxed()
     });
+    let mut watched = Vec::new();
+    if sets.is_some() {
+        watched.push(Watched::Sets);
+    }
+    if configmap.is_some() {
+        watched.push(Watched::ConfigMap);
+    }
+    let health = Health::new(
+        health,
+        Target {
+            label: "CronJobSets",
+            resource: "cronjobsets.cronstable.io".to_owned(),
+            place: if options.scope == SetScope::All {
+                "in all namespaces (cluster scope)".to_owned()
+            } else {
+                format!("in namespace {namespace}")
+            },
+        },
+        Target {
+            label: "ConfigMap",
+            resource: format!(
+                "configmaps ({})",
+                options.configmap.as_deref().unwrap_or_default()
+            ),
+            place: format!("in namespace {namespace}"),
+        },
+        &watched,
+    );
     tokio::spawn(follow(sets, configmap, tx, health));
     rx
 }
@@ -93,9 +122,14 @@ fn is_expired(err: &watcher::Error) -> bool {
 /// default backoff alone, the first rewatch after an API server restart
 /// answers 410 and the relist then waited out the backoff the outage had
 /// built up, up to 30 s after the server was back.
-fn relisting_backoff<S, T>(stream: S) -> impl Stream<Item = Result<T, watcher::Error>> + Send
+///
+/// Only an answer of the API server resets the backoff: the watcher's
+/// `Init` marker comes before its list request is even sent, so resetting
+/// on it (as kube's own stream backoff does) kept a list that fails every
+/// time (a 403) retrying every 0.8 s forever.
+fn relisting_backoff<S, T>(stream: S) -> impl Stream<Item = Result<Event<T>, watcher::Error>> + Send
 where
-    S: Stream<Item = Result<T, watcher::Error>> + Send + Unpin,
+    S: Stream<Item = Result<Event<T>, watcher::Error>> + Send + Unpin,
     T: Send,
 {
     let backoff = watcher::DefaultBackoff::default();
@@ -107,6 +141,7 @@ where
             }
             let item = stream.next().await?;
             let wait = match &item {
+                Ok(Event::Init) => None,
                 Ok(_) => {
                     backoff.reset();
                     None
@@ -135,11 +170,11 @@ async fn follow(
     sets: Option<Changes<DynamicObject>>,
     configmap: Option<Changes<ConfigMap>>,
     tx: mpsc::UnboundedSender<Arrived>,
-    health: tokio::sync::watch::Sender<WatchHealth>,
+    health: Health,
 ) {
     let mut follower = Follower {
         tx,
-        health: Health::new(health),
+        health,
         listing: None,
         listing_configmap: None,
         sets_listed: sets.is_none(),
@@ -177,11 +212,14 @@ impl Follower {
         let event = match event {
             Ok(event) => event,
             Err(err) => {
-                self.health.failed(Watched::Sets, "CronJobSets", &err);
+                self.health.failed(Watched::Sets, &err);
                 return true;
             }
         };
-        self.health.answered(Watched::Sets);
+        if !matches!(event, Event::Init) {
+            // `Init` comes before the list is asked for: no answer yet.
+            self.health.answered(Watched::Sets);
+        }
         match event {
             Event::Init => {
                 self.listing = Some(Vec::new());
@@ -217,11 +255,13 @@ impl Follower {
         let event = match event {
             Ok(event) => event,
             Err(err) => {
-                self.health.failed(Watched::ConfigMap, "ConfigMap", &err);
+                self.health.failed(Watched::ConfigMap, &err);
                 return true;
             }
         };
-        self.health.answered(Watched::ConfigMap);
+        if !matches!(event, Event::Init) {
+            self.health.answered(Watched::ConfigMap);
+        }
         match event {
             Event::Init => {
                 self.listing_configmap = Some(None);
@@ -256,105 +296,179 @@ fn data_of(configmap: ConfigMap) -> BTreeMap<String, String> {
     configmap.data.unwrap_or_default()
 }
 
-/// Which of the two watches an event came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Watched {
-    /// The CronJobSets.
-    Sets,
-    /// The ConfigMap.
-    ConfigMap,
+/// What a watch reads, for the lines that name it: the resource and where.
+#[derive(Debug, Clone)]
+struct Target {
+    /// `CronJobSets`, `ConfigMap`: the prefix of its errors.
+    label: &'static str,
+    /// The resource as RBAC names it (`cronjobsets.cronstable.io`).
+    resource: String,
+    /// `in namespace team-a`, `in all namespaces`.
+    place: String,
 }
 
-/// Which watches failed and have not answered since: the API counts as
-/// reachable again only once every one of them has answered (after an API
-/// server restart one watch can be back seconds before the other).
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-struct Failing {
-    sets: bool,
-    configmap: bool,
+/// How a watch error reads: 410 a relist, 401/403 a refusal, the rest
+/// an unreachable API.
+fn classify(label: &str, err: &watcher::Error) -> Failure {
+    let (verb, status) = match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status)) => ("list", Some(&**status)),
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => ("watch", Some(&**status)),
+        watcher::Error::WatchError(status) => ("watch", Some(&**status)),
+        _ => ("watch", None),
+    };
+    match status {
+        Some(status) if status.code == 410 => Failure::Expired {
+            message: format!("{label}: {err}"),
+        },
+        Some(status) if status.code == 401 || status.code == 403 => Failure::Refused(Refusal {
+            code: status.code,
+            reason: if status.reason.is_empty() {
+                if status.code == 401 {
+                    "Unauthorized"
+                } else {
+                    "Forbidden"
+                }
+                .to_owned()
+            } else {
+                status.reason.clone()
+            },
+            verb,
+            message: status.message.clone(),
+        }),
+        _ => Failure::Unreachable {
+            message: format!("{label}: {err}"),
+        },
+    }
 }
 
-impl Failing {
-    fn slot(&mut self, stream: Watched) -> &mut bool {
-        match stream {
-            Watched::Sets => &mut self.sets,
-            Watched::ConfigMap => &mut self.configmap,
-        }
-    }
-
-    /// `stream` failed.
-    fn failed(&mut self, stream: Watched) {
-        *self.slot(stream) = true;
-    }
-
-    /// `stream` answered; true when no watch is failing any more.
-    fn answered(&mut self, stream: Watched) -> bool {
-        *self.slot(stream) = false;
-        !self.sets && !self.configmap
+/// What a refusal means, in words an operator acts on.
+fn refusal_hint(refusal: &Refusal) -> &'static str {
+    if refusal.code == 401 {
+        "the API server does not accept the daemon's credentials (an expired or revoked token?)"
+    } else {
+        "the Role (RBAC) of the daemon's service account lacks this right; see the RBAC section \
+         of docs/kubernetes.md"
     }
 }
 
 /// Whether the API answers, logged once per change of heart; the watch
-/// health it publishes is written here only.
+/// health it publishes is written here only (the rules are
+/// [`HealthMachine`]'s).
 struct Health {
     state: tokio::sync::watch::Sender<WatchHealth>,
-    down_since: Option<Instant>,
-    failing: Failing,
+    machine: HealthMachine,
+    sets: Target,
+    configmap: Target,
 }
 
 impl Health {
-    fn new(state: tokio::sync::watch::Sender<WatchHealth>) -> Self {
+    fn new(
+        state: tokio::sync::watch::Sender<WatchHealth>,
+        sets: Target,
+        configmap: Target,
+        watched: &[Watched],
+    ) -> Self {
         Health {
             state,
-            down_since: None,
-            failing: Failing::default(),
+            machine: HealthMachine::new(watched),
+            sets,
+            configmap,
         }
     }
 
-    fn failed(&mut self, stream: Watched, what: &str, err: &watcher::Error) {
-        let message = format!("{what}: {err}");
-        if let watcher::Error::WatchError(status) = err {
-            if status.code == 410 {
-                // The history behind the watch was compacted: the watcher
-                // relists. Routine, not an outage.
-                self.state.send_modify(|health| health.restarts += 1);
-                tracing::debug!(target: "cronstable::kube", "{message}; relisting");
-                return;
-            }
+    fn target(&self, watch: Watched) -> &Target {
+        match watch {
+            Watched::Sets => &self.sets,
+            Watched::ConfigMap => &self.configmap,
         }
-        self.failing.failed(stream);
-        self.state.send_modify(|health| {
-            health.connected = false;
-            health.restarts += 1;
-            health.last_error = Some(message.clone());
+    }
+
+    fn failed(&mut self, watch: Watched, err: &watcher::Error) {
+        let failure = classify(self.target(watch).label, err);
+        let notices = self.machine.failed(watch, failure, Instant::now());
+        self.publish(true);
+        self.log(&notices);
+    }
+
+    fn answered(&mut self, watch: Watched) {
+        let notices = self.machine.answered(watch, Instant::now());
+        self.publish(false);
+        self.log(&notices);
+    }
+
+    /// Publishes the machine's view; `restart` counts a failed attempt.
+    fn publish(&self, restart: bool) {
+        let connected = self.machine.connected();
+        let last_error = self.machine.last_error();
+        let watches = self.machine.statuses(|watch, refusal| {
+            let target = self.target(watch);
+            format!(
+                "the Kubernetes API refuses to {} {} {} ({} {}): {}",
+                refusal.verb,
+                target.resource,
+                target.place,
+                refusal.code,
+                refusal.reason,
+                refusal_hint(refusal)
+            )
         });
-        if self.down_since.is_none() {
-            self.down_since = Some(Instant::now());
-            tracing::warn!(
-                target: "cronstable::kube",
-                "Kubernetes API unreachable ({message}); keeping the running config and retrying \
-                 with backoff"
-            );
-        }
-    }
-
-    fn answered(&mut self, stream: Watched) {
-        if !self.failing.answered(stream) {
-            // Another watch is still failing: not connected yet.
-            return;
-        }
         self.state.send_if_modified(|health| {
-            let changed = !health.connected || health.last_error.is_some();
-            health.connected = true;
-            health.last_error = None;
+            let changed = restart
+                || health.connected != connected
+                || health.last_error != last_error
+                || health.watches != watches;
+            if restart {
+                health.restarts += 1;
+            }
+            health.connected = connected;
+            health.last_error = last_error;
+            health.watches = watches;
             changed
         });
-        if let Some(since) = self.down_since.take() {
-            tracing::info!(
-                target: "cronstable::kube",
-                "Kubernetes API reachable again after {:.1} s; resynchronising",
-                since.elapsed().as_secs_f64()
-            );
+    }
+
+    fn log(&self, notices: &[Notice]) {
+        for notice in notices {
+            match notice {
+                Notice::Relisting { message } => {
+                    tracing::debug!(target: "cronstable::kube", "{message}; relisting");
+                }
+                Notice::Unreachable { message } => tracing::warn!(
+                    target: "cronstable::kube",
+                    "Kubernetes API unreachable ({message}); keeping the running config and retrying \
+                     with backoff"
+                ),
+                Notice::ReachableAgain { after } => tracing::info!(
+                    target: "cronstable::kube",
+                    "Kubernetes API reachable again after {:.1} s; resynchronising",
+                    after.as_secs_f64()
+                ),
+                Notice::Refused { watch, refusal } => {
+                    let target = self.target(*watch);
+                    tracing::warn!(
+                        target: "cronstable::kube",
+                        "Kubernetes API refused to {} {} {} ({} {}: {}): {}; keeping the running \
+                         config and retrying with backoff",
+                        refusal.verb,
+                        target.resource,
+                        target.place,
+                        refusal.code,
+                        refusal.reason,
+                        refusal.message,
+                        refusal_hint(refusal)
+                    );
+                }
+                Notice::Allowed { watch } => {
+                    let target = self.target(*watch);
+                    tracing::info!(
+                        target: "cronstable::kube",
+                        "Kubernetes API allows reading {} {} again; resynchronising",
+                        target.resource,
+                        target.place
+                    );
+                }
+            }
         }
     }
 
@@ -376,41 +490,43 @@ impl Health {
 mod tests {
     use super::*;
 
-    #[test]
-    fn connected_again_only_once_every_failed_watch_has_answered() {
-        let mut failing = Failing::default();
-        assert!(failing.answered(Watched::Sets), "nothing failed: connected");
-        // An API server restart: both watches fail.
-        failing.failed(Watched::Sets);
-        failing.failed(Watched::ConfigMap);
-        // The sets' watch is back first: still not connected.
-        assert!(!failing.answered(Watched::Sets));
-        assert!(
-            !failing.answered(Watched::Sets),
-            "answering twice changes nothing"
-        );
-        // Then the ConfigMap's.
-        assert!(failing.answered(Watched::ConfigMap));
-        // One watch failing alone holds the other's answers back too.
-        failing.failed(Watched::ConfigMap);
-        assert!(!failing.answered(Watched::Sets));
-        assert!(failing.answered(Watched::ConfigMap));
+    fn health(tx: tokio::sync::watch::Sender<WatchHealth>) -> Health {
+        let target = |label, resource: &str| Target {
+            label,
+            resource: resource.to_owned(),
+            place: "in namespace team-a".to_owned(),
+        };
+        Health::new(
+            tx,
+            target("CronJobSets", "cronjobsets.cronstable.io"),
+            target("ConfigMap", "configmaps (jobs)"),
+            &[Watched::Sets, Watched::ConfigMap],
+        )
+    }
+
+    fn api(code: u16, reason: &str, message: &str) -> Box<kube::core::Status> {
+        Box::new(kube::core::Status {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            ..Default::default()
+        })
     }
 
     #[test]
     fn health_publishes_connected_when_the_last_failing_watch_answers() {
         let (tx, rx) = tokio::sync::watch::channel(WatchHealth::default());
-        let mut health = Health::new(tx);
-        let down = watcher::Error::WatchError(Box::new(kube::core::Status {
-            code: 503,
-            message: "the server is restarting".into(),
-            ..Default::default()
-        }));
+        let mut health = health(tx);
+        let down = watcher::Error::WatchError(api(503, "", "the server is restarting"));
         health.answered(Watched::Sets);
+        assert!(
+            !rx.borrow().connected,
+            "the ConfigMap's watch has not answered"
+        );
         health.answered(Watched::ConfigMap);
         assert!(rx.borrow().connected);
-        health.failed(Watched::Sets, "CronJobSets", &down);
-        health.failed(Watched::ConfigMap, "ConfigMap", &down);
+        health.failed(Watched::Sets, &down);
+        health.failed(Watched::ConfigMap, &down);
         assert!(!rx.borrow().connected);
         assert_eq!(rx.borrow().restarts, 2);
         health.answered(Watched::ConfigMap);
@@ -425,6 +541,86 @@ mod tests {
         assert!(back.connected && back.last_error.is_none(), "{back:?}");
     }
 
+    #[test]
+    fn a_forbidden_configmap_is_published_per_watch_and_named_for_readyz() {
+        let (tx, rx) = tokio::sync::watch::channel(WatchHealth::default());
+        let mut health = health(tx);
+        let forbidden = watcher::Error::InitialListFailed(kube::Error::Api(api(
+            403,
+            "Forbidden",
+            "configmaps is forbidden: User \"u\" cannot list resource \"configmaps\"",
+        )));
+        health.answered(Watched::Sets);
+        health.failed(Watched::ConfigMap, &forbidden);
+        // The sets' watch keeps answering (status writes come back on it).
+        for _ in 0..5 {
+            health.answered(Watched::Sets);
+        }
+        let now = rx.borrow().clone();
+        assert!(!now.connected);
+        let error = now.last_error.clone().expect("the ConfigMap's error stays");
+        assert!(
+            error.starts_with("ConfigMap: list refused (403 Forbidden): configmaps is forbidden"),
+            "{error}"
+        );
+        let configmap = now
+            .watches
+            .iter()
+            .find(|w| w.watch == Watched::ConfigMap)
+            .expect("the ConfigMap's watch");
+        assert_eq!(configmap.state, crate::status::kube::WatchState::Refused);
+        let refusal = configmap.refusal.clone().expect("a refusal");
+        assert!(
+            refusal.starts_with(
+                "the Kubernetes API refuses to list configmaps (jobs) in namespace team-a (403 \
+                 Forbidden): the Role (RBAC)"
+            ),
+            "{refusal}"
+        );
+    }
+
+    #[test]
+    fn errors_are_classified_by_their_status_code() {
+        let list = |code, reason| {
+            watcher::Error::InitialListFailed(kube::Error::Api(api(code, reason, "no")))
+        };
+        assert!(matches!(
+            classify("ConfigMap", &list(403, "Forbidden")),
+            Failure::Refused(Refusal {
+                code: 403,
+                verb: "list",
+                ..
+            })
+        ));
+        let Failure::Refused(unauthorized) = classify(
+            "ConfigMap",
+            &watcher::Error::WatchStartFailed(kube::Error::Api(api(401, "", "Unauthorized"))),
+        ) else {
+            panic!("a 401 is a refusal");
+        };
+        assert_eq!(
+            (unauthorized.verb, unauthorized.reason.as_str()),
+            ("watch", "Unauthorized")
+        );
+        assert!(matches!(
+            classify(
+                "CronJobSets",
+                &watcher::Error::WatchError(api(410, "Expired", "too old"))
+            ),
+            Failure::Expired { .. }
+        ));
+        let Failure::Unreachable { message } =
+            classify("CronJobSets", &list(503, "ServiceUnavailable"))
+        else {
+            panic!("a 503 is unreachable");
+        };
+        assert!(message.starts_with("CronJobSets: "), "{message}");
+        assert!(matches!(
+            classify("CronJobSets", &watcher::Error::NoResourceVersion),
+            Failure::Unreachable { .. }
+        ));
+    }
+
     fn status(code: u16) -> watcher::Error {
         watcher::Error::WatchError(Box::new(kube::core::Status {
             code,
@@ -433,9 +629,11 @@ mod tests {
         }))
     }
 
+    type Item = Result<Event<u32>, watcher::Error>;
+
     /// Feeds `items` through the backoff and says, for each, how long
     /// (paused clock) it took to come out after the previous one.
-    async fn gaps(items: Vec<Result<u32, watcher::Error>>) -> Vec<(bool, std::time::Duration)> {
+    async fn gaps(items: Vec<Item>) -> Vec<(bool, std::time::Duration)> {
         let stream = relisting_backoff(futures_util::stream::iter(items));
         futures_util::pin_mut!(stream);
         let mut out = Vec::new();
@@ -448,31 +646,62 @@ mod tests {
         out
     }
 
+    /// A failed list as the watcher delivers it: its `Init` marker, then
+    /// the error.
+    fn failed_list(code: u16) -> [Item; 2] {
+        [Ok(Event::Init), Err(status(code))]
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_410_relists_at_once_after_an_outage_built_a_backoff() {
         use std::time::Duration;
-        // An outage: five failed attempts, each waited out longer; then
-        // the server is back and the rewatch answers 410; then the relist.
-        let mut items: Vec<Result<u32, watcher::Error>> =
-            (0..5).map(|_| Err(status(503))).collect();
+        // An outage: five failed lists, each waited out longer; then the
+        // server is back and the rewatch answers 410; then the relist.
+        let mut items: Vec<Item> = (0..5).flat_map(|_| failed_list(503)).collect();
         items.push(Err(status(410)));
-        items.push(Ok(1));
+        items.extend([
+            Ok(Event::Init),
+            Ok(Event::InitApply(1)),
+            Ok(Event::InitDone),
+        ]);
         let got = gaps(items).await;
         let waits: Vec<Duration> = got.iter().map(|(_, gap)| *gap).collect();
-        // The backoff grew during the outage (the fifth failure came
-        // seconds after the fourth)...
-        assert!(waits[4] >= Duration::from_secs(4), "{waits:?}");
-        assert!(waits[4] > waits[1], "{waits:?}");
+        // The backoff grew during the outage (the fifth list came seconds
+        // after the fourth failed)...
+        assert!(waits[8] >= Duration::from_secs(4), "{waits:?}");
+        assert!(waits[8] > waits[2], "{waits:?}");
         // ...and the relist after the 410 came at once.
-        assert_eq!(waits[6], Duration::ZERO, "{waits:?}");
-        assert!(got[6].0);
+        assert_eq!(waits[11], Duration::ZERO, "{waits:?}");
+        assert!(got[11].0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_list_refused_every_time_backs_off_despite_the_init_markers() {
+        // Six refused lists. Resetting on `Init` kept every wait at the
+        // first step (0.8 to 1.6 s: under 8 s for the five waits); the
+        // backoff must grow (0.8 + 1.6 + 3.2 + 6.4 + 12.8 s at least).
+        let items: Vec<Item> = (0..6).flat_map(|_| failed_list(403)).collect();
+        let got = gaps(items).await;
+        let total: std::time::Duration = got.iter().map(|(_, gap)| *gap).sum();
+        assert!(total >= std::time::Duration::from_secs(20), "{got:?}");
+        // A real answer resets it: the next failure is retried soon.
+        let mut items: Vec<Item> = (0..5).flat_map(|_| failed_list(503)).collect();
+        items.extend([
+            Ok(Event::Init),
+            Ok(Event::InitDone),
+            Err(status(503)),
+            Ok(Event::Init),
+        ]);
+        let got = gaps(items).await;
+        let after_answer = got.last().expect("the last item").1;
+        assert!(after_answer < std::time::Duration::from_secs(2), "{got:?}");
     }
 
     #[tokio::test(start_paused = true)]
     async fn other_failures_still_back_off() {
         let got = gaps(vec![
             Err(status(503)),
-            Ok(1),
+            Ok(Event::Apply(1)),
             Err(status(403)),
             Err(status(403)),
         ])

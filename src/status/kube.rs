@@ -34,8 +34,14 @@ pub struct KubeState {
     pub last_sync: Option<f64>,
     /// Times a watch failed and was re-established.
     pub watch_restarts: u64,
-    /// The latest watch or list error, cleared when the API answers again.
+    /// The latest error of a watch that has not answered since (each
+    /// watch's error is cleared only by that watch's own next answer).
     pub last_error: Option<String>,
+    /// Each watch's own state and error.
+    pub watches: Vec<WatchStatus>,
+    /// Whether the ConfigMap followed exists (`Unknown` before its first
+    /// list, and without `--configmap`).
+    pub configmap_state: ConfigMapState,
     /// CronJobSets currently selected.
     pub sets_seen: u64,
     /// Of those, the ones loaded into the job table.
@@ -70,6 +76,8 @@ impl KubeState {
             last_sync: None,
             watch_restarts: 0,
             last_error: None,
+            watches: Vec::new(),
+            configmap_state: ConfigMapState::Unknown,
             sets_seen: 0,
             sets_accepted: 0,
             sets_rejected: 0,
@@ -96,6 +104,17 @@ impl KubeState {
             }),
             "watchRestarts": self.watch_restarts,
             "lastError": self.last_error,
+            "watches": self
+                .watches
+                .iter()
+                .map(|w| {
+                    (
+                        w.watch.key().to_owned(),
+                        serde_json::json!({"state": w.state.as_str(), "lastError": w.last_error}),
+                    )
+                })
+                .collect::<serde_json::Map<String, serde_json::Value>>(),
+            "configMapState": self.configmap.as_ref().map(|_| self.configmap_state.as_str()),
             "sets": {
                 "seen": self.sets_seen,
                 "accepted": self.sets_accepted,
@@ -105,6 +124,122 @@ impl KubeState {
             "statusWrites": self.status_writes,
             "statusWriteFailures": self.status_write_failures,
         })
+    }
+}
+
+impl KubeState {
+    /// Why `/readyz` must answer 503 in Kubernetes mode, or None when the
+    /// mode is ready. Before the first sync: a watch the API server refuses
+    /// (401/403) is named with what it may not do, else the sync itself;
+    /// after it, a ConfigMap that has not existed since start. A ConfigMap
+    /// deleted later, or a refusal after the first sync, leaves the pod
+    /// ready: the running config is kept, and the log, the Events and
+    /// `GET /kube` say what is wrong.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        if !self.synced {
+            if let Some(refusal) = self.watches.iter().find_map(|w| w.refusal.as_ref()) {
+                return Some(refusal.clone());
+            }
+        }
+        if self.configmap_state == ConfigMapState::Missing {
+            if let Some(name) = &self.configmap {
+                return Some(format!(
+                    "the ConfigMap {}/{name} (--configmap) does not exist",
+                    self.namespace
+                ));
+            }
+        }
+        if !self.synced {
+            return Some("the first sync with the Kubernetes API server is not done".to_owned());
+        }
+        None
+    }
+}
+
+/// One of the two watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Watched {
+    /// The selected CronJobSets.
+    Sets,
+    /// The ConfigMap of `--configmap`.
+    ConfigMap,
+}
+
+impl Watched {
+    /// Its key in `GET /kube`'s `watches`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Watched::Sets => "cronJobSets",
+            Watched::ConfigMap => "configMap",
+        }
+    }
+}
+
+/// Where a watch stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WatchState {
+    /// Nothing answered yet since start.
+    Pending,
+    /// Its latest request was answered.
+    Ok,
+    /// Its latest request failed without an answer from the API server
+    /// (connection refused or cut, a timeout, a 5xx).
+    Unreachable,
+    /// The API server answered its latest request with 401 or 403: the
+    /// credentials or the RBAC rules do not allow it.
+    Refused,
+}
+
+impl WatchState {
+    /// The spelling of `GET /kube`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WatchState::Pending => "pending",
+            WatchState::Ok => "ok",
+            WatchState::Unreachable => "unreachable",
+            WatchState::Refused => "refused",
+        }
+    }
+}
+
+/// One watch's state, as published.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchStatus {
+    /// Which watch.
+    pub watch: Watched,
+    /// Where it stands.
+    pub state: WatchState,
+    /// Its latest error, cleared only when this watch answers again.
+    pub last_error: Option<String>,
+    /// While refused: what it may not do and why, for `/readyz` (`the
+    /// Kubernetes API refuses to list configmaps in namespace team-a (403
+    /// Forbidden) ...`).
+    pub refusal: Option<String>,
+}
+
+/// Whether the ConfigMap of `--configmap` exists, as its watch last saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ConfigMapState {
+    /// Not listed yet (or no `--configmap`).
+    #[default]
+    Unknown,
+    /// It exists and its config is taken.
+    Found,
+    /// It has not existed since start: nothing is taken from it.
+    Missing,
+    /// It existed and was deleted: the config it gave keeps running.
+    Deleted,
+}
+
+impl ConfigMapState {
+    /// The spelling of `GET /kube`'s `configMapState`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigMapState::Unknown => "unknown",
+            ConfigMapState::Found => "found",
+            ConfigMapState::Missing => "missing",
+            ConfigMapState::Deleted => "deleted",
+        }
     }
 }
 
@@ -132,8 +267,10 @@ pub struct WatchHealth {
     pub last_sync: Option<f64>,
     /// Times a watch failed and was re-established.
     pub restarts: u64,
-    /// The latest watch or list error, cleared when the API answers again.
+    /// The latest error of a watch that has not answered since.
     pub last_error: Option<String>,
+    /// Each watch's own state and error.
+    pub watches: Vec<WatchStatus>,
 }
 
 /// The CronJobSets taken, written by the source after each assembly.
@@ -182,6 +319,8 @@ pub struct KubePublishers {
     pub sets: watch::Sender<SetCounts>,
     /// To the status writer.
     pub writes: watch::Sender<StatusWrites>,
+    /// To the source (it decides what a missing ConfigMap means).
+    pub configmap: watch::Sender<ConfigMapState>,
 }
 
 /// The reading side of the Kubernetes mode's state. Cheap to clone.
@@ -191,6 +330,7 @@ pub struct KubeWatch {
     health: watch::Receiver<WatchHealth>,
     sets: watch::Receiver<SetCounts>,
     writes: watch::Receiver<StatusWrites>,
+    configmap: watch::Receiver<ConfigMapState>,
 }
 
 impl KubeWatch {
@@ -200,17 +340,20 @@ impl KubeWatch {
         let (health, health_rx) = watch::channel(WatchHealth::default());
         let (sets, sets_rx) = watch::channel(SetCounts::default());
         let (writes, writes_rx) = watch::channel(StatusWrites::default());
+        let (configmap, configmap_rx) = watch::channel(ConfigMapState::Unknown);
         (
             KubePublishers {
                 health,
                 sets,
                 writes,
+                configmap,
             },
             KubeWatch {
                 scope: Arc::new(scope),
                 health: health_rx,
                 sets: sets_rx,
                 writes: writes_rx,
+                configmap: configmap_rx,
             },
         )
     }
@@ -218,6 +361,12 @@ impl KubeWatch {
     /// Whether every watched collection has been listed once.
     pub fn synced(&self) -> bool {
         self.health.borrow().synced
+    }
+
+    /// Why the Kubernetes mode is not ready (see
+    /// [`KubeState::not_ready_reason`]), or None.
+    pub fn not_ready_reason(&self) -> Option<String> {
+        self.snapshot().not_ready_reason()
     }
 
     /// A copy of every part now.
@@ -235,6 +384,8 @@ impl KubeWatch {
             last_sync: health.last_sync,
             watch_restarts: health.restarts,
             last_error: health.last_error,
+            watches: health.watches,
+            configmap_state: *self.configmap.borrow(),
             sets_seen: sets.seen,
             sets_accepted: sets.accepted,
             sets_rejected: sets.rejected,
@@ -293,5 +444,81 @@ mod tests {
         assert_eq!(body["configMap"], "jobs");
         assert_eq!(body["sets"]["accepted"], 2);
         assert_eq!(body["statusWrites"], 5);
+    }
+
+    fn state() -> KubeState {
+        KubeState::new("ops".into(), Some("jobs".into()), "namespace".into(), None)
+    }
+
+    fn refused_configmap() -> WatchStatus {
+        WatchStatus {
+            watch: Watched::ConfigMap,
+            state: WatchState::Refused,
+            last_error: Some("ConfigMap: list refused (403 Forbidden): no".into()),
+            refusal: Some(
+                "the Kubernetes API refuses to list configmaps (jobs) in namespace ops (403 Forbidden): ..."
+                    .into(),
+            ),
+        }
+    }
+
+    #[test]
+    fn readiness_names_a_refusal_then_a_missing_configmap_then_the_sync() {
+        let mut s = state();
+        assert_eq!(
+            s.not_ready_reason().as_deref(),
+            Some("the first sync with the Kubernetes API server is not done")
+        );
+        // A refused watch before the first sync is named.
+        s.watches = vec![refused_configmap()];
+        let reason = s.not_ready_reason().expect("not ready");
+        assert!(
+            reason.contains("403 Forbidden") && reason.contains("configmaps"),
+            "{reason}"
+        );
+        assert!(reason.contains("namespace ops"), "{reason}");
+        // Synced, but the ConfigMap was missing at start.
+        s.watches.clear();
+        s.synced = true;
+        s.configmap_state = ConfigMapState::Missing;
+        assert_eq!(
+            s.not_ready_reason().as_deref(),
+            Some("the ConfigMap ops/jobs (--configmap) does not exist")
+        );
+        // Found, or deleted later (its config keeps running): ready.
+        s.configmap_state = ConfigMapState::Found;
+        assert_eq!(s.not_ready_reason(), None);
+        s.configmap_state = ConfigMapState::Deleted;
+        assert_eq!(s.not_ready_reason(), None);
+        // A refusal after the first sync keeps the pod ready too.
+        s.watches = vec![refused_configmap()];
+        assert_eq!(s.not_ready_reason(), None);
+    }
+
+    #[test]
+    fn kube_json_shows_each_watch_and_the_configmap_state() {
+        let mut s = state();
+        s.watches = vec![
+            WatchStatus {
+                watch: Watched::Sets,
+                state: WatchState::Ok,
+                last_error: None,
+                refusal: None,
+            },
+            refused_configmap(),
+        ];
+        s.configmap_state = ConfigMapState::Deleted;
+        let body = s.to_json();
+        assert_eq!(body["watches"]["cronJobSets"]["state"], "ok");
+        assert!(body["watches"]["cronJobSets"]["lastError"].is_null());
+        assert_eq!(body["watches"]["configMap"]["state"], "refused");
+        assert_eq!(
+            body["watches"]["configMap"]["lastError"],
+            "ConfigMap: list refused (403 Forbidden): no"
+        );
+        assert_eq!(body["configMapState"], "deleted");
+        let without = KubeState::new("ops".into(), None, "namespace".into(), None).to_json();
+        assert!(without["configMapState"].is_null(), "{without}");
+        assert_eq!(without["watches"], serde_json::json!({}));
     }
 }

@@ -113,11 +113,13 @@ pub struct ApiThread {
 }
 
 impl ApiThread {
-    /// Starts the API thread following `config` (see [`supervise`]). An
-    /// error means the OS refused a thread or the runtime could not be
-    /// built; the daemon then runs without its API.
+    /// Starts the API thread following `config`, with `probe` serving the
+    /// probes while no section is in force (see [`supervise`]). An error
+    /// means the OS refused a thread or the runtime could not be built;
+    /// the daemon then runs without its API.
     pub fn start(
         config: watch::Receiver<Option<WebConfig>>,
+        probe: Option<String>,
         control: ControlHandle,
         published: Published,
     ) -> std::io::Result<ApiThread> {
@@ -139,7 +141,7 @@ impl ApiThread {
                 }
                 runtime.block_on(async move {
                     tokio::select! {
-                        () = supervise(config, control, published) => {}
+                        () = supervise(config, probe, control, published) => {}
                         _ = stopped => {}
                     }
                 });
@@ -171,8 +173,14 @@ const TLS_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5
 /// Follows `config` until the channel closes, keeping the listeners in
 /// step with it and with the TLS files on disk. `published` is what the
 /// cluster and the Kubernetes mode publish (read, never written, here).
+/// While no `web` section is in force (or its credentials do not
+/// resolve), `probe` (`--probe-listen`, an `http://` address) serves
+/// `/livez` and `/readyz` only, so a pod whose web section lives in a
+/// ConfigMap that is missing still answers its probes; the section's own
+/// listeners replace it when one arrives.
 pub async fn supervise(
     mut config: watch::Receiver<Option<WebConfig>>,
+    probe: Option<String>,
     control: ControlHandle,
     published: Published,
 ) {
@@ -188,7 +196,20 @@ pub async fn supervise(
         }
         let tls_stamp = tls::files_stamp(current.as_ref().and_then(|w| w.tls.as_ref()));
         if let Some(web) = &current {
-            running = start(web, control.clone(), published.clone(), &node).await;
+            running = start(web, Serve::Api, control.clone(), published.clone(), &node).await;
+        }
+        if running.is_none() {
+            if let Some(url) = &probe {
+                let probes = probe_section(url);
+                running = start(
+                    &probes,
+                    Serve::Probes,
+                    control.clone(),
+                    published.clone(),
+                    &node,
+                )
+                .await;
+            }
         }
         // Wait for a config change, or for the certificate files to change
         // (a rotated certificate must be served without a restart).
@@ -216,8 +237,37 @@ pub async fn supervise(
     }
 }
 
+/// The section `--probe-listen` stands for: its one listener, nothing
+/// else (no tokens: the probes need none, and nothing else is routed).
+fn probe_section(url: &str) -> WebConfig {
+    WebConfig {
+        listen: vec![url.to_owned()],
+        headers: None,
+        allowed_origins: None,
+        auth_token: None,
+        auth_tokens: None,
+        anonymous_scopes: None,
+        socket_mode: None,
+        tls: None,
+        ui: None,
+        metrics: None,
+        node_history: None,
+        bonjour: None,
+    }
+}
+
+/// What a set of listeners serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Serve {
+    /// The whole API of a `web` section.
+    Api,
+    /// `/livez` and `/readyz` only (`--probe-listen`).
+    Probes,
+}
+
 async fn start(
     web: &WebConfig,
+    serve_what: Serve,
     control: ControlHandle,
     published: Published,
     node: &Arc<node::NodeSampler>,
@@ -257,7 +307,10 @@ async fn start(
         jobs_cache: Arc::default(),
         status_cache: Arc::default(),
     };
-    let app = routes::router(state);
+    let app = match serve_what {
+        Serve::Api => routes::router(state),
+        Serve::Probes => routes::probe_router(state),
+    };
     let stop = Arc::new(Notify::new());
     let mut tasks = Vec::new();
     for url in &web.listen {
@@ -275,7 +328,15 @@ async fn start(
         match addr {
             ListenAddr::Tcp(hostport) => match tokio::net::TcpListener::bind(&hostport).await {
                 Ok(listener) => {
-                    tracing::info!(target: "cronstable::web", "web: started listening on {url}");
+                    if serve_what == Serve::Probes {
+                        tracing::info!(
+                            target: "cronstable::web",
+                            "web: no web section in force; serving /livez and /readyz only on \
+                             {url} (--probe-listen) until one is"
+                        );
+                    } else {
+                        tracing::info!(target: "cronstable::web", "web: started listening on {url}");
+                    }
                     tasks.push(serve(listener, app.clone(), shutdown));
                 }
                 Err(err) => tracing::warn!(
@@ -325,7 +386,10 @@ async fn start(
             }
         }
     }
-    let sampler = node.start_history(node::history_settings(web));
+    let sampler = match serve_what {
+        Serve::Api => node.start_history(node::history_settings(web)),
+        Serve::Probes => None,
+    };
     Some(Running {
         stop,
         tasks,

@@ -113,6 +113,18 @@ pub fn routes() -> Vec<(&'static str, &'static str)> {
 /// a longer one is answered `413 Payload Too Large` without reading it.
 pub const MAX_REQUEST_BODY_BYTES: usize = 64 * 1024;
 
+/// The router of `--probe-listen` while no `web` section is in force:
+/// `/livez` and `/readyz` only (they need no token; everything else would,
+/// and no credentials are configured yet).
+pub fn probe_router(state: AppState) -> Router {
+    Router::new()
+        .route("/livez", get(livez))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+}
+
 /// Builds the router for one web configuration.
 pub fn router(state: AppState) -> Router {
     let mut router = Router::new();
@@ -373,9 +385,10 @@ async fn livez(State(state): State<AppState>) -> Response {
 }
 
 /// `GET /readyz`: 200 once the configuration is loaded and, in
-/// Kubernetes mode, the first sync with the API server is done; 503 with
-/// the reason before that (or while the scheduler does not answer, or
-/// drains). Needs no token.
+/// Kubernetes mode, the first sync with the API server is done and the
+/// ConfigMap of `--configmap` was found; 503 with the reason before that
+/// (a watch the API server refuses is named), or while the scheduler does
+/// not answer, or drains. Needs no token.
 async fn readyz(State(state): State<AppState>) -> Response {
     let not_ready = |reason: &str| {
         (
@@ -394,12 +407,16 @@ async fn readyz(State(state): State<AppState>) -> Response {
     ) {
         return not_ready("the scheduler does not answer");
     }
-    // ...and in Kubernetes mode the watches must have listed once.
-    match &state.published.kube {
-        Some(kube) if !kube.synced() => {
-            not_ready("the first sync with the Kubernetes API server is not done")
-        }
-        _ => (StatusCode::OK, Json(json!({"ready": true}))).into_response(),
+    // ...and in Kubernetes mode the watches must have listed once (a
+    // refused watch is named), and the ConfigMap must have been found.
+    match state
+        .published
+        .kube
+        .as_ref()
+        .and_then(|kube| kube.not_ready_reason())
+    {
+        Some(reason) => not_ready(&reason),
+        None => (StatusCode::OK, Json(json!({"ready": true}))).into_response(),
     }
 }
 

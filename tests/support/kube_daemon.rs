@@ -523,6 +523,10 @@ pub struct Launch {
     /// Pass `--kube`, the kubeconfig, the namespace, `-c` and the log level
     /// as CRONSTABLE_* variables instead of flags.
     pub via_env: bool,
+    /// Run as the chart does: no `web:` section in the files (the
+    /// ConfigMap may bring one), `--probe-listen` on the daemon's port, and
+    /// no `-c` at all when [`Self::config`] is empty.
+    pub probe_only: bool,
     /// The kubeconfig to use instead of the cluster's (e.g. one carrying
     /// a ServiceAccount's token).
     pub kubeconfig: Option<PathBuf>,
@@ -537,6 +541,7 @@ impl Launch {
             config: String::new(),
             namespace: Some(cluster.namespace.clone()),
             via_env: false,
+            probe_only: false,
             kubeconfig: None,
         }
     }
@@ -575,6 +580,9 @@ const SCRUB: &[&str] = &[
     "CRONSTABLE_SELECTOR",
     "CRONSTABLE_CONFIG",
     "CRONSTABLE_LOG_LEVEL",
+    "CRONSTABLE_POD_NAME",
+    "CRONSTABLE_POD_UID",
+    "CRONSTABLE_PROBE_LISTEN",
 ];
 
 impl KubeDaemon {
@@ -590,10 +598,15 @@ impl KubeDaemon {
         let port = http::free_port();
         let n = cluster.next_daemon();
         let config_path = cluster.path(&format!("daemon-{n}.yaml"));
-        let config = format!(
-            "web:\n  listen:\n    - http://127.0.0.1:{port}\n{}",
+        let config = if how.probe_only {
             cluster.expand(&how.config)
-        );
+        } else {
+            format!(
+                "web:\n  listen:\n    - http://127.0.0.1:{port}\n{}",
+                cluster.expand(&how.config)
+            )
+        };
+        let with_files = !(how.probe_only && config.is_empty());
         std::fs::write(&config_path, config).expect("write the daemon's config");
         let mut command = Command::new(env!("CARGO_BIN_EXE_cronstable"));
         for name in SCRUB {
@@ -610,8 +623,10 @@ impl KubeDaemon {
             command
                 .env("CRONSTABLE_KUBE", "true")
                 .env("CRONSTABLE_KUBECONFIG", &kubeconfig)
-                .env("CRONSTABLE_CONFIG", &config_file)
                 .env("CRONSTABLE_LOG_LEVEL", "DEBUG");
+            if with_files {
+                command.env("CRONSTABLE_CONFIG", &config_file);
+            }
             if let Some(ns) = &how.namespace {
                 command.env("CRONSTABLE_NAMESPACE", ns);
             }
@@ -620,7 +635,13 @@ impl KubeDaemon {
             if let Some(ns) = &how.namespace {
                 command.args(["--namespace", ns]);
             }
-            command.args(["-c", &config_file, "-l", "DEBUG"]);
+            if with_files {
+                command.args(["-c", &config_file]);
+            }
+            command.args(["-l", "DEBUG"]);
+        }
+        if how.probe_only {
+            command.args(["--probe-listen", &format!("http://127.0.0.1:{port}")]);
         }
         command.args(&how.args);
         for (k, v) in &how.env {

@@ -46,6 +46,23 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s-config" (include "cronstable.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
+{{/* The address of `--probe-listen`: the pod-wide listener of the web
+section on the service port, `http://[::]:<port>` when the user's section
+listens there, else `http://0.0.0.0:<port>`. The daemon serves /livez and
+/readyz on it only while no web section is in force (the ConfigMap is
+missing); the section's own listener takes the port over when it arrives. */}}
+{{- define "cronstable.probeListen" -}}
+{{- $port := int .Values.service.port }}
+{{- $url := printf "http://0.0.0.0:%d" $port }}
+{{- $config := default (dict) .Values.config }}
+{{- range (default (list) (get (default (dict) $config.web) "listen")) }}
+{{- if and (kindIs "string" .) (regexMatch (printf "^http://\\[::\\]:%d/?$" $port) .) }}
+{{- $url = printf "http://[::]:%d" $port }}
+{{- end }}
+{{- end }}
+{{- $url }}
+{{- end }}
+
 {{/* The daemon's config as the ConfigMap holds it: the user's `config`, plus
 a `web` section on 0.0.0.0:<service.port> when it has none (the Service,
 probes and monitors need a pod-wide listener), plus the Kubernetes Lease

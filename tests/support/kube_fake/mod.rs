@@ -6,6 +6,7 @@
 //! 410 Gone, status subresource, schema validation, server-side apply of
 //! status with its managedFields entry); README.md lists the gaps.
 
+mod deny;
 mod managed;
 mod schema;
 mod select;
@@ -72,6 +73,8 @@ impl Default for Settings {
 /// The shared state behind the HTTP handlers and the test's handle.
 pub(crate) struct Shared {
     store: Mutex<Store>,
+    /// Resources every request for answers 403 (see [`FakeApiServer::deny`]).
+    denials: Mutex<Vec<deny::Denial>>,
 }
 
 impl Shared {
@@ -125,6 +128,7 @@ impl FakeApiServer {
         let addr = listener.local_addr()?;
         let shared = Arc::new(Shared {
             store: Mutex::new(Store::new(settings)),
+            denials: Mutex::new(Vec::new()),
         });
         let running = serve(listener, shared.clone());
         Ok(Self {
@@ -237,6 +241,32 @@ impl FakeApiServer {
     /// 503 ServiceUnavailable and every open watch is cut.
     pub fn set_unavailable(&self, down: bool) {
         self.shared.lock().set_unavailable(down);
+    }
+
+    /// Refuse every request for `resource` (a plural, or `plural/status`) of
+    /// API `group` ("" for core) in `namespace` (`None`: everywhere) with 403
+    /// Forbidden, in the real authorizer's wording, as a Role without that
+    /// rule does. Open watches are not cut (RBAC is checked when a request
+    /// starts). [`Self::allow_all`] lifts every refusal.
+    pub fn deny(&self, group: &str, resource: &str, namespace: Option<&str>) {
+        self.shared
+            .denials
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(deny::Denial {
+                group: group.to_string(),
+                resource: resource.to_string(),
+                namespace: namespace.map(str::to_string),
+            });
+    }
+
+    /// Lift every refusal [`Self::deny`] set.
+    pub fn allow_all(&self) {
+        self.shared
+            .denials
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     /// Forget the whole change history (as etcd compaction does) and end

@@ -119,6 +119,9 @@ async fn handle(
         .split('/')
         .filter(|s| !s.is_empty())
         .collect();
+    if let Some(refused) = refused(&shared, &method, &segs, &params) {
+        return fail(&refused);
+    }
     match segs.as_slice() {
         ["version"] => {
             return respond(
@@ -185,6 +188,17 @@ async fn handle(
         Ok(resp) => resp,
         Err(e) => fail(&e),
     }
+}
+
+/// The 403 of a resource the test denied (`FakeApiServer::deny`), if any.
+fn refused(
+    shared: &Shared,
+    method: &Method,
+    segs: &[&str],
+    params: &HashMap<String, String>,
+) -> Option<ApiError> {
+    let denials = shared.denials.lock().unwrap_or_else(|p| p.into_inner());
+    super::deny::check(&denials, method.as_str(), segs, params)
 }
 
 fn field_validation(params: &HashMap<String, String>) -> Result<FieldValidation, ApiError> {
