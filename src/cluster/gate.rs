@@ -7,7 +7,7 @@ use super::records::{RecordsHandle, RecordsLink};
 use crate::config::model::ClusterPolicy;
 use crate::config::JobConfig;
 use crate::job::Trigger;
-use crate::scheduler::ports::{Admission, LeaderGate, LeaderRecords};
+use crate::scheduler::ports::{Admission, LeaderGate, LeaderRecords, Runner};
 use crate::status::{BackendKind, LeadershipState, LeadershipWatch};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -153,6 +153,15 @@ impl LeaderGate for ClusterGate {
         self.leadership.with(|state| state.is_some())
     }
 
+    fn runner(&self, job: &JobConfig) -> Runner {
+        let now = Instant::now().into_std();
+        let stepping_down = self.stepping_down;
+        self.leadership.with(|state| match state {
+            None => Runner::Here,
+            Some(state) => runner_of(state, job, now, stepping_down),
+        })
+    }
+
     fn owner(&self, job: &JobConfig) -> Option<Option<String>> {
         if job.cluster_policy == ClusterPolicy::EveryNode {
             return None;
@@ -161,8 +170,19 @@ impl LeaderGate for ClusterGate {
         let stepping_down = self.stepping_down;
         self.leadership.with(|state| {
             let state = state?;
-            let g = state.gossip.as_deref()?;
-            if !g.spread() || !g.elect_leader() {
+            let spread = state.gossip.as_deref().filter(|g| g.spread());
+            let Some(g) = spread else {
+                // One leader runs every leader-gated job: it is the owner
+                // (null while none is known), as the control API routes.
+                return match runner_of(state, job, now, stepping_down) {
+                    Runner::Leader => Some(Some(state.node_name.clone())),
+                    Runner::Elsewhere(node) => Some(Some(node)),
+                    Runner::Unknown => Some(None),
+                    Runner::Here if elects(state) => Some(None),
+                    Runner::Here => None,
+                };
+            };
+            if !g.elect_leader() {
                 return None;
             }
             // A stale view names no owner (null: no quorum to decide).
@@ -174,6 +194,53 @@ impl LeaderGate for ClusterGate {
                 _ => g.view.job_owner(&job.name),
             })
         })
+    }
+}
+
+/// Whether the section elects anyone (gossip attestation alone does not).
+fn elects(state: &LeadershipState) -> bool {
+    state.elect_leader && state.gossip.as_deref().is_none_or(|g| g.elect_leader())
+}
+
+/// Which node runs `job`'s scheduled fires in the state `state` at `now`
+/// (the control API's routing, [`LeaderGate::runner`]), following the
+/// same rules as [`admit`]: this node when it would launch the fire as the
+/// leader (or owner), the other node when one is known to, and nobody
+/// known for a `Leader` job while leadership is unsettled. `EveryNode`
+/// jobs, and `PreferLeader` jobs with no leader known (they then run on
+/// every node), run here.
+fn runner_of(
+    state: &LeadershipState,
+    job: &JobConfig,
+    now: std::time::Instant,
+    stepping_down: bool,
+) -> Runner {
+    if job.cluster_policy == ClusterPolicy::EveryNode || !elects(state) {
+        return Runner::Here;
+    }
+    let live = state.running && !state.stepped_down && !stepping_down;
+    let me = state.node_name.as_str();
+    let named = match state.gossip.as_deref() {
+        Some(g) if g.spread() => {
+            let fresh = live && g.fresh(now);
+            match job.cluster_policy {
+                ClusterPolicy::PreferLeader => fresh.then(|| g.view.available_job_owner(&job.name)),
+                _ if fresh && g.vouched && g.view.is_job_owner(&job.name) => Some(me.to_owned()),
+                _ => fresh
+                    .then(|| g.view.job_owner(&job.name))
+                    .flatten()
+                    .filter(|owner| owner != me),
+            }
+        }
+        _ if live && state.is_leader(now) => Some(me.to_owned()),
+        _ if live => state.leader(now).filter(|leader| leader != me),
+        _ => None,
+    };
+    match named {
+        Some(node) if node == me => Runner::Leader,
+        Some(node) => Runner::Elsewhere(node),
+        None if job.cluster_policy == ClusterPolicy::PreferLeader => Runner::Here,
+        None => Runner::Unknown,
     }
 }
 

@@ -57,17 +57,50 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<ControlError> for ApiError {
-    fn from(err: ControlError) -> Self {
-        let status = match err {
-            ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-            ControlError::Conflict(_) => StatusCode::CONFLICT,
-            ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ControlError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        };
-        ApiError(status, err.to_string())
+/// A refused control request: the `{"error": ...}` envelope, and for a
+/// request that belongs to another node, that node's name beside it
+/// (`clusterOwner`, the member `GET /jobs` names it with), so a client
+/// behind a Service can send it there.
+#[derive(Debug)]
+pub struct ControlRefusal(ControlError);
+
+/// The status a refused control request answers with.
+fn status_of(err: &ControlError) -> StatusCode {
+    match err {
+        ControlError::NotFound(_) => StatusCode::NOT_FOUND,
+        ControlError::Conflict(_) | ControlError::Elsewhere { .. } => StatusCode::CONFLICT,
+        ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        ControlError::Unavailable
+        | ControlError::NoRunner { .. }
+        | ControlError::NotRecorded { .. } => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
+
+impl IntoResponse for ControlRefusal {
+    fn into_response(self) -> Response {
+        let status = status_of(&self.0);
+        let mut body = json!({"error": self.0.to_string()});
+        if let ControlError::Elsewhere { runner, .. } = &self.0 {
+            body["clusterOwner"] = json!(runner);
+        }
+        (status, Json(body)).into_response()
+    }
+}
+
+impl From<ControlError> for ControlRefusal {
+    fn from(err: ControlError) -> Self {
+        ControlRefusal(err)
+    }
+}
+
+impl From<ControlError> for ApiError {
+    fn from(err: ControlError) -> Self {
+        ApiError(status_of(&err), err.to_string())
+    }
+}
+
+/// What the control routes answer.
+type ControlResult = Result<Response, ControlRefusal>;
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -317,19 +350,33 @@ async fn runs(
     Ok(Json(json!({"job": name, "runs": shown, "stats": views::run_stats(&runs)})).into_response())
 }
 
-async fn start(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
-    state.control.start(&name).await?;
+/// `POST /jobs/{name}/start`: on the node that runs the job, or with
+/// `?local=true` on this node whichever node runs it.
+async fn start(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ControlResult {
+    let here = request::local_flag(&query).map_err(ControlError::BadRequest)?;
+    if here {
+        state.control.start_here(&name).await?;
+    } else {
+        state.control.start(&name).await?;
+    }
     Ok(Json(json!({"started": name})).into_response())
 }
 
-async fn cancel(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
+async fn cancel(State(state): State<AppState>, Path(name): Path<String>) -> ControlResult {
     let instances = state.control.cancel(&name).await?;
     Ok(Json(json!({"cancelled": name, "instances": instances})).into_response())
 }
 
-async fn pause(State(state): State<AppState>, Path(name): Path<String>, body: Bytes) -> ApiResult {
-    let request: PauseRequest =
-        request::pause_body(&body).map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
+async fn pause(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> ControlResult {
+    let request: PauseRequest = request::pause_body(&body).map_err(ControlError::BadRequest)?;
     let window = state.control.pause(&name, request).await?;
     Ok(Json(json!({"paused": {
         "since": views::iso(window.since),
@@ -341,9 +388,13 @@ async fn pause(State(state): State<AppState>, Path(name): Path<String>, body: By
     .into_response())
 }
 
-async fn resume(State(state): State<AppState>, Path(name): Path<String>, body: Bytes) -> ApiResult {
-    request::resume_body(&body).map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
-    state.control.resume(&name).await?;
+async fn resume(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> ControlResult {
+    let by = request::resume_body(&body).map_err(ControlError::BadRequest)?;
+    state.control.resume(&name, &by).await?;
     Ok(Json(json!({"paused": null})).into_response())
 }
 
