@@ -163,11 +163,23 @@ impl Scheduler {
         let current = self.gate.leadership_term();
         match read.result {
             Ok(marks) => {
+                tracing::debug!(
+                    target: "cronstable::scheduler",
+                    "cluster: {} pause record(s) read for leadership term {} ({} fire(s) held)",
+                    marks.len(),
+                    read.term,
+                    self.pause_sync.held.len()
+                );
                 self.pause_sync.retry = false;
                 self.pause_sync.warned = false;
                 self.apply_marks(marks);
             }
-            Err(RecordsError::NoRecords | RecordsError::NotSupported { .. }) => {
+            Err(err @ (RecordsError::NoRecords | RecordsError::NotSupported { .. })) => {
+                tracing::debug!(
+                    target: "cronstable::scheduler",
+                    "cluster: no pauses to apply for leadership term {} ({err})",
+                    read.term
+                );
                 // Nothing is kept there: nothing to apply, nothing to retry.
                 self.pause_sync.retry = false;
             }
