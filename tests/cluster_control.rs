@@ -124,8 +124,9 @@ fn control_requests_reach_the_leader_and_its_pauses_survive_a_takeover() {
 
     // A follower refuses every control request for the Leader job with a
     // 409 naming the leader, and nothing changes anywhere.
-    let expected_error =
-        format!("job 'beat' runs on node '{leader}', not on this node: send the request to '{leader}'");
+    let expected_error = format!(
+        "job 'beat' runs on node '{leader}', not on this node: send the request to '{leader}'"
+    );
     for path in [
         "/jobs/beat/pause",
         "/jobs/beat/resume",
@@ -144,7 +145,11 @@ fn control_requests_reach_the_leader_and_its_pauses_survive_a_takeover() {
     let reply = post_json(f.web, "/jobs/beat/pause", &json!({"durationSeconds": 60}));
     assert_eq!(reply.status, 409, "{}", reply.body);
     let reply = post_json(f.web, "/jobs/beat/pause", &json!({"durationSeconds": 0}));
-    assert_eq!(reply.status, 400, "a bad window is a 400 anywhere: {}", reply.body);
+    assert_eq!(
+        reply.status, 400,
+        "a bad window is a 400 anywhere: {}",
+        reply.body
+    );
     for node in &nodes {
         assert_eq!(job(node, "beat")["paused"], Value::Null, "{}", node.name);
     }
@@ -156,7 +161,11 @@ fn control_requests_reach_the_leader_and_its_pauses_survive_a_takeover() {
         || logs(&nodes),
     );
     // The follower's own EveryNode job answers locally.
-    let reply = post_json(f.web, "/jobs/everywhere/pause", &json!({"durationSeconds": 60}));
+    let reply = post_json(
+        f.web,
+        "/jobs/everywhere/pause",
+        &json!({"durationSeconds": 60}),
+    );
     assert_eq!(reply.status, 200, "{}", reply.body);
     assert!(job(f, "everywhere")["paused"].is_object());
     assert_eq!(post(f.web, "/jobs/everywhere/resume").status, 200);
@@ -186,9 +195,16 @@ fn control_requests_reach_the_leader_and_its_pauses_survive_a_takeover() {
     let since_epoch = epoch_of(paused["since"].as_str().expect("since"));
     // Lines written after the pause was taken (the manual run above came
     // before it).
-    let after_pause =
-        |node: &str| -> Vec<i64> { runs_by(&shared, node).into_iter().filter(|at| *at > since_epoch).collect() };
-    let stream = shared.join("default").join("records").join("cluster%2Fpauses");
+    let after_pause = |node: &str| -> Vec<i64> {
+        runs_by(&shared, node)
+            .into_iter()
+            .filter(|at| *at > since_epoch)
+            .collect()
+    };
+    let stream = shared
+        .join("default")
+        .join("records")
+        .join("cluster%2Fpauses");
     let files: Vec<String> = std::fs::read_dir(&stream)
         .expect("the pauses stream exists")
         .filter_map(|e| e.ok())

@@ -362,6 +362,73 @@ mod tests {
         }
     }
 
+    /// The control API's routing over the same states as the launch
+    /// table above: who runs each policy's fires, and what `GET /jobs`
+    /// names as its `clusterOwner`.
+    #[test]
+    fn the_runner_and_owner_follow_the_same_rules_as_the_launches() {
+        use Runner::*;
+        let other = || Elsewhere("other".to_owned());
+        let owner = |name: &str| Some(Some(name.to_owned()));
+        // (state) -> (Leader, PreferLeader) runners and owners; EveryNode
+        // always runs here and has no owner.
+        type Row = (Option<Facts>, [Runner; 2], [Option<Option<String>>; 2]);
+        let table: [Row; 6] = [
+            (None, [Here, Here], [None, None]),
+            (
+                Some((true, true, Some("me"), true)),
+                [Leader, Leader],
+                [owner("me"), owner("me")],
+            ),
+            (
+                Some((false, true, Some("other"), true)),
+                [other(), other()],
+                [owner("other"), owner("other")],
+            ),
+            // The store is silent: nobody known for Leader; PreferLeader
+            // runs on every node, this one included.
+            (
+                Some((false, false, Some("other"), true)),
+                [Unknown, Here],
+                [Some(None), Some(None)],
+            ),
+            (
+                Some((false, true, None, true)),
+                [Unknown, Here],
+                [Some(None), Some(None)],
+            ),
+            (
+                Some((false, false, None, false)),
+                [Unknown, Here],
+                [Some(None), Some(None)],
+            ),
+        ];
+        for (state, runners, owners) in table {
+            let g = gate(state);
+            assert_eq!(
+                [g.runner(&job("Leader")), g.runner(&job("PreferLeader"))],
+                runners,
+                "{state:?}"
+            );
+            assert_eq!(
+                [g.owner(&job("Leader")), g.owner(&job("PreferLeader"))],
+                owners,
+                "{state:?}"
+            );
+            assert_eq!(g.runner(&job("EveryNode")), Here, "{state:?}");
+            assert_eq!(g.owner(&job("EveryNode")), None, "{state:?}");
+        }
+        // A lease still naming this node after its leadership ran out:
+        // not a runner anyone can name.
+        let g = gate(Some((false, true, Some("me"), true)));
+        assert_eq!(g.runner(&job("Leader")), Unknown);
+        // Draining: this node stops naming itself at once.
+        let mut g = gate(Some((true, true, Some("me"), true)));
+        g.step_down();
+        assert_eq!(g.runner(&job("Leader")), Unknown);
+        assert_eq!(g.runner(&job("PreferLeader")), Here);
+    }
+
     #[tokio::test]
     async fn records_exist_while_a_section_is_configured_even_with_no_backend() {
         assert!(gate(None).records().is_none(), "no election, no records");
@@ -450,14 +517,14 @@ mod tests {
         sim.rounds(3, &all);
         let leader = gossip_gate(&mut sim, 0, true);
         assert_eq!(admissions(&leader, "j"), [Launch, Launch, Launch]);
+        assert_eq!(leader.runner(&job("Leader")), Runner::Leader);
         for i in 1..3 {
             let g = gossip_gate(&mut sim, i, true);
             assert_eq!(admissions(&g, "j"), [Skip, Skip, Launch], "node {i}");
-            assert_eq!(
-                g.owner(&job("Leader")),
-                None,
-                "no clusterOwner under single-leader"
-            );
+            // Under single-leader the leader owns every leader-gated
+            // job, and the control API sends requests there.
+            assert_eq!(g.owner(&job("Leader")), Some(Some("n0".to_owned())));
+            assert_eq!(g.runner(&job("Leader")), Runner::Elsewhere("n0".into()));
         }
         // A stale snapshot (the poll loop stalled): the leader fails
         // closed for Leader jobs and PreferLeader never skips.
@@ -535,10 +602,17 @@ mod tests {
                         );
                     }
                 }
-                // Every node names the same owner, the one that launches.
+                // Every node names the same owner, the one that launches, and
+                // routes control requests to it.
                 let owner = format!("n{}", launches[0]);
-                for g in &gates {
+                for (i, g) in gates.iter().enumerate() {
                     assert_eq!(g.owner(&j), Some(Some(owner.clone())), "{name} {policy}");
+                    let runner = if i == launches[0] {
+                        Runner::Leader
+                    } else {
+                        Runner::Elsewhere(owner.clone())
+                    };
+                    assert_eq!(g.runner(&j), runner, "{name} {policy} on n{i}");
                 }
                 owners_used.insert(owner);
             }
@@ -568,7 +642,14 @@ mod tests {
             let g = ClusterGate::new(LeadershipWatch::fixed(stats), tx, RecordsLink::new());
             assert_eq!(admissions(&g, "j"), expected, "electLeader: {elect}");
             assert_eq!(g.records().is_some(), elect, "records only under election");
-            assert_eq!(g.owner(&job("Leader")), None);
+            // With election the manager's absence names no leader.
+            let (runner, owner) = if elect {
+                (Runner::Unknown, Some(None))
+            } else {
+                (Runner::Here, None)
+            };
+            assert_eq!(g.runner(&job("Leader")), runner);
+            assert_eq!(g.owner(&job("Leader")), owner);
         }
     }
 }

@@ -161,7 +161,10 @@ pub fn marks_in(records: &[(String, Map<String, Value>)]) -> BTreeMap<String, Pa
 /// The record files a prune deletes at `now`: every record but the one
 /// holding each job's newest mark, and that one too once it no longer
 /// says anything. Files that do not read are left alone.
-pub fn records_to_prune(records: &[(String, Map<String, Value>)], now: DateTime<Utc>) -> Vec<String> {
+pub fn records_to_prune(
+    records: &[(String, Map<String, Value>)],
+    now: DateTime<Utc>,
+) -> Vec<String> {
     // job -> (name, mark) of the record to keep.
     let mut keep: BTreeMap<&str, (&String, PauseMark)> = BTreeMap::new();
     let mut prune = Vec::new();
@@ -247,8 +250,14 @@ mod tests {
             channel: "api".into(),
         });
         let text = with_mark(None, "j", mark.clone(), at(0)).expect("written");
-        assert!(text.contains(r#""since":"2026-06-23T19:00:00.123456789Z""#), "{text}");
-        assert!(text.contains(r#""note":"\u00e9""#), "non-ASCII escaped: {text}");
+        assert!(
+            text.contains(r#""since":"2026-06-23T19:00:00.123456789Z""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#""note":"\u00e9""#),
+            "non-ASCII escaped: {text}"
+        );
         assert_eq!(decode_pauses(Some(&text)).get("j"), Some(&mark));
     }
 
@@ -275,7 +284,11 @@ mod tests {
                 "{stored:?} then {written:?}"
             );
             // No write at all when nothing changes.
-            assert_eq!(after.is_none(), expected == stored, "{stored:?} then {written:?}");
+            assert_eq!(
+                after.is_none(),
+                expected == stored,
+                "{stored:?} then {written:?}"
+            );
         }
         // Other jobs are left alone.
         let doc = with_mark(None, "a", paused(0, 100), at(0)).expect("a");
@@ -375,7 +388,10 @@ mod tests {
             rec("4", "b", paused(5, 9000)),
             rec("5", "c", paused(0, 100)),
             ("6".to_owned(), body(json!({"job": "d", "since": "x"}))),
-            ("7".to_owned(), body(json!({"since": "2026-06-23T19:00:00Z"}))),
+            (
+                "7".to_owned(),
+                body(json!({"since": "2026-06-23T19:00:00Z"})),
+            ),
         ];
         let marks = marks_in(&records);
         assert_eq!(marks.get("a"), Some(&resumed(10)));

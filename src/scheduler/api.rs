@@ -5,10 +5,10 @@ use super::control::{
     ActivityRow, Control, ControlError, JobProgress, JobSnapshot, JobsAnswer, Progress, Recording,
     RetryView, RunSummary, SlotSnapshot, Stamp, StatusTable,
 };
-use super::pause::PauseMark;
-use super::ports::Runner;
 use super::pause;
+use super::pause::PauseMark;
 use super::ports;
+use super::ports::Runner;
 use super::Scheduler;
 use crate::config::model::ConcurrencyScope;
 use crate::gossip::fleet::{self, OwnJob, OwnJobs};
@@ -237,8 +237,7 @@ impl Scheduler {
             return Err(ControlError::NotFound(name.to_owned()));
         }
         // A bad window is refused wherever the request landed.
-        let window =
-            pause::window(request, self.clock.now()).map_err(ControlError::BadRequest)?;
+        let window = pause::window(request, self.clock.now()).map_err(ControlError::BadRequest)?;
         let (_, runner) = self.routed(name)?;
         tracing::info!(
             target: "cronstable::scheduler",

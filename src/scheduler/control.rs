@@ -29,7 +29,9 @@ pub enum ControlError {
     Unavailable,
     /// Another node runs the job's scheduled fires (409): the request
     /// belongs there.
-    #[error("job '{job}' runs on node '{runner}', not on this node: send the request to '{runner}'")]
+    #[error(
+        "job '{job}' runs on node '{runner}', not on this node: send the request to '{runner}'"
+    )]
     Elsewhere {
         /// The job.
         job: String,
