@@ -20,7 +20,7 @@ mod finish;
 pub(crate) mod history;
 mod launch;
 mod next_fire;
-pub(crate) mod pause;
+pub mod pause;
 mod pause_sync;
 pub mod ports;
 pub(crate) mod retry;
