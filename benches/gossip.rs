@@ -22,6 +22,7 @@
 //! (default ten rounds).
 
 #[path = "../tests/support/certs.rs"]
+#[allow(dead_code)]
 mod certs;
 #[path = "../tests/support/http.rs"]
 #[allow(dead_code)]

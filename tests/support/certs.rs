@@ -36,6 +36,17 @@ impl Ca {
         (cert.pem(), key.serialize_pem())
     }
 
+    /// The CA certificate (PEM).
+    pub fn pem(&self) -> &str {
+        &self.pem
+    }
+
+    /// Signs `params` for `key`: (certificate PEM, key PEM).
+    pub fn sign(&self, params: CertificateParams, key: KeyPair) -> (String, String) {
+        let cert = params.signed_by(&key, &self.cert, &self.key).expect("sign");
+        (cert.pem(), key.serialize_pem())
+    }
+
     /// Writes `ca.pem` (trusting `self`), `cert.pem` and `key.pem` (issued
     /// by `issuer` for 127.0.0.1) into `dir`.
     pub fn files(&self, issuer: &Ca, dir: &Path) -> PathBuf {

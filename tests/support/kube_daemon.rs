@@ -1,6 +1,10 @@
-//! Kubernetes mode under test: a fake API server (`kube_fake`) with the
-//! CronJobSet CRD installed, driven by a Tokio runtime the test owns, and the
-//! built binary started with `--kube --kubeconfig <file>` against it.
+//! Kubernetes mode under test: an API server with the CronJobSet CRD
+//! installed — the real kube-apiserver from `KUBEBUILDER_ASSETS`
+//! ([`Cluster::real`], see `envtest`) or the fake (`kube_fake`,
+//! [`Cluster::start`], kept for faults a real server cannot produce on
+//! demand) — a client playing the user's `kubectl` on a Tokio runtime the
+//! test owns, and the built binary started with `--kube --kubeconfig
+//! <file>` against it.
 //!
 //! The tests themselves are plain synchronous `#[test]`s: the fake serves
 //! from a current-thread runtime that a background thread keeps driving, and
@@ -20,6 +24,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use serde_json::{json, Value};
 
+use super::envtest::ApiServer;
 use super::http;
 use super::kube_fake::FakeApiServer;
 
@@ -59,6 +64,7 @@ fn resource_of(api_version: &str, kind: &str) -> ApiResource {
         "CronJobSet" => "cronjobsets",
         "ConfigMap" => "configmaps",
         "Event" => "events",
+        "Lease" => "leases",
         other => panic!("kube_daemon: no plural known for kind {other}"),
     };
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural)
@@ -84,13 +90,21 @@ pub fn configmap(namespace: &str, name: &str, data: Value) -> Value {
     })
 }
 
-/// A fake API server with the CronJobSet CRD, a kubeconfig pointing at it, a
+/// The API server behind a [`Cluster`].
+enum Server {
+    /// The fake (tests/support/kube_fake).
+    Fake(FakeApiServer),
+    /// A real kube-apiserver with its etcd.
+    Real(Box<Mutex<ApiServer>>),
+}
+
+/// An API server with the CronJobSet CRD, a kubeconfig pointing at it, a
 /// client to play the user's `kubectl`, and a temp dir for files jobs write.
 pub struct Cluster {
     rt: Arc<tokio::runtime::Runtime>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     driver: Option<std::thread::JoinHandle<()>>,
-    fake: Option<FakeApiServer>,
+    server: Option<Server>,
     client: Option<Client>,
     /// Holds the kubeconfig, the daemons' configs and the files jobs write.
     pub dir: tempfile::TempDir,
@@ -110,24 +124,9 @@ impl Cluster {
 
     /// Like [`Cluster::start`] with another context namespace.
     pub fn start_in(namespace: &str) -> Cluster {
-        let rt = Arc::new(
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a Tokio runtime"),
-        );
-        // A current-thread runtime only runs spawned tasks (the fake's
-        // server, the client's connection tasks) while someone is inside
-        // Runtime::block_on; this thread stays there until the test ends.
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let driving = Arc::clone(&rt);
-        let driver = std::thread::spawn(move || {
-            driving.block_on(async move {
-                let _ = stopped.await;
-            });
-        });
-        let handle = rt.handle().clone();
-        let fake = handle
+        let (rt, stop, driver) = driven_runtime();
+        let fake = rt
+            .handle()
             .block_on(FakeApiServer::start())
             .expect("the fake API server starts");
         fake.install_crd_yaml(CRD_YAML)
@@ -136,8 +135,64 @@ impl Cluster {
         let kubeconfig = dir.path().join("kubeconfig");
         fake.write_kubeconfig(&kubeconfig, namespace)
             .expect("write kubeconfig");
+        Cluster::assemble(
+            rt,
+            stop,
+            driver,
+            Server::Fake(fake),
+            dir,
+            kubeconfig,
+            namespace,
+        )
+    }
+
+    /// A real kube-apiserver (see `envtest`) with the committed CRD applied
+    /// and established and the namespace `team-a` created; `None` (the test
+    /// is skipped, saying why) when `KUBEBUILDER_ASSETS` is unset.
+    pub fn real() -> Option<Cluster> {
+        Cluster::real_in("team-a")
+    }
+
+    /// Like [`Cluster::real`] with another context namespace.
+    pub fn real_in(namespace: &str) -> Option<Cluster> {
+        // libtest names each test's thread after the test.
+        let thread = std::thread::current();
+        let test = thread.name().unwrap_or("a Kubernetes test");
+        let server = ApiServer::start(test)?;
+        let crd = server.dir().join("crd.yaml");
+        std::fs::write(&crd, CRD_YAML).expect("write the CRD");
+        let crd_path = crd.display().to_string();
+        let (ok, _, err) = server.kubectl(&["apply", "-f", &crd_path]);
+        assert!(ok, "kubectl apply the committed CRD: {err}");
+        server.wait_established("cronjobsets.cronstable.io");
+        let (rt, stop, driver) = driven_runtime();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let kubeconfig = dir.path().join("kubeconfig");
+        server.write_kubeconfig_as(&kubeconfig, "tester", namespace);
+        let cluster = Cluster::assemble(
+            rt,
+            stop,
+            driver,
+            Server::Real(Box::new(Mutex::new(server))),
+            dir,
+            kubeconfig,
+            namespace,
+        );
+        cluster.ensure_namespace(namespace);
+        Some(cluster)
+    }
+
+    fn assemble(
+        rt: Arc<tokio::runtime::Runtime>,
+        stop: tokio::sync::oneshot::Sender<()>,
+        driver: std::thread::JoinHandle<()>,
+        server: Server,
+        dir: tempfile::TempDir,
+        kubeconfig: PathBuf,
+        namespace: &str,
+    ) -> Cluster {
         let path = kubeconfig.clone();
-        let client = handle.block_on(async move {
+        let client = rt.handle().block_on(async move {
             let kc = Kubeconfig::read_from(&path).expect("kubeconfig parses");
             let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
@@ -148,7 +203,7 @@ impl Cluster {
             rt,
             stop: Some(stop),
             driver: Some(driver),
-            fake: Some(fake),
+            server: Some(server),
             client: Some(client),
             dir,
             kubeconfig,
@@ -157,14 +212,69 @@ impl Cluster {
         }
     }
 
+    /// Whether this is a real kube-apiserver.
+    pub fn is_real(&self) -> bool {
+        matches!(self.server, Some(Server::Real(_)))
+    }
+
+    /// Runs `f` with the real API server; panics on the fake.
+    pub fn real_server<T>(&self, f: impl FnOnce(&mut ApiServer) -> T) -> T {
+        match &self.server {
+            Some(Server::Real(server)) => {
+                let mut guard = server.lock().unwrap_or_else(|p| p.into_inner());
+                f(&mut guard)
+            }
+            _ => panic!("this test needs the real API server (Cluster::real)"),
+        }
+    }
+
+    /// Creates `namespace` on a real server when it does not exist (the
+    /// fake takes objects in any namespace).
+    pub fn ensure_namespace(&self, namespace: &str) {
+        if !self.is_real() {
+            return;
+        }
+        let api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(self.client());
+        let name = namespace.to_owned();
+        self.block_on(async move {
+            if api.get_opt(&name).await.expect("get namespace").is_none() {
+                let ns: k8s_openapi::api::core::v1::Namespace =
+                    serde_json::from_value(json!({"metadata": {"name": name}})).expect("namespace");
+                match api.create(&PostParams::default(), &ns).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => {}
+                    Err(e) => panic!("create namespace {name}: {e}"),
+                }
+            }
+        });
+    }
+
+    /// The kubeconfig daemon number `n` uses: on a real server an admin
+    /// identity of its own (`daemon-<n>`, so the audit log tells the
+    /// daemons' requests apart); on the fake the cluster's kubeconfig.
+    pub fn daemon_kubeconfig(&self, n: usize) -> PathBuf {
+        match &self.server {
+            Some(Server::Real(server)) => {
+                let path = self.path(&format!("kubeconfig-daemon-{n}"));
+                let guard = server.lock().unwrap_or_else(|p| p.into_inner());
+                guard.write_kubeconfig_as(&path, &format!("daemon-{n}"), &self.namespace);
+                path
+            }
+            _ => self.kubeconfig.clone(),
+        }
+    }
+
     /// Runs `future` to completion on the test's runtime.
     pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
         self.rt.handle().block_on(future)
     }
 
-    /// The fake API server.
+    /// The fake API server; panics on a real one.
     pub fn fake(&self) -> &FakeApiServer {
-        self.fake.as_ref().expect("the fake runs until drop")
+        match &self.server {
+            Some(Server::Fake(fake)) => fake,
+            _ => panic!("this test needs the fake API server (Cluster::start)"),
+        }
     }
 
     fn client(&self) -> Client {
@@ -204,6 +314,7 @@ impl Cluster {
             .unwrap_or(&self.namespace)
             .to_owned();
         let name = obj["metadata"]["name"].as_str().expect("name").to_owned();
+        self.ensure_namespace(&ns);
         let api = self.api(&api_version, &kind, &ns);
         self.block_on(async move {
             for _ in 0..10 {
@@ -234,6 +345,7 @@ impl Cluster {
             .as_str()
             .unwrap_or(&self.namespace)
             .to_owned();
+        self.ensure_namespace(&ns);
         let api = self.api(&api_version, &kind, &ns);
         let body: DynamicObject = serde_json::from_value(obj).expect("a Kubernetes object");
         self.block_on(async move {
@@ -270,9 +382,29 @@ impl Cluster {
         });
     }
 
-    /// The stored CronJobSet, if any.
+    /// The stored CronJobSet, if any (read through the API, as `kubectl
+    /// get` does).
     pub fn set(&self, namespace: &str, name: &str) -> Option<Value> {
-        self.fake().get(CJS_API, "CronJobSet", namespace, name)
+        let api = self.api(CJS_API, "CronJobSet", namespace);
+        let name = name.to_owned();
+        self.block_on(async move {
+            api.get_opt(&name)
+                .await
+                .unwrap_or_else(|e| panic!("get cronjobset {name}: {e}"))
+                .map(|o| serde_json::to_value(o).expect("json"))
+        })
+    }
+
+    /// Any stored object (`kind` one of the kinds [`resource_of`] knows).
+    pub fn get(&self, api_version: &str, kind: &str, namespace: &str, name: &str) -> Option<Value> {
+        let api = self.api(api_version, kind, namespace);
+        let name = name.to_owned();
+        self.block_on(async move {
+            api.get_opt(&name)
+                .await
+                .unwrap_or_else(|e| panic!("get {name}: {e}"))
+                .map(|o| serde_json::to_value(o).expect("json"))
+        })
     }
 
     /// The stored CronJobSet's status (`null` when none was written).
@@ -306,15 +438,25 @@ impl Cluster {
             .collect()
     }
 
-    /// Takes the fake off the network (connection refused, watches cut).
+    /// Takes the API server off the network (connection refused, watches
+    /// cut): the fake stops listening, a real kube-apiserver is stopped
+    /// (etcd keeps its data).
     pub fn go_down(&self) {
-        self.block_on(self.fake().go_down());
+        match &self.server {
+            Some(Server::Real(_)) => self.real_server(ApiServer::stop_apiserver),
+            _ => self.block_on(self.fake().go_down()),
+        }
     }
 
-    /// Puts the fake back on the same port with its state.
+    /// Puts the API server back on the same port with its state (a real
+    /// one is started again and waited for until ready).
     pub fn come_back(&self) {
-        self.block_on(self.fake().come_back())
-            .expect("the fake listens again");
+        match &self.server {
+            Some(Server::Real(_)) => self.real_server(ApiServer::start_apiserver_again),
+            _ => self
+                .block_on(self.fake().come_back())
+                .expect("the fake listens again"),
+        }
     }
 
     fn next_daemon(&self) -> usize {
@@ -324,12 +466,39 @@ impl Cluster {
     }
 }
 
+/// A current-thread runtime with a thread that keeps driving it, the
+/// sender that ends that thread, and the thread.
+///
+/// A current-thread runtime only runs spawned tasks (the fake's server,
+/// the client's connection tasks) while someone is inside
+/// Runtime::block_on; the driving thread stays there until the test ends.
+fn driven_runtime() -> (
+    Arc<tokio::runtime::Runtime>,
+    tokio::sync::oneshot::Sender<()>,
+    std::thread::JoinHandle<()>,
+) {
+    let rt = Arc::new(
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a Tokio runtime"),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let driving = Arc::clone(&rt);
+    let driver = std::thread::spawn(move || {
+        driving.block_on(async move {
+            let _ = stopped.await;
+        });
+    });
+    (rt, stop, driver)
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         // The fake and the client spawned tasks on the runtime: end them
         // while it still runs, then stop the driving thread.
         self.client.take();
-        self.fake.take();
+        self.server.take();
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
@@ -354,6 +523,9 @@ pub struct Launch {
     /// Pass `--kube`, the kubeconfig, the namespace, `-c` and the log level
     /// as CRONSTABLE_* variables instead of flags.
     pub via_env: bool,
+    /// The kubeconfig to use instead of the cluster's (e.g. one carrying
+    /// a ServiceAccount's token).
+    pub kubeconfig: Option<PathBuf>,
 }
 
 impl Launch {
@@ -365,6 +537,7 @@ impl Launch {
             config: String::new(),
             namespace: Some(cluster.namespace.clone()),
             via_env: false,
+            kubeconfig: None,
         }
     }
 
@@ -377,6 +550,9 @@ impl Launch {
 
 /// A running `cronstable --kube` with a web listener on a free port.
 pub struct KubeDaemon {
+    /// The identity it talks to the API server as (`daemon-<n>` on a real
+    /// server: the audit log's `user.username`).
+    pub user: String,
     child: Option<Child>,
     log: Arc<Mutex<String>>,
     /// The web listener's port.
@@ -423,7 +599,12 @@ impl KubeDaemon {
         for name in SCRUB {
             command.env_remove(name);
         }
-        let kubeconfig = cluster.kubeconfig.display().to_string();
+        let kubeconfig = how
+            .kubeconfig
+            .clone()
+            .unwrap_or_else(|| cluster.daemon_kubeconfig(n))
+            .display()
+            .to_string();
         let config_file = config_path.display().to_string();
         if how.via_env {
             command
@@ -460,6 +641,7 @@ impl KubeDaemon {
             super::daemon::collect(out, Arc::clone(&log));
         }
         let mut daemon = KubeDaemon {
+            user: format!("daemon-{n}"),
             child: Some(child),
             log,
             port,

@@ -1,5 +1,6 @@
 //! What the black-box tests share: run the built binary once (`cli`), a
-//! daemon under test (`daemon`), a real etcd server (`etcd`), a small HTTP
+//! daemon under test (`daemon`), a real etcd server (`etcd`), a real Kubernetes API server
+//! from `KUBEBUILDER_ASSETS` (`envtest`), a small HTTP
 //! client (`http`), a fake Kubernetes API server (`kube_fake`) and the
 //! daemon in Kubernetes mode against it (`kube_daemon`), real receivers
 //! for reports (`receivers`, with `smtp_sink.py`), a test-time certificate
@@ -15,6 +16,7 @@ pub mod certs;
 pub mod cli;
 pub mod cluster;
 pub mod daemon;
+pub mod envtest;
 pub mod etcd;
 pub mod http;
 pub mod kube_daemon;
