@@ -721,3 +721,78 @@ async fn node_history(State(state): State<AppState>) -> Response {
     }
     Json(body).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::ports::RecordsError;
+
+    async fn answer(err: ControlError) -> (StatusCode, Value) {
+        let response = ControlRefusal::from(err).into_response();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
+            .await
+            .expect("a small body");
+        (status, serde_json::from_slice(&bytes).expect("a JSON body"))
+    }
+
+    /// Every refusal of a control request: its status, and the error
+    /// envelope, with the runner's name beside it when the request
+    /// belongs to another node.
+    #[tokio::test]
+    async fn control_refusals_keep_the_error_envelope_and_name_the_runner() {
+        let cases = [
+            (
+                ControlError::NotFound("j".into()),
+                StatusCode::NOT_FOUND,
+                json!({"error": "job 'j' not found"}),
+            ),
+            (
+                ControlError::Conflict("job 'j' is disabled".into()),
+                StatusCode::CONFLICT,
+                json!({"error": "job 'j' is disabled"}),
+            ),
+            (
+                ControlError::BadRequest("bad".into()),
+                StatusCode::BAD_REQUEST,
+                json!({"error": "bad"}),
+            ),
+            (
+                ControlError::Unavailable,
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "the scheduler is not running"}),
+            ),
+            (
+                ControlError::Elsewhere {
+                    job: "j".into(),
+                    runner: "sched-b".into(),
+                },
+                StatusCode::CONFLICT,
+                json!({
+                    "error": "job 'j' runs on node 'sched-b', not on this node: send the request to 'sched-b'",
+                    "clusterOwner": "sched-b",
+                }),
+            ),
+            (
+                ControlError::NoRunner { job: "j".into() },
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "job 'j' runs on the cluster's leader, and no leader is known right now: try again once one is elected"}),
+            ),
+            (
+                ControlError::NotRecorded {
+                    job: "j".into(),
+                    action: "resumed",
+                    reason: RecordsError::NoAnswer,
+                },
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "job 'j' was resumed on this node, but the cluster's leadership store did not record it (the store did not answer), so a new leader would not know: send the request again"}),
+            ),
+        ];
+        for (err, status, body) in cases {
+            let shown = format!("{err:?}");
+            assert_eq!(answer(err.clone()).await, (status, body), "{shown}");
+            // Routes that are not control routes answer the same status.
+            assert_eq!(ApiError::from(err).0, status, "{shown}");
+        }
+    }
+}
