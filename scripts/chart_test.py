@@ -106,10 +106,10 @@ def rules(role):
 
 
 SETS_RULES = [
-    (("cronstable.io",), ("cronjobsets",), ("get", "list", "watch")),
+    (("cronstable.io",), ("cronjobsets",), ("list", "watch")),
     (("cronstable.io",), ("cronjobsets/status",), ("patch",)),
 ]
-CONFIGMAP_RULE = [(("",), ("configmaps",), ("get", "list", "watch"))]
+CONFIGMAP_RULE = [(("",), ("configmaps",), ("list", "watch"))]
 EVENTS_RULE = [(("events.k8s.io",), ("events",), ("create", "patch"))]
 LEASE_RULE = [(("coordination.k8s.io",), ("leases",), ("get", "create", "update"))]
 
