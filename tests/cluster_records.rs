@@ -1,5 +1,5 @@
-//! What the leadership store remembers (the `@reboot`-ran set and the last
-//! fires), per backend against the real store: a real etcd server, the
+//! What the leadership store remembers (the `@reboot`-ran set, the last
+//! fires and the pauses), per backend against the real store: a real etcd server, the
 //! fake Kubernetes API server (Lease semantics real: resourceVersion
 //! conflicts, PUT replacing metadata), a temp directory. Each test runs
 //! two nodes through the library's own driver and reaches the records the
@@ -15,6 +15,7 @@ use cronstable::cluster::driver::Leadership;
 use cronstable::cluster::records::{RecordsHandle, RecordsLink};
 use cronstable::cluster::Backend;
 use cronstable::config::cluster::{EtcdSettings, FilesystemSettings, KubernetesSettings};
+use cronstable::scheduler::pause::{PauseMark, PauseWindow};
 use cronstable::scheduler::ports::{LeaderRecords, RecordsError};
 use cronstable::status::BackendKind;
 use serde_json::Value;
@@ -88,6 +89,26 @@ impl Node {
     }
 }
 
+/// A pause taken `since` seconds from now, lasting until `until`
+/// seconds from now (pauses are judged against the wall clock).
+fn paused(since: i64, until: i64) -> PauseMark {
+    let now = Utc::now();
+    PauseMark::Paused(PauseWindow {
+        since: now + chrono::TimeDelta::seconds(since),
+        until: now + chrono::TimeDelta::seconds(until),
+        note: "migration".into(),
+        by: "ops".into(),
+        channel: "api".into(),
+    })
+}
+
+fn resumed(mark: &PauseMark, after: i64) -> PauseMark {
+    PauseMark::Resumed {
+        at: mark.at() + chrono::TimeDelta::seconds(after),
+        by: "ops".into(),
+    }
+}
+
 fn set(jobs: &[&str]) -> HashSet<String> {
     jobs.iter().map(|j| (*j).to_owned()).collect()
 }
@@ -114,6 +135,38 @@ async fn leader_writes_follower_reads_and_records_survive_takeover<F, Fut>(
     // Nothing recorded yet.
     assert_eq!(b.records.reboot_ran(ID_1).await, Ok(HashSet::new()));
     assert_eq!(a.records.last_fires().await, Ok(HashMap::new()));
+    assert_eq!(b.records.pauses().await, Ok(HashMap::new()));
+
+    // The leader records pauses and resumes; the newer mark of a job
+    // wins, and a pause that already ended is dropped as it is written.
+    let tick_pause = paused(0, 3600);
+    let tock_pause = paused(-10, 3600);
+    let tock_resume = resumed(&tock_pause, 5);
+    for (job, mark) in [
+        ("tick", tick_pause.clone()),
+        ("tock", tock_pause.clone()),
+        ("tock", tock_resume.clone()),
+        // Late and older than the resume: ignored.
+        ("tock", paused(-20, 3600)),
+        ("gone", paused(-7200, -3600)),
+    ] {
+        a.records
+            .record_pause(job, mark)
+            .await
+            .unwrap_or_else(|e| panic!("{job}: {e}"));
+    }
+    let marks = HashMap::from([
+        ("tick".to_owned(), tick_pause.clone()),
+        ("tock".to_owned(), tock_resume.clone()),
+    ]);
+    assert_eq!(a.records.pauses().await, Ok(marks.clone()));
+    assert_eq!(
+        b.records
+            .record_pause("tick", resumed(&tick_pause, 1))
+            .await,
+        Err(RecordsError::NotLeader)
+    );
+    assert_eq!(b.records.pauses().await, Ok(marks.clone()));
 
     // The leader records; repeating a record changes nothing.
     a.records
@@ -175,6 +228,23 @@ async fn leader_writes_follower_reads_and_records_survive_takeover<F, Fut>(
         b.records.last_fires().await,
         Ok(HashMap::from([("tick".to_owned(), at(2))]))
     );
+    assert_eq!(
+        b.records.pauses().await,
+        Ok(marks),
+        "the new leader sees the old one's pauses"
+    );
+    let tick_resume = resumed(&tick_pause, 30);
+    b.records
+        .record_pause("tick", tick_resume.clone())
+        .await
+        .expect("resumed");
+    assert_eq!(
+        b.records.pauses().await,
+        Ok(HashMap::from([
+            ("tick".to_owned(), tick_resume),
+            ("tock".to_owned(), tock_resume),
+        ]))
+    );
 
     // A new job set starts its own @reboot record.
     b.records
@@ -198,6 +268,20 @@ async fn leader_writes_follower_reads_and_records_survive_takeover<F, Fut>(
         ]))
     );
     b.stop().await;
+}
+
+/// The pauses document of a Lease annotation or an etcd key as the
+/// first leader left it: compact JSON, `tick` paused, `tock` resumed.
+fn assert_pauses_document(text: &str) {
+    assert!(!text.contains(' '), "compact: {text}");
+    let doc: Value = serde_json::from_str(text).expect("JSON");
+    let keys: Vec<&String> = doc.as_object().expect("an object").keys().collect();
+    assert_eq!(keys, ["tick", "tock"], "{text}");
+    let tick: Vec<&String> = doc["tick"].as_object().expect("tick").keys().collect();
+    assert_eq!(tick, ["by", "channel", "note", "since", "until"], "{text}");
+    assert_eq!(doc["tick"]["note"], "migration");
+    let tock: Vec<&String> = doc["tock"].as_object().expect("tock").keys().collect();
+    assert_eq!(tock, ["by", "resumed"], "{text}");
 }
 
 fn kube_settings(name: &str) -> KubernetesSettings {
@@ -265,6 +349,11 @@ async fn kubernetes_keeps_the_records_as_lease_annotations() {
                 lease.pointer("/metadata/annotations/cronstable.io~1last-fires"),
                 Some(&Value::from(r#"{"tick":"2026-06-23T19:02:00Z"}"#))
             );
+            let pauses = lease
+                .pointer("/metadata/annotations/cronstable.io~1pauses")
+                .and_then(Value::as_str)
+                .expect("the pauses annotation");
+            assert_pauses_document(pauses);
         },
     )
     .await;
@@ -401,6 +490,7 @@ async fn etcd_keeps_the_records_in_keys_beside_the_election_key() {
                 read("cronstable/leader/last-fires").as_deref(),
                 Some(r#"{"tick":"2026-06-23T19:02:00Z"}"#)
             );
+            assert_pauses_document(&read("cronstable/leader/pauses").expect("the pauses key"));
         },
     )
     .await;
@@ -466,6 +556,15 @@ async fn the_filesystem_keeps_the_records_as_record_streams() {
             }
         },
         || {
+            // The pauses stream keeps the newest mark of each job only
+            // (superseded and lapsed marks are pruned as it is written).
+            let pauses = bodies(&dir.path().join("default/records/cluster%2Fpauses"));
+            assert_eq!(pauses.len(), 2, "{pauses:?}");
+            let jobs: Vec<Value> = pauses
+                .iter()
+                .map(|p| serde_json::from_str::<Value>(p).expect("JSON")["data"]["job"].clone())
+                .collect();
+            assert!(jobs.contains(&Value::from("tick")) && jobs.contains(&Value::from("tock")));
             // One record per job, in the original's envelope, in the
             // order they were written.
             assert_eq!(

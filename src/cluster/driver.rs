@@ -191,6 +191,7 @@ impl Tracker {
         let now = Instant::now();
         let (was_leader, was_quorate) = (self.was_leader, self.was_quorate);
         let mut facts = (false, false);
+        let link = &self.link;
         self.state.send_modify(|stats| {
             stats.leading_until = round.leading_until.map(Instant::into_std);
             if round.answered {
@@ -205,6 +206,13 @@ impl Tracker {
             let (leader, quorate) = (stats.is_leader(std_now), stats.is_quorate(std_now));
             if leader != was_leader {
                 stats.leader_transitions += 1;
+            }
+            if leader && !was_leader {
+                // The new term is counted before the state that lets the
+                // gate launch is published, so the scheduler never runs a
+                // fire as the new leader without seeing the takeover (the
+                // recorded pauses and the catch-up are keyed on it).
+                link.bump_term();
             }
             if quorate != was_quorate {
                 stats.quorum_transitions += 1;
@@ -226,7 +234,6 @@ impl Tracker {
         }
         if leader != self.was_leader {
             if leader {
-                self.link.bump_term();
                 tracing::info!(
                     target: "cronstable::cluster",
                     "cluster: this node acquired scheduled-job leadership"

@@ -7,7 +7,7 @@ use super::records::{RecordsHandle, RecordsLink};
 use crate::config::model::ClusterPolicy;
 use crate::config::JobConfig;
 use crate::job::Trigger;
-use crate::scheduler::ports::{Admission, LeaderGate, LeaderRecords};
+use crate::scheduler::ports::{Admission, LeaderGate, LeaderRecords, Runner};
 use crate::status::{BackendKind, LeadershipState, LeadershipWatch};
 use std::sync::Arc;
 use tokio::sync::watch;
@@ -153,6 +153,15 @@ impl LeaderGate for ClusterGate {
         self.leadership.with(|state| state.is_some())
     }
 
+    fn runner(&self, job: &JobConfig) -> Runner {
+        let now = Instant::now().into_std();
+        let stepping_down = self.stepping_down;
+        self.leadership.with(|state| match state {
+            None => Runner::Here,
+            Some(state) => runner_of(state, job, now, stepping_down),
+        })
+    }
+
     fn owner(&self, job: &JobConfig) -> Option<Option<String>> {
         if job.cluster_policy == ClusterPolicy::EveryNode {
             return None;
@@ -161,8 +170,19 @@ impl LeaderGate for ClusterGate {
         let stepping_down = self.stepping_down;
         self.leadership.with(|state| {
             let state = state?;
-            let g = state.gossip.as_deref()?;
-            if !g.spread() || !g.elect_leader() {
+            let spread = state.gossip.as_deref().filter(|g| g.spread());
+            let Some(g) = spread else {
+                // One leader runs every leader-gated job: it is the owner
+                // (null while none is known), as the control API routes.
+                return match runner_of(state, job, now, stepping_down) {
+                    Runner::Leader => Some(Some(state.node_name.clone())),
+                    Runner::Elsewhere(node) => Some(Some(node)),
+                    Runner::Unknown => Some(None),
+                    Runner::Here if elects(state) => Some(None),
+                    Runner::Here => None,
+                };
+            };
+            if !g.elect_leader() {
                 return None;
             }
             // A stale view names no owner (null: no quorum to decide).
@@ -174,6 +194,53 @@ impl LeaderGate for ClusterGate {
                 _ => g.view.job_owner(&job.name),
             })
         })
+    }
+}
+
+/// Whether the section elects anyone (gossip attestation alone does not).
+fn elects(state: &LeadershipState) -> bool {
+    state.elect_leader && state.gossip.as_deref().is_none_or(|g| g.elect_leader())
+}
+
+/// Which node runs `job`'s scheduled fires in the state `state` at `now`
+/// (the control API's routing, [`LeaderGate::runner`]), following the
+/// same rules as [`admit`]: this node when it would launch the fire as the
+/// leader (or owner), the other node when one is known to, and nobody
+/// known for a `Leader` job while leadership is unsettled. `EveryNode`
+/// jobs, and `PreferLeader` jobs with no leader known (they then run on
+/// every node), run here.
+fn runner_of(
+    state: &LeadershipState,
+    job: &JobConfig,
+    now: std::time::Instant,
+    stepping_down: bool,
+) -> Runner {
+    if job.cluster_policy == ClusterPolicy::EveryNode || !elects(state) {
+        return Runner::Here;
+    }
+    let live = state.running && !state.stepped_down && !stepping_down;
+    let me = state.node_name.as_str();
+    let named = match state.gossip.as_deref() {
+        Some(g) if g.spread() => {
+            let fresh = live && g.fresh(now);
+            match job.cluster_policy {
+                ClusterPolicy::PreferLeader => fresh.then(|| g.view.available_job_owner(&job.name)),
+                _ if fresh && g.vouched && g.view.is_job_owner(&job.name) => Some(me.to_owned()),
+                _ => fresh
+                    .then(|| g.view.job_owner(&job.name))
+                    .flatten()
+                    .filter(|owner| owner != me),
+            }
+        }
+        _ if live && state.is_leader(now) => Some(me.to_owned()),
+        _ if live => state.leader(now).filter(|leader| leader != me),
+        _ => None,
+    };
+    match named {
+        Some(node) if node == me => Runner::Leader,
+        Some(node) => Runner::Elsewhere(node),
+        None if job.cluster_policy == ClusterPolicy::PreferLeader => Runner::Here,
+        None => Runner::Unknown,
     }
 }
 
@@ -295,6 +362,73 @@ mod tests {
         }
     }
 
+    /// The control API's routing over the same states as the launch
+    /// table above: who runs each policy's fires, and what `GET /jobs`
+    /// names as its `clusterOwner`.
+    #[test]
+    fn the_runner_and_owner_follow_the_same_rules_as_the_launches() {
+        use Runner::*;
+        let other = || Elsewhere("other".to_owned());
+        let owner = |name: &str| Some(Some(name.to_owned()));
+        // (state) -> (Leader, PreferLeader) runners and owners; EveryNode
+        // always runs here and has no owner.
+        type Row = (Option<Facts>, [Runner; 2], [Option<Option<String>>; 2]);
+        let table: [Row; 6] = [
+            (None, [Here, Here], [None, None]),
+            (
+                Some((true, true, Some("me"), true)),
+                [Leader, Leader],
+                [owner("me"), owner("me")],
+            ),
+            (
+                Some((false, true, Some("other"), true)),
+                [other(), other()],
+                [owner("other"), owner("other")],
+            ),
+            // The store is silent: nobody known for Leader; PreferLeader
+            // runs on every node, this one included.
+            (
+                Some((false, false, Some("other"), true)),
+                [Unknown, Here],
+                [Some(None), Some(None)],
+            ),
+            (
+                Some((false, true, None, true)),
+                [Unknown, Here],
+                [Some(None), Some(None)],
+            ),
+            (
+                Some((false, false, None, false)),
+                [Unknown, Here],
+                [Some(None), Some(None)],
+            ),
+        ];
+        for (state, runners, owners) in table {
+            let g = gate(state);
+            assert_eq!(
+                [g.runner(&job("Leader")), g.runner(&job("PreferLeader"))],
+                runners,
+                "{state:?}"
+            );
+            assert_eq!(
+                [g.owner(&job("Leader")), g.owner(&job("PreferLeader"))],
+                owners,
+                "{state:?}"
+            );
+            assert_eq!(g.runner(&job("EveryNode")), Here, "{state:?}");
+            assert_eq!(g.owner(&job("EveryNode")), None, "{state:?}");
+        }
+        // A lease still naming this node after its leadership ran out:
+        // not a runner anyone can name.
+        let g = gate(Some((false, true, Some("me"), true)));
+        assert_eq!(g.runner(&job("Leader")), Unknown);
+        // Draining: this node stops naming itself at once.
+        let mut g = gate(Some((true, true, Some("me"), true)));
+        g.step_down();
+        assert_eq!(g.runner(&job("Leader")), Unknown);
+        assert_eq!(g.runner(&job("PreferLeader")), Here);
+    }
+
     #[tokio::test]
     async fn records_exist_while_a_section_is_configured_even_with_no_backend() {
         assert!(gate(None).records().is_none(), "no election, no records");
@@ -383,14 +517,14 @@ mod tests {
         sim.rounds(3, &all);
         let leader = gossip_gate(&mut sim, 0, true);
         assert_eq!(admissions(&leader, "j"), [Launch, Launch, Launch]);
+        assert_eq!(leader.runner(&job("Leader")), Runner::Leader);
         for i in 1..3 {
             let g = gossip_gate(&mut sim, i, true);
             assert_eq!(admissions(&g, "j"), [Skip, Skip, Launch], "node {i}");
-            assert_eq!(
-                g.owner(&job("Leader")),
-                None,
-                "no clusterOwner under single-leader"
-            );
+            // Under single-leader the leader owns every leader-gated
+            // job, and the control API sends requests there.
+            assert_eq!(g.owner(&job("Leader")), Some(Some("n0".to_owned())));
+            assert_eq!(g.runner(&job("Leader")), Runner::Elsewhere("n0".into()));
         }
         // A stale snapshot (the poll loop stalled): the leader fails
         // closed for Leader jobs and PreferLeader never skips.
@@ -468,10 +602,17 @@ mod tests {
                         );
                     }
                 }
-                // Every node names the same owner, the one that launches.
+                // Every node names the same owner, the one that launches, and
+                // routes control requests to it.
                 let owner = format!("n{}", launches[0]);
-                for g in &gates {
+                for (i, g) in gates.iter().enumerate() {
                     assert_eq!(g.owner(&j), Some(Some(owner.clone())), "{name} {policy}");
+                    let runner = if i == launches[0] {
+                        Runner::Leader
+                    } else {
+                        Runner::Elsewhere(owner.clone())
+                    };
+                    assert_eq!(g.runner(&j), runner, "{name} {policy} on n{i}");
                 }
                 owners_used.insert(owner);
             }
@@ -501,7 +642,14 @@ mod tests {
             let g = ClusterGate::new(LeadershipWatch::fixed(stats), tx, RecordsLink::new());
             assert_eq!(admissions(&g, "j"), expected, "electLeader: {elect}");
             assert_eq!(g.records().is_some(), elect, "records only under election");
-            assert_eq!(g.owner(&job("Leader")), None);
+            // With election the manager's absence names no leader.
+            let (runner, owner) = if elect {
+                (Runner::Unknown, Some(None))
+            } else {
+                (Runner::Here, None)
+            };
+            assert_eq!(g.runner(&job("Leader")), runner);
+            assert_eq!(g.owner(&job("Leader")), owner);
         }
     }
 }

@@ -7,12 +7,14 @@
 //! takes over at its next round.
 //!
 //! The cluster's records live on the same Lease as annotations
-//! (`cronstable.io/reboot-ran`, `cronstable.io/last-fires`): every write
+//! (`cronstable.io/reboot-ran`, `cronstable.io/last-fires`,
+//! `cronstable.io/pauses`): every write
 //! of the Lease (renewal, takeover, release) carries them over, and only
 //! the holder changes them, with a renewal (so a record write is fenced by
 //! the resourceVersion like any other holder write).
 
 use super::election::{display_holder, Action, Elector, Observed, Timings};
+use super::pauses;
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, BackendError, Round};
 use crate::config::cluster::KubernetesSettings;
@@ -325,6 +327,18 @@ impl KubernetesLease {
             RecordsOp::RecordFire { job, at } => {
                 self.write_annotation(records::LAST_FIRES_ANNOTATION, |raw| {
                     records::with_fire(raw, &job, at)
+                })
+                .await
+            }
+            RecordsOp::Pauses => {
+                let raw = self.read_annotation(pauses::PAUSES_ANNOTATION).await?;
+                Ok(RecordsAnswer::Pauses(
+                    pauses::decode_pauses(raw.as_deref()).into_iter().collect(),
+                ))
+            }
+            RecordsOp::RecordPause { job, mark } => {
+                self.write_annotation(pauses::PAUSES_ANNOTATION, |raw| {
+                    pauses::with_mark(raw, &job, mark.clone(), chrono::Utc::now())
                 })
                 .await
             }

@@ -17,6 +17,7 @@
 //!   "schemaVersion":"v1"}` named `<epoch %020.6f>-<instance>-<seq %012d>`
 //!   (the original's records format, so both daemons can share a mount).
 
+use crate::scheduler::pause::PauseMark;
 use crate::scheduler::ports::{LeaderRecords, RecordsError};
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures_util::future::BoxFuture;
@@ -80,6 +81,15 @@ pub enum RecordsOp {
         /// The scheduled instant of the fire.
         at: DateTime<Utc>,
     },
+    /// The newest pause or resume recorded per job (see [`super::pauses`]).
+    Pauses,
+    /// Record a pause or resume of `job` the leader accepted.
+    RecordPause {
+        /// The job.
+        job: String,
+        /// The pause or resume.
+        mark: PauseMark,
+    },
 }
 
 /// A backend's answer to a [`RecordsOp`].
@@ -89,6 +99,8 @@ pub enum RecordsAnswer {
     Jobs(HashSet<String>),
     /// The last fire per job.
     Fires(HashMap<String, DateTime<Utc>>),
+    /// The newest pause or resume per job.
+    Pauses(HashMap<String, PauseMark>),
     /// The write landed (or had nothing to change).
     Done,
 }
@@ -499,6 +511,34 @@ impl LeaderRecords for RecordsHandle {
         let op = RecordsOp::RecordFire {
             job: job.to_owned(),
             at,
+        };
+        Box::pin(async move {
+            match link.ask(op).await? {
+                RecordsAnswer::Done => Ok(()),
+                other => Err(unexpected(other)),
+            }
+        })
+    }
+
+    fn pauses(&self) -> BoxFuture<'static, Result<HashMap<String, PauseMark>, RecordsError>> {
+        let link = Arc::clone(&self.link);
+        Box::pin(async move {
+            match link.ask(RecordsOp::Pauses).await? {
+                RecordsAnswer::Pauses(marks) => Ok(marks),
+                other => Err(unexpected(other)),
+            }
+        })
+    }
+
+    fn record_pause(
+        &self,
+        job: &str,
+        mark: PauseMark,
+    ) -> BoxFuture<'static, Result<(), RecordsError>> {
+        let link = Arc::clone(&self.link);
+        let op = RecordsOp::RecordPause {
+            job: job.to_owned(),
+            mark,
         };
         Box::pin(async move {
             match link.ask(op).await? {

@@ -2,11 +2,13 @@
 //! its own state (snapshots, manual start and cancel, pauses, metrics).
 
 use super::control::{
-    ActivityRow, Control, ControlError, JobProgress, JobSnapshot, JobsAnswer, Progress, RetryView,
-    RunSummary, SlotSnapshot, Stamp, StatusTable,
+    ActivityRow, Control, ControlError, JobProgress, JobSnapshot, JobsAnswer, Progress, Recording,
+    RetryView, RunSummary, SlotSnapshot, Stamp, StatusTable,
 };
 use super::pause;
+use super::pause::PauseMark;
 use super::ports;
+use super::ports::Runner;
 use super::Scheduler;
 use crate::config::model::ConcurrencyScope;
 use crate::gossip::fleet::{self, OwnJob, OwnJobs};
@@ -107,8 +109,8 @@ impl Scheduler {
                     (since != Some(self.api.progress_version)).then(|| self.progress(&prefix));
                 let _ = reply.send(answer);
             }
-            Control::Start { job, reply } => {
-                let _ = reply.send(self.manual_start(&job));
+            Control::Start { job, here, reply } => {
+                let _ = reply.send(self.manual_start(&job, here));
             }
             Control::Cancel { job, reply } => {
                 let _ = reply.send(self.manual_cancel(&job));
@@ -118,39 +120,10 @@ impl Scheduler {
                 request,
                 reply,
             } => {
-                let result = match self.job(&job) {
-                    None => Err(ControlError::NotFound(job)),
-                    Some(_) => pause::window(&request, self.clock.now())
-                        .map_err(ControlError::BadRequest)
-                        .inspect(|window| {
-                            tracing::info!(
-                                target: "cronstable::scheduler",
-                                "Job {job} paused until {} by {} ({}){}",
-                                crate::report::context::python_isoformat(window.until),
-                                window.by,
-                                window.channel,
-                                if window.note.is_empty() {
-                                    String::new()
-                                } else {
-                                    format!(": {}", window.note)
-                                }
-                            );
-                            self.store.set_pause(&job, window.clone());
-                        }),
-                };
-                let _ = reply.send(result);
+                let _ = reply.send(self.manual_pause(&job, &request));
             }
-            Control::Resume { job, reply } => {
-                let result = match self.job(&job) {
-                    None => Err(ControlError::NotFound(job)),
-                    Some(_) => {
-                        if self.store.clear_pause(&job) {
-                            tracing::info!(target: "cronstable::scheduler", "Job {job} resumed");
-                        }
-                        Ok(())
-                    }
-                };
-                let _ = reply.send(result);
+            Control::Resume { job, by, reply } => {
+                let _ = reply.send(self.manual_resume(&job, by));
             }
             Control::Metrics { reply } => {
                 let snapshot = self.metrics_snapshot();
@@ -226,10 +199,79 @@ impl Scheduler {
         }
     }
 
-    fn manual_start(&mut self, name: &str) -> Result<(), ControlError> {
+    /// Where `name`'s scheduled fires run, for a control request: the
+    /// runner when it is this node, else the refusal naming the other
+    /// node (409) or saying none is known (503).
+    fn routed(&self, name: &str) -> Result<(Arc<crate::config::JobConfig>, Runner), ControlError> {
         let job = self
             .job(name)
             .ok_or_else(|| ControlError::NotFound(name.to_owned()))?;
+        match self.gate.runner(&job) {
+            Runner::Elsewhere(runner) => Err(ControlError::Elsewhere {
+                job: name.to_owned(),
+                runner,
+            }),
+            Runner::Unknown => Err(ControlError::NoRunner {
+                job: name.to_owned(),
+            }),
+            runner => Ok((job, runner)),
+        }
+    }
+
+    /// The store write that makes a pause or resume of `job` hold on the
+    /// next leader, when this node decides for the cluster.
+    fn record_mark(&self, job: &str, runner: &Runner, mark: PauseMark) -> Option<Recording> {
+        if *runner != Runner::Leader {
+            return None;
+        }
+        let records = self.gate.records()?;
+        Some(Recording::new(records.record_pause(job, mark)))
+    }
+
+    fn manual_pause(
+        &mut self,
+        name: &str,
+        request: &pause::PauseRequest,
+    ) -> Result<(pause::PauseWindow, Option<Recording>), ControlError> {
+        if self.job(name).is_none() {
+            return Err(ControlError::NotFound(name.to_owned()));
+        }
+        // A bad window is refused wherever the request landed.
+        let window = pause::window(request, self.clock.now()).map_err(ControlError::BadRequest)?;
+        let (_, runner) = self.routed(name)?;
+        tracing::info!(
+            target: "cronstable::scheduler",
+            "Job {name} paused until {} by {} ({}){}",
+            crate::report::context::python_isoformat(window.until),
+            window.by,
+            window.channel,
+            if window.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", window.note)
+            }
+        );
+        self.store.set_pause(name, window.clone());
+        let recording = self.record_mark(name, &runner, PauseMark::Paused(window.clone()));
+        Ok((window, recording))
+    }
+
+    fn manual_resume(&mut self, name: &str, by: String) -> Result<Option<Recording>, ControlError> {
+        let (_, runner) = self.routed(name)?;
+        if self.store.clear_pause(name) {
+            tracing::info!(target: "cronstable::scheduler", "Job {name} resumed");
+        }
+        let at = self.clock.now();
+        Ok(self.record_mark(name, &runner, PauseMark::Resumed { at, by }))
+    }
+
+    fn manual_start(&mut self, name: &str, here: bool) -> Result<(), ControlError> {
+        let job = if here {
+            self.job(name)
+                .ok_or_else(|| ControlError::NotFound(name.to_owned()))?
+        } else {
+            self.routed(name)?.0
+        };
         if !job.enabled {
             return Err(ControlError::Conflict(format!("job '{name}' is disabled")));
         }
@@ -251,6 +293,10 @@ impl Scheduler {
             .map(|runs| runs.iter().filter(|r| !r.has_ended()).collect())
             .unwrap_or_default();
         if live.is_empty() {
+            // Nothing here to cancel: the node that runs it may have one.
+            if self.job(name).is_some() {
+                self.routed(name)?;
+            }
             return Err(ControlError::Conflict(format!(
                 "job '{name}' is not running"
             )));

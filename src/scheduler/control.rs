@@ -3,6 +3,7 @@
 //! API always sees one consistent state and never locks anything.
 
 use super::pause::{PauseRequest, PauseWindow};
+use super::ports::RecordsError;
 use crate::config::JobConfig;
 use crate::job::outcome::{Outcome, RunRecord};
 use crate::job::LiveOutput;
@@ -26,6 +27,68 @@ pub enum ControlError {
     /// The scheduler is gone (shutting down).
     #[error("the scheduler is not running")]
     Unavailable,
+    /// Another node runs the job's scheduled fires (409): the request
+    /// belongs there.
+    #[error(
+        "job '{job}' runs on node '{runner}', not on this node: send the request to '{runner}'"
+    )]
+    Elsewhere {
+        /// The job.
+        job: String,
+        /// The node that runs it.
+        runner: String,
+    },
+    /// The job runs on the cluster's leader and none is known now (503).
+    #[error(
+        "job '{job}' runs on the cluster's leader, and no leader is known right now: try again \
+         once one is elected"
+    )]
+    NoRunner {
+        /// The job.
+        job: String,
+    },
+    /// The leader took the pause or resume but could not record it for
+    /// the next leader (503).
+    #[error(
+        "job '{job}' was {action} on this node, but the cluster's leadership store did not \
+         record it ({reason}), so a new leader would not know: send the request again"
+    )]
+    NotRecorded {
+        /// The job.
+        job: String,
+        /// `paused` or `resumed`.
+        action: &'static str,
+        /// Why the store did not record it.
+        reason: RecordsError,
+    },
+}
+
+/// The leadership store write that makes a pause or resume hold on the
+/// next leader; the API thread awaits it before answering.
+pub struct Recording(futures_util::future::BoxFuture<'static, Result<(), RecordsError>>);
+
+impl Recording {
+    /// Wraps a store write.
+    pub(super) fn new(
+        write: futures_util::future::BoxFuture<'static, Result<(), RecordsError>>,
+    ) -> Self {
+        Recording(write)
+    }
+
+    /// Waits for the write; a store that keeps no pauses (the gossip
+    /// backend) counts as done.
+    async fn done(self) -> Result<(), RecordsError> {
+        match self.0.await {
+            Err(RecordsError::NoRecords | RecordsError::NotSupported { .. }) => Ok(()),
+            other => other,
+        }
+    }
+}
+
+impl std::fmt::Debug for Recording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Recording")
+    }
 }
 
 /// A job's most recent finished run, without its output.
@@ -254,6 +317,8 @@ pub enum Control {
     Start {
         /// Job name.
         job: String,
+        /// Start on this node even when another node runs the job.
+        here: bool,
         /// Answer.
         reply: oneshot::Sender<Result<(), ControlError>>,
     },
@@ -270,15 +335,18 @@ pub enum Control {
         job: String,
         /// Window requested.
         request: PauseRequest,
-        /// Answer.
-        reply: oneshot::Sender<Result<PauseWindow, ControlError>>,
+        /// Answer: the window, and the store write to wait for when the
+        /// pause is to hold on the next leader too.
+        reply: oneshot::Sender<Result<(PauseWindow, Option<Recording>), ControlError>>,
     },
     /// End a pause.
     Resume {
         /// Job name.
         job: String,
-        /// Answer.
-        reply: oneshot::Sender<Result<(), ControlError>>,
+        /// Who asked (the body's `by`, else `api`).
+        by: String,
+        /// Answer: the store write to wait for, as for a pause.
+        reply: oneshot::Sender<Result<Option<Recording>, ControlError>>,
     },
     /// The Prometheus exposition.
     Metrics {
@@ -323,6 +391,25 @@ impl Control {
                 | Control::Resume { .. }
         )
     }
+}
+
+/// Waits for a pause or resume to be recorded for the next leader.
+async fn recorded(
+    job: &str,
+    action: &'static str,
+    recording: Option<Recording>,
+) -> Result<(), ControlError> {
+    let Some(recording) = recording else {
+        return Ok(());
+    };
+    recording
+        .done()
+        .await
+        .map_err(|reason| ControlError::NotRecorded {
+            job: job.to_owned(),
+            action,
+            reason,
+        })
 }
 
 /// A cloneable way to reach the scheduler.
@@ -400,10 +487,27 @@ impl ControlHandle {
         self.ask(|reply| Control::Activity { reply }).await
     }
 
-    /// Starts a job now.
+    /// Starts a job now, on the node that runs it: refused when that is
+    /// another node ([`ControlError::Elsewhere`]) or none is known.
     pub async fn start(&self, name: &str) -> Result<(), ControlError> {
         let job = name.to_owned();
-        self.ask(|reply| Control::Start { job, reply }).await?
+        self.ask(|reply| Control::Start {
+            job,
+            here: false,
+            reply,
+        })
+        .await?
+    }
+
+    /// Starts a job now on this node, whichever node runs it.
+    pub async fn start_here(&self, name: &str) -> Result<(), ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Start {
+            job,
+            here: true,
+            reply,
+        })
+        .await?
     }
 
     /// Cancels a job's running instances.
@@ -412,25 +516,34 @@ impl ControlHandle {
         self.ask(|reply| Control::Cancel { job, reply }).await?
     }
 
-    /// Pauses a job.
+    /// Pauses a job on the node that runs it; when that is this node as
+    /// the cluster's leader, answers once the pause is recorded for the
+    /// next leader too.
     pub async fn pause(
         &self,
         name: &str,
         request: PauseRequest,
     ) -> Result<PauseWindow, ControlError> {
         let job = name.to_owned();
-        self.ask(|reply| Control::Pause {
-            job,
-            request,
-            reply,
-        })
-        .await?
+        let (window, recording) = self
+            .ask(|reply| Control::Pause {
+                job,
+                request,
+                reply,
+            })
+            .await??;
+        recorded(name, "paused", recording).await?;
+        Ok(window)
     }
 
-    /// Resumes a job.
-    pub async fn resume(&self, name: &str) -> Result<(), ControlError> {
+    /// Resumes a job on the node that runs it (recorded as a pause is).
+    pub async fn resume(&self, name: &str, by: &str) -> Result<(), ControlError> {
         let job = name.to_owned();
-        self.ask(|reply| Control::Resume { job, reply }).await?
+        let by = by.to_owned();
+        let recording = self
+            .ask(|reply| Control::Resume { job, by, reply })
+            .await??;
+        recorded(name, "resumed", recording).await
     }
 
     /// What the metrics exposition shows now. The scheduler only takes

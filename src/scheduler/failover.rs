@@ -263,7 +263,12 @@ impl Scheduler {
             } => self.fire_recorded(&job, at, backfill, result),
             Answer::LastFires { term, upto, result } => {
                 self.failover.catchup_query = false;
-                self.start_catch_up(term, upto, result);
+                if self.pauses_pending(term) {
+                    // Paused jobs are owed nothing: apply the pauses first.
+                    self.stash_catch_up((term, upto, result));
+                } else {
+                    self.start_catch_up(term, upto, result);
+                }
             }
             Answer::JitterDone { job } => {
                 if let Some(fill) = self.failover.backfills.get_mut(&job) {
@@ -461,7 +466,7 @@ impl Scheduler {
         });
     }
 
-    fn start_catch_up(
+    pub(super) fn start_catch_up(
         &mut self,
         term: u64,
         upto: DateTime<Utc>,

@@ -2,6 +2,8 @@
 //! records, a new leader's catch-up) driven through a gate whose
 //! leadership and store the test flips, under tokio's paused clock.
 
+use super::control::ControlError;
+use super::pause::{PauseMark, PauseRequest, PauseWindow};
 use super::ports::*;
 use super::shutdown;
 use super::tests::{job_set, runs, spawn_scheduler};
@@ -25,6 +27,15 @@ struct FakeRecords {
     /// When set, `record_fire` waits for a permit (to observe the launch
     /// waiting for the record).
     fire_gate: Option<Arc<Semaphore>>,
+    /// The recorded pauses and resumes.
+    pauses: Mutex<HashMap<String, PauseMark>>,
+    /// When set, reading the pauses waits for a permit (to observe the
+    /// fires waiting for them).
+    pause_gate: Option<Arc<Semaphore>>,
+    /// When set, recording a pause fails with this store error.
+    pause_write_error: Option<String>,
+    /// How many times the pauses were read.
+    pause_reads: AtomicU64,
 }
 
 impl LeaderRecords for Arc<FakeRecords> {
@@ -69,6 +80,35 @@ impl LeaderRecords for Arc<FakeRecords> {
             Ok(())
         })
     }
+    fn pauses(&self) -> BoxFuture<'static, Result<HashMap<String, PauseMark>, RecordsError>> {
+        let this = Arc::clone(self);
+        Box::pin(async move {
+            if let Some(gate) = &this.pause_gate {
+                gate.acquire()
+                    .await
+                    .expect("the permit pool stays open")
+                    .forget();
+            }
+            this.pause_reads.fetch_add(1, Ordering::SeqCst);
+            let marks = this.pauses.lock().unwrap().clone();
+            Ok(marks)
+        })
+    }
+    fn record_pause(
+        &self,
+        job: &str,
+        mark: PauseMark,
+    ) -> BoxFuture<'static, Result<(), RecordsError>> {
+        if let Some(error) = &self.pause_write_error {
+            return Box::pin(std::future::ready(Err(RecordsError::Store(error.clone()))));
+        }
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("record pause {job}"));
+        self.pauses.lock().unwrap().insert(job.to_owned(), mark);
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A lease gate the test drives: leader or follower, and a term that
@@ -92,6 +132,15 @@ impl LeaderGate for TestGate {
     }
     fn leadership_term(&self) -> u64 {
         self.term.load(Ordering::SeqCst)
+    }
+    fn runner(&self, job: &JobConfig) -> Runner {
+        if job.cluster_policy == ClusterPolicy::EveryNode {
+            Runner::Here
+        } else if self.leader.load(Ordering::SeqCst) {
+            Runner::Leader
+        } else {
+            Runner::Elsewhere("other".into())
+        }
     }
 }
 
@@ -350,5 +399,222 @@ async fn a_job_never_recorded_is_owed_nothing() {
     settle().await;
     assert_eq!(node.control.runs("j").await.unwrap().len(), 1);
     assert_eq!(node.calls(), vec!["fire j 12:03:00"]);
+    node.finish().await;
+}
+
+fn window(since: DateTime<Utc>, until: DateTime<Utc>) -> PauseWindow {
+    PauseWindow {
+        since,
+        until,
+        note: "migration".into(),
+        by: "ops".into(),
+        channel: "api".into(),
+    }
+}
+
+/// A follower until 12:02:00's pass, then the leader of a new term, with
+/// `j` paused in the store from 11:00 until `until` by the old leader.
+async fn paused_takeover(yaml: &str, until: DateTime<Utc>, records: FakeRecords) -> Node {
+    records
+        .pauses
+        .lock()
+        .unwrap()
+        .insert("j".into(), PauseMark::Paused(window(at(11, 0, 0), until)));
+    let node = start(yaml, false, records).await;
+    tokio::time::advance(Duration::from_secs(31)).await;
+    settle().await;
+    assert!(node.control.runs("j").await.unwrap().is_empty());
+    node.take_over();
+    node
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_leader_applies_the_recorded_pause_before_its_first_fire() {
+    let gate = Arc::new(Semaphore::new(0));
+    let node = paused_takeover(
+        &catch_up_job("skip", ""),
+        at(12, 3, 30),
+        FakeRecords {
+            pause_gate: Some(Arc::clone(&gate)),
+            ..Default::default()
+        },
+    )
+    .await;
+    // 12:02:00: the fire waits for the recorded pauses.
+    tokio::time::advance(Duration::from_secs(60)).await;
+    settle().await;
+    assert!(
+        node.control.runs("j").await.unwrap().is_empty(),
+        "nothing launched or skipped while the pauses are read"
+    );
+    gate.add_permits(1);
+    let done = runs(&node.control, "j", 1).await;
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].skip_reason.as_deref(), Some("paused"), "{done:?}");
+    assert_eq!(done[0].finished_at, at(12, 2, 0), "the held boundary");
+    let shown = node.control.job("j").await.unwrap();
+    assert_eq!(shown.paused, Some(window(at(11, 0, 0), at(12, 3, 30))));
+    // 12:03 is still paused; 12:04 runs.
+    tokio::time::advance(Duration::from_secs(60)).await;
+    settle().await;
+    tokio::time::advance(Duration::from_secs(60)).await;
+    let done = runs(&node.control, "j", 3).await;
+    assert_eq!(done.len(), 3, "{done:?}");
+    assert_eq!(done[1].skip_reason.as_deref(), Some("paused"));
+    assert_eq!(done[2].skip_reason, None);
+    assert_eq!(
+        node.records.pause_reads.load(Ordering::SeqCst),
+        1,
+        "read once per term"
+    );
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_paused_job_is_owed_no_catch_up_and_a_lapsed_pause_is_ignored() {
+    // The catch-up answer comes first; the pause still applies before it.
+    let records = FakeRecords::default();
+    records
+        .fires
+        .lock()
+        .unwrap()
+        .insert("j".into(), at(11, 58, 0));
+    let node = paused_takeover(&catch_up_job("run-all", ""), at(12, 10, 0), records).await;
+    tokio::time::advance(Duration::from_secs(60)).await;
+    settle().await;
+    let done = runs(&node.control, "j", 1).await;
+    settle().await;
+    let done_now = node.control.runs("j").await.unwrap();
+    assert_eq!(done_now.len(), 1, "{done:?}");
+    assert_eq!(done_now[0].skip_reason.as_deref(), Some("paused"));
+    node.finish().await;
+
+    // A pause that ended before the takeover changes nothing.
+    let node = paused_takeover(
+        &catch_up_job("skip", ""),
+        at(12, 1, 0),
+        FakeRecords::default(),
+    )
+    .await;
+    tokio::time::advance(Duration::from_secs(60)).await;
+    let done = runs(&node.control, "j", 1).await;
+    assert_eq!(done[0].skip_reason, None, "{done:?}");
+    assert_eq!(node.control.job("j").await.unwrap().paused, None);
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_recorded_resume_ends_an_older_local_pause_on_the_new_leader() {
+    let node = start(&catch_up_job("skip", ""), false, FakeRecords::default()).await;
+    // Paused here long ago (as an earlier leader would have been), then
+    // resumed by another leader since.
+    node.leader.store(true, Ordering::SeqCst);
+    node.control
+        .pause("j", PauseRequest::default())
+        .await
+        .expect("a leader takes a pause");
+    node.leader.store(false, Ordering::SeqCst);
+    node.records.pauses.lock().unwrap().insert(
+        "j".into(),
+        PauseMark::Resumed {
+            at: at(12, 1, 0),
+            by: "ops".into(),
+        },
+    );
+    tokio::time::advance(Duration::from_secs(31)).await;
+    settle().await;
+    node.take_over();
+    tokio::time::advance(Duration::from_secs(60)).await;
+    // 12:01 was skipped here (paused locally), 12:02 runs as the leader.
+    let done = runs(&node.control, "j", 2).await;
+    assert_eq!(done.len(), 2, "{done:?}");
+    assert_eq!(done[0].skip_reason.as_deref(), Some("paused"));
+    assert_eq!(done[1].skip_reason, None, "resumed: {done:?}");
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_leader_records_pauses_and_resumes_and_a_follower_refuses_them() {
+    let node = start(&catch_up_job("skip", ""), true, FakeRecords::default()).await;
+    let window = node
+        .control
+        .pause("j", PauseRequest::default())
+        .await
+        .expect("paused");
+    assert_eq!(
+        node.records.pauses.lock().unwrap().get("j"),
+        Some(&PauseMark::Paused(window.clone()))
+    );
+    node.control.resume("j", "ops").await.expect("resumed");
+    match node.records.pauses.lock().unwrap().get("j") {
+        Some(PauseMark::Resumed { by, at }) => {
+            assert_eq!(by, "ops");
+            assert!(*at >= window.since);
+        }
+        other => panic!("no resume recorded: {other:?}"),
+    }
+    // A follower: every control request names the runner; nothing changes.
+    node.leader.store(false, Ordering::SeqCst);
+    let elsewhere = ControlError::Elsewhere {
+        job: "j".into(),
+        runner: "other".into(),
+    };
+    assert_eq!(
+        node.control.pause("j", PauseRequest::default()).await,
+        Err(elsewhere.clone())
+    );
+    assert_eq!(
+        node.control.resume("j", "api").await,
+        Err(elsewhere.clone())
+    );
+    assert_eq!(node.control.start("j").await, Err(elsewhere.clone()));
+    assert_eq!(node.control.cancel("j").await, Err(elsewhere.clone()));
+    assert_eq!(node.control.job("j").await.unwrap().paused, None);
+    // A bad window is refused before the routing, wherever it lands.
+    let bad = PauseRequest {
+        duration_seconds: Some(0),
+        ..Default::default()
+    };
+    assert!(matches!(
+        node.control.pause("j", bad).await,
+        Err(ControlError::BadRequest(_))
+    ));
+    // `start_here` runs it on this node anyway.
+    node.control.start_here("j").await.expect("started here");
+    assert_eq!(
+        runs(&node.control, "j", 1).await[0].trigger,
+        Trigger::Manual
+    );
+    assert_eq!(
+        node.calls(),
+        vec!["record pause j", "record pause j"],
+        "the follower recorded nothing"
+    );
+    node.finish().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pause_the_store_did_not_record_is_an_error_naming_why() {
+    let node = start(
+        &catch_up_job("skip", ""),
+        true,
+        FakeRecords {
+            pause_write_error: Some("the lease file is gone".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let err = node
+        .control
+        .pause("j", PauseRequest::default())
+        .await
+        .expect_err("not recorded");
+    assert_eq!(
+        err.to_string(),
+        "job 'j' was paused on this node, but the cluster's leadership store did not record it \
+         (the lease file is gone), so a new leader would not know: send the request again"
+    );
+    // It holds here, as the message says.
+    assert!(node.control.job("j").await.unwrap().paused.is_some());
     node.finish().await;
 }

@@ -38,6 +38,7 @@ impl Scheduler {
                 }
             }
             Event::Failover(answer) => self.handle_failover(answer),
+            Event::Pauses(read) => self.pauses_read(read),
             Event::SlotAnswer {
                 job,
                 trigger,

@@ -42,6 +42,10 @@ impl Scheduler {
         // moment the pass got to it.
         self.firing_at = Some(at);
         for job in due {
+            if self.hold_fire(&job, at) {
+                // A new leader applies the recorded pauses first.
+                continue;
+            }
             if self.is_paused(&job.name, at) {
                 self.record_skipped(&job, at);
                 continue;
@@ -69,7 +73,7 @@ impl Scheduler {
     }
 
     /// A due slot of a paused job: recorded as skipped, never launched.
-    fn record_skipped(&mut self, job: &JobConfig, at: DateTime<Utc>) {
+    pub(super) fn record_skipped(&mut self, job: &JobConfig, at: DateTime<Utc>) {
         let run_id = self.next_run_id;
         self.next_run_id += 1;
         let mut record = lost_run(job.name.clone(), run_id, at);

@@ -20,7 +20,8 @@ mod finish;
 pub(crate) mod history;
 mod launch;
 mod next_fire;
-pub(crate) mod pause;
+pub mod pause;
+mod pause_sync;
 pub mod ports;
 pub(crate) mod retry;
 pub mod sections;
@@ -62,6 +63,8 @@ enum Event {
     },
     /// A leadership-store call answered (see [`failover`]).
     Failover(failover::Answer),
+    /// The pauses recorded by earlier leaders (see [`pause_sync`]).
+    Pauses(pause_sync::PausesRead),
     /// The store answered a cluster slot claim for a launch.
     SlotAnswer {
         job: String,
@@ -154,6 +157,8 @@ pub struct Scheduler {
     firing_at: Option<DateTime<Utc>>,
     /// Deferred `@reboot` jobs and catch-ups after a takeover.
     failover: failover::Failover,
+    /// Pauses recorded for the next leader, applied on a takeover.
+    pause_sync: pause_sync::PauseSync,
     /// What the scheduler keeps only to answer the API cheaply.
     api: api_cache::ApiCaches,
 }
@@ -199,6 +204,7 @@ impl Scheduler {
             last_scheduled: HashMap::new(),
             firing_at: None,
             failover: failover::Failover::default(),
+            pause_sync: pause_sync::PauseSync::default(),
             api: api_cache::ApiCaches::default(),
         };
         scheduler.install_jobs(initial);
@@ -398,6 +404,7 @@ impl Scheduler {
         // were judged under the previous leadership, so a takeover's
         // catch-up covers exactly those.
         self.failover_pass(self.evaluated);
+        self.pause_sync_pass();
         for at in due.fire {
             self.launch_due(at);
         }

@@ -24,6 +24,63 @@ pub struct PauseWindow {
     pub channel: String,
 }
 
+/// A pause or a resume as the cluster's leadership store remembers it, so
+/// a new leader keeps the pauses its predecessor accepted. The newer mark
+/// of a job wins ([`PauseMark::supersedes`]), whatever order the writes
+/// land in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PauseMark {
+    /// The job was paused with this window.
+    Paused(PauseWindow),
+    /// The job's pause was ended at `at` by `by`.
+    Resumed {
+        /// When the resume was accepted.
+        at: DateTime<Utc>,
+        /// Who asked (the resume body's `by`, else `api`).
+        by: String,
+    },
+}
+
+impl PauseMark {
+    /// When the mark was made: the pause's `since`, the resume's `at`.
+    pub fn at(&self) -> DateTime<Utc> {
+        match self {
+            PauseMark::Paused(window) => window.since,
+            PauseMark::Resumed { at, .. } => *at,
+        }
+    }
+
+    /// Whether this mark replaces `other` for the same job: the later one
+    /// wins; at the same instant a resume wins over a pause (ending a
+    /// pause is the deliberate act), and two marks of one kind keep the
+    /// one already there, so a merge never flips between equals.
+    pub fn supersedes(&self, other: &PauseMark) -> bool {
+        match self.at().cmp(&other.at()) {
+            std::cmp::Ordering::Greater => true,
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => matches!(
+                (self, other),
+                (PauseMark::Resumed { .. }, PauseMark::Paused(_))
+            ),
+        }
+    }
+
+    /// Whether the mark still says something at `now`: a pause until its
+    /// end, a resume for [`RESUME_KEPT`] (long enough to override any
+    /// older pause write still on its way to the store).
+    pub fn live(&self, now: DateTime<Utc>) -> bool {
+        match self {
+            PauseMark::Paused(window) => window.until > now,
+            PauseMark::Resumed { at, .. } => *at + TimeDelta::seconds(RESUME_KEPT) > now,
+        }
+    }
+}
+
+/// How long a recorded resume is kept, seconds: a pause written before it
+/// but landing after it (two requests in flight at once) must still lose.
+/// A store write is bounded to seconds; an hour is ample.
+pub const RESUME_KEPT: i64 = 3600;
+
 /// The body of `POST /jobs/{name}/pause`; every field optional.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

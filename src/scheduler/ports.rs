@@ -18,7 +18,7 @@
 
 pub use super::history::RealOutcome;
 use super::history::RunHistory;
-use super::pause::PauseWindow;
+use super::pause::{PauseMark, PauseWindow};
 use crate::config::model::{ClusterPolicy, ConcurrencyScope};
 use crate::config::JobConfig;
 use crate::job::{RunRecord, Trigger};
@@ -139,6 +139,31 @@ pub trait LeaderGate: Send {
         let _ = job;
         None
     }
+
+    /// Which node runs `job`'s scheduled fires, as this node sees it now:
+    /// the control API answers a start, cancel, pause or resume here only
+    /// when it is this node, and names the other one otherwise.
+    fn runner(&self, job: &JobConfig) -> Runner {
+        let _ = job;
+        Runner::Here
+    }
+}
+
+/// Who runs a job's scheduled fires (see [`LeaderGate::runner`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Runner {
+    /// This node, and not as the cluster's single runner: no election, an
+    /// `EveryNode` job, or a `PreferLeader` job while no leader is known
+    /// (it then runs on every node).
+    Here,
+    /// This node, as the elected leader (or the job's owner): what is
+    /// decided about the job here is recorded for the next leader.
+    Leader,
+    /// Another node, named.
+    Elsewhere(String),
+    /// A node the cluster has not settled on yet (no quorum, nobody holds
+    /// the lease, the backend is down or stepping down): nobody can say.
+    Unknown,
 }
 
 /// Why the leadership store could not answer a records request.
@@ -230,6 +255,22 @@ pub trait LeaderRecords: Send + Sync {
         job: &str,
         at: DateTime<Utc>,
     ) -> BoxFuture<'static, Result<(), RecordsError>>;
+    /// The pauses and resumes recorded per job (the newest mark of each;
+    /// lapsed ones may be among them). A store that keeps none answers
+    /// [`RecordsError::NoRecords`] or [`RecordsError::NotSupported`].
+    fn pauses(&self) -> BoxFuture<'static, Result<HashMap<String, PauseMark>, RecordsError>> {
+        Box::pin(std::future::ready(Err(RecordsError::NoRecords)))
+    }
+    /// Records a pause or a resume of `job` accepted by this node as the
+    /// leader (kept unless a newer mark of the job is already there).
+    fn record_pause(
+        &self,
+        job: &str,
+        mark: PauseMark,
+    ) -> BoxFuture<'static, Result<(), RecordsError>> {
+        let _ = (job, mark);
+        Box::pin(std::future::ready(Err(RecordsError::NoRecords)))
+    }
 }
 
 /// The gate of a daemon without leader election: every node runs every

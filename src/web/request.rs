@@ -92,18 +92,34 @@ pub fn pause_body(body: &[u8]) -> Result<PauseRequest, String> {
     optional_body(body)
 }
 
-/// The body of `POST /jobs/{name}/resume`; `by` is accepted for symmetry
-/// with pause and not used.
+/// The body of `POST /jobs/{name}/resume`: `by`, who resumed it (kept
+/// with the resume the cluster's leader records).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ResumeRequest {
-    #[allow(dead_code)]
     by: Option<String>,
 }
 
-/// `POST /jobs/{name}/resume`: the optional body, checked for shape only.
-pub fn resume_body(body: &[u8]) -> Result<(), String> {
-    optional_body::<ResumeRequest>(body).map(|_| ())
+/// `POST /jobs/{name}/resume`: the optional body's `by` (`api` when not
+/// given).
+pub fn resume_body(body: &[u8]) -> Result<String, String> {
+    let request = optional_body::<ResumeRequest>(body)?;
+    let by = request.by.unwrap_or_else(|| "api".to_owned());
+    if by.chars().count() > 100 {
+        return Err("by must be at most 100 characters".into());
+    }
+    Ok(by)
+}
+
+/// `?local=true` on `POST /jobs/{name}/start`: start on this node even
+/// when another node runs the job. `true`/`1` and `false`/`0` (absent:
+/// false); anything else is refused with the reason.
+pub fn local_flag(query: &HashMap<String, String>) -> Result<bool, String> {
+    match query.get("local").map(String::as_str) {
+        None | Some("false" | "0") => Ok(false),
+        Some("true" | "1") => Ok(true),
+        Some(other) => Err(format!("local must be true or false, not '{other}'")),
+    }
 }
 
 /// Whether an `Accept` header asks for JSON (`GET /job-set-id` answers
@@ -175,8 +191,14 @@ mod tests {
         assert!(pause_body(br#"{"nope": 1}"#)
             .unwrap_err()
             .starts_with("invalid JSON body: unknown field `nope`"));
-        assert_eq!(resume_body(br#"{"by": "me"}"#), Ok(()));
+        assert_eq!(resume_body(br#"{"by": "me"}"#), Ok("me".to_owned()));
+        assert_eq!(resume_body(b" "), Ok("api".to_owned()));
         assert!(resume_body(b"[").is_err());
+        let long = format!(r#"{{"by": "{}"}}"#, "x".repeat(101));
+        assert_eq!(
+            resume_body(long.as_bytes()),
+            Err("by must be at most 100 characters".to_owned())
+        );
     }
 
     #[test]

@@ -57,17 +57,50 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<ControlError> for ApiError {
-    fn from(err: ControlError) -> Self {
-        let status = match err {
-            ControlError::NotFound(_) => StatusCode::NOT_FOUND,
-            ControlError::Conflict(_) => StatusCode::CONFLICT,
-            ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
-            ControlError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
-        };
-        ApiError(status, err.to_string())
+/// A refused control request: the `{"error": ...}` envelope, and for a
+/// request that belongs to another node, that node's name beside it
+/// (`clusterOwner`, the member `GET /jobs` names it with), so a client
+/// behind a Service can send it there.
+#[derive(Debug)]
+pub struct ControlRefusal(ControlError);
+
+/// The status a refused control request answers with.
+fn status_of(err: &ControlError) -> StatusCode {
+    match err {
+        ControlError::NotFound(_) => StatusCode::NOT_FOUND,
+        ControlError::Conflict(_) | ControlError::Elsewhere { .. } => StatusCode::CONFLICT,
+        ControlError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        ControlError::Unavailable
+        | ControlError::NoRunner { .. }
+        | ControlError::NotRecorded { .. } => StatusCode::SERVICE_UNAVAILABLE,
     }
 }
+
+impl IntoResponse for ControlRefusal {
+    fn into_response(self) -> Response {
+        let status = status_of(&self.0);
+        let mut body = json!({"error": self.0.to_string()});
+        if let ControlError::Elsewhere { runner, .. } = &self.0 {
+            body["clusterOwner"] = json!(runner);
+        }
+        (status, Json(body)).into_response()
+    }
+}
+
+impl From<ControlError> for ControlRefusal {
+    fn from(err: ControlError) -> Self {
+        ControlRefusal(err)
+    }
+}
+
+impl From<ControlError> for ApiError {
+    fn from(err: ControlError) -> Self {
+        ApiError(status_of(&err), err.to_string())
+    }
+}
+
+/// What the control routes answer.
+type ControlResult = Result<Response, ControlRefusal>;
 
 type ApiResult = Result<Response, ApiError>;
 
@@ -329,19 +362,33 @@ async fn runs(
     Ok(Json(json!({"job": name, "runs": shown, "stats": views::run_stats(&runs)})).into_response())
 }
 
-async fn start(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
-    state.control.start(&name).await?;
+/// `POST /jobs/{name}/start`: on the node that runs the job, or with
+/// `?local=true` on this node whichever node runs it.
+async fn start(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> ControlResult {
+    let here = request::local_flag(&query).map_err(ControlError::BadRequest)?;
+    if here {
+        state.control.start_here(&name).await?;
+    } else {
+        state.control.start(&name).await?;
+    }
     Ok(Json(json!({"started": name})).into_response())
 }
 
-async fn cancel(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
+async fn cancel(State(state): State<AppState>, Path(name): Path<String>) -> ControlResult {
     let instances = state.control.cancel(&name).await?;
     Ok(Json(json!({"cancelled": name, "instances": instances})).into_response())
 }
 
-async fn pause(State(state): State<AppState>, Path(name): Path<String>, body: Bytes) -> ApiResult {
-    let request: PauseRequest =
-        request::pause_body(&body).map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
+async fn pause(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> ControlResult {
+    let request: PauseRequest = request::pause_body(&body).map_err(ControlError::BadRequest)?;
     let window = state.control.pause(&name, request).await?;
     Ok(Json(json!({"paused": {
         "since": views::iso(window.since),
@@ -353,9 +400,13 @@ async fn pause(State(state): State<AppState>, Path(name): Path<String>, body: By
     .into_response())
 }
 
-async fn resume(State(state): State<AppState>, Path(name): Path<String>, body: Bytes) -> ApiResult {
-    request::resume_body(&body).map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
-    state.control.resume(&name).await?;
+async fn resume(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    body: Bytes,
+) -> ControlResult {
+    let by = request::resume_body(&body).map_err(ControlError::BadRequest)?;
+    state.control.resume(&name, &by).await?;
     Ok(Json(json!({"paused": null})).into_response())
 }
 
@@ -686,4 +737,79 @@ async fn node_history(State(state): State<AppState>) -> Response {
         map.insert("node_name".into(), Value::from(identity(&state)));
     }
     Json(body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scheduler::ports::RecordsError;
+
+    async fn answer(err: ControlError) -> (StatusCode, Value) {
+        let response = ControlRefusal::from(err).into_response();
+        let status = response.status();
+        let bytes = axum::body::to_bytes(response.into_body(), 64 * 1024)
+            .await
+            .expect("a small body");
+        (status, serde_json::from_slice(&bytes).expect("a JSON body"))
+    }
+
+    /// Every refusal of a control request: its status, and the error
+    /// envelope, with the runner's name beside it when the request
+    /// belongs to another node.
+    #[tokio::test]
+    async fn control_refusals_keep_the_error_envelope_and_name_the_runner() {
+        let cases = [
+            (
+                ControlError::NotFound("j".into()),
+                StatusCode::NOT_FOUND,
+                json!({"error": "job 'j' not found"}),
+            ),
+            (
+                ControlError::Conflict("job 'j' is disabled".into()),
+                StatusCode::CONFLICT,
+                json!({"error": "job 'j' is disabled"}),
+            ),
+            (
+                ControlError::BadRequest("bad".into()),
+                StatusCode::BAD_REQUEST,
+                json!({"error": "bad"}),
+            ),
+            (
+                ControlError::Unavailable,
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "the scheduler is not running"}),
+            ),
+            (
+                ControlError::Elsewhere {
+                    job: "j".into(),
+                    runner: "sched-b".into(),
+                },
+                StatusCode::CONFLICT,
+                json!({
+                    "error": "job 'j' runs on node 'sched-b', not on this node: send the request to 'sched-b'",
+                    "clusterOwner": "sched-b",
+                }),
+            ),
+            (
+                ControlError::NoRunner { job: "j".into() },
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "job 'j' runs on the cluster's leader, and no leader is known right now: try again once one is elected"}),
+            ),
+            (
+                ControlError::NotRecorded {
+                    job: "j".into(),
+                    action: "resumed",
+                    reason: RecordsError::NoAnswer,
+                },
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({"error": "job 'j' was resumed on this node, but the cluster's leadership store did not record it (the store did not answer), so a new leader would not know: send the request again"}),
+            ),
+        ];
+        for (err, status, body) in cases {
+            let shown = format!("{err:?}");
+            assert_eq!(answer(err.clone()).await, (status, body), "{shown}");
+            // Routes that are not control routes answer the same status.
+            assert_eq!(ApiError::from(err).0, status, "{shown}");
+        }
+    }
 }

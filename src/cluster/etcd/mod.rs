@@ -8,9 +8,10 @@
 //! once; the next grant re-campaigns. A graceful release revokes the
 //! lease, which deletes the key at once.
 //!
-//! The cluster's records are two plain keys beside the election key (not
+//! The cluster's records are plain keys beside the election key (not
 //! bound to the lease, so a revoke keeps them): `<electionName>/reboot-ran`
-//! (the original's) and `<electionName>/last-fires` (ours), each written
+//! (the original's), `<electionName>/last-fires` and
+//! `<electionName>/pauses` (ours), each written
 //! by a compare-and-swap on its `mod_revision`, only by the leader.
 //!
 //! It speaks etcd's v3 JSON gateway (`/v3/...`, keys and values base64)
@@ -18,6 +19,7 @@
 //! client crate: no `protoc` at build time and no gRPC stack in the
 //! binary, and the requests are the ones the original sends.
 
+use super::pauses;
 use super::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use super::{Backend, BackendError, Round};
 use crate::config::cluster::EtcdSettings;
@@ -417,6 +419,10 @@ impl EtcdLease {
         format!("{}/last-fires", self.election_name)
     }
 
+    fn pauses_key(&self) -> String {
+        format!("{}/pauses", self.election_name)
+    }
+
     async fn read_key(&mut self, key: &str) -> Result<Versioned, RecordsError> {
         let answer = self
             .post("/v3/kv/range", &json!({"key": b64(key)}))
@@ -487,6 +493,22 @@ impl EtcdLease {
                 let key = self.last_fires_key();
                 self.write_key(&key, |raw| records::with_fire(raw, &job, at))
                     .await
+            }
+            RecordsOp::Pauses => {
+                let key = self.pauses_key();
+                let read = self.read_key(&key).await?;
+                Ok(RecordsAnswer::Pauses(
+                    pauses::decode_pauses(read.value.as_deref())
+                        .into_iter()
+                        .collect(),
+                ))
+            }
+            RecordsOp::RecordPause { job, mark } => {
+                let key = self.pauses_key();
+                self.write_key(&key, |raw| {
+                    pauses::with_mark(raw, &job, mark.clone(), chrono::Utc::now())
+                })
+                .await
             }
         }
     }

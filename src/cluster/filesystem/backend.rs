@@ -4,6 +4,7 @@
 use super::rules::{iso_expiry, sighting, wall_now, LeaseRecord, Sighting, SKEW};
 use super::store::{off_thread, Store};
 use crate::cluster::election::display_holder;
+use crate::cluster::pauses;
 use crate::cluster::records::{self, RecordsAnswer, RecordsOp, RecordsResult};
 use crate::cluster::{Backend, BackendError, Round};
 use crate::config::cluster::FilesystemSettings;
@@ -316,6 +317,22 @@ impl FilesystemLease {
                 let held = self.held_while_leading()?;
                 off_thread(limit, move || {
                     store.record_fire(&held, &job, at).map(landed)
+                })
+                .await
+            }
+            RecordsOp::Pauses => {
+                off_thread(limit, move || {
+                    let all = store.read_stream(pauses::PAUSES_STREAM, None)?;
+                    Ok(Ok(RecordsAnswer::Pauses(
+                        pauses::marks_in(&all).into_iter().collect(),
+                    )))
+                })
+                .await
+            }
+            RecordsOp::RecordPause { job, mark } => {
+                let held = self.held_while_leading()?;
+                off_thread(limit, move || {
+                    store.record_pause(&held, &job, &mark).map(landed)
                 })
                 .await
             }

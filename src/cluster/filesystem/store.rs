@@ -2,7 +2,7 @@
 //! the lease lock.
 
 use super::rules::{absolute_root, acquire_fence, fs_safe, may_renew, wall_now, LeaseRecord};
-use crate::cluster::records;
+use crate::cluster::{pauses, records};
 use crate::config::cluster::FilesystemSettings;
 use crate::platform;
 use serde_json::{json, Value};
@@ -325,6 +325,35 @@ impl Store {
             let all = self.read_stream(records::LAST_FIRES_STREAM, None)?;
             self.delete_records(records::LAST_FIRES_STREAM, &records::fires_to_prune(&all));
         }
+        Ok(true)
+    }
+
+    /// Records a pause or resume of `job` unless the stream already has
+    /// it or a newer mark; then prunes the records it supersedes and the
+    /// marks that lapsed (pauses are rare: every append prunes).
+    pub(super) fn record_pause(
+        &self,
+        held: &LeaseRecord,
+        job: &str,
+        mark: &crate::scheduler::pause::PauseMark,
+    ) -> std::io::Result<bool> {
+        let all = self.read_stream(pauses::PAUSES_STREAM, None)?;
+        if pauses::marks_in(&all)
+            .get(job)
+            .is_some_and(|kept| !mark.supersedes(kept))
+        {
+            return Ok(true);
+        }
+        let data = pauses::record_body(job, mark);
+        if self
+            .append_fenced(held, pauses::PAUSES_STREAM, &data)?
+            .is_none()
+        {
+            return Ok(false);
+        }
+        let all = self.read_stream(pauses::PAUSES_STREAM, None)?;
+        let now = chrono::Utc::now();
+        self.delete_records(pauses::PAUSES_STREAM, &pauses::records_to_prune(&all, now));
         Ok(true)
     }
 

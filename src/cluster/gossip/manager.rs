@@ -354,6 +354,11 @@ async fn answer_records(mut requests: mpsc::Receiver<Request>, shared: Arc<Mutex
             // Nothing keeps fires for a later leader here; accepting the
             // record keeps the launch from waiting or warning.
             RecordsOp::RecordFire { .. } => Ok(RecordsAnswer::Done),
+            // No store to keep pauses for the next leader: a pause holds
+            // on the node that took it (the scheduler answers 200 then).
+            RecordsOp::Pauses | RecordsOp::RecordPause { .. } => {
+                Err(RecordsError::NotSupported { backend: "gossip" })
+            }
         };
         let _ = request.reply.send(result);
     }
