@@ -10,9 +10,10 @@
 //! Measured (a Markdown table; nothing asserted):
 //! - API requests per second per replica at idle (no job fires in the
 //!   window), counted from the audit log by user and by verb and resource
-//!   over `KUBE_IDLE_SECONDS` (default 60) after a settle of 20 s: one
-//!   replica without a Lease, then three replicas on a Lease; also each
-//!   daemon's CPU share. (`apiserver_request_total` has no user label, so
+//!   over `KUBE_IDLE_SECONDS` (default 300: the watches are renewed about
+//!   every 290 s, kube-runtime's watch timeout) after a settle of 20 s:
+//!   one replica without a Lease and, at the same time in another
+//!   namespace, three replicas on a Lease; also each daemon's CPU share. (`apiserver_request_total` has no user label, so
 //!   the server's metrics cannot split requests by replica; the audit log
 //!   can.)
 //! - takeover: three replicas on a Lease, a Leader job firing every second
@@ -99,7 +100,14 @@ struct Replica {
 impl Replica {
     /// A replica as `user` in `namespace`, whose local config (`-c`) holds
     /// its web listener and `extra` (a `cluster:` section, jobs).
-    fn new(real: &Real, dir: &Path, node: &'static str, user: &str, namespace: &str, extra: &str) -> Replica {
+    fn new(
+        real: &Real,
+        dir: &Path,
+        node: &'static str,
+        user: &str,
+        namespace: &str,
+        extra: &str,
+    ) -> Replica {
         let port = free_port();
         let kubeconfig = real.kubeconfig(user, namespace);
         let config = dir.join(format!("{user}.yaml"));
@@ -236,7 +244,9 @@ async fn wait_for(what: &str, replicas: &[Replica], mut check: impl FnMut() -> b
 
 /// The one replica that says it leads, if exactly one does.
 fn leader(replicas: &[Replica]) -> Option<usize> {
-    let leading: Vec<usize> = (0..replicas.len()).filter(|i| replicas[*i].leads()).collect();
+    let leading: Vec<usize> = (0..replicas.len())
+        .filter(|i| replicas[*i].leads())
+        .collect();
     match leading[..] {
         [one] => Some(one),
         _ => None,
@@ -244,9 +254,7 @@ fn leader(replicas: &[Replica]) -> Option<usize> {
 }
 
 fn cluster_section(node: &str) -> String {
-    format!(
-        "cluster:\n  backend: kubernetes\n  nodeName: {node}\n  kubernetes:\n{CHART_TIMINGS}"
-    )
+    format!("cluster:\n  backend: kubernetes\n  nodeName: {node}\n  kubernetes:\n{CHART_TIMINGS}")
 }
 
 /// Sets whose ten jobs never fire in the window (3:00 on January 1st).
@@ -266,49 +274,73 @@ fn idle_sets(namespace: &str, sets: usize) -> Vec<Value> {
         .collect()
 }
 
-/// Requests per second per replica at idle, for `replicas.len()` daemons
-/// in `namespace`; one table row per replica.
-async fn idle_rows(real: &Real, replicas: &mut [Replica], what: &str) -> Vec<(String, String)> {
-    let seconds = env_number("KUBE_IDLE_SECONDS", 60);
-    for replica in replicas.iter_mut() {
-        replica.start();
+/// Requests per second per replica at idle, for each group of daemons
+/// (a label and its replicas, in a namespace of their own), all started
+/// together and measured over the same window; one table row per replica.
+async fn idle_rows(real: &Real, groups: &mut [(String, Vec<Replica>)]) -> Vec<(String, String)> {
+    let seconds = env_number("KUBE_IDLE_SECONDS", 300);
+    for (_, replicas) in groups.iter_mut() {
+        for replica in replicas.iter_mut() {
+            replica.start();
+        }
     }
-    if !wait_for("every replica ready", replicas, || replicas.iter().all(Replica::ready)).await {
-        return Vec::new();
-    }
-    if replicas.len() > 1 && !wait_for("one leader", replicas, || leader(replicas).is_some()).await {
-        return Vec::new();
+    for (_, replicas) in groups.iter() {
+        if !wait_for("every replica ready", replicas, || {
+            replicas.iter().all(Replica::ready)
+        })
+        .await
+        {
+            return Vec::new();
+        }
+        if replicas.len() > 1
+            && !wait_for("one leader", replicas, || leader(replicas).is_some()).await
+        {
+            return Vec::new();
+        }
     }
     // The first status writes and the election settle.
     tokio::time::sleep(Duration::from_secs(20)).await;
-    let ticks: Vec<Option<u64>> = replicas.iter().map(|r| r.pid().and_then(cpu_ticks)).collect();
+    let ticks: Vec<Vec<Option<u64>>> = groups
+        .iter()
+        .map(|(_, replicas)| {
+            replicas
+                .iter()
+                .map(|r| r.pid().and_then(cpu_ticks))
+                .collect()
+        })
+        .collect();
     let from = chrono::Utc::now();
     tokio::time::sleep(Duration::from_secs(seconds)).await;
     let to = chrono::Utc::now();
     let window = (to - from).num_milliseconds() as f64 / 1e3;
-    let leading = leader(replicas);
     let requests = real.requests_between(from, to);
     let mut rows = Vec::new();
-    for (i, replica) in replicas.iter().enumerate() {
-        let counts = by_verb(&requests, &replica.user);
-        let total: usize = counts.values().sum();
-        let cpu = match (ticks[i], replica.pid().and_then(cpu_ticks)) {
-            (Some(t0), Some(t1)) => format!("{:.2} %", (t1 - t0) as f64 / window),
-            _ => "?".to_owned(),
-        };
-        let role = match leading {
-            Some(l) if l == i => " (leader)",
-            Some(_) => " (follower)",
-            None => "",
-        };
-        rows.push((
-            format!("API requests at idle, {what}: replica {}{role}", replica.node),
-            format!(
-                "{:.2} /s ({total} in {window:.0} s: {}); daemon CPU {cpu} of one core",
-                total as f64 / window,
-                describe(&counts)
-            ),
-        ));
+    for ((what, replicas), ticks) in groups.iter().zip(ticks) {
+        let leading = (replicas.len() > 1).then(|| leader(replicas)).flatten();
+        for (i, replica) in replicas.iter().enumerate() {
+            let counts = by_verb(&requests, &replica.user);
+            let total: usize = counts.values().sum();
+            let cpu = match (ticks[i], replica.pid().and_then(cpu_ticks)) {
+                (Some(t0), Some(t1)) => format!("{:.2} %", (t1 - t0) as f64 / window),
+                _ => "?".to_owned(),
+            };
+            let role = match leading {
+                Some(l) if l == i => " (leader)",
+                Some(_) => " (follower)",
+                None => "",
+            };
+            rows.push((
+                format!(
+                    "API requests at idle, {what}: replica {}{role}",
+                    replica.node
+                ),
+                format!(
+                    "{:.3} /s ({total} in {window:.0} s: {}); daemon CPU {cpu} of one core",
+                    total as f64 / window,
+                    describe(&counts)
+                ),
+            ));
+        }
     }
     rows
 }
@@ -347,7 +379,11 @@ async fn takeover_rows(real: &Real, dir: &Path) -> Vec<(String, String)> {
     let rounds = env_number("KUBE_TAKEOVER_ROUNDS", 5);
     let namespace = "takeover";
     real.namespace(namespace);
-    real.configmap(namespace, "cronstable", json!({"cronstable.yaml": "jobs: []\n"}));
+    real.configmap(
+        namespace,
+        "cronstable",
+        json!({"cronstable.yaml": "jobs: []\n"}),
+    );
     let fires = dir.join("fires");
     let mut replicas: Vec<Replica> = NODES
         .iter()
@@ -358,7 +394,14 @@ async fn takeover_rows(real: &Real, dir: &Path) -> Vec<(String, String)> {
                 cluster_section(node),
                 fires.display()
             );
-            Replica::new(real, dir, node, &format!("takeover-{node}"), namespace, &extra)
+            Replica::new(
+                real,
+                dir,
+                node,
+                &format!("takeover-{node}"),
+                namespace,
+                &extra,
+            )
         })
         .collect();
     for replica in &mut replicas {
@@ -366,7 +409,11 @@ async fn takeover_rows(real: &Real, dir: &Path) -> Vec<(String, String)> {
     }
     let (mut killed, mut termed) = (Vec::new(), Vec::new());
     for round in 0..rounds * 2 {
-        let signal = if round % 2 == 0 { Signal::SIGKILL } else { Signal::SIGTERM };
+        let signal = if round % 2 == 0 {
+            Signal::SIGKILL
+        } else {
+            Signal::SIGTERM
+        };
         if !wait_for("one leader", &replicas, || leader(&replicas).is_some()).await {
             break;
         }
@@ -397,18 +444,28 @@ async fn takeover_rows(real: &Real, dir: &Path) -> Vec<(String, String)> {
         reap(child);
         replicas[victim].start();
         let restarted = &replicas[victim];
-        if !wait_for("the restarted replica ready", &replicas, || restarted.ready()).await {
+        if !wait_for("the restarted replica ready", &replicas, || {
+            restarted.ready()
+        })
+        .await
+        {
             break;
         }
     }
     let doubles = doubled_seconds(&fires);
     vec![
         (
-            format!("takeover after kill -9 of the leader, chart timings (15/10/2), {} rounds", killed.len()),
+            format!(
+                "takeover after kill -9 of the leader, chart timings (15/10/2), {} rounds",
+                killed.len()
+            ),
             summary(&killed),
         ),
         (
-            format!("takeover after SIGTERM of the leader, chart timings, {} rounds", termed.len()),
+            format!(
+                "takeover after SIGTERM of the leader, chart timings, {} rounds",
+                termed.len()
+            ),
             summary(&termed),
         ),
         (
@@ -422,7 +479,11 @@ async fn takeover_rows(real: &Real, dir: &Path) -> Vec<(String, String)> {
 fn doubled_seconds(file: &Path) -> usize {
     let mut per_second = std::collections::BTreeMap::<u64, usize>::new();
     for line in std::fs::read_to_string(file).unwrap_or_default().lines() {
-        if let Some(at) = line.split_whitespace().nth(1).and_then(|t| t.parse::<f64>().ok()) {
+        if let Some(at) = line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|t| t.parse::<f64>().ok())
+        {
             *per_second.entry(at as u64).or_default() += 1;
         }
     }
@@ -437,32 +498,53 @@ async fn run() {
     let sets = env_number("KUBE_IDLE_SETS", 100) as usize;
     let mut rows = Vec::new();
 
-    // One replica, no Lease (the chart's replicaCount 1).
-    let namespace = "idle-one";
-    real.create_sets(namespace, idle_sets(namespace, sets)).await;
-    real.configmap(namespace, "cronstable", json!({"cronstable.yaml": "jobs: []\n"}));
-    let mut one = vec![Replica::new(&real, dir.path(), "a", "one-a", namespace, "")];
-    rows.extend(idle_rows(&real, &mut one, &format!("1 replica, {sets} sets")).await);
-    drop(one);
-
-    // Three replicas on a Lease at the chart's timings.
-    let namespace = "idle-three";
-    real.create_sets(namespace, idle_sets(namespace, sets)).await;
-    real.configmap(namespace, "cronstable", json!({"cronstable.yaml": "jobs: []\n"}));
-    let mut three: Vec<Replica> = NODES
-        .iter()
-        .map(|node| {
-            Replica::new(&real, dir.path(), node, &format!("three-{node}"), namespace, &cluster_section(node))
-        })
-        .collect();
-    rows.extend(
-        idle_rows(&real, &mut three, &format!("3 replicas on a Lease (15/10/2), {sets} sets")).await,
-    );
-    drop(three);
+    // One replica without a Lease (the chart's replicaCount 1) and three
+    // on a Lease at the chart's timings, each in a namespace of its own
+    // with the same sets, measured over the same window.
+    let mut groups = Vec::new();
+    for (namespace, nodes) in [("idle-one", &NODES[..1]), ("idle-three", &NODES[..])] {
+        real.create_sets(namespace, idle_sets(namespace, sets))
+            .await;
+        real.configmap(
+            namespace,
+            "cronstable",
+            json!({"cronstable.yaml": "jobs: []\n"}),
+        );
+        let lease = nodes.len() > 1;
+        let replicas: Vec<Replica> = nodes
+            .iter()
+            .map(|node| {
+                let extra = if lease {
+                    cluster_section(node)
+                } else {
+                    String::new()
+                };
+                Replica::new(
+                    &real,
+                    dir.path(),
+                    node,
+                    &format!("{namespace}-{node}"),
+                    namespace,
+                    &extra,
+                )
+            })
+            .collect();
+        let what = if lease {
+            format!("3 replicas on a Lease (15/10/2), {sets} sets")
+        } else {
+            format!("1 replica, no Lease, {sets} sets")
+        };
+        groups.push((what, replicas));
+    }
+    rows.extend(idle_rows(&real, &mut groups).await);
+    drop(groups);
 
     rows.extend(takeover_rows(&real, dir.path()).await);
 
-    println!("| Kubernetes mode replicas, kube-apiserver {} | value |", real.server.version);
+    println!(
+        "| Kubernetes mode replicas, kube-apiserver {} | value |",
+        real.server.version
+    );
     println!("|---|---|");
     for (what, value) in rows {
         println!("| {what} | {value} |");

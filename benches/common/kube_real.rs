@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::api::PostParams;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::Client;
 use serde_json::{json, Value};
@@ -146,9 +146,11 @@ impl Real {
             "metadata": {"name": name, "namespace": namespace},
             "data": data,
         });
-        let (ok, _, err) =
-            self.server
-                .kubectl_with(&self.server.admin_kubeconfig(), &["apply", "-f", "-"], Some(&object.to_string()));
+        let (ok, _, err) = self.server.kubectl_with(
+            &self.server.admin_kubeconfig(),
+            &["apply", "-f", "-"],
+            Some(&object.to_string()),
+        );
         assert!(ok, "create ConfigMap {namespace}/{name}: {err}");
     }
 
@@ -199,6 +201,17 @@ fn received(event: &Value) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(text)
         .ok()
         .map(|t| t.with_timezone(&Utc))
+}
+
+/// Milliseconds from receiving a request to answering it, from its audit
+/// event (`stageTimestamp` of the ResponseComplete stage).
+pub fn latency_ms(event: &Value) -> Option<f64> {
+    if event["stage"].as_str() != Some("ResponseComplete") {
+        return None;
+    }
+    let done = DateTime::parse_from_rfc3339(event["stageTimestamp"].as_str()?).ok()?;
+    let took = done.with_timezone(&Utc) - received(event)?;
+    Some(took.num_microseconds()? as f64 / 1e3)
 }
 
 /// `verb resource[/subresource]` of an audit event (`get leases`,
