@@ -52,5 +52,6 @@ pub(crate) mod pyfmt;
 pub mod report;
 pub mod scheduler;
 pub mod source;
+pub mod state;
 pub mod status;
 pub mod web;

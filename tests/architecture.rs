@@ -18,10 +18,10 @@
 //! | 2    | config                                | the model, loading, validation                       |
 //! | 3    | fingerprint                           | the job-set id, computed from loaded config          |
 //! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
-//! | 5    | status                                | the state the edges publish (leadership, Kubernetes mode) on watch channels, for the gate, the API and the metrics to read |
+//! | 5    | status, state                         | the state the edges publish (leadership, Kubernetes mode) on watch channels, for the gate, the API and the metrics to read; the durable store's files and record formats (peers) |
 //! | 6    | report, metrics                       | read finished runs and published state (peers: they must not import each other) |
 //! | 7    | scheduler                             | the run loop over everything below                   |
-//! | 8    | web, source, kube, cluster            | edges: backends behind the scheduler's ports (peers) |
+//! | 8    | web, source, kube, cluster, durable   | edges: backends behind the scheduler's ports (peers) |
 //! | 9    | daemon, main                          | the daemon's wiring (plans and builds the edges) and the binary that parses flags and calls it |
 //!
 //! A new top-level module must be given a rank here; the test refuses a
@@ -47,6 +47,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("job", 4),
     ("gossip", 4),
     ("status", 5),
+    ("state", 5),
     ("report", 6),
     ("metrics", 6),
     ("scheduler", 7),
@@ -54,6 +55,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("source", 8),
     ("kube", 8),
     ("cluster", 8),
+    ("durable", 8),
     ("daemon", 9),
     ("main", 9),
 ];

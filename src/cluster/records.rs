@@ -28,6 +28,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 
+pub use crate::state::format::{
+    ascii_json, decode_record, encode_record, record_stem, stem_epoch, SCHEMA_VERSION,
+};
+
 /// Most jobs the last-fires record keeps (the oldest fires dropped).
 pub const LAST_FIRES_MAX: usize = 1000;
 
@@ -54,8 +58,6 @@ pub const REBOOT_RAN_STREAM: &str = "cluster/reboot-ran";
 /// The filesystem record stream of the last fires.
 pub const LAST_FIRES_STREAM: &str = "cluster/last-fires";
 
-/// The record format version the filesystem store writes and reads.
-pub const SCHEMA_VERSION: &str = "v1";
 
 /// One request to a backend's records.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,27 +110,6 @@ pub enum RecordsAnswer {
 /// What a backend answers with.
 pub type RecordsResult = Result<RecordsAnswer, RecordsError>;
 
-/// JSON text as Python's `json.dumps(.., separators=(",", ":"))` writes
-/// it: compact, and every non-ASCII character escaped `\uXXXX` (UTF-16,
-/// surrogate pairs above the BMP), so the bytes match the original's.
-pub fn ascii_json(value: &Value) -> String {
-    let text = value.to_string();
-    if text.is_ascii() {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut units = [0u16; 2];
-            for unit in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{unit:04x}"));
-            }
-        }
-    }
-    out
-}
 
 /// The `@reboot`-ran set as stored: its job-set id (None when missing or
 /// not a string) and its jobs. Junk reads as an empty set with no id: a
@@ -250,40 +231,6 @@ pub fn with_fire(raw: Option<&str>, job: &str, at: DateTime<Utc>) -> Option<Stri
     Some(encode_fires(&fires))
 }
 
-/// A record file's stem: write time (epoch seconds, zero-padded so names
-/// sort by time), the writer's instance and its sequence number.
-pub fn record_stem(epoch: f64, instance: &str, seq: u64) -> String {
-    format!("{epoch:020.6}-{instance}-{seq:012}")
-}
-
-/// The write time a record file name starts with, if it has one.
-pub fn stem_epoch(name: &str) -> Option<f64> {
-    let head = name.split('-').next()?;
-    if head.len() != 20 {
-        return None;
-    }
-    head.parse().ok().filter(|e: &f64| e.is_finite())
-}
-
-/// A record file's bytes: `{"data":..,"schemaVersion":"v1"}`, compact,
-/// keys sorted (serde_json's maps are sorted).
-pub fn encode_record(data: &Value) -> Vec<u8> {
-    ascii_json(&json!({"data": data, "schemaVersion": SCHEMA_VERSION})).into_bytes()
-}
-
-/// A record file's `data`, when it is a v1 record with an object body.
-pub fn decode_record(bytes: &[u8]) -> Option<Map<String, Value>> {
-    let Value::Object(mut record) = serde_json::from_slice::<Value>(bytes).ok()? else {
-        return None;
-    };
-    if record.get("schemaVersion").and_then(Value::as_str) != Some(SCHEMA_VERSION) {
-        return None;
-    }
-    match record.remove("data")? {
-        Value::Object(data) => Some(data),
-        _ => None,
-    }
-}
 
 /// The `@reboot` jobs of `job_set_id` among record bodies (any order).
 pub fn reboot_jobs_in(records: &[Map<String, Value>], job_set_id: &str) -> HashSet<String> {

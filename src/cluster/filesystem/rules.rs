@@ -1,53 +1,13 @@
 //! The pure rules of the shared-directory lease: file-name tokens, the
 //! lease record's format, who may take or renew it, and the root path.
 
-use crate::platform;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use std::path::{Component, PathBuf};
 
 /// The margin, each side, for clock skew between hosts.
 pub(super) const SKEW: f64 = 1.0;
 
-/// Tokens longer than this are shortened (with a digest of the name).
-const FS_SAFE_MAX: usize = 130;
-
-/// A name as a file-name token: every UTF-8 byte outside `[a-z0-9_-]` is
-/// written `%XX` (uppercase hex), so the mapping is injective even on
-/// case-insensitive file systems and never yields `.` or `..`. A Windows
-/// device name gets its first character escaped, an empty name is `_`,
-/// and a token over 130 characters keeps its first 96 followed by `%.` and
-/// 32 hex digits of the name's SHA-256.
-pub fn fs_safe(name: &str) -> String {
-    let mut token = String::with_capacity(name.len());
-    for byte in name.bytes() {
-        if byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_' || byte == b'-' {
-            token.push(char::from(byte));
-        } else {
-            token.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    if token.is_empty() {
-        token.push('_');
-    }
-    if is_windows_device(&token) {
-        let first = token.as_bytes()[0];
-        token = format!("%{first:02X}{}", &token[1..]);
-    }
-    if token.len() > FS_SAFE_MAX {
-        let digest = Sha256::digest(name.as_bytes());
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-        token = format!("{}%.{}", &token[..FS_SAFE_MAX - 34], &hex[..32]);
-    }
-    token
-}
-
-fn is_windows_device(token: &str) -> bool {
-    matches!(token, "con" | "prn" | "aux" | "nul")
-        || (token.len() == 4
-            && (token.starts_with("com") || token.starts_with("lpt"))
-            && matches!(token.as_bytes()[3], b'1'..=b'9'))
-}
+pub use crate::state::format::{absolute_root, fs_safe};
+pub(crate) use crate::state::format::wall_now;
 
 /// The lease file's content.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -170,46 +130,12 @@ pub fn iso_expiry(expires_at: f64) -> Option<String> {
     })
 }
 
-/// `path` made absolute (against the working directory) with `~`
-/// expanded and `.`/`..` resolved by name, symlinks left alone.
-pub fn absolute_root(path: &str) -> PathBuf {
-    let expanded = match path.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => match platform::home_dir() {
-            Some(home) => home.join(rest.trim_start_matches('/')),
-            None => PathBuf::from(path),
-        },
-        _ => PathBuf::from(path),
-    };
-    let joined = if expanded.is_absolute() {
-        expanded
-    } else {
-        std::env::current_dir()
-            .map(|cwd| cwd.join(&expanded))
-            .unwrap_or(expanded)
-    };
-    let mut out = PathBuf::new();
-    for part in joined.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-pub(crate) fn wall_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or_default()
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
+    use std::path::PathBuf;
 
     #[test]
     fn fs_safe_escapes_everything_outside_lowercase_digits_dash_underscore() {

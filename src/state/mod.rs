@@ -1,0 +1,10 @@
+//! The durable state store of the `state` section: a directory of
+//! immutable JSON records (one per file, written through a temp file and a
+//! rename), in the original's layout and record formats, so the Python
+//! daemon and this one can share a store.
+//!
+//! This layer knows files and records only: the scheduler reaches the
+//! store through its `DurableState` port, which `crate::durable`
+//! implements over [`store::Store`].
+
+pub mod format;
