@@ -112,17 +112,4 @@ pub trait Backend: Send {
     }
 }
 
-/// A per-process token appended to the holder identity (`name#token`),
-/// so two processes with the same node name never both hold the lease.
-pub fn process_token() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u32(std::process::id());
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
-}
+pub use crate::state::format::process_token;

@@ -58,7 +58,6 @@ pub const REBOOT_RAN_STREAM: &str = "cluster/reboot-ran";
 /// The filesystem record stream of the last fires.
 pub const LAST_FIRES_STREAM: &str = "cluster/last-fires";
 
-
 /// One request to a backend's records.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordsOp {
@@ -109,7 +108,6 @@ pub enum RecordsAnswer {
 
 /// What a backend answers with.
 pub type RecordsResult = Result<RecordsAnswer, RecordsError>;
-
 
 /// The `@reboot`-ran set as stored: its job-set id (None when missing or
 /// not a string) and its jobs. Junk reads as an empty set with no id: a
@@ -230,7 +228,6 @@ pub fn with_fire(raw: Option<&str>, job: &str, at: DateTime<Utc>) -> Option<Stri
     fires.insert(job.to_owned(), at);
     Some(encode_fires(&fires))
 }
-
 
 /// The `@reboot` jobs of `job_set_id` among record bodies (any order).
 pub fn reboot_jobs_in(records: &[Map<String, Value>], job_set_id: &str) -> HashSet<String> {

@@ -13,7 +13,6 @@ use std::path::{Component, PathBuf};
 /// The record format version the filesystem store writes and reads.
 pub const SCHEMA_VERSION: &str = "v1";
 
-
 /// Tokens longer than this are shortened (with a digest of the name).
 const FS_SAFE_MAX: usize = 130;
 
@@ -174,4 +173,19 @@ pub fn parse_iso(text: &str) -> Option<DateTime<Utc>> {
 /// RFC 3339 with whole seconds and `Z` (`2026-06-23T19:00:00Z`).
 pub fn rfc3339_secs(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// A per-process token appended to the holder identity (`name#token`),
+/// so two processes with the same node name never both hold the lease.
+pub fn process_token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default(),
+    );
+    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
 }

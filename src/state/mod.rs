@@ -8,3 +8,5 @@
 //! implements over [`store::Store`].
 
 pub mod format;
+pub mod stats;
+pub mod store;

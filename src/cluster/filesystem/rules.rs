@@ -6,8 +6,8 @@ use serde_json::Value;
 /// The margin, each side, for clock skew between hosts.
 pub(super) const SKEW: f64 = 1.0;
 
-pub use crate::state::format::{absolute_root, fs_safe};
 pub(crate) use crate::state::format::wall_now;
+pub use crate::state::format::{absolute_root, fs_safe};
 
 /// The lease file's content.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -129,7 +129,6 @@ pub fn iso_expiry(expires_at: f64) -> Option<String> {
         at.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
     })
 }
-
 
 #[cfg(test)]
 mod tests {
