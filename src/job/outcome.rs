@@ -98,6 +98,10 @@ pub struct RunRecord {
     /// Set on a scheduled slot that was deliberately not launched
     /// (`"paused"`); such a record has no process.
     pub skip_reason: Option<String>,
+    /// A run a daemon crash (or the loss of its node) interrupted, found
+    /// by crash reconciliation: its outcome is `unknown`, it has no exit
+    /// code, start or duration, and `fail_reason` says what is known.
+    pub interrupted: bool,
 }
 
 impl RunRecord {
@@ -128,6 +132,7 @@ impl RunRecord {
             timed_out: false,
             start_error: None,
             skip_reason: None,
+            interrupted: false,
         }
     }
 }
@@ -144,6 +149,9 @@ pub enum Outcome {
     Cancelled,
     /// Not launched (the job was paused).
     Skipped,
+    /// Interrupted by a daemon crash or the loss of its node: nobody saw
+    /// it end (a row of crash reconciliation; a non-verdict).
+    Unknown,
 }
 
 impl Outcome {
@@ -154,6 +162,7 @@ impl Outcome {
             Outcome::Failure => "failure",
             Outcome::Cancelled => "cancelled",
             Outcome::Skipped => "skipped",
+            Outcome::Unknown => "unknown",
         }
     }
 }
@@ -166,7 +175,9 @@ impl RunRecord {
 
     /// The run's verdict.
     pub fn outcome(&self) -> Outcome {
-        if self.skip_reason.is_some() {
+        if self.interrupted {
+            Outcome::Unknown
+        } else if self.skip_reason.is_some() {
             Outcome::Skipped
         } else if self.cancelled || self.replaced {
             Outcome::Cancelled
@@ -177,9 +188,10 @@ impl RunRecord {
         }
     }
 
-    /// Run time in seconds (none for a skipped slot).
+    /// Run time in seconds (none for a skipped slot or an interrupted
+    /// run).
     pub fn duration_seconds(&self) -> Option<f64> {
-        if self.skip_reason.is_some() {
+        if self.skip_reason.is_some() || self.interrupted {
             return None;
         }
         let micros = (self.finished_at - self.started_at).num_microseconds()?;

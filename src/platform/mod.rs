@@ -5,6 +5,7 @@
 
 mod accounts;
 mod allocator;
+mod boot;
 mod cgroup;
 mod clock;
 mod files;
@@ -18,6 +19,7 @@ mod spawn;
 
 pub use accounts::*;
 pub use allocator::*;
+pub use boot::*;
 pub use clock::*;
 pub use files::*;
 pub use host::*;

@@ -111,7 +111,7 @@ pub struct RunSummary {
 impl RunSummary {
     /// Summarizes a record.
     pub fn of(record: &RunRecord) -> Self {
-        let skipped = record.skip_reason.is_some();
+        let skipped = record.skip_reason.is_some() || record.interrupted;
         RunSummary {
             outcome: record.outcome(),
             exit_code: (!skipped).then_some(record.retcode),

@@ -36,7 +36,7 @@ impl RunHistory {
         let succeeded = match record.outcome() {
             Outcome::Success => Some(true),
             Outcome::Failure => Some(false),
-            Outcome::Cancelled | Outcome::Skipped => None,
+            Outcome::Cancelled | Outcome::Skipped | Outcome::Unknown => None,
         };
         if let Some(succeeded) = succeeded {
             // Newest by finish time, not by arrival: a killed run is

@@ -36,12 +36,14 @@ impl JobCounters {
     }
 }
 
+/// The slot of `outcome` in a job's run counts (of [`OUTCOMES`]); an
+/// `unknown` row is no run this process saw, so it has none.
 pub(super) fn outcome_index(outcome: Outcome) -> usize {
     match outcome {
         Outcome::Success => 0,
         Outcome::Failure => 1,
         Outcome::Cancelled => 2,
-        Outcome::Skipped => 3,
+        Outcome::Skipped | Outcome::Unknown => 3,
     }
 }
 
@@ -128,7 +130,8 @@ impl Counters {
 
     /// Records a finished (or skipped) run. Replaced runs are not runs.
     pub fn record_run(&mut self, record: &RunRecord) {
-        if record.replaced {
+        // A crash-reconciled row is no run this process saw end.
+        if record.replaced || record.interrupted {
             return;
         }
         let outcome = record.outcome();

@@ -1,0 +1,222 @@
+//! The `DurableState` port: what the scheduler hands the durable store of
+//! the `state` section and what it reads back (see `crate::durable` for
+//! the implementation over a store directory).
+//!
+//! The rule it is shaped by (the Durable-State page): a slow or dead store
+//! never delays a plain scheduled fire. So every write is fire-and-forget
+//! (queued, never awaited), the one read on the start path
+//! ([`DurableState::rehydrate`]) is bounded by the implementation, and
+//! what other nodes sharing the store change (pauses, runs of gated jobs)
+//! arrives as [`DurableEvent`]s the scheduler folds into memory, where
+//! every fire-time decision is made.
+
+use super::history::RealOutcome;
+use super::pause::PauseMark;
+use crate::config::model::OnStoreUnavailable;
+use crate::config::JobConfig;
+use crate::job::RunRecord;
+use chrono::{DateTime, Utc};
+use futures_util::future::BoxFuture;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+/// One write for the store. None is ever awaited by the scheduler.
+#[derive(Debug, Clone)]
+pub enum DurableWrite {
+    /// A finished (or skipped) run for the job's ledger; with `archive`,
+    /// its captured output too (`archiveOutput`), redacted first when
+    /// `redact` (`redactArchivedSecrets`).
+    Run {
+        /// The run.
+        record: Arc<RunRecord>,
+        /// Keep its output in the store.
+        archive: bool,
+        /// Scrub secrets from the archived output first.
+        redact: bool,
+    },
+    /// The job went from no instance to one on this node.
+    InflightOpen {
+        /// The job.
+        job: String,
+        /// The first instance's pid, when it started.
+        pid: Option<u32>,
+        /// When it started.
+        started_at: DateTime<Utc>,
+        /// The job's config digest.
+        digest: String,
+    },
+    /// The job's last instance on this node ended.
+    InflightClosed {
+        /// The job.
+        job: String,
+    },
+    /// A retry was armed: attempt `attempt` is due at `not_before`.
+    RetryPending {
+        /// The job.
+        job: String,
+        /// The attempt it will be (1 for the first retry).
+        attempt: u32,
+        /// The absolute deadline.
+        not_before: DateTime<Utc>,
+        /// The job's config digest (an edit of the job drops the retry).
+        digest: String,
+    },
+    /// A retry ladder ended, or its attempt is launching (`launched`).
+    RetrySettled {
+        /// The job.
+        job: String,
+        /// The attempt the ladder was at.
+        attempt: u32,
+        /// Why (`launched`, `succeeded`, `superseded`, `cancelled`,
+        /// `exhausted`, `owner-moved`, `removed`, `digest-changed`, ...).
+        reason: &'static str,
+    },
+    /// An `@reboot` job is about to run for this boot (record, then run).
+    RebootMarker {
+        /// The job.
+        job: String,
+        /// The job's config digest.
+        digest: String,
+    },
+    /// A pause or resume this node accepted.
+    Pause {
+        /// The job.
+        job: String,
+        /// The pause or resume.
+        mark: PauseMark,
+    },
+    /// A catch-up was scheduled from `watermark` (an `open` checkpoint)
+    /// or completed (`close`).
+    Catchup {
+        /// The job.
+        job: String,
+        /// True for `open`, false for `close`.
+        open: bool,
+        /// The watermark the backfill was computed from.
+        watermark: DateTime<Utc>,
+    },
+    /// The Prometheus job counters, for the next start to seed from
+    /// (`force`: write now, not at most every 15 seconds).
+    Counters {
+        /// The snapshot (see `metrics::prometheus::Counters::snapshot`).
+        snapshot: serde_json::Value,
+        /// Write even within the throttle (the shutdown snapshot).
+        force: bool,
+    },
+}
+
+/// A retry the store remembers as pending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DurableRetry {
+    /// The attempt it will be.
+    pub attempt: u32,
+    /// Its absolute deadline.
+    pub not_before: DateTime<Utc>,
+    /// The digest of the job it was armed for.
+    pub digest: String,
+    /// When it was recorded.
+    pub recorded_at: DateTime<Utc>,
+}
+
+/// What a start reads back from the store.
+#[derive(Debug, Default)]
+pub struct Rehydrated {
+    /// Per job, its newest retained runs (oldest first, at most the
+    /// in-memory history's size), including the rows crash reconciliation
+    /// just wrote.
+    pub runs: HashMap<String, Vec<RunRecord>>,
+    /// Per job, its newest success or failure in the whole ledger.
+    pub last_real: HashMap<String, RealOutcome>,
+    /// Per job, the newest pause or resume.
+    pub pauses: HashMap<String, PauseMark>,
+    /// Per job, a retry still pending.
+    pub retries: HashMap<String, DurableRetry>,
+    /// `@reboot` jobs already run during this OS boot on this host (for
+    /// their current digest).
+    pub reboot_ran: HashSet<String>,
+    /// `@reboot` jobs whose previous daemon's run is still running here.
+    pub reboot_survivors: HashSet<String>,
+    /// Per `onMissed` job, the catch-up watermark: its newest recorded
+    /// finish (or an open checkpoint's watermark).
+    pub watermarks: HashMap<String, DateTime<Utc>>,
+    /// The newest counters snapshot of this host, if any.
+    pub counters: Option<serde_json::Value>,
+}
+
+/// Something another node sharing the store changed, or the store's
+/// health moved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum DurableEvent {
+    /// A pause or resume recorded by any node (newest per job).
+    Pause {
+        /// The job.
+        job: String,
+        /// The mark.
+        mark: PauseMark,
+    },
+    /// A newer real outcome of a job in the ledger (another node's run).
+    LastOutcome {
+        /// The job.
+        job: String,
+        /// The outcome.
+        outcome: RealOutcome,
+    },
+    /// The store answers again (true) or stopped answering (false).
+    Available(bool),
+}
+
+/// Why the store could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DurableError(pub String);
+
+/// The durable store as the scheduler sees it.
+pub trait DurableState: Send {
+    /// Whether a store is configured at all (false: everything is in
+    /// memory, as without a `state` section).
+    fn enabled(&self) -> bool;
+    /// `state.onStoreUnavailable`.
+    fn policy(&self) -> OnStoreUnavailable;
+    /// Queues a write; returns at once (a failed write is dropped, logged
+    /// and counted by the implementation).
+    fn write(&mut self, write: DurableWrite);
+    /// Reads what a start needs for `jobs` (and reconciles this host's
+    /// interrupted runs first). Bounded by the implementation.
+    fn rehydrate(
+        &mut self,
+        jobs: Arc<Vec<Arc<JobConfig>>>,
+    ) -> BoxFuture<'static, Result<Rehydrated, DurableError>>;
+    /// The installed jobs changed (the poller follows their streams).
+    fn jobs_changed(&mut self, jobs: &Arc<Vec<Arc<JobConfig>>>);
+    /// Resolves with the next change from the store; pending forever when
+    /// there is none. Must be cancel-safe.
+    fn next_event(&mut self) -> BoxFuture<'_, DurableEvent> {
+        Box::pin(std::future::pending())
+    }
+    /// Resolves when the queued writes are done (bounded); the drain
+    /// awaits it last.
+    fn settle(&mut self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// No `state` section: nothing is written or read.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoDurableState;
+
+impl DurableState for NoDurableState {
+    fn enabled(&self) -> bool {
+        false
+    }
+    fn policy(&self) -> OnStoreUnavailable {
+        OnStoreUnavailable::Degrade
+    }
+    fn write(&mut self, _write: DurableWrite) {}
+    fn rehydrate(
+        &mut self,
+        _jobs: Arc<Vec<Arc<JobConfig>>>,
+    ) -> BoxFuture<'static, Result<Rehydrated, DurableError>> {
+        Box::pin(std::future::ready(Ok(Rehydrated::default())))
+    }
+    fn jobs_changed(&mut self, _jobs: &Arc<Vec<Arc<JobConfig>>>) {}
+}
