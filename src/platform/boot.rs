@@ -79,7 +79,8 @@ mod tests {
 
     #[test]
     fn start_ticks_are_read_after_the_command_name() {
-        let stat = "123 (a (b) c) S 1 123 123 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 98765 1000 10";
+        let stat =
+            "123 (a (b) c) S 1 123 123 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 98765 1000 10";
         assert_eq!(start_ticks(stat), Some(98765));
         assert_eq!(start_ticks("garbage"), None);
     }
@@ -93,7 +94,10 @@ mod tests {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs_f64();
-        assert!(boot - 2.0 <= started && started <= now + 1.0, "{boot} {started} {now}");
+        assert!(
+            boot - 2.0 <= started && started <= now + 1.0,
+            "{boot} {started} {now}"
+        );
         assert!(boot_id().is_some_and(|id| id.len() >= 32));
         assert_eq!(process_started_at(u32::MAX), None);
     }

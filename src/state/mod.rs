@@ -8,5 +8,6 @@
 //! implements over [`store::Store`].
 
 pub mod format;
+pub mod records;
 pub mod stats;
 pub mod store;
