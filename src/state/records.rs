@@ -360,10 +360,12 @@ pub fn reboot_marker(
 /// How far two readings of one boot's start may differ, seconds.
 pub const BOOT_TIME_TOLERANCE: f64 = 60.0;
 
-/// Whether a marker among `records` covers this boot on `host` for
-/// `digest`: the boot id must match when both sides have one, else the
-/// boot times must agree within [`BOOT_TIME_TOLERANCE`]. With neither
-/// known, nothing covers it (every start counts as a boot).
+/// Whether the boot markers (`records`, oldest first) cover this boot on
+/// `host` for `digest`. The newest marker of this host decides: another
+/// digest means the job was redefined (it runs again); otherwise the boot
+/// ids must match when both are known, else the boot times must agree
+/// within [`BOOT_TIME_TOLERANCE`]. With neither known, nothing covers it
+/// (every start counts as a boot).
 pub fn boot_marked(
     records: &[Map<String, Value>],
     host: &str,
@@ -371,19 +373,27 @@ pub fn boot_marked(
     boot_time: Option<f64>,
     digest: &str,
 ) -> bool {
-    records.iter().any(|r| {
-        let text = |key: &str| r.get(key).and_then(Value::as_str);
-        if text("host") != Some(host) || text("jobDigest") != Some(digest) {
-            return false;
-        }
-        match (boot_id, text("bootId")) {
-            (Some(ours), Some(theirs)) => ours == theirs,
-            _ => match (boot_time, r.get("bootTime").and_then(Value::as_f64)) {
-                (Some(ours), Some(theirs)) => (ours - theirs).abs() <= BOOT_TIME_TOLERANCE,
-                _ => false,
-            },
-        }
-    })
+    let Some(newest) = records
+        .iter()
+        .rev()
+        .find(|r| r.get("host").and_then(Value::as_str) == Some(host))
+    else {
+        return false;
+    };
+    if newest.get("jobDigest").and_then(Value::as_str) != Some(digest) {
+        return false;
+    }
+    let theirs = newest
+        .get("bootId")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty());
+    match (boot_id, theirs) {
+        (Some(ours), Some(theirs)) => ours == theirs,
+        _ => match (boot_time, newest.get("bootTime").and_then(Value::as_f64)) {
+            (Some(ours), Some(theirs)) => (ours - theirs).abs() <= BOOT_TIME_TOLERANCE,
+            _ => false,
+        },
+    }
 }
 
 /// A catch-up checkpoint (`open` before a backfill, `close` after).

@@ -73,34 +73,25 @@ pub enum OpenError {
 }
 
 /// File systems whose mounts other hosts share (the `auto` probe).
-const SHARED_FILESYSTEMS: [&str; 14] = [
+const SHARED_FILESYSTEMS: [&str; 12] = [
     "nfs",
+    "nfs3",
     "nfs4",
-    "cifs",
-    "smb",
-    "smb2",
-    "smbfs",
-    "smb3",
     "efs",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "lustre",
     "glusterfs",
     "ceph",
     "cephfs",
-    "lustre",
-    "gpfs",
-    "9p",
+    "fuse.sshfs",
 ];
 
 /// The topology `auto` resolves to for a mount of type `fstype`.
 pub fn topology_of_fstype(fstype: Option<&str>) -> Topology {
     match fstype {
-        Some(fs)
-            if SHARED_FILESYSTEMS.contains(&fs)
-                || fs.starts_with("nfs")
-                || fs.starts_with("fuse.s3")
-                || fs == "fuse.sshfs" =>
-        {
-            Topology::Shared
-        }
+        Some(fs) if SHARED_FILESYSTEMS.contains(&fs) || fs.starts_with("nfs") => Topology::Shared,
         _ => Topology::SingleNode,
     }
 }
@@ -300,7 +291,7 @@ impl Store {
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         self.base
             .join("tmp")
-            .join(format!("{}-{seq:012}.tmp", self.instance))
+            .join(format!("w-{}-{seq:012}.tmp", self.instance))
     }
 
     /// Writes `bytes` to `dest` through an fsynced `0600` temp file and a

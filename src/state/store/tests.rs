@@ -145,7 +145,7 @@ fn tokens_decode_only_when_they_reencode_exactly() {
 
 #[test]
 fn the_topology_probe_treats_network_file_systems_as_shared() {
-    for fs in ["nfs", "nfs4", "cifs", "efs", "cephfs", "fuse.s3fs"] {
+    for fs in ["nfs", "nfs4", "cifs", "efs", "cephfs", "fuse.sshfs"] {
         assert_eq!(topology_of_fstype(Some(fs)), Topology::Shared, "{fs}");
     }
     for fs in ["ext4", "xfs", "tmpfs", "overlay", "btrfs"] {
