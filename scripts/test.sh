@@ -92,6 +92,23 @@ if [ -x "$TOOLS/bin/checkov" ]; then
   export PATH="$TOOLS/bin:$PATH"
 fi
 
+# tests/state_original.rs shares a state store with the original daemon
+# (cronstable 1.2.72 from PyPI): its `cronstable state check` must pass on
+# a store we wrote, and we must read the ledger it wrote. It gets a
+# virtualenv of its own in the tools cache; the tests find its entry point
+# through CRONSTABLE_ORIGINAL.
+if [ ! -x "$TOOLS/original-venv/bin/cronstable" ] && command -v python3 >/dev/null 2>&1; then
+  python3 -m venv "$TOOLS/original-venv"
+  "$TOOLS/original-venv/bin/python3" -m pip install --quiet --disable-pip-version-check \
+    "cronstable==1.2.72" </dev/null
+fi
+if [ -x "$TOOLS/original-venv/bin/cronstable" ]; then
+  export CRONSTABLE_ORIGINAL="$TOOLS/original-venv/bin/cronstable"
+elif [ "${CI:-}" = "true" ]; then
+  echo "scripts/test.sh: the original daemon (pip cronstable==1.2.72) could not be installed" >&2
+  exit 1
+fi
+
 # tests/prometheus.rs scrapes the daemon with a real Prometheus server.
 # Install it when missing (CI runs as root without stdin); elsewhere a
 # non-root user gets a note and that test skips itself, but under CI the

@@ -36,6 +36,7 @@
 //! public; the rest is `pub(crate)`.
 
 pub mod cluster;
+pub mod durable;
 pub(crate) mod compat;
 pub mod config;
 pub mod cronexpr;
@@ -49,6 +50,7 @@ pub mod logging;
 pub mod metrics;
 pub mod platform;
 pub(crate) mod pyfmt;
+pub mod redact;
 pub mod report;
 pub mod scheduler;
 pub mod source;

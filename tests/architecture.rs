@@ -13,7 +13,7 @@
 //!
 //! | rank | modules                               | why there                                            |
 //! |------|---------------------------------------|------------------------------------------------------|
-//! | 0    | platform, pyfmt, compat, cronexpr     | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
+//! | 0    | platform, pyfmt, compat, cronexpr, redact | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
 //! | 1    | jinja, logging                        | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it |
 //! | 2    | config                                | the model, loading, validation                       |
 //! | 3    | fingerprint                           | the job-set id, computed from loaded config          |
@@ -40,6 +40,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("pyfmt", 0),
     ("compat", 0),
     ("cronexpr", 0),
+    ("redact", 0),
     ("jinja", 1),
     ("logging", 1),
     ("config", 2),

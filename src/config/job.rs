@@ -98,6 +98,11 @@ pub struct JobConfig {
     pub catchup_jitter_seconds: i64,
     /// Skip a fire when the previous run failed.
     pub only_if_last_succeeded: bool,
+    /// Keep each finished run's captured output in the durable store
+    /// (inert without a `state` section).
+    pub archive_output: bool,
+    /// Scrub recognizable secrets from archived output first.
+    pub redact_archived_secrets: bool,
     /// Environment for the job: env_file first, then `environment` entries.
     pub environment: Vec<(String, String)>,
     /// Start directory (absolute), when set.

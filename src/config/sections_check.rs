@@ -101,27 +101,6 @@ fn has_secrets(job: &JobConfig) -> bool {
         .is_some_and(|s| !s.0.is_empty())
 }
 
-fn archives_output(job: &JobConfig) -> bool {
-    job.spec
-        .as_ref()
-        .is_some_and(|s| s.archive_output == Some(true))
-}
-
-/// The load warning for a job with `archiveOutput: true`. Without a
-/// `state` section the option is inert, as in the original; with one, the
-/// original would archive, but this version keeps the section for cluster
-/// slots only, so the warning says that instead of blaming a missing
-/// section.
-fn archive_output_warning(job: &str, state_section: bool) -> String {
-    if state_section {
-        format!(
-            "job '{job}': archiveOutput is not supported yet by this version of cronstable (the \
-             state section is used for cluster slots only); this job's output is not archived"
-        )
-    } else {
-        format!("job '{job}': archiveOutput has no effect without a state section")
-    }
-}
 
 /// Checks the `state` section with the original's messages (the keys it
 /// validates at load). `lease_backend`: a `cluster` section with a lease
@@ -185,8 +164,13 @@ pub fn check_cross_sections(
             .map_err(|message| ConfigError::config(Location::source(&state.source), message))?;
     }
     // Here, not per job: the `state` section may sit in another file.
-    for job in jobs.iter().filter(|j| archives_output(j)) {
-        warnings.push(archive_output_warning(&job.name, sections.state.is_some()));
+    if sections.state.is_none() {
+        for job in jobs.iter().filter(|j| j.archive_output) {
+            warnings.push(format!(
+                "job '{}': archiveOutput has no effect without a state section",
+                job.name
+            ));
+        }
     }
     let cluster_jobs = offenders(&|j| j.concurrency_scope == ConcurrencyScope::Cluster);
     if sections.state.is_none() && !lease_backend {

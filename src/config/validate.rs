@@ -175,6 +175,8 @@ pub fn resolve_job(
         starting_deadline_seconds: spec.starting_deadline_seconds,
         catchup_jitter_seconds: spec.catchup_jitter_seconds.unwrap_or(0),
         only_if_last_succeeded: spec.only_if_last_succeeded.unwrap_or(false),
+        archive_output: spec.archive_output.unwrap_or(false),
+        redact_archived_secrets: spec.redact_archived_secrets.unwrap_or(true),
         environment,
         working_directory,
         run_as,

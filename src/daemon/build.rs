@@ -118,3 +118,44 @@ pub fn backend_factory(shared: SharedClient) -> cluster::supervise::BackendFacto
         })
     })
 }
+
+/// Opens the durable store of `plan` behind the scheduler's port; without
+/// a plan, or when the store cannot be opened (logged: the daemon then
+/// runs from memory, as without a `state` section), none.
+pub fn durable_store(
+    plan: Option<plan::DurablePlan>,
+) -> Box<dyn crate::scheduler::durable::DurableState> {
+    let Some(plan) = plan else {
+        return Box::new(crate::scheduler::durable::NoDurableState);
+    };
+    if plan.raised {
+        tracing::warn!(
+            target: "cronstable::state",
+            "state: maxRunsPerJob is 1; retaining 2 run records per job instead. The ledger prune \
+             keeps the newest records by write order, so a retention of 1 leaves no room for a \
+             pair that landed inverted (a peer node sharing the mount) and the newer run would \
+             be the one deleted."
+        );
+    }
+    let opened = crate::state::store::Store::open(&plan.store).and_then(|store| {
+        crate::durable::DurableStore::start(
+            store,
+            crate::durable::DurableSettings {
+                host: plan.host.clone(),
+                policy: plan.policy,
+                max_runs: plan.max_runs,
+            },
+        )
+        .map_err(|source| crate::state::store::OpenError::NotWritable {
+            path: plan.store.root.display().to_string(),
+            source,
+        })
+    });
+    match opened {
+        Ok(store) => Box::new(store),
+        Err(err) => {
+            tracing::error!(target: "cronstable::state", "state: failed to start: {err}");
+            Box::new(crate::scheduler::durable::NoDurableState)
+        }
+    }
+}

@@ -66,21 +66,18 @@ pub fn run(
             return ExitCode::from(1);
         }
     };
-    if loaded.sections.state.is_some() {
-        tracing::warn!(
-            target: "cronstable",
-            "state: this version of cronstable uses the state section only for \
-             concurrencyScope: cluster slots; run history, pending retries, pauses and the \
-             onlyIfLastSucceeded gate are kept in memory only (lost on restart), and onMissed \
-             catch-up at start, archiveOutput and the job state endpoint (jobApi) are not provided"
-        );
-    } else {
-        // The original's line: the gate has only memory to go on.
-        let gated = loaded
-            .jobs
-            .iter()
-            .filter(|j| j.only_if_last_succeeded)
-            .count();
+    if loaded.sections.state.is_none() {
+        // The original's lines: without a store these have memory only.
+        let count = |f: &dyn Fn(&config::JobConfig) -> bool| loaded.jobs.iter().filter(|j| f(j)).count();
+        let missed = count(&|j| j.on_missed != config::model::OnMissed::Skip);
+        if missed > 0 {
+            tracing::warn!(
+                target: "cronstable",
+                "onMissed catch-up is set on {missed} job(s) but needs a `state` backend for the \
+                 last-run watermark; skipping"
+            );
+        }
+        let gated = count(&|j| j.only_if_last_succeeded);
         if gated > 0 {
             tracing::info!(
                 target: "cronstable",
@@ -147,6 +144,7 @@ pub fn run(
             leadership: leadership.leadership(),
             kube: sources.kube_state,
         };
+        let durable = build::durable_store(plan.durable);
         let (shutdown, stop) = shutdown::channel();
         let scheduler = Scheduler::new(
             sources.initial,
@@ -155,6 +153,7 @@ pub fn run(
                 gate: Box::new(gate),
                 slots,
                 store: Box::new(ports::MemoryStore::default()),
+                durable,
                 clock: Arc::new(ports::SystemClock),
                 reporter: sources.reporter,
                 started_at: start_time,

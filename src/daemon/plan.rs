@@ -105,6 +105,60 @@ pub struct Plan {
     /// The slot store; None when no job could use one (no `state` path
     /// and no lease backend: the load refuses cluster-scoped jobs then).
     pub slots: Option<SlotPlan>,
+    /// The durable store of `state.path`; None without one.
+    pub durable: Option<DurablePlan>,
+}
+
+/// The durable store a `state` section with a `path` asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DurablePlan {
+    /// Where it is and how it is paced.
+    pub store: crate::state::store::StoreSettings,
+    /// The `host` field of its records.
+    pub host: String,
+    /// `onStoreUnavailable`.
+    pub policy: crate::config::model::sections::OnStoreUnavailable,
+    /// `maxRunsPerJob` as applied: 1000 by default, `<= 0` unbounded, and
+    /// 1 raised to 2 (see [`DurablePlan::raised`]).
+    pub max_runs: i64,
+    /// `maxRunsPerJob: 1` was raised to 2 (logged at start).
+    pub raised: bool,
+}
+
+/// The durable store plan of a `state` section (None without a path).
+pub fn durable_plan(
+    state: Option<&crate::config::model::sections::StateConfig>,
+    host_name: &str,
+) -> Option<DurablePlan> {
+    let state = state.filter(|s| !s.path.trim().is_empty())?;
+    let configured = state.max_runs_per_job.unwrap_or(1000);
+    Some(DurablePlan {
+        store: crate::state::store::StoreSettings {
+            root: crate::state::format::absolute_root(&state.path),
+            deployment_id: state
+                .deployment_id
+                .as_deref()
+                .filter(|d| !d.is_empty())
+                .unwrap_or("default")
+                .to_owned(),
+            topology: match state.topology {
+                Some(crate::config::model::sections::Topology::SingleNode) => {
+                    Some(crate::state::store::Topology::SingleNode)
+                }
+                Some(crate::config::model::sections::Topology::Shared) => {
+                    Some(crate::state::store::Topology::Shared)
+                }
+                _ => None,
+            },
+            max_ops_per_second: state.max_ops_per_second.unwrap_or(0.0).max(0.0),
+        },
+        host: host_name.to_owned(),
+        policy: state
+            .on_store_unavailable
+            .unwrap_or(crate::config::model::sections::OnStoreUnavailable::Degrade),
+        max_runs: if configured == 1 { 2 } else { configured },
+        raised: configured == 1,
+    })
 }
 
 /// The plan of a loaded config. `host_name` is the default node name;
@@ -156,6 +210,7 @@ pub fn plan(sections: &Sections, host_name: &str, kube_mode: bool) -> Plan {
         _ => None,
     };
     Plan {
+        durable: durable_plan(state, host_name),
         slots: store.map(|store| SlotPlan {
             store,
             node,

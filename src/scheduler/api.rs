@@ -252,6 +252,7 @@ impl Scheduler {
             }
         );
         self.store.set_pause(name, window.clone());
+        self.persist_pause(name, PauseMark::Paused(window.clone()));
         let recording = self.record_mark(name, &runner, PauseMark::Paused(window.clone()));
         Ok((window, recording))
     }
@@ -262,6 +263,13 @@ impl Scheduler {
             tracing::info!(target: "cronstable::scheduler", "Job {name} resumed");
         }
         let at = self.clock.now();
+        self.persist_pause(
+            name,
+            PauseMark::Resumed {
+                at,
+                by: by.clone(),
+            },
+        );
         Ok(self.record_mark(name, &runner, PauseMark::Resumed { at, by }))
     }
 

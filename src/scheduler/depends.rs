@@ -44,6 +44,15 @@ impl Scheduler {
     pub(super) fn depends_on_past_allows(&self, job: &JobConfig) -> bool {
         // A run leaves `running` when its record is taken in, so any
         // entry is an instance whose outcome is not on record yet.
+        if job.only_if_last_succeeded && self.durable_fails_closed() {
+            tracing::warn!(
+                target: "cronstable::scheduler",
+                "Job {} skipped: onlyIfLastSucceeded cannot read the state store and \
+                 onStoreUnavailable is fail-closed",
+                job.name
+            );
+            return false;
+        }
         let unrecorded = self.running.get(&job.name).is_some_and(|r| !r.is_empty());
         let last = self.store.last_real_outcome(&job.name);
         if allows(

@@ -12,7 +12,7 @@
 
 use super::history::RealOutcome;
 use super::pause::PauseMark;
-use crate::config::model::OnStoreUnavailable;
+use crate::config::model::sections::OnStoreUnavailable;
 use crate::config::JobConfig;
 use crate::job::RunRecord;
 use chrono::{DateTime, Utc};

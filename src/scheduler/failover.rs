@@ -88,6 +88,8 @@ struct Backfill {
     remaining: u32,
     /// The watermark each launch records (the newest owed fire).
     at: DateTime<Utc>,
+    /// The watermark the backfill was computed from (its checkpoints).
+    watermark: DateTime<Utc>,
     /// A launch is on its way (its fire record is being written).
     launching: bool,
     /// Still waiting out the job's jitter offset.
@@ -127,6 +129,11 @@ fn wants_fire_record(job: &JobConfig) -> bool {
     job.on_missed != OnMissed::Skip
         && job.cluster_policy != ClusterPolicy::EveryNode
         && matches!(job.schedule.parsed, Schedule::Cron(_))
+}
+
+/// True when `job` catches up at start from the durable ledger.
+fn wants_catch_up(job: &JobConfig) -> bool {
+    job.on_missed != OnMissed::Skip && matches!(job.schedule.parsed, Schedule::Cron(_))
 }
 
 /// True when `job`'s `@reboot` launch waits for the cluster's verdict.
@@ -439,7 +446,15 @@ impl Scheduler {
                 fill.launching = false;
                 fill.remaining = fill.remaining.saturating_sub(1);
                 if fill.remaining == 0 {
+                    let watermark = fill.watermark;
                     self.failover.backfills.remove(name);
+                    if self.durable_enabled() {
+                        self.durable.write(super::durable::DurableWrite::Catchup {
+                            job: name.to_owned(),
+                            open: false,
+                            watermark,
+                        });
+                    }
                 }
             }
             // Backfills launch without the retry ladder (the original's rule).
@@ -507,11 +522,52 @@ impl Scheduler {
                 return;
             }
         };
+        let mut fires = fires;
+        // With a durable store, the ledger's watermark counts too (runs
+        // this node or another recorded there).
+        for (job, mark) in &self.durability.watermarks {
+            let entry = fires.entry(job.clone()).or_insert(*mark);
+            if *mark > *entry {
+                *entry = *mark;
+            }
+        }
+        self.plan_backfills(&fires, upto, true);
+    }
+
+    /// At start with a durable store and no leader election: catches up
+    /// the fires each `onMissed` job missed while the daemon was down,
+    /// from the ledger's watermarks (the takeover catch-up's rules, one
+    /// code path). Under election a new leader's takeover does it.
+    pub(super) fn catch_up_at_start(&mut self) {
+        if !self.durable_enabled() || self.records().is_some() {
+            return;
+        }
+        let marks = std::mem::take(&mut self.durability.watermarks);
+        let upto = self.evaluated.max(super::tick::floor(self.clock.now(), self.cadence()));
+        self.plan_backfills(&marks, upto, false);
+    }
+
+    /// Plans the backfill of every job owed fires after its recorded last
+    /// fire in `fires`, up to `upto`. A `takeover` plans only the jobs
+    /// whose fires the leadership store records.
+    fn plan_backfills(
+        &mut self,
+        fires: &HashMap<String, DateTime<Utc>>,
+        upto: DateTime<Utc>,
+        takeover: bool,
+    ) {
         let now = self.clock.now();
         let jobs: Vec<Arc<JobConfig>> = self
             .jobs
             .iter()
-            .filter(|j| j.enabled && wants_fire_record(j))
+            .filter(|j| {
+                j.enabled
+                    && if takeover {
+                        wants_fire_record(j)
+                    } else {
+                        wants_catch_up(j)
+                    }
+            })
             .cloned()
             .collect();
         for job in jobs {
@@ -564,12 +620,22 @@ impl Scheduler {
                 owed.count,
                 job.name
             );
+            if self.durable_enabled() {
+                // An open checkpoint: a restart mid-backfill resumes from
+                // this watermark (at-least-once).
+                self.durable.write(super::durable::DurableWrite::Catchup {
+                    job: job.name.clone(),
+                    open: true,
+                    watermark: recorded,
+                });
+            }
             let jitter = jitter_offset(&job.name, job.catchup_jitter_seconds);
             self.failover.backfills.insert(
                 job.name.clone(),
                 Backfill {
                     remaining: owed.count,
                     at: newest,
+                    watermark: recorded,
                     launching: false,
                     jittering: !jitter.is_zero(),
                 },
@@ -599,7 +665,7 @@ impl Scheduler {
         }
         let live = self
             .job(name)
-            .filter(|j| j.enabled && j.on_missed != OnMissed::Skip && wants_fire_record(j));
+            .filter(|j| j.enabled && wants_catch_up(j));
         let Some(job) = live else {
             tracing::info!(
                 target: "cronstable::scheduler",

@@ -55,6 +55,7 @@ impl Scheduler {
             runs.retain(|r| r.run_id != record.run_id);
             if runs.is_empty() {
                 self.running.remove(&record.job);
+                self.persist_inflight_closed(&record.job);
             }
         }
         if !self.running.contains_key(&record.job) && self.held_slots.remove(&record.job) {
@@ -79,6 +80,7 @@ impl Scheduler {
         let job = self.job(&record.job);
         self.counters().record_run(&record);
         self.store.record_run(record.clone());
+        self.persist_run(&record);
         if record.cancelled {
             tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled via the web UI", record.job);
             return;
@@ -112,7 +114,7 @@ impl Scheduler {
         }
         match &record.fail_reason {
             None => {
-                self.cancel_retries(&job.name);
+                self.end_retries(&job.name, "succeeded");
                 let delivery = self.reporter.report(Hook::Success, &job, &record);
                 self.deliver(delivery);
             }
@@ -163,7 +165,7 @@ impl Scheduler {
                 job.name,
                 state.ladder.count()
             );
-            self.cancel_retries(&job.name);
+            self.end_retries(&job.name, "exhausted");
             self.counters().record_permanent_failure(&job.name);
             return true;
         }
@@ -186,11 +188,12 @@ impl Scheduler {
         let due = self.clock.now() + chrono::TimeDelta::from_std(wait).unwrap_or_default();
         self.store
             .set_retry(&job.name, PendingRetry { attempt, due });
+        self.persist_retry(job, attempt, due);
         false
     }
 
     /// A timer that reports the retry of `name` due after `wait`.
-    fn retry_timer(&self, name: &str, generation: u64, wait: Duration) -> tokio::task::AbortHandle {
+    pub(super) fn retry_timer(&self, name: &str, generation: u64, wait: Duration) -> tokio::task::AbortHandle {
         let events = self.events_tx.clone();
         let job = name.to_owned();
         tokio::spawn(async move {
@@ -218,7 +221,7 @@ impl Scheduler {
         }
         let Some(job) = self.job(name) else {
             // The job disappeared in a reload: its retries go with it.
-            self.cancel_retries(name);
+            self.end_retries(name, "job-removed");
             return;
         };
         match self.gate.admit(&job, Trigger::Retry) {
@@ -236,7 +239,7 @@ impl Scheduler {
                     target: "cronstable::scheduler",
                     "Job {name}: retry #{attempt} abandoned; another node owns the job now"
                 );
-                self.cancel_retries(name);
+                self.end_retries(name, "owner-moved");
                 return;
             }
         }
@@ -244,6 +247,9 @@ impl Scheduler {
             state.timer = None;
         }
         self.store.clear_retry(name);
+        // Record, then run: a crash right after the launch must not
+        // replay this attempt at the next start.
+        self.settle_retry(name, attempt, "launched");
         self.counters().record_retry(name);
         self.maybe_launch(job, Trigger::Retry, attempt)
     }
@@ -264,10 +270,23 @@ impl Scheduler {
         self.store.set_retry(name, PendingRetry { attempt, due });
     }
 
+    /// Ends `name`'s retry ladder (a fresh fire, a success, the budget
+    /// spent, the job gone); with a store the pending retry is settled,
+    /// except while draining: a graceful stop leaves it for the next start
+    /// to re-arm.
     pub(super) fn cancel_retries(&mut self, name: &str) {
+        self.end_retries(name, "superseded");
+    }
+
+    /// [`Scheduler::cancel_retries`] naming why, for the settle record.
+    pub(super) fn end_retries(&mut self, name: &str, reason: &'static str) {
         if let Some(state) = self.retries.remove(name) {
             if let Some(timer) = state.timer {
                 timer.abort();
+            }
+            let pending = self.store.pending_retry(name).map(|p| p.attempt);
+            if let (Some(attempt), false) = (pending, self.stopping) {
+                self.settle_retry(name, attempt, reason);
             }
         }
         self.store.clear_retry(name);

@@ -77,6 +77,18 @@ impl RunHistory {
         self.last_real.get(job).copied()
     }
 
+    /// Takes in a real outcome known from elsewhere (the durable ledger),
+    /// kept only when newer than the one held.
+    pub fn note_real_outcome(&mut self, job: &str, outcome: RealOutcome) {
+        let newer = self
+            .last_real
+            .get(job)
+            .is_none_or(|prev| outcome.finished_at > prev.finished_at);
+        if newer {
+            self.last_real.insert(job.to_owned(), outcome);
+        }
+    }
+
     /// Forgets jobs that are no longer configured.
     pub fn retain_jobs(&mut self, keep: impl Fn(&str) -> bool) {
         self.runs.retain(|name, _| keep(name));

@@ -21,6 +21,28 @@ impl Scheduler {
             .collect();
         // Under leader election the cluster decides who runs them, once.
         for job in self.defer_reboot_jobs(due) {
+            if self.durability.reboot_done.contains(&job.name) {
+                // Already run during this OS boot (or still running).
+                continue;
+            }
+            if self.durable_enabled() {
+                if self.durable_fails_closed() {
+                    tracing::warn!(
+                        target: "cronstable::scheduler",
+                        "Job {} (@reboot) skipped: the state store is unavailable and \
+                         onStoreUnavailable is fail-closed",
+                        job.name
+                    );
+                    continue;
+                }
+                // Record, then run: a crash between the two errs towards
+                // not running again this boot.
+                let digest = self.durable_digest(&job);
+                self.durable.write(super::durable::DurableWrite::RebootMarker {
+                    job: job.name.clone(),
+                    digest,
+                });
+            }
             self.launch_scheduled(job);
         }
     }
@@ -94,6 +116,7 @@ impl Scheduler {
             );
         }
         self.counters().record_run(&record);
+        self.persist_run(&record);
         self.store.record_run(record);
     }
 
@@ -407,6 +430,9 @@ impl Scheduler {
             run_id,
             observer: Some(Arc::new(crate::metrics::statsd::StatsdEvents)),
         });
+        if !self.running.contains_key(&job.name) {
+            self.persist_inflight_open(&job, handle.pid(), handle.started_at);
+        }
         self.running
             .entry(job.name.clone())
             .or_default()

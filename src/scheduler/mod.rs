@@ -13,6 +13,8 @@ mod api;
 mod api_cache;
 pub(crate) mod control;
 mod depends;
+pub mod durable;
+mod durability;
 pub mod failover;
 #[cfg(test)]
 mod failover_tests;
@@ -36,6 +38,7 @@ use crate::metrics::prometheus::Counters;
 use crate::report::{ReportFuture, Reporter};
 use chrono::{DateTime, Utc};
 use control::{Control, ControlHandle};
+use durable::DurableState;
 use ports::{Clock, JobSet, JobSource, LeaderGate, RunStore, SlotLock};
 use retry::RetryLadder;
 use shutdown::{ShutdownRequests, StopCause};
@@ -92,6 +95,9 @@ pub struct Ports {
     pub slots: Box<dyn SlotLock>,
     /// Run history, pending retries, pauses.
     pub store: Box<dyn RunStore>,
+    /// The durable store of the `state` section
+    /// ([`durable::NoDurableState`] without one).
+    pub durable: Box<dyn DurableState>,
     /// Wall-clock time.
     pub clock: Arc<dyn Clock>,
     /// Where finished runs are reported.
@@ -128,6 +134,9 @@ pub struct Scheduler {
     /// Jobs with a slot claim out (its answer not back yet).
     claiming: HashSet<String>,
     store: Box<dyn RunStore>,
+    durable: Box<dyn DurableState>,
+    /// What the scheduler keeps about the durable store.
+    durability: durability::Durability,
     clock: Arc<dyn Clock>,
     reporter: Arc<dyn Reporter>,
     events_tx: mpsc::UnboundedSender<Event>,
@@ -184,6 +193,8 @@ impl Scheduler {
             held_slots: HashSet::new(),
             claiming: HashSet::new(),
             store: ports.store,
+            durable: ports.durable,
+            durability: durability::Durability::default(),
             clock: ports.clock,
             reporter: ports.reporter,
             events_tx,
@@ -276,6 +287,7 @@ impl Scheduler {
             .collect();
         let by_name = &self.by_name;
         self.store.retain_jobs(&|name| by_name.contains_key(name));
+        self.durable.jobs_changed(&self.jobs);
         self.last_scheduled
             .retain(|name, _| by_name.contains_key(name));
         self.last_output
@@ -311,7 +323,11 @@ impl Scheduler {
     /// requests during the drain change nothing but a log line.
     pub async fn run(mut self, mut stop: ShutdownRequests) {
         self.api.changed();
+        // With a store, what it holds is in force before the first launch
+        // (pauses, retries, @reboot markers, the catch-up watermarks).
+        self.rehydrate().await;
         self.launch_reboot_jobs();
+        self.catch_up_at_start();
         // Nothing at or before the start instant is due: the first pass is
         // the first boundary after it.
         self.evaluated = tick::floor(self.clock.now(), self.cadence());
@@ -331,6 +347,7 @@ impl Scheduler {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),
                 request = self.slots.next_yield() => self.slot_yield(request),
+                event = self.durable.next_event() => self.durable_event(event),
                 set = self.source.next() => {
                     self.api.changed();
                     // Boundaries that passed while the source worked are
@@ -444,6 +461,10 @@ impl Scheduler {
         }
         // Slots the last runs gave back are still being released.
         self.slots.settle().await;
+        // The counters as they end, and every write still queued, land
+        // before the process exits (bounded by the store).
+        self.persist_counters(true);
+        self.durable.settle().await;
         // Reports of runs that finished just before the signal are still on
         // their way; give them a bounded time to arrive.
         if !self.reports.is_empty() {

@@ -423,6 +423,10 @@ pub trait RunStore: Send {
     /// skipped or cancelled rows have since pushed it out of the retained
     /// runs (the `onlyIfLastSucceeded` gate reads it).
     fn last_real_outcome(&self, job: &str) -> Option<RealOutcome>;
+    /// Takes in a real outcome known from elsewhere (the durable ledger:
+    /// an earlier process, another node); kept when newer than the one
+    /// held.
+    fn note_real_outcome(&mut self, job: &str, outcome: RealOutcome);
     /// Records a pause (replacing an older one).
     fn set_pause(&mut self, job: &str, window: PauseWindow);
     /// The job's recorded pause, lapsed or not.
@@ -457,6 +461,9 @@ impl RunStore for MemoryStore {
     }
     fn last_real_outcome(&self, job: &str) -> Option<RealOutcome> {
         self.history.last_real_outcome(job)
+    }
+    fn note_real_outcome(&mut self, job: &str, outcome: RealOutcome) {
+        self.history.note_real_outcome(job, outcome);
     }
     fn set_pause(&mut self, job: &str, window: PauseWindow) {
         self.pauses.insert(job.to_owned(), window);

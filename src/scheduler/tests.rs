@@ -220,6 +220,7 @@ async fn spawn_following(
             gate,
             slots,
             store: Box::new(MemoryStore::default()),
+            durable: Box::new(super::durable::NoDurableState),
             clock: Arc::new(PausedClock {
                 origin: origin(),
                 start: tokio::time::Instant::now(),

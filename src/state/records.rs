@@ -426,7 +426,9 @@ pub fn manifest(host: &str, job_set_id: &str, jobs: &[&str], at: DateTime<Utc>) 
         "jobSetId": job_set_id,
         "host": host,
         "jobs": sorted,
-        "scopes": [],
+        // The job-facing scopes a config can write: `global` always (the
+        // job-facing state of the next issue adds each job's own).
+        "scopes": ["global"],
         "dags": [],
         "at": py_isoformat(at),
     })

@@ -610,6 +610,8 @@ pub fn run_stats(runs: &[RunRecord]) -> Value {
     stats.insert("success".into(), Value::from(success));
     stats.insert("failure".into(), Value::from(failure));
     stats.insert("cancelled".into(), Value::from(cancelled));
+    // Interrupted runs (crash reconciliation): counted, never a verdict.
+    stats.insert("unknown".into(), Value::from(count(Outcome::Unknown)));
     stats.insert(
         "success_rate".into(),
         if completed == 0 {

@@ -1,0 +1,56 @@
+//! Pause records (`paused/<job>`) in the original's fields: the mark type
+//! lives in the scheduler, so its codec lives here, above both.
+
+use crate::scheduler::pause::{PauseMark, PauseWindow};
+use crate::state::format::{parse_iso, py_isoformat};
+use serde_json::{json, Map, Value};
+
+/// The record of a pause or resume `host` accepted.
+pub fn pause_data(mark: &PauseMark, host: &str) -> Value {
+    match mark {
+        PauseMark::Paused(window) => json!({
+            "kind": "paused",
+            "since": py_isoformat(window.since),
+            "until": py_isoformat(window.until),
+            "note": window.note,
+            "by": window.by,
+            "channel": window.channel,
+            "at": py_isoformat(window.since),
+            "host": host,
+        }),
+        PauseMark::Resumed { at, by } => json!({
+            "kind": "resumed",
+            "by": by,
+            "channel": "api",
+            "at": py_isoformat(*at),
+            "host": host,
+        }),
+    }
+}
+
+/// A pause record read back (None when it does not read: a record of
+/// another kind, or a field missing).
+pub fn pause_from_data(data: &Map<String, Value>) -> Option<PauseMark> {
+    let text = |key: &str| data.get(key).and_then(Value::as_str);
+    let instant = |key: &str| text(key).and_then(parse_iso);
+    match text("kind")? {
+        "paused" => Some(PauseMark::Paused(PauseWindow {
+            since: instant("since").or_else(|| instant("at"))?,
+            until: instant("until")?,
+            note: text("note").unwrap_or_default().to_owned(),
+            by: text("by").unwrap_or("api").to_owned(),
+            channel: text("channel").unwrap_or("api").to_owned(),
+        })),
+        "resumed" => Some(PauseMark::Resumed {
+            at: instant("at")?,
+            by: text("by").unwrap_or("api").to_owned(),
+        }),
+        _ => None,
+    }
+}
+
+/// The newest pause mark of a stream's records (oldest first): the last
+/// one that reads.
+pub fn newest_pause(records: &[(String, Map<String, Value>)]) -> Option<PauseMark> {
+    records.iter().rev().find_map(|(_, data)| pause_from_data(data))
+}

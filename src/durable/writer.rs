@@ -1,0 +1,325 @@
+//! The writer thread: takes the scheduler's queued writes in order and
+//! appends them to the store. A failed write is dropped: logged with the
+//! original's words and counted (`cronstable_state_dropped_writes_total`).
+
+use super::codec::pause_data;
+use super::DurableSettings;
+use crate::scheduler::durable::DurableWrite;
+use crate::state::records::{self, keep, stream};
+use crate::state::stats::WriteKind;
+use crate::state::store::Store;
+use chrono::Utc;
+use serde_json::{json, Value};
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// At most one counters snapshot per this long (a shutdown's is forced).
+pub const COUNTERS_EVERY: Duration = Duration::from_secs(15);
+
+/// Manifests are refreshed at least this often while the jobs stay put.
+pub const MANIFEST_EVERY: Duration = Duration::from_secs(6 * 3600);
+
+/// One item of the writer's queue.
+#[derive(Debug)]
+pub(super) enum Task {
+    /// A write of the scheduler, with the job's digest filled in.
+    Write {
+        /// The write.
+        write: DurableWrite,
+        /// The digest of its job (for the records that carry one).
+        digest: String,
+    },
+    /// This node's manifest changed.
+    Manifest {
+        /// The configured jobs.
+        jobs: Vec<String>,
+        /// Their job-set id.
+        job_set_id: String,
+    },
+    /// Answer once everything queued before it is written.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
+/// The dropped-write kind of a write.
+pub(super) fn kind_of(write: &DurableWrite) -> WriteKind {
+    match write {
+        DurableWrite::Run { .. } => WriteKind::RunRecord,
+        DurableWrite::InflightOpen { .. } | DurableWrite::InflightClosed { .. } => {
+            WriteKind::Inflight
+        }
+        DurableWrite::RetryPending { .. } | DurableWrite::RetrySettled { .. } => WriteKind::Retry,
+        DurableWrite::RebootMarker { .. } => WriteKind::RebootMarker,
+        DurableWrite::Pause { .. } => WriteKind::Pause,
+        DurableWrite::Catchup { .. } => WriteKind::Checkpoint,
+        DurableWrite::Counters { .. } => WriteKind::Counters,
+    }
+}
+
+/// Starts the writer thread over `queue`.
+pub(super) fn spawn(
+    store: Arc<Store>,
+    settings: DurableSettings,
+    proc_token: String,
+    queue: Receiver<Task>,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("cronstable-state-write".to_owned())
+        .spawn(move || {
+            let mut writer = Writer {
+                store,
+                settings,
+                proc_token,
+                counters_at: None,
+                manifest: None,
+            };
+            while let Ok(task) = queue.recv() {
+                writer.run(task);
+            }
+        })
+        .map(|_| ())
+}
+
+struct Writer {
+    store: Arc<Store>,
+    settings: DurableSettings,
+    proc_token: String,
+    /// When the last counters snapshot was written.
+    counters_at: Option<Instant>,
+    /// The last manifest written: its jobs and when.
+    manifest: Option<(Vec<String>, Instant)>,
+}
+
+impl Writer {
+    fn run(&mut self, task: Task) {
+        match task {
+            Task::Write { write, digest } => {
+                let kind = kind_of(&write);
+                let job = job_of(&write);
+                if let Err(e) = self.write(write, &digest) {
+                    self.store.stats().dropped(kind);
+                    warn_dropped(kind, job.as_deref(), &e);
+                }
+            }
+            Task::Manifest { mut jobs, job_set_id } => {
+                jobs.sort_unstable();
+                let fresh = self.manifest.as_ref().is_some_and(|(written, at)| {
+                    *written == jobs && at.elapsed() < MANIFEST_EVERY
+                });
+                if fresh {
+                    return;
+                }
+                let names: Vec<&str> = jobs.iter().map(String::as_str).collect();
+                let data = records::manifest(&self.settings.host, &job_set_id, &names, Utc::now());
+                match self.append(&format!("{}{}", stream::MANIFESTS, self.settings.host), &data, keep::MANIFESTS) {
+                    Ok(()) => self.manifest = Some((jobs, Instant::now())),
+                    Err(e) => {
+                        self.store.stats().dropped(WriteKind::Manifest);
+                        tracing::warn!(
+                            target: "cronstable::state",
+                            "state: failed to record the job manifest: {e}"
+                        );
+                    }
+                }
+            }
+            Task::Flush(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    /// Appends `data` to `stream`, pruning it to `keep` records.
+    fn append(&self, stream: &str, data: &Value, keep: i64) -> std::io::Result<()> {
+        self.store.append(stream, data)?;
+        if keep > 0 {
+            // A failed prune never fails the append: the records linger
+            // until the next one.
+            if let Err(e) = self.store.prune(stream, keep) {
+                tracing::warn!(
+                    target: "cronstable::state",
+                    "state: could not prune stream '{stream}' after an append (kept records \
+                     linger until the next prune): {e}"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, write: DurableWrite, digest: &str) -> std::io::Result<()> {
+        let host = self.settings.host.clone();
+        let now = Utc::now();
+        match write {
+            DurableWrite::Run {
+                record,
+                archive,
+                redact,
+            } => {
+                let job = record.job.clone();
+                self.append(
+                    &format!("{}{job}", stream::RUNS),
+                    &records::run_data(&record),
+                    self.settings.max_runs,
+                )?;
+                if archive {
+                    self.append(
+                        &format!("{}{job}", stream::LOGS),
+                        &archive_data(&record, redact),
+                        self.settings.max_runs,
+                    )?;
+                }
+                Ok(())
+            }
+            DurableWrite::InflightOpen {
+                job,
+                pid,
+                started_at,
+                ..
+            } => self.append(
+                &format!("{}{job}", stream::INFLIGHT),
+                &records::inflight_open(&host, &self.proc_token, pid, started_at, digest),
+                keep::INFLIGHT,
+            ),
+            DurableWrite::InflightClosed { job } => self.append(
+                &format!("{}{job}", stream::INFLIGHT),
+                &records::inflight_closed(&host, &self.proc_token, "finished", now),
+                keep::INFLIGHT,
+            ),
+            DurableWrite::RetryPending {
+                job,
+                attempt,
+                not_before,
+                ..
+            } => self.append(
+                &format!("{}{job}", stream::RETRIES),
+                &records::retry_pending(&host, attempt, not_before, digest, now),
+                keep::RETRIES,
+            ),
+            DurableWrite::RetrySettled {
+                job,
+                attempt,
+                reason,
+            } => self.append(
+                &format!("{}{job}", stream::RETRIES),
+                &records::retry_settled(&host, reason, Some(attempt), now),
+                keep::RETRIES,
+            ),
+            DurableWrite::RebootMarker { job, .. } => self.append(
+                &format!("{}{job}", stream::REBOOT),
+                &records::reboot_marker(
+                    &host,
+                    crate::platform::boot_id().as_deref(),
+                    crate::platform::boot_time(),
+                    digest,
+                    now,
+                ),
+                keep::REBOOT,
+            ),
+            DurableWrite::Pause { job, mark } => self.append(
+                &format!("{}{job}", stream::PAUSED),
+                &pause_data(&mark, &host),
+                keep::PAUSED,
+            ),
+            DurableWrite::Catchup {
+                job,
+                open,
+                watermark,
+            } => self.append(
+                &format!("{}{job}", stream::CATCHUP),
+                &records::catchup_checkpoint(open, watermark, now),
+                keep::CATCHUP,
+            ),
+            DurableWrite::Counters { snapshot, force } => {
+                if !force && self.counters_at.is_some_and(|at| at.elapsed() < COUNTERS_EVERY) {
+                    return Ok(());
+                }
+                let mut snapshot = snapshot;
+                if let Value::Object(map) = &mut snapshot {
+                    map.insert(
+                        "at".into(),
+                        json!(crate::state::format::py_isoformat(now)),
+                    );
+                }
+                self.append(
+                    &format!("{}{host}", stream::COUNTERS),
+                    &snapshot,
+                    keep::COUNTERS,
+                )?;
+                self.counters_at = Some(Instant::now());
+                Ok(())
+            }
+        }
+    }
+}
+
+/// The job a write is about, for the log line.
+fn job_of(write: &DurableWrite) -> Option<String> {
+    match write {
+        DurableWrite::Run { record, .. } => Some(record.job.clone()),
+        DurableWrite::InflightOpen { job, .. }
+        | DurableWrite::InflightClosed { job }
+        | DurableWrite::RetryPending { job, .. }
+        | DurableWrite::RetrySettled { job, .. }
+        | DurableWrite::RebootMarker { job, .. }
+        | DurableWrite::Pause { job, .. }
+        | DurableWrite::Catchup { job, .. } => Some(job.clone()),
+        DurableWrite::Counters { .. } => None,
+    }
+}
+
+/// The warning for a dropped write (the original's lines where it has one).
+fn warn_dropped(kind: WriteKind, job: Option<&str>, error: &std::io::Error) {
+    let job = job.unwrap_or_default();
+    match kind {
+        WriteKind::RunRecord => tracing::warn!(
+            target: "cronstable::state",
+            "state: failed to persist run record for {job}: {error}"
+        ),
+        WriteKind::Counters => tracing::warn!(
+            target: "cronstable::state",
+            "state: failed to persist the counter snapshot: {error}"
+        ),
+        WriteKind::Inflight => tracing::warn!(
+            target: "cronstable::state",
+            "state: failed to record the in-flight run of {job}: {error}"
+        ),
+        WriteKind::Retry => tracing::warn!(
+            target: "cronstable::state",
+            "state: failed to persist retry state for {job}: {error}"
+        ),
+        WriteKind::Pause => tracing::warn!(
+            target: "cronstable::state",
+            "state: cannot write the pause record of job {job} ({error}); it holds in memory only"
+        ),
+        other => tracing::warn!(
+            target: "cronstable::state",
+            "state: failed to persist the {} record of {job}: {error}",
+            other.label()
+        ),
+    }
+}
+
+/// The archived output of a run (`logs/<job>`): its lines per stream,
+/// redacted first when asked.
+pub fn archive_data(run: &crate::job::RunRecord, redact: bool) -> Value {
+    let mut lines = Vec::new();
+    for (name, output) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        for line in output.text.lines() {
+            let text = if redact {
+                crate::redact::redact(line).into_owned()
+            } else {
+                line.to_owned()
+            };
+            lines.push(json!({"stream": name, "line": text}));
+        }
+    }
+    let dropped = run.stdout.discarded + run.stderr.discarded;
+    let hidden = run.skip_reason.is_some() || run.interrupted;
+    json!({
+        "finished_at": crate::state::format::py_isoformat(run.finished_at),
+        "outcome": run.outcome().as_str(),
+        "exit_code": if hidden { Value::Null } else { json!(run.retcode) },
+        "redacted": redact,
+        "dropped_lines": dropped,
+        "lines": lines,
+    })
+}

@@ -1,0 +1,437 @@
+//! The durable store of the `state` section, black-box: the built daemon
+//! on a store directory that outlives it, restarted, killed with -9, and
+//! run two at a time on one store. What each test proves is in its name.
+
+mod support;
+
+use nix::sys::signal::Signal;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use support::daemon::{read_lines, Daemon};
+use support::http;
+
+const LONG: Duration = Duration::from_secs(30);
+
+/// A store and a place for the jobs' files that outlive each daemon.
+struct Shared {
+    dir: tempfile::TempDir,
+}
+
+impl Shared {
+    fn new() -> Shared {
+        Shared {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// The `state` section (plus `extra` state keys) over this store.
+    fn state(&self, extra: &str) -> String {
+        format!(
+            "state:\n  path: {}\n{extra}",
+            self.path("store").display()
+        )
+    }
+
+    /// Starts a daemon with a web listener on this store; `jobs` may use
+    /// `{shared}` for this directory.
+    fn daemon(&self, state_extra: &str, jobs: &str) -> (Daemon, u16) {
+        let jobs = jobs.replace("{shared}", &self.dir.path().display().to_string());
+        Daemon::start_with_web(&self.state(state_extra), &jobs)
+    }
+
+    /// The store's namespace directory.
+    fn base(&self) -> PathBuf {
+        self.path("store").join("default")
+    }
+
+    /// The `data` of every record of `stream`, oldest first.
+    fn records(&self, stream: &str) -> Vec<Value> {
+        let token: String = stream
+            .bytes()
+            .map(|b| {
+                if b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-' {
+                    (b as char).to_string()
+                } else {
+                    format!("%{b:02X}")
+                }
+            })
+            .collect();
+        let dir = self.base().join("records").join(token);
+        let mut names: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        names.sort();
+        names
+            .into_iter()
+            .filter_map(|n| std::fs::read(dir.join(n)).ok())
+            .filter_map(|b| serde_json::from_slice::<Value>(&b).ok())
+            .map(|v| v["data"].clone())
+            .collect()
+    }
+}
+
+fn runs(port: u16, job: &str) -> Vec<Value> {
+    let reply = http::get(port, &format!("/jobs/{job}/runs"));
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let body = reply.json();
+    body["runs"]
+        .as_array()
+        .or_else(|| body.as_array())
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "waited {limit:?} for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn stop(mut daemon: Daemon) {
+    daemon.signal(Signal::SIGTERM);
+    daemon.wait_exit(LONG);
+}
+
+fn pid_of(log: &str, job: &str) -> i32 {
+    let needle = format!("Job {job}: pid ");
+    let at = log.rfind(&needle).expect("the pid line");
+    log[at + needle.len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|p| p.parse().ok())
+        .expect("a pid")
+}
+
+#[test]
+fn a_run_killed_with_its_daemon_is_an_unknown_row_after_the_restart() {
+    let shared = Shared::new();
+    let jobs = "  - name: slow\n    command: 'sleep 300'\n    schedule: '@reboot'\n";
+    let (first, _) = shared.daemon("", jobs);
+    first.wait_for_log("Job slow spawned", 1, LONG);
+    // The in-flight record is written behind the launch.
+    wait_until("the open in-flight record", LONG, || {
+        shared.records("inflight/slow").iter().any(|r| r["kind"] == "open")
+    });
+    let pid = pid_of(&first.log(), "slow");
+    first.signal(Signal::SIGKILL);
+    drop(first);
+    // Its job is gone too (node loss): kill its group.
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    std::thread::sleep(Duration::from_millis(300));
+
+    let (second, port) = shared.daemon("", jobs);
+    second.wait_for_log("reconciled an interrupted run (reconciled-crash)", 1, LONG);
+    let rows = runs(port, "slow");
+    let unknown: Vec<_> = rows.iter().filter(|r| r["outcome"] == "unknown").collect();
+    assert_eq!(unknown.len(), 1, "{rows:?}");
+    assert!(unknown[0]["fail_reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("run interrupted: no completion was recorded for the run started at"));
+    assert_eq!(unknown[0]["exit_code"], Value::Null);
+    // @reboot ran during this boot already: not again after the restart.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        !second.log().contains("Job slow spawned"),
+        "the @reboot job ran twice in one boot:\n{}",
+        second.log()
+    );
+    assert!(second.log().contains("already ran during this OS boot"));
+    let ledger = shared.records("runs/slow");
+    assert_eq!(ledger.iter().filter(|r| r["outcome"] == "unknown").count(), 1);
+    stop(second);
+}
+
+#[test]
+fn a_run_that_outlives_its_daemon_is_left_open_and_not_relaunched() {
+    let shared = Shared::new();
+    let jobs = "  - name: slow\n    command: 'sleep 300'\n    schedule: '@reboot'\n";
+    let (first, _) = shared.daemon("", jobs);
+    first.wait_for_log("Job slow spawned", 1, LONG);
+    wait_until("the open in-flight record", LONG, || {
+        !shared.records("inflight/slow").is_empty()
+    });
+    let pid = pid_of(&first.log(), "slow");
+    first.signal(Signal::SIGKILL);
+    drop(first);
+    let (second, port) = shared.daemon("", jobs);
+    second.wait_for_log("still appears to be running", 1, LONG);
+    assert!(runs(port, "slow").iter().all(|r| r["outcome"] != "unknown"));
+    stop(second);
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+}
+
+#[test]
+fn history_pauses_and_outcomes_come_back_after_a_restart() {
+    let shared = Shared::new();
+    let jobs = "  - name: tick\n    command: 'echo x >> {shared}/tick'\n    schedule: '* * * * * *'\n";
+    let (first, port) = shared.daemon("", jobs);
+    wait_until("three runs", LONG, || read_lines(&shared.path("tick")).len() >= 3);
+    let reply = http::request(
+        port,
+        "POST",
+        "/jobs/tick/pause",
+        &[("content-type", "application/json")],
+        r#"{"durationSeconds": 3600, "note": "incident 42", "by": "ops"}"#,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = runs(port, "tick");
+    stop(first);
+    let ran = read_lines(&shared.path("tick")).len();
+
+    let (second, port) = shared.daemon("", jobs);
+    let jobs_view = http::get(port, "/jobs").json();
+    let tick = jobs_view["jobs"]
+        .as_array()
+        .or_else(|| jobs_view.as_array())
+        .and_then(|all| all.iter().find(|j| j["name"] == "tick").cloned())
+        .expect("the job");
+    assert_eq!(tick["paused"]["note"], "incident 42", "{tick}");
+    assert_eq!(tick["paused"]["by"], "ops");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        read_lines(&shared.path("tick")).len(),
+        ran,
+        "a paused job ran after the restart"
+    );
+    let after = runs(port, "tick");
+    let successes = |rows: &[Value]| rows.iter().filter(|r| r["outcome"] == "success").count();
+    assert!(
+        successes(&after) >= successes(&before) && successes(&before) >= 3,
+        "history before {before:?}\nafter {after:?}"
+    );
+    assert!(after.iter().any(|r| r["outcome"] == "skipped"), "{after:?}");
+    stop(second);
+}
+
+#[test]
+fn a_pending_retry_fires_at_its_deadline_across_a_restart() {
+    let shared = Shared::new();
+    let jobs = "  - name: flaky\n    command: 'date +%s.%N >> {shared}/tries; exit 1'\n    \
+                schedule: '@reboot'\n    onFailure:\n      retry:\n        maximumRetries: 1\n        \
+                initialDelay: 10\n";
+    let (first, _) = shared.daemon("", jobs);
+    first.wait_for_log("scheduled to be retried (#1) in 10.0 seconds", 1, LONG);
+    wait_until("the pending retry record", LONG, || {
+        shared.records("retries/flaky").iter().any(|r| r["kind"] == "pending")
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    stop(first);
+    let (second, port) = shared.daemon("", jobs);
+    second.wait_for_log("re-armed pending retry #1 from the durable ledger", 1, LONG);
+    let tries = {
+        let start = Instant::now();
+        loop {
+            let lines = read_lines(&shared.path("tries"));
+            if lines.len() >= 2 || start.elapsed() > LONG {
+                break lines;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    assert_eq!(tries.len(), 2, "the boot run and one retry, no boot rerun: {tries:?}");
+    let first_try: f64 = tries[0].parse().unwrap();
+    let retry: f64 = tries[1].parse().unwrap();
+    // At the absolute deadline (10 s after the failure), not 10 s after
+    // the restart (which came 3+ s later).
+    assert!(retry - first_try >= 9.5, "too early: {}", retry - first_try);
+    assert!(retry - first_try < 12.8, "from the restart, not the deadline: {}", retry - first_try);
+    wait_until("the retry's row", LONG, || runs(port, "flaky").len() >= 2);
+    let settled = shared.records("retries/flaky");
+    assert_eq!(settled.last().unwrap()["kind"], "settled", "{settled:?}");
+    stop(second);
+}
+
+#[test]
+fn an_edited_job_drops_its_pending_retry() {
+    let shared = Shared::new();
+    let jobs = |cmd: &str| {
+        format!(
+            "  - name: flaky\n    command: '{cmd}'\n    schedule: '@reboot'\n    onFailure:\n      \
+             retry:\n        maximumRetries: 3\n        initialDelay: 5\n"
+        )
+    };
+    let (first, _) = shared.daemon("", &jobs("exit 1"));
+    first.wait_for_log("scheduled to be retried (#1)", 1, LONG);
+    wait_until("the pending retry record", LONG, || {
+        !shared.records("retries/flaky").is_empty()
+    });
+    stop(first);
+    let (second, _) = shared.daemon("", &jobs("exit 2"));
+    second.wait_for_log("not re-armed (config-changed)", 1, LONG);
+    wait_until("the settle record", LONG, || {
+        shared
+            .records("retries/flaky")
+            .last()
+            .is_some_and(|r| r["reason"] == "config-changed")
+    });
+    stop(second);
+}
+
+#[test]
+fn missed_fires_are_caught_up_at_start_once_all_or_within_the_deadline() {
+    for (policy, extra, expect) in [
+        ("run-once", "", "catch-up: replaying 1 missed run(s) for job"),
+        ("run-all", "", "catch-up: replaying"),
+        ("run-all", "    startingDeadlineSeconds: 2\n", "catch-up: replaying"),
+    ] {
+        let shared = Shared::new();
+        let jobs = format!(
+            "  - name: job\n    command: 'echo x >> {{shared}}/ran'\n    schedule: '*/1 * * * * *'\n    \
+             onMissed: {policy}\n{extra}"
+        );
+        let (first, _) = shared.daemon("", &jobs);
+        wait_until("two runs", LONG, || read_lines(&shared.path("ran")).len() >= 2);
+        stop(first);
+        std::thread::sleep(Duration::from_secs(6));
+        let (second, _) = shared.daemon("", &jobs);
+        second.wait_for_log(expect, 1, LONG);
+        let line = second
+            .log()
+            .lines()
+            .find(|l| l.contains("catch-up: replaying"))
+            .map(str::to_owned)
+            .unwrap();
+        let count: u32 = line
+            .split("replaying ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .expect("a count");
+        match (policy, extra.is_empty()) {
+            ("run-once", _) => assert_eq!(count, 1, "{line}"),
+            (_, true) => assert!((5..=9).contains(&count), "about six missed seconds: {line}"),
+            (_, false) => assert!((1..=3).contains(&count), "bounded by the 2 s deadline: {line}"),
+        }
+        let checkpoints = shared.records("catchup/job");
+        assert_eq!(checkpoints.first().map(|c| c["kind"].clone()), Some("open".into()));
+        stop(second);
+    }
+}
+
+#[test]
+fn a_first_start_owes_nothing() {
+    let shared = Shared::new();
+    let jobs = "  - name: job\n    command: 'true'\n    schedule: '*/1 * * * * *'\n    onMissed: run-all\n";
+    let (first, _) = shared.daemon("", jobs);
+    first.wait_for_log("Job job spawned", 2, LONG);
+    assert!(!first.log().contains("catch-up: replaying"), "{}", first.log());
+    stop(first);
+}
+
+#[test]
+fn a_pause_sent_to_one_daemon_holds_on_another_sharing_the_store() {
+    let shared = Shared::new();
+    let jobs = "  - name: both\n    command: 'echo x >> {shared}/both'\n    schedule: '* * * * * *'\n";
+    let (a, port_a) = shared.daemon("", jobs);
+    let (b, port_b) = shared.daemon("", jobs);
+    let paused = |port: u16| {
+        let view = http::get(port, "/jobs").json();
+        view["jobs"]
+            .as_array()
+            .or_else(|| view.as_array())
+            .and_then(|all| all.iter().find(|j| j["name"] == "both").cloned())
+            .is_some_and(|j| !j["paused"].is_null())
+    };
+    let reply = http::request(port_a, "POST", "/jobs/both/pause", &[], "");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let sent = Instant::now();
+    wait_until("the pause on the other daemon", Duration::from_secs(10), || paused(port_b));
+    assert!(
+        sent.elapsed() < Duration::from_millis(2500),
+        "the pause took {:?} to reach the other node",
+        sent.elapsed()
+    );
+    let reply = http::request(port_b, "POST", "/jobs/both/resume", &[], "");
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    wait_until("the resume on the first daemon", Duration::from_secs(10), || !paused(port_a));
+    stop(a);
+    stop(b);
+}
+
+#[test]
+fn a_corrupt_record_is_quarantined_and_the_rest_still_read() {
+    let shared = Shared::new();
+    let jobs = "  - name: j\n    command: 'true'\n    schedule: '@reboot'\n";
+    let (first, port) = shared.daemon("", jobs);
+    wait_until("a ledger row", LONG, || !shared.records("runs/j").is_empty());
+    wait_until("the row in the API", LONG, || !runs(port, "j").is_empty());
+    stop(first);
+    let dir = shared.base().join("records").join("runs%2Fj");
+    std::fs::write(dir.join("0000000001.000000-deadbeef0000-000000000001.json"), b"{\"data\": {tru").unwrap();
+    let (second, port) = shared.daemon("", jobs);
+    second.wait_for_log("state: quarantined corrupt record", 1, LONG);
+    assert_eq!(runs(port, "j").len(), 1, "the good row still reads");
+    let quarantined = std::fs::read_dir(shared.base().join("quarantine")).unwrap().count();
+    assert_eq!(quarantined, 1);
+    stop(second);
+}
+
+#[test]
+fn an_unwritable_store_never_stops_scheduled_fires() {
+    let shared = Shared::new();
+    let jobs = "  - name: tick\n    command: 'echo x >> {shared}/tick'\n    schedule: '* * * * * *'\n";
+    // The store's path is a plain file: nothing can be created under it.
+    std::fs::write(shared.path("store"), b"not a directory").unwrap();
+    let (daemon, _) = shared.daemon("", jobs);
+    daemon.wait_for_log("state: failed to start", 1, LONG);
+    wait_until("fires without the store", LONG, || read_lines(&shared.path("tick")).len() >= 2);
+    assert!(daemon.running());
+    stop(daemon);
+}
+
+/// Takes the store's records away under a running daemon (a volume
+/// that went away: every write fails, every read fails).
+fn break_store(shared: &Shared) {
+    let records = shared.base().join("records");
+    std::fs::rename(&records, shared.base().join("records.gone")).unwrap();
+    std::fs::write(&records, b"not a directory").unwrap();
+}
+
+#[test]
+fn a_store_that_goes_away_degrades_or_fails_closed_and_plain_fires_go_on() {
+    for policy in ["degrade", "fail-closed"] {
+        let shared = Shared::new();
+        let jobs = "  - name: plain\n    command: 'echo x >> {shared}/plain'\n    schedule: '* * * * * *'\n  \
+                    - name: gated\n    command: 'echo x >> {shared}/gated'\n    schedule: '* * * * * *'\n    \
+                    onlyIfLastSucceeded: true\n";
+        let (daemon, port) = shared.daemon(&format!("  onStoreUnavailable: {policy}\n"), jobs);
+        wait_until("ledger rows", LONG, || !shared.records("runs/plain").is_empty());
+        break_store(&shared);
+        daemon.wait_for_log("cannot be read", 1, LONG);
+        daemon.wait_for_log("state: failed to persist run record for plain", 1, LONG);
+        let (plain, gated) = (
+            read_lines(&shared.path("plain")).len(),
+            read_lines(&shared.path("gated")).len(),
+        );
+        std::thread::sleep(Duration::from_secs(3));
+        assert!(
+            read_lines(&shared.path("plain")).len() >= plain + 2,
+            "{policy}: a plain fire waited on the store"
+        );
+        let gated_after = read_lines(&shared.path("gated")).len();
+        if policy == "degrade" {
+            assert!(gated_after >= gated + 2, "degrade runs the gated job from memory");
+        } else {
+            assert!(gated_after <= gated + 1, "fail-closed holds the gated job back");
+            assert!(daemon
+                .log()
+                .contains("Job gated skipped: onlyIfLastSucceeded cannot read the state store"));
+        }
+        let metrics = http::get(port, "/metrics").body;
+        assert!(
+            metrics.contains("cronstable_state_dropped_writes_total{kind=\"run-record\"}"),
+            "{metrics}"
+        );
+        assert!(daemon.running());
+        stop(daemon);
+    }
+}
