@@ -46,6 +46,7 @@ pub use counters::{Counters, JobCounters};
 
 mod counters;
 mod job_text;
+mod persisted;
 #[cfg(test)]
 mod reference;
 use super::encode::{gauge, single_gauge};

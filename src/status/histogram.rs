@@ -50,6 +50,38 @@ impl Histogram {
         buckets.push((f64::INFINITY, self.count.saturating_sub(below)));
     }
 
+    /// The cumulative count of each configured bound (observations at or
+    /// below it), in bound order; the `+Inf` bucket is [`Histogram::count`].
+    pub fn cumulative_counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Adds another histogram's state over the same bounds: `cumulative`
+    /// (one count per bound, as [`Histogram::cumulative_counts`] gives
+    /// them), `sum` and `count`. Nothing changes, and `false` comes back,
+    /// when that state could not be one histogram's over these bounds (a
+    /// different number of counts, counts that fall along the bounds or
+    /// exceed `count`, a negative or non-finite sum), so a corrupt state
+    /// never makes the encoded buckets inconsistent. Additions saturate.
+    pub fn add_state(&mut self, cumulative: &[u64], sum: f64, count: u64) -> bool {
+        let ordered = cumulative.windows(2).all(|pair| pair[0] <= pair[1]);
+        let bounded = cumulative.last().is_none_or(|last| *last <= count);
+        if cumulative.len() != self.bounds.len()
+            || !ordered
+            || !bounded
+            || !sum.is_finite()
+            || sum < 0.0
+        {
+            return false;
+        }
+        for (mine, theirs) in self.counts.iter_mut().zip(cumulative) {
+            *mine = mine.saturating_add(*theirs);
+        }
+        self.sum += sum;
+        self.count = self.count.saturating_add(count);
+        true
+    }
+
     /// Records one observation.
     pub fn observe(&mut self, value: f64) {
         for (bound, count) in self.bounds.iter().zip(self.counts.iter_mut()) {

@@ -23,7 +23,7 @@ pub struct JobCounters {
 }
 
 impl JobCounters {
-    fn new(bounds: &[f64]) -> Self {
+    pub(super) fn new(bounds: &[f64]) -> Self {
         JobCounters {
             runs: [0; 4],
             duration: Histogram::new(bounds),
