@@ -8,6 +8,7 @@
 //! - `pyfmt`: Python spellings of values (str, repr, float, JSON).
 //! - `compat`: Python-compatible readings (strictyaml's lenient scalars).
 //! - [`cronexpr`]: the schedule engine: parse, next/previous, time zones, lint.
+//! - `redact`: scrubbing recognizable secrets from archived output.
 //! - `jinja`: the Jinja2-compatible template engine (compile, render).
 //! - [`logging`]: the daemon's log output, including dictConfig sections.
 //! - [`config`]: the config model, loading, crontabs and validation.
@@ -18,6 +19,8 @@
 //! - [`status`]: the state the edges publish on watch channels (the
 //!   leadership state, the Kubernetes mode's state) for the gate, the API
 //!   and the metrics to read.
+//! - [`state`]: the durable store of the `state` section: its files, record
+//!   formats and the `cronstable state` administration.
 //! - [`report`]: reporters (mail, Sentry, webhook, shell) and templates.
 //! - [`metrics`]: Prometheus and statsd output.
 //! - [`scheduler`]: the run loop, launch gates and control, and the ports
@@ -28,6 +31,8 @@
 //!   Kubernetes mode: watches, the Kubernetes job source, status and Events.
 //! - [`cluster`]: the leadership backends (Kubernetes Lease, etcd, lease
 //!   file, gossip), cluster slots and records, behind the leader gate.
+//! - [`durable`]: the scheduler's durable-state port over the store: the
+//!   writer, the read at start with crash reconciliation, the poller.
 //! - [`daemon`]: the daemon's command line and its wiring: the slot store
 //!   and election backend planned from the config and built, the job
 //!   source opened, signals, shutdown.
@@ -36,11 +41,11 @@
 //! public; the rest is `pub(crate)`.
 
 pub mod cluster;
-pub mod durable;
 pub(crate) mod compat;
 pub mod config;
 pub mod cronexpr;
 pub mod daemon;
+pub mod durable;
 pub mod fingerprint;
 pub mod gossip;
 pub(crate) mod jinja;

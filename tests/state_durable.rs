@@ -31,10 +31,7 @@ impl Shared {
 
     /// The `state` section (plus `extra` state keys) over this store.
     fn state(&self, extra: &str) -> String {
-        format!(
-            "state:\n  path: {}\n{extra}",
-            self.path("store").display()
-        )
+        format!("state:\n  path: {}\n{extra}", self.path("store").display())
     }
 
     /// Starts a daemon with a web listener on this store; `jobs` may use
@@ -117,7 +114,10 @@ fn a_run_killed_with_its_daemon_is_an_unknown_row_after_the_restart() {
     first.wait_for_log("Job slow spawned", 1, LONG);
     // The in-flight record is written behind the launch.
     wait_until("the open in-flight record", LONG, || {
-        shared.records("inflight/slow").iter().any(|r| r["kind"] == "open")
+        shared
+            .records("inflight/slow")
+            .iter()
+            .any(|r| r["kind"] == "open")
     });
     let pid = pid_of(&first.log(), "slow");
     first.signal(Signal::SIGKILL);
@@ -145,7 +145,10 @@ fn a_run_killed_with_its_daemon_is_an_unknown_row_after_the_restart() {
     );
     assert!(second.log().contains("already ran during this OS boot"));
     let ledger = shared.records("runs/slow");
-    assert_eq!(ledger.iter().filter(|r| r["outcome"] == "unknown").count(), 1);
+    assert_eq!(
+        ledger.iter().filter(|r| r["outcome"] == "unknown").count(),
+        1
+    );
     stop(second);
 }
 
@@ -171,9 +174,12 @@ fn a_run_that_outlives_its_daemon_is_left_open_and_not_relaunched() {
 #[test]
 fn history_pauses_and_outcomes_come_back_after_a_restart() {
     let shared = Shared::new();
-    let jobs = "  - name: tick\n    command: 'echo x >> {shared}/tick'\n    schedule: '* * * * * *'\n";
+    let jobs =
+        "  - name: tick\n    command: 'echo x >> {shared}/tick'\n    schedule: '* * * * * * *'\n";
     let (first, port) = shared.daemon("", jobs);
-    wait_until("three runs", LONG, || read_lines(&shared.path("tick")).len() >= 3);
+    wait_until("three runs", LONG, || {
+        read_lines(&shared.path("tick")).len() >= 3
+    });
     let reply = http::request(
         port,
         "POST",
@@ -217,11 +223,14 @@ fn a_pending_retry_fires_at_its_deadline_across_a_restart() {
     let shared = Shared::new();
     let jobs = "  - name: flaky\n    command: 'date +%s.%N >> {shared}/tries; exit 1'\n    \
                 schedule: '@reboot'\n    onFailure:\n      retry:\n        maximumRetries: 1\n        \
-                initialDelay: 10\n";
+                initialDelay: 10\n        maximumDelay: 60\n        backoffMultiplier: 2\n";
     let (first, _) = shared.daemon("", jobs);
     first.wait_for_log("scheduled to be retried (#1) in 10.0 seconds", 1, LONG);
     wait_until("the pending retry record", LONG, || {
-        shared.records("retries/flaky").iter().any(|r| r["kind"] == "pending")
+        shared
+            .records("retries/flaky")
+            .iter()
+            .any(|r| r["kind"] == "pending")
     });
     std::thread::sleep(Duration::from_secs(3));
     stop(first);
@@ -237,13 +246,21 @@ fn a_pending_retry_fires_at_its_deadline_across_a_restart() {
             std::thread::sleep(Duration::from_millis(100));
         }
     };
-    assert_eq!(tries.len(), 2, "the boot run and one retry, no boot rerun: {tries:?}");
+    assert_eq!(
+        tries.len(),
+        2,
+        "the boot run and one retry, no boot rerun: {tries:?}"
+    );
     let first_try: f64 = tries[0].parse().unwrap();
     let retry: f64 = tries[1].parse().unwrap();
     // At the absolute deadline (10 s after the failure), not 10 s after
     // the restart (which came 3+ s later).
     assert!(retry - first_try >= 9.5, "too early: {}", retry - first_try);
-    assert!(retry - first_try < 12.8, "from the restart, not the deadline: {}", retry - first_try);
+    assert!(
+        retry - first_try < 12.8,
+        "from the restart, not the deadline: {}",
+        retry - first_try
+    );
     wait_until("the retry's row", LONG, || runs(port, "flaky").len() >= 2);
     let settled = shared.records("retries/flaky");
     assert_eq!(settled.last().unwrap()["kind"], "settled", "{settled:?}");
@@ -256,7 +273,8 @@ fn an_edited_job_drops_its_pending_retry() {
     let jobs = |cmd: &str| {
         format!(
             "  - name: flaky\n    command: '{cmd}'\n    schedule: '@reboot'\n    onFailure:\n      \
-             retry:\n        maximumRetries: 3\n        initialDelay: 5\n"
+             retry:\n        maximumRetries: 3\n        initialDelay: 5\n        maximumDelay: 60\n        \
+             backoffMultiplier: 2\n"
         )
     };
     let (first, _) = shared.daemon("", &jobs("exit 1"));
@@ -267,29 +285,46 @@ fn an_edited_job_drops_its_pending_retry() {
     stop(first);
     let (second, _) = shared.daemon("", &jobs("exit 2"));
     second.wait_for_log("not re-armed (config-changed)", 1, LONG);
+    // Settled, not re-armed (the edited @reboot job then runs again this
+    // boot, as a new definition, and arms a ladder of its own).
     wait_until("the settle record", LONG, || {
         shared
             .records("retries/flaky")
-            .last()
-            .is_some_and(|r| r["reason"] == "config-changed")
+            .iter()
+            .any(|r| r["kind"] == "settled" && r["reason"] == "config-changed")
     });
+    assert!(
+        !second.log().contains("re-armed pending retry"),
+        "{}",
+        second.log()
+    );
     stop(second);
 }
 
 #[test]
 fn missed_fires_are_caught_up_at_start_once_all_or_within_the_deadline() {
     for (policy, extra, expect) in [
-        ("run-once", "", "catch-up: replaying 1 missed run(s) for job"),
+        (
+            "run-once",
+            "",
+            "catch-up: replaying 1 missed run(s) for job",
+        ),
         ("run-all", "", "catch-up: replaying"),
-        ("run-all", "    startingDeadlineSeconds: 2\n", "catch-up: replaying"),
+        (
+            "run-all",
+            "    startingDeadlineSeconds: 2\n",
+            "catch-up: replaying",
+        ),
     ] {
         let shared = Shared::new();
         let jobs = format!(
-            "  - name: job\n    command: 'echo x >> {{shared}}/ran'\n    schedule: '*/1 * * * * *'\n    \
+            "  - name: job\n    command: 'echo x >> {{shared}}/ran'\n    schedule: '*/1 * * * * * *'\n    \
              onMissed: {policy}\n{extra}"
         );
         let (first, _) = shared.daemon("", &jobs);
-        wait_until("two runs", LONG, || read_lines(&shared.path("ran")).len() >= 2);
+        wait_until("two runs", LONG, || {
+            read_lines(&shared.path("ran")).len() >= 2
+        });
         stop(first);
         std::thread::sleep(Duration::from_secs(6));
         let (second, _) = shared.daemon("", &jobs);
@@ -309,10 +344,16 @@ fn missed_fires_are_caught_up_at_start_once_all_or_within_the_deadline() {
         match (policy, extra.is_empty()) {
             ("run-once", _) => assert_eq!(count, 1, "{line}"),
             (_, true) => assert!((5..=9).contains(&count), "about six missed seconds: {line}"),
-            (_, false) => assert!((1..=3).contains(&count), "bounded by the 2 s deadline: {line}"),
+            (_, false) => assert!(
+                (1..=3).contains(&count),
+                "bounded by the 2 s deadline: {line}"
+            ),
         }
         let checkpoints = shared.records("catchup/job");
-        assert_eq!(checkpoints.first().map(|c| c["kind"].clone()), Some("open".into()));
+        assert_eq!(
+            checkpoints.first().map(|c| c["kind"].clone()),
+            Some("open".into())
+        );
         stop(second);
     }
 }
@@ -320,17 +361,22 @@ fn missed_fires_are_caught_up_at_start_once_all_or_within_the_deadline() {
 #[test]
 fn a_first_start_owes_nothing() {
     let shared = Shared::new();
-    let jobs = "  - name: job\n    command: 'true'\n    schedule: '*/1 * * * * *'\n    onMissed: run-all\n";
+    let jobs = "  - name: job\n    command: 'true'\n    schedule: '*/1 * * * * * *'\n    onMissed: run-all\n";
     let (first, _) = shared.daemon("", jobs);
     first.wait_for_log("Job job spawned", 2, LONG);
-    assert!(!first.log().contains("catch-up: replaying"), "{}", first.log());
+    assert!(
+        !first.log().contains("catch-up: replaying"),
+        "{}",
+        first.log()
+    );
     stop(first);
 }
 
 #[test]
 fn a_pause_sent_to_one_daemon_holds_on_another_sharing_the_store() {
     let shared = Shared::new();
-    let jobs = "  - name: both\n    command: 'echo x >> {shared}/both'\n    schedule: '* * * * * *'\n";
+    let jobs =
+        "  - name: both\n    command: 'echo x >> {shared}/both'\n    schedule: '* * * * * * *'\n";
     let (a, port_a) = shared.daemon("", jobs);
     let (b, port_b) = shared.daemon("", jobs);
     let paused = |port: u16| {
@@ -344,7 +390,11 @@ fn a_pause_sent_to_one_daemon_holds_on_another_sharing_the_store() {
     let reply = http::request(port_a, "POST", "/jobs/both/pause", &[], "");
     assert_eq!(reply.status, 200, "{}", reply.body);
     let sent = Instant::now();
-    wait_until("the pause on the other daemon", Duration::from_secs(10), || paused(port_b));
+    wait_until(
+        "the pause on the other daemon",
+        Duration::from_secs(10),
+        || paused(port_b),
+    );
     assert!(
         sent.elapsed() < Duration::from_millis(2500),
         "the pause took {:?} to reach the other node",
@@ -352,7 +402,11 @@ fn a_pause_sent_to_one_daemon_holds_on_another_sharing_the_store() {
     );
     let reply = http::request(port_b, "POST", "/jobs/both/resume", &[], "");
     assert_eq!(reply.status, 200, "{}", reply.body);
-    wait_until("the resume on the first daemon", Duration::from_secs(10), || !paused(port_a));
+    wait_until(
+        "the resume on the first daemon",
+        Duration::from_secs(10),
+        || !paused(port_a),
+    );
     stop(a);
     stop(b);
 }
@@ -362,15 +416,23 @@ fn a_corrupt_record_is_quarantined_and_the_rest_still_read() {
     let shared = Shared::new();
     let jobs = "  - name: j\n    command: 'true'\n    schedule: '@reboot'\n";
     let (first, port) = shared.daemon("", jobs);
-    wait_until("a ledger row", LONG, || !shared.records("runs/j").is_empty());
+    wait_until("a ledger row", LONG, || {
+        !shared.records("runs/j").is_empty()
+    });
     wait_until("the row in the API", LONG, || !runs(port, "j").is_empty());
     stop(first);
     let dir = shared.base().join("records").join("runs%2Fj");
-    std::fs::write(dir.join("0000000001.000000-deadbeef0000-000000000001.json"), b"{\"data\": {tru").unwrap();
+    std::fs::write(
+        dir.join("0000000001.000000-deadbeef0000-000000000001.json"),
+        b"{\"data\": {tru",
+    )
+    .unwrap();
     let (second, port) = shared.daemon("", jobs);
     second.wait_for_log("state: quarantined corrupt record", 1, LONG);
     assert_eq!(runs(port, "j").len(), 1, "the good row still reads");
-    let quarantined = std::fs::read_dir(shared.base().join("quarantine")).unwrap().count();
+    let quarantined = std::fs::read_dir(shared.base().join("quarantine"))
+        .unwrap()
+        .count();
     assert_eq!(quarantined, 1);
     stop(second);
 }
@@ -378,12 +440,15 @@ fn a_corrupt_record_is_quarantined_and_the_rest_still_read() {
 #[test]
 fn an_unwritable_store_never_stops_scheduled_fires() {
     let shared = Shared::new();
-    let jobs = "  - name: tick\n    command: 'echo x >> {shared}/tick'\n    schedule: '* * * * * *'\n";
+    let jobs =
+        "  - name: tick\n    command: 'echo x >> {shared}/tick'\n    schedule: '* * * * * * *'\n";
     // The store's path is a plain file: nothing can be created under it.
     std::fs::write(shared.path("store"), b"not a directory").unwrap();
     let (daemon, _) = shared.daemon("", jobs);
     daemon.wait_for_log("state: failed to start", 1, LONG);
-    wait_until("fires without the store", LONG, || read_lines(&shared.path("tick")).len() >= 2);
+    wait_until("fires without the store", LONG, || {
+        read_lines(&shared.path("tick")).len() >= 2
+    });
     assert!(daemon.running());
     stop(daemon);
 }
@@ -400,11 +465,13 @@ fn break_store(shared: &Shared) {
 fn a_store_that_goes_away_degrades_or_fails_closed_and_plain_fires_go_on() {
     for policy in ["degrade", "fail-closed"] {
         let shared = Shared::new();
-        let jobs = "  - name: plain\n    command: 'echo x >> {shared}/plain'\n    schedule: '* * * * * *'\n  \
-                    - name: gated\n    command: 'echo x >> {shared}/gated'\n    schedule: '* * * * * *'\n    \
+        let jobs = "  - name: plain\n    command: 'echo x >> {shared}/plain'\n    schedule: '* * * * * * *'\n  \
+                    - name: gated\n    command: 'echo x >> {shared}/gated'\n    schedule: '* * * * * * *'\n    \
                     onlyIfLastSucceeded: true\n";
         let (daemon, port) = shared.daemon(&format!("  onStoreUnavailable: {policy}\n"), jobs);
-        wait_until("ledger rows", LONG, || !shared.records("runs/plain").is_empty());
+        wait_until("ledger rows", LONG, || {
+            !shared.records("runs/plain").is_empty()
+        });
         break_store(&shared);
         daemon.wait_for_log("cannot be read", 1, LONG);
         daemon.wait_for_log("state: failed to persist run record for plain", 1, LONG);
@@ -419,9 +486,15 @@ fn a_store_that_goes_away_degrades_or_fails_closed_and_plain_fires_go_on() {
         );
         let gated_after = read_lines(&shared.path("gated")).len();
         if policy == "degrade" {
-            assert!(gated_after >= gated + 2, "degrade runs the gated job from memory");
+            assert!(
+                gated_after >= gated + 2,
+                "degrade runs the gated job from memory"
+            );
         } else {
-            assert!(gated_after <= gated + 1, "fail-closed holds the gated job back");
+            assert!(
+                gated_after <= gated + 1,
+                "fail-closed holds the gated job back"
+            );
             assert!(daemon
                 .log()
                 .contains("Job gated skipped: onlyIfLastSucceeded cannot read the state store"));

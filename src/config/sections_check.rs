@@ -101,7 +101,6 @@ fn has_secrets(job: &JobConfig) -> bool {
         .is_some_and(|s| !s.0.is_empty())
 }
 
-
 /// Checks the `state` section with the original's messages (the keys it
 /// validates at load). `lease_backend`: a `cluster` section with a lease
 /// backend is configured, whose store may keep the slots instead of

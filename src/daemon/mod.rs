@@ -68,7 +68,8 @@ pub fn run(
     };
     if loaded.sections.state.is_none() {
         // The original's lines: without a store these have memory only.
-        let count = |f: &dyn Fn(&config::JobConfig) -> bool| loaded.jobs.iter().filter(|j| f(j)).count();
+        let count =
+            |f: &dyn Fn(&config::JobConfig) -> bool| loaded.jobs.iter().filter(|j| f(j)).count();
         let missed = count(&|j| j.on_missed != config::model::OnMissed::Skip);
         if missed > 0 {
             tracing::warn!(

@@ -52,5 +52,8 @@ pub fn pause_from_data(data: &Map<String, Value>) -> Option<PauseMark> {
 /// The newest pause mark of a stream's records (oldest first): the last
 /// one that reads.
 pub fn newest_pause(records: &[(String, Map<String, Value>)]) -> Option<PauseMark> {
-    records.iter().rev().find_map(|(_, data)| pause_from_data(data))
+    records
+        .iter()
+        .rev()
+        .find_map(|(_, data)| pause_from_data(data))
 }

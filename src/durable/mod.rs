@@ -21,7 +21,9 @@ mod writer;
 
 use crate::config::model::sections::OnStoreUnavailable;
 use crate::config::JobConfig;
-use crate::scheduler::durable::{DurableError, DurableEvent, DurableState, DurableWrite, Rehydrated};
+use crate::scheduler::durable::{
+    DurableError, DurableEvent, DurableState, DurableWrite, Rehydrated,
+};
 use crate::state::stats::{StoreStats, WriteKind};
 use crate::state::store::Store;
 use futures_util::future::BoxFuture;
@@ -73,7 +75,12 @@ impl DurableStore {
         let store = Arc::new(store);
         let proc_token = crate::state::format::process_token();
         let (writes, queue) = std::sync::mpsc::sync_channel(MAX_PENDING_WRITES);
-        writer::spawn(Arc::clone(&store), settings.clone(), proc_token.clone(), queue)?;
+        writer::spawn(
+            Arc::clone(&store),
+            settings.clone(),
+            proc_token.clone(),
+            queue,
+        )?;
         let (events_tx, events) = mpsc::unbounded_channel();
         let (jobs, jobs_rx) = watch::channel(Arc::new(Vec::new()));
         poll::spawn(Arc::clone(&store), jobs_rx, events_tx)?;

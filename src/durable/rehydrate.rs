@@ -40,7 +40,10 @@ pub(super) fn read(
         let digest = digests.get(name).map(String::as_str).unwrap_or_default();
         let is_reboot = matches!(job.schedule.parsed, Schedule::Reboot);
         // Crash reconciliation first, so the ledger read below has the row.
-        let inflight = store.read_newest(&format!("{}{name}", stream::INFLIGHT), keep::INFLIGHT as usize)?;
+        let inflight = store.read_newest(
+            &format!("{}{name}", stream::INFLIGHT),
+            keep::INFLIGHT as usize,
+        )?;
         let ours: Vec<_> = inflight
             .iter()
             .filter(|(_, d)| d.get("host").and_then(serde_json::Value::as_str) == Some(host))
@@ -80,9 +83,14 @@ pub(super) fn read(
             .into_iter()
             .map(|(_, d)| d)
             .collect();
-        let whole = |store: &Store| -> std::io::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
-            Ok(store.read(&runs_stream)?.into_iter().map(|(_, d)| d).collect())
-        };
+        let whole =
+            |store: &Store| -> std::io::Result<Vec<serde_json::Map<String, serde_json::Value>>> {
+                Ok(store
+                    .read(&runs_stream)?
+                    .into_iter()
+                    .map(|(_, d)| d)
+                    .collect())
+            };
         let tail: Vec<_> = newest
             .iter()
             .filter_map(|d| records::run_from_data(name, d))
@@ -109,7 +117,10 @@ pub(super) fn read(
             } else {
                 records::watermark(&newest)
             };
-            let checkpoints = store.read_newest(&format!("{}{name}", stream::CATCHUP), keep::CATCHUP as usize)?;
+            let checkpoints = store.read_newest(
+                &format!("{}{name}", stream::CATCHUP),
+                keep::CATCHUP as usize,
+            )?;
             let checkpoints: Vec<_> = checkpoints.into_iter().map(|(_, d)| d).collect();
             if let Some(open) = records::open_checkpoint(&checkpoints) {
                 if mark.is_none_or(|m| open < m) {
@@ -120,11 +131,15 @@ pub(super) fn read(
                 out.watermarks.insert(name.to_owned(), mark);
             }
         }
-        let pauses = store.read_newest(&format!("{}{name}", stream::PAUSED), keep::PAUSED as usize)?;
+        let pauses =
+            store.read_newest(&format!("{}{name}", stream::PAUSED), keep::PAUSED as usize)?;
         if let Some(mark) = newest_pause(&pauses) {
             out.pauses.insert(name.to_owned(), mark);
         }
-        let retries = store.read_newest(&format!("{}{name}", stream::RETRIES), keep::RETRIES as usize)?;
+        let retries = store.read_newest(
+            &format!("{}{name}", stream::RETRIES),
+            keep::RETRIES as usize,
+        )?;
         let retries: Vec<_> = retries.into_iter().map(|(_, d)| d).collect();
         if let Some(pending) = records::pending_retry(&retries).filter(|p| p.host == host) {
             out.retries.insert(
@@ -138,7 +153,8 @@ pub(super) fn read(
             );
         }
         if is_reboot {
-            let markers = store.read_newest(&format!("{}{name}", stream::REBOOT), keep::REBOOT as usize)?;
+            let markers =
+                store.read_newest(&format!("{}{name}", stream::REBOOT), keep::REBOOT as usize)?;
             let markers: Vec<_> = markers.into_iter().map(|(_, d)| d).collect();
             if records::boot_marked(&markers, host, boot_id.as_deref(), boot_time, digest) {
                 out.reboot_ran.insert(name.to_owned());
@@ -146,7 +162,10 @@ pub(super) fn read(
         }
     }
     let counters = store.read_newest(&format!("{}{host}", stream::COUNTERS), 1)?;
-    out.counters = counters.into_iter().next().map(|(_, d)| serde_json::Value::Object(d));
+    out.counters = counters
+        .into_iter()
+        .next()
+        .map(|(_, d)| serde_json::Value::Object(d));
     Ok(out)
 }
 

@@ -1,11 +1,15 @@
 use super::poll::Poller;
 use super::rehydrate;
 use super::*;
-use crate::config::model::OnMissed;
 use crate::scheduler::pause::{PauseMark, PauseWindow};
 use crate::state::records;
 use crate::state::store::StoreSettings;
-use chrono::{TimeDelta, TimeZone, Utc};
+use chrono::{DateTime, SubsecRound, TimeDelta, TimeZone, Utc};
+
+/// Now, to the microsecond (what the records keep).
+fn micros_now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
 use serde_json::json;
 use std::collections::HashMap;
 
@@ -32,7 +36,9 @@ fn load(yaml: &str) -> crate::config::LoadedConfig {
 }
 
 fn job(name: &str, extra: &str) -> Arc<JobConfig> {
-    let yaml = format!("jobs:\n  - name: {name}\n    command: 'true'\n    schedule: '*/5 * * * *'\n{extra}");
+    let yaml = format!(
+        "jobs:\n  - name: {name}\n    command: 'true'\n    schedule: '*/5 * * * *'\n{extra}"
+    );
     Arc::new(load(&yaml).jobs.into_iter().next().expect("one job"))
 }
 
@@ -69,7 +75,11 @@ fn an_open_run_of_a_dead_process_becomes_an_unknown_row_once() {
     // Under onMissed: skip the row carries the start as its finish.
     assert_eq!(rows[0].finished_at.timestamp(), started.timestamp());
     let again = rehydrate::read(&store, &settings(), "newer-proc", &jobs, &HashMap::new()).unwrap();
-    assert_eq!(again.runs["backup"].len(), 1, "the closed record is not reconciled twice");
+    assert_eq!(
+        again.runs["backup"].len(),
+        1,
+        "the closed record is not reconciled twice"
+    );
 }
 
 #[test]
@@ -120,10 +130,16 @@ fn another_hosts_open_record_and_this_process_own_are_left_alone() {
     let store = store(dir.path());
     let now = Utc::now();
     store
-        .append("inflight/a", &records::inflight_open("node-b", "p", Some(u32::MAX - 1), now, "d"))
+        .append(
+            "inflight/a",
+            &records::inflight_open("node-b", "p", Some(u32::MAX - 1), now, "d"),
+        )
         .unwrap();
     store
-        .append("inflight/b", &records::inflight_open("node-a", "me", Some(u32::MAX - 1), now, "d"))
+        .append(
+            "inflight/b",
+            &records::inflight_open("node-a", "me", Some(u32::MAX - 1), now, "d"),
+        )
         .unwrap();
     let jobs = Arc::new(vec![job("a", ""), job("b", "")]);
     let read = rehydrate::read(&store, &settings(), "me", &jobs, &HashMap::new()).unwrap();
@@ -134,7 +150,7 @@ fn another_hosts_open_record_and_this_process_own_are_left_alone() {
 fn the_read_brings_back_pauses_retries_watermarks_and_outcomes() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path());
-    let now = Utc::now();
+    let now = micros_now();
     let window = PauseWindow {
         since: now,
         until: now + TimeDelta::hours(1),
@@ -143,13 +159,22 @@ fn the_read_brings_back_pauses_retries_watermarks_and_outcomes() {
         channel: "api".into(),
     };
     store
-        .append("paused/p", &pause_data(&PauseMark::Paused(window.clone()), "node-b"))
+        .append(
+            "paused/p",
+            &pause_data(&PauseMark::Paused(window.clone()), "node-b"),
+        )
         .unwrap();
     store
-        .append("retries/r", &records::retry_pending("node-a", 2, now + TimeDelta::seconds(30), "dg", now))
+        .append(
+            "retries/r",
+            &records::retry_pending("node-a", 2, now + TimeDelta::seconds(30), "dg", now),
+        )
         .unwrap();
     store
-        .append("retries/other-host", &records::retry_pending("node-b", 1, now, "dg", now))
+        .append(
+            "retries/other-host",
+            &records::retry_pending("node-b", 1, now, "dg", now),
+        )
         .unwrap();
     let finished = Utc.with_ymd_and_hms(2026, 7, 4, 3, 5, 0).unwrap();
     store
@@ -171,7 +196,10 @@ fn the_read_brings_back_pauses_retries_watermarks_and_outcomes() {
     assert_eq!(read.pauses.get("p"), Some(&PauseMark::Paused(window)));
     assert_eq!(read.retries["r"].attempt, 2);
     assert_eq!(read.retries["r"].digest, "dg");
-    assert!(!read.retries.contains_key("other-host"), "another node's live ladder");
+    assert!(
+        !read.retries.contains_key("other-host"),
+        "another node's live ladder"
+    );
     assert_eq!(read.watermarks.get("m"), Some(&finished));
     assert!(!read.last_real["m"].succeeded);
 }
@@ -188,10 +216,12 @@ fn the_poller_reports_other_nodes_pauses_once_and_the_store_going_away() {
     let jobs = vec![job("p", "    onlyIfLastSucceeded: true\n")];
     assert!(poller.look(&jobs).is_empty());
     let mark = PauseMark::Resumed {
-        at: Utc::now(),
+        at: micros_now(),
         by: "ops".into(),
     };
-    store.append("paused/p", &pause_data(&mark, "node-b")).unwrap();
+    store
+        .append("paused/p", &pause_data(&mark, "node-b"))
+        .unwrap();
     store
         .append(
             "runs/p",
@@ -199,8 +229,16 @@ fn the_poller_reports_other_nodes_pauses_once_and_the_store_going_away() {
         )
         .unwrap();
     let events = poller.look(&jobs);
-    assert!(events.contains(&DurableEvent::Pause { job: "p".into(), mark }), "{events:?}");
-    assert!(events.iter().any(|e| matches!(e, DurableEvent::LastOutcome { outcome, .. } if outcome.succeeded)));
+    assert!(
+        events.contains(&DurableEvent::Pause {
+            job: "p".into(),
+            mark
+        }),
+        "{events:?}"
+    );
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, DurableEvent::LastOutcome { outcome, .. } if outcome.succeeded)));
     assert!(poller.look(&jobs).is_empty(), "nothing changed since");
     std::fs::rename(dir.path().join("default"), dir.path().join("moved")).unwrap();
     assert_eq!(poller.look(&jobs), vec![DurableEvent::Available(false)]);
@@ -220,12 +258,25 @@ fn pause_records_round_trip_and_python_ones_read() {
         by: "b".into(),
         channel: "api".into(),
     };
-    for mark in [PauseMark::Paused(window), PauseMark::Resumed { at: now, by: "x".into() }] {
+    for mark in [
+        PauseMark::Paused(window),
+        PauseMark::Resumed {
+            at: now,
+            by: "x".into(),
+        },
+    ] {
         let data = pause_data(&mark, "h");
-        let serde_json::Value::Object(map) = data else { panic!() };
+        let serde_json::Value::Object(map) = data else {
+            panic!()
+        };
         assert_eq!(pause_from_data(&map), Some(mark));
     }
     let python = json!({"kind": "resumed", "by": "ops", "channel": "web", "at": "2026-07-04T03:00:00.5+00:00", "host": "h"});
-    let serde_json::Value::Object(map) = python else { panic!() };
-    assert!(matches!(pause_from_data(&map), Some(PauseMark::Resumed { .. })));
+    let serde_json::Value::Object(map) = python else {
+        panic!()
+    };
+    assert!(matches!(
+        pause_from_data(&map),
+        Some(PauseMark::Resumed { .. })
+    ));
 }

@@ -101,17 +101,25 @@ impl Writer {
                     warn_dropped(kind, job.as_deref(), &e);
                 }
             }
-            Task::Manifest { mut jobs, job_set_id } => {
+            Task::Manifest {
+                mut jobs,
+                job_set_id,
+            } => {
                 jobs.sort_unstable();
-                let fresh = self.manifest.as_ref().is_some_and(|(written, at)| {
-                    *written == jobs && at.elapsed() < MANIFEST_EVERY
-                });
+                let fresh = self
+                    .manifest
+                    .as_ref()
+                    .is_some_and(|(written, at)| *written == jobs && at.elapsed() < MANIFEST_EVERY);
                 if fresh {
                     return;
                 }
                 let names: Vec<&str> = jobs.iter().map(String::as_str).collect();
                 let data = records::manifest(&self.settings.host, &job_set_id, &names, Utc::now());
-                match self.append(&format!("{}{}", stream::MANIFESTS, self.settings.host), &data, keep::MANIFESTS) {
+                match self.append(
+                    &format!("{}{}", stream::MANIFESTS, self.settings.host),
+                    &data,
+                    keep::MANIFESTS,
+                ) {
                     Ok(()) => self.manifest = Some((jobs, Instant::now())),
                     Err(e) => {
                         self.store.stats().dropped(WriteKind::Manifest);
@@ -229,15 +237,16 @@ impl Writer {
                 keep::CATCHUP,
             ),
             DurableWrite::Counters { snapshot, force } => {
-                if !force && self.counters_at.is_some_and(|at| at.elapsed() < COUNTERS_EVERY) {
+                if !force
+                    && self
+                        .counters_at
+                        .is_some_and(|at| at.elapsed() < COUNTERS_EVERY)
+                {
                     return Ok(());
                 }
                 let mut snapshot = snapshot;
                 if let Value::Object(map) = &mut snapshot {
-                    map.insert(
-                        "at".into(),
-                        json!(crate::state::format::py_isoformat(now)),
-                    );
+                    map.insert("at".into(), json!(crate::state::format::py_isoformat(now)));
                 }
                 self.append(
                     &format!("{}{host}", stream::COUNTERS),

@@ -37,10 +37,14 @@ pub fn boot_time() -> Option<f64> {
 }
 
 /// When process `pid` started, Unix seconds, or None when it does not
-/// exist (or this platform cannot tell).
+/// exist, has ended (a zombie nobody reaped yet), or this platform cannot
+/// tell.
 #[cfg(target_os = "linux")]
 pub fn process_started_at(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    if ended(&stat) {
+        return None;
+    }
     let ticks = start_ticks(&stat)?;
     // SAFETY: sysconf only reads a configuration value.
     let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
@@ -63,6 +67,16 @@ pub fn process_started_at(_pid: u32) -> Option<f64> {
     None
 }
 
+/// Whether a `/proc/<pid>/stat` text is of a process that has ended
+/// (state `Z` zombie or `X` dead).
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+fn ended(stat: &str) -> bool {
+    let state = stat
+        .rfind(')')
+        .and_then(|at| stat[at + 1..].split_whitespace().next());
+    matches!(state, Some("Z" | "X"))
+}
+
 /// The start time (clock ticks after boot, field 22) of a `/proc/<pid>/stat`
 /// text; the command name may hold spaces and parentheses, so fields are
 /// counted after its last `)`.
@@ -83,6 +97,9 @@ mod tests {
             "123 (a (b) c) S 1 123 123 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 98765 1000 10";
         assert_eq!(start_ticks(stat), Some(98765));
         assert_eq!(start_ticks("garbage"), None);
+        assert!(!ended(stat));
+        assert!(ended("9 (sh) Z 1 9 9"));
+        assert!(ended("9 (a) b) X 1"));
     }
 
     #[cfg(target_os = "linux")]

@@ -263,13 +263,7 @@ impl Scheduler {
             tracing::info!(target: "cronstable::scheduler", "Job {name} resumed");
         }
         let at = self.clock.now();
-        self.persist_pause(
-            name,
-            PauseMark::Resumed {
-                at,
-                by: by.clone(),
-            },
-        );
+        self.persist_pause(name, PauseMark::Resumed { at, by: by.clone() });
         Ok(self.record_mark(name, &runner, PauseMark::Resumed { at, by }))
     }
 

@@ -146,10 +146,8 @@ impl Scheduler {
         }
         self.durability.watermarks = read.watermarks;
         if let Some(snapshot) = read.counters {
-            let by_name = &self.by_name;
-            let seeded = self
-                .counters
-                .seed(&snapshot, |name| by_name.contains_key(name));
+            let names: std::collections::HashSet<String> = self.by_name.keys().cloned().collect();
+            let seeded = self.counters().seed(&snapshot, |name| names.contains(name));
             if seeded > 0 {
                 tracing::info!(
                     target: "cronstable::state",
@@ -162,7 +160,13 @@ impl Scheduler {
 
     /// Re-arms a retry the store remembers as pending, at its absolute
     /// deadline, unless it no longer applies (then it is settled).
-    fn rearm_durable_retry(&mut self, name: &str, retry: DurableRetry, rebooted: bool, now: DateTime<Utc>) {
+    fn rearm_durable_retry(
+        &mut self,
+        name: &str,
+        retry: DurableRetry,
+        rebooted: bool,
+        now: DateTime<Utc>,
+    ) {
         let Some(job) = self.job(name) else {
             return self.settle_retry(name, retry.attempt, "job-removed");
         };
@@ -256,7 +260,12 @@ impl Scheduler {
     }
 
     /// Records a retry armed for `job`.
-    pub(super) fn persist_retry(&mut self, job: &JobConfig, attempt: u32, not_before: DateTime<Utc>) {
+    pub(super) fn persist_retry(
+        &mut self,
+        job: &JobConfig,
+        attempt: u32,
+        not_before: DateTime<Utc>,
+    ) {
         if self.durable.enabled() {
             let digest = self.durable_digest(job);
             self.durable.write(DurableWrite::RetryPending {
@@ -274,9 +283,9 @@ impl Scheduler {
         if !self.durable.enabled() {
             return;
         }
-        let (archive, redact) = self
-            .job(&record.job)
-            .map_or((false, true), |j| (j.archive_output, j.redact_archived_secrets));
+        let (archive, redact) = self.job(&record.job).map_or((false, true), |j| {
+            (j.archive_output, j.redact_archived_secrets)
+        });
         self.durable.write(DurableWrite::Run {
             record: Arc::new(record.clone()),
             archive,
@@ -301,11 +310,17 @@ impl Scheduler {
         }
         self.durability.counters_at = Some(Instant::now());
         let snapshot = self.counters().snapshot();
-        self.durable.write(DurableWrite::Counters { snapshot, force });
+        self.durable
+            .write(DurableWrite::Counters { snapshot, force });
     }
 
     /// Records that `job` went from no instance to one here.
-    pub(super) fn persist_inflight_open(&mut self, job: &JobConfig, pid: Option<u32>, started_at: DateTime<Utc>) {
+    pub(super) fn persist_inflight_open(
+        &mut self,
+        job: &JobConfig,
+        pid: Option<u32>,
+        started_at: DateTime<Utc>,
+    ) {
         if self.durable.enabled() {
             let digest = self.durable_digest(job);
             self.durable.write(DurableWrite::InflightOpen {
@@ -320,7 +335,9 @@ impl Scheduler {
     /// Records that `job`'s last instance here ended.
     pub(super) fn persist_inflight_closed(&mut self, job: &str) {
         if self.durable.enabled() {
-            self.durable.write(DurableWrite::InflightClosed { job: job.to_owned() });
+            self.durable.write(DurableWrite::InflightClosed {
+                job: job.to_owned(),
+            });
         }
     }
 

@@ -543,7 +543,9 @@ impl Scheduler {
             return;
         }
         let marks = std::mem::take(&mut self.durability.watermarks);
-        let upto = self.evaluated.max(super::tick::floor(self.clock.now(), self.cadence()));
+        let upto = self
+            .evaluated
+            .max(super::tick::floor(self.clock.now(), self.cadence()));
         self.plan_backfills(&marks, upto, false);
     }
 
@@ -663,9 +665,7 @@ impl Scheduler {
         if fill.launching || fill.jittering || self.is_running(name) || self.stopping {
             return;
         }
-        let live = self
-            .job(name)
-            .filter(|j| j.enabled && wants_catch_up(j));
+        let live = self.job(name).filter(|j| j.enabled && wants_catch_up(j));
         let Some(job) = live else {
             tracing::info!(
                 target: "cronstable::scheduler",

@@ -193,7 +193,12 @@ impl Scheduler {
     }
 
     /// A timer that reports the retry of `name` due after `wait`.
-    pub(super) fn retry_timer(&self, name: &str, generation: u64, wait: Duration) -> tokio::task::AbortHandle {
+    pub(super) fn retry_timer(
+        &self,
+        name: &str,
+        generation: u64,
+        wait: Duration,
+    ) -> tokio::task::AbortHandle {
         let events = self.events_tx.clone();
         let job = name.to_owned();
         tokio::spawn(async move {

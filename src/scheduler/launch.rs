@@ -38,10 +38,11 @@ impl Scheduler {
                 // Record, then run: a crash between the two errs towards
                 // not running again this boot.
                 let digest = self.durable_digest(&job);
-                self.durable.write(super::durable::DurableWrite::RebootMarker {
-                    job: job.name.clone(),
-                    digest,
-                });
+                self.durable
+                    .write(super::durable::DurableWrite::RebootMarker {
+                        job: job.name.clone(),
+                        digest,
+                    });
             }
             self.launch_scheduled(job);
         }

@@ -13,8 +13,8 @@ mod api;
 mod api_cache;
 pub(crate) mod control;
 mod depends;
-pub mod durable;
 mod durability;
+pub mod durable;
 pub mod failover;
 #[cfg(test)]
 mod failover_tests;

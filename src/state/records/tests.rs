@@ -154,7 +154,7 @@ fn the_last_real_outcome_folds_by_finish_time_and_skips_non_verdicts() {
 fn only_a_newest_open_record_is_an_open_run() {
     let open = obj(inflight_open("h", "p1", Some(9), at(1, 0), "d"));
     let closed = obj(inflight_closed("h", "p1", "finished", at(1, 5)));
-    assert_eq!(open_run(&[closed.clone()]), None);
+    assert_eq!(open_run(std::slice::from_ref(&closed)), None);
     assert_eq!(open_run(&[open.clone(), closed.clone()]), None);
     let found = open_run(&[closed, open]).expect("open");
     assert_eq!(
@@ -169,7 +169,7 @@ fn a_pending_retry_is_only_the_newest_record() {
     let settled = obj(retry_settled("h", "launched", Some(2), at(4, 0)));
     let handoff = obj(json!({"kind": "handoff", "attempt": 2}));
     assert_eq!(
-        pending_retry(&[pending.clone()]),
+        pending_retry(std::slice::from_ref(&pending)),
         Some(Pending {
             attempt: 2,
             not_before: at(4, 0),
@@ -190,25 +190,25 @@ fn a_pending_retry_is_only_the_newest_record() {
 fn boot_markers_match_by_id_then_by_time_within_a_minute() {
     let by_id = obj(reboot_marker("h", Some("b1"), Some(1000.0), "d", at(0, 0)));
     let by_time = obj(reboot_marker("h", None, Some(1000.0), "d", at(0, 0)));
-    assert!(boot_marked(&[by_id.clone()], "h", Some("b1"), None, "d"));
+    assert!(boot_marked(std::slice::from_ref(&by_id), "h", Some("b1"), None, "d"));
     assert!(
-        !boot_marked(&[by_id.clone()], "h", Some("b2"), Some(1000.0), "d"),
+        !boot_marked(std::slice::from_ref(&by_id), "h", Some("b2"), Some(1000.0), "d"),
         "another boot"
     );
     assert!(
-        !boot_marked(&[by_id.clone()], "h", Some("b1"), None, "d2"),
+        !boot_marked(std::slice::from_ref(&by_id), "h", Some("b1"), None, "d2"),
         "a redefined job runs again"
     );
     assert!(!boot_marked(&[by_id], "other", Some("b1"), None, "d"));
     assert!(boot_marked(
-        &[by_time.clone()],
+        std::slice::from_ref(&by_time),
         "h",
         Some("b1"),
         Some(1059.0),
         "d"
     ));
     assert!(!boot_marked(
-        &[by_time.clone()],
+        std::slice::from_ref(&by_time),
         "h",
         Some("b1"),
         Some(1061.0),
@@ -224,6 +224,6 @@ fn boot_markers_match_by_id_then_by_time_within_a_minute() {
 fn an_open_checkpoint_resumes_and_a_close_ends_it() {
     let open = obj(catchup_checkpoint(true, at(1, 0), at(2, 0)));
     let close = obj(catchup_checkpoint(false, at(1, 0), at(2, 5)));
-    assert_eq!(open_checkpoint(&[open.clone()]), Some(at(1, 0)));
+    assert_eq!(open_checkpoint(std::slice::from_ref(&open)), Some(at(1, 0)));
     assert_eq!(open_checkpoint(&[open, close]), None);
 }
