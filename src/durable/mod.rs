@@ -86,10 +86,16 @@ impl DurableStore {
         poll::spawn(Arc::clone(&store), jobs_rx, events_tx)?;
         tracing::info!(
             target: "cronstable::state",
-            "state: filesystem backend ready at {} (namespace={}, topology={}, shared_locking=True)",
+            "state: filesystem backend ready at {} (namespace={}, topology={}, shared_locking={})",
             store.base().display(),
             store.deployment_id(),
-            store.topology().as_str()
+            store.topology().as_str(),
+            // Python's spelling, as the original prints it.
+            if store.topology() == crate::state::store::Topology::Shared {
+                "True"
+            } else {
+                "False"
+            }
         );
         Ok(DurableStore {
             store,
