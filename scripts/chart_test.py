@@ -9,7 +9,9 @@
 - the rendered objects hold what the chart promises: the restricted pod
   security settings, RBAC rules exactly as docs/kubernetes.md lists them,
   the config in the ConfigMap, the Lease section, rule and PDB with
-  replicas, the ClusterRole with `cronJobSets: all`;
+  replicas, the ClusterRole with `cronJobSets: all`, the state claim
+  (size, class, modes, existingClaim), its volume and mount, the `state:`
+  section and the Recreate strategy with state.persistence;
 - the schema and the template refuse what they should;
 - with CRONSTABLE_BIN set (tests/chart.rs sets it to the built binary), the
   config each ci/ file puts in the ConfigMap passes the daemon's own loader
