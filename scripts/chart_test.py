@@ -210,6 +210,7 @@ def check_persistence(helm, rendered):
     check(state_parts(objs) == ([], []), "no state volume by default")
     check("state" not in daemon_config(objs), "no state section by default")
     check("strategy" not in one(objs, "Deployment")["spec"], "default strategy left to Kubernetes")
+    check("fsGroupChangePolicy" not in one(objs, "Deployment")["spec"]["template"]["spec"]["securityContext"], "no fsGroupChangePolicy without a volume")
 
     # The ci file: two replicas on a ReadWriteMany claim of class efs-sc.
     objs = rendered["persistence-values.yaml"]
@@ -222,7 +223,9 @@ def check_persistence(helm, rendered):
     )
     deploy = one(objs, "Deployment")
     check_restricted_pod(deploy)
-    check(deploy["spec"]["template"]["spec"]["securityContext"].get("fsGroup") == 10001, "fsGroup 10001 makes a fresh volume writable")
+    psc = deploy["spec"]["template"]["spec"]["securityContext"]
+    check(psc.get("fsGroup") == 10001, "fsGroup 10001 makes a fresh volume writable")
+    check(psc.get("fsGroupChangePolicy") == "OnRootMismatch", "the volume is re-owned only when its root is not the group's: %s" % psc)
     volumes, mounts = state_parts(objs)
     check(volumes == [{"name": "state", "persistentVolumeClaim": {"claimName": RELEASE + "-state"}}], "state volume: %s" % volumes)
     check(mounts == [{"name": "state", "mountPath": STATE_MOUNT}], "state mount: %s" % mounts)
@@ -242,6 +245,8 @@ def check_persistence(helm, rendered):
     pvc = one(objs, "PersistentVolumeClaim", RELEASE + "-state")
     check(pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}, "default claim spec: %s" % pvc["spec"])
     check(one(objs, "Deployment")["spec"].get("strategy") == {"type": "Recreate"}, "ReadWriteOnce gets Recreate")
+    objs = objects(render(helm, sets=PERSIST + ["podSecurityContext.fsGroupChangePolicy=Always"]).stdout)
+    check(one(objs, "Deployment")["spec"]["template"]["spec"]["securityContext"].get("fsGroupChangePolicy") == "Always", "the user's fsGroupChangePolicy wins")
     check(daemon_config(objs).get("state") == {"path": STATE_MOUNT}, "state section: %s" % daemon_config(objs).get("state"))
     check(state_parts(objs)[1] == [{"name": "state", "mountPath": STATE_MOUNT}], "default mount path")
 
