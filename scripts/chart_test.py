@@ -9,7 +9,9 @@
 - the rendered objects hold what the chart promises: the restricted pod
   security settings, RBAC rules exactly as docs/kubernetes.md lists them,
   the config in the ConfigMap, the Lease section, rule and PDB with
-  replicas, the ClusterRole with `cronJobSets: all`;
+  replicas, the ClusterRole with `cronJobSets: all`, the state claim
+  (size, class, modes, existingClaim), its volume and mount, the `state:`
+  section and the Recreate strategy with state.persistence;
 - the schema and the template refuse what they should;
 - with CRONSTABLE_BIN set (tests/chart.rs sets it to the built binary), the
   config each ci/ file puts in the ConfigMap passes the daemon's own loader
@@ -186,6 +188,98 @@ def check_monitor(mon, endpoints_key):
     check(set(ep) <= {"port", "path", "interval", "scrapeTimeout"}, "%s endpoint keys %s" % (mon["kind"], sorted(ep)))
 
 
+PERSIST = ["state.persistence.enabled=true"]
+STATE_MOUNT = "/var/lib/cronstable"
+
+
+def state_parts(objs):
+    """The state volume of the pod, its mount and the claim it names."""
+    pod = one(objs, "Deployment")["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    volumes = [v for v in pod["volumes"] if v["name"] == "state"]
+    mounts = [m for m in container["volumeMounts"] if m["name"] == "state"]
+    return volumes, mounts
+
+
+def check_persistence(helm, rendered):
+    """state.persistence: the claim, its volume and mount, the state section
+    of the config, the strategy, and the replicas rule."""
+    # Off by default: no claim, no volume, no state section, no strategy.
+    objs = rendered["default-values.yaml"]
+    check("PersistentVolumeClaim" not in kinds(objs), "no claim by default")
+    check(state_parts(objs) == ([], []), "no state volume by default")
+    check("state" not in daemon_config(objs), "no state section by default")
+    check("strategy" not in one(objs, "Deployment")["spec"], "default strategy left to Kubernetes")
+    check("fsGroupChangePolicy" not in one(objs, "Deployment")["spec"]["template"]["spec"]["securityContext"], "no fsGroupChangePolicy without a volume")
+
+    # The ci file: two replicas on a ReadWriteMany claim of class efs-sc.
+    objs = rendered["persistence-values.yaml"]
+    pvc = one(objs, "PersistentVolumeClaim", RELEASE + "-state")
+    check(pvc["metadata"]["namespace"] == NAMESPACE, "claim namespace")
+    check(pvc["metadata"].get("annotations") == {"helm.sh/resource-policy": "keep"}, "claim kept on uninstall: %s" % pvc["metadata"].get("annotations"))
+    check(
+        pvc["spec"] == {"accessModes": ["ReadWriteMany"], "storageClassName": "efs-sc", "resources": {"requests": {"storage": "5Gi"}}},
+        "ci claim spec: %s" % pvc["spec"],
+    )
+    deploy = one(objs, "Deployment")
+    check_restricted_pod(deploy)
+    psc = deploy["spec"]["template"]["spec"]["securityContext"]
+    check(psc.get("fsGroup") == 10001, "fsGroup 10001 makes a fresh volume writable")
+    check(psc.get("fsGroupChangePolicy") == "OnRootMismatch", "the volume is re-owned only when its root is not the group's: %s" % psc)
+    volumes, mounts = state_parts(objs)
+    check(volumes == [{"name": "state", "persistentVolumeClaim": {"claimName": RELEASE + "-state"}}], "state volume: %s" % volumes)
+    check(mounts == [{"name": "state", "mountPath": STATE_MOUNT}], "state mount: %s" % mounts)
+    check("strategy" not in deploy["spec"], "ReadWriteMany keeps the rolling update: %s" % deploy["spec"].get("strategy"))
+    config = daemon_config(objs)
+    check(
+        config.get("state")
+        == {"path": STATE_MOUNT, "deploymentId": "team-a", "maxRunsPerJob": 200, "onStoreUnavailable": "fail-closed", "gcGraceSeconds": 86400},
+        "ci state section: %s" % config.get("state"),
+    )
+    check(config.get("cluster", {}).get("backend") == "kubernetes", "replicas still get the Lease section")
+
+    # The defaults of persistence: ReadWriteOnce, 1Gi, the cluster's default
+    # class (no storageClassName), Recreate, state.path alone.
+    objs = objects(render(helm, sets=PERSIST).stdout)
+    validate(objs, KUBE_VERSIONS[-1], "persistence defaults")
+    pvc = one(objs, "PersistentVolumeClaim", RELEASE + "-state")
+    check(pvc["spec"] == {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}, "default claim spec: %s" % pvc["spec"])
+    check(one(objs, "Deployment")["spec"].get("strategy") == {"type": "Recreate"}, "ReadWriteOnce gets Recreate")
+    objs = objects(render(helm, sets=PERSIST + ["podSecurityContext.fsGroupChangePolicy=Always"]).stdout)
+    check(one(objs, "Deployment")["spec"]["template"]["spec"]["securityContext"].get("fsGroupChangePolicy") == "Always", "the user's fsGroupChangePolicy wins")
+    check(daemon_config(objs).get("state") == {"path": STATE_MOUNT}, "state section: %s" % daemon_config(objs).get("state"))
+    check(state_parts(objs)[1] == [{"name": "state", "mountPath": STATE_MOUNT}], "default mount path")
+
+    # "-" is the empty class (no dynamic provisioning); the size and a
+    # mount path of one's own are followed; no keep annotation on request.
+    objs = objects(render(helm, sets=PERSIST + ["state.persistence.storageClass=-", "state.persistence.size=20Gi", "state.persistence.mountPath=/data/state/", "state.persistence.keepOnUninstall=false"]).stdout)
+    pvc = one(objs, "PersistentVolumeClaim")
+    check(pvc["spec"].get("storageClassName") == "" and pvc["spec"]["resources"]["requests"]["storage"] == "20Gi", "class '-' and size: %s" % pvc["spec"])
+    check("annotations" not in pvc["metadata"], "keepOnUninstall=false drops the annotation")
+    check(daemon_config(objs)["state"]["path"] == "/data/state", "state.path follows mountPath")
+    check(state_parts(objs)[1] == [{"name": "state", "mountPath": "/data/state"}], "mount follows mountPath")
+
+    # An existing claim: nothing created, that claim mounted; the chart
+    # cannot see its modes, so replicas are the user's call.
+    objs = objects(render(helm, sets=PERSIST + ["state.persistence.existingClaim=team-a-ledger", "replicaCount=2"]).stdout)
+    check("PersistentVolumeClaim" not in kinds(objs), "existingClaim: no claim created")
+    volumes, mounts = state_parts(objs)
+    check(volumes == [{"name": "state", "persistentVolumeClaim": {"claimName": "team-a-ledger"}}], "existingClaim mounted: %s" % volumes)
+    check(mounts == [{"name": "state", "mountPath": STATE_MOUNT}], "existingClaim mount")
+    check(daemon_config(objs)["state"] == {"path": STATE_MOUNT}, "existingClaim state section")
+
+    # The explicit override for single-node clusters, and a strategy of
+    # one's own winning over the chart's choice.
+    objs = objects(render(helm, sets=PERSIST + ["replicaCount=3", "state.persistence.allowReadWriteOnceWithReplicas=true"]).stdout)
+    check(one(objs, "Deployment")["spec"]["replicas"] == 3, "override allows replicas on ReadWriteOnce")
+    check(one(objs, "Deployment")["spec"].get("strategy") == {"type": "Recreate"}, "override keeps Recreate")
+    objs = objects(render(helm, sets=PERSIST + ['strategy={"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}']).stdout)
+    check(
+        one(objs, "Deployment")["spec"].get("strategy") == {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+        "the user's strategy wins",
+    )
+
+
 def main():
     helm = find_helm()
     have_validate = shutil.which("kubernetes-validate") is not None
@@ -207,7 +301,7 @@ def main():
     ci_dir = os.path.join(CHART, "ci")
     ci_files = sorted(os.path.join(ci_dir, n) for n in os.listdir(ci_dir) if n.endswith(".yaml"))
     names = {os.path.basename(f) for f in ci_files}
-    for wanted in ("default", "three-replicas", "all-namespaces", "monitoring-on"):
+    for wanted in ("default", "three-replicas", "all-namespaces", "monitoring-on", "persistence"):
         check(wanted + "-values.yaml" in names, "ci/%s-values.yaml exists" % wanted)
 
     rendered = {}
@@ -342,6 +436,9 @@ def main():
     check([e["name"] for e in container["env"]] == POD_ENV + ["CRONSTABLE_WEB_TOKEN"], "extraEnv after the pod's own: %s" % container["env"])
     check(any(v["name"] == "tmp" and v["emptyDir"] == {"sizeLimit": "256Mi"} for v in pod["volumes"]), "tmp sizeLimit")
 
+    # Durable state on a volume: see check_persistence.
+    check_persistence(helm, rendered)
+
     # What must be refused.
     for sets, needle in (
         (["bogusKey=1"], "bogusKey"),
@@ -349,6 +446,19 @@ def main():
         (["image.pullPolicy=Sometimes"], "pullPolicy"),
         (["replicaCount=0"], "replicaCount"),
         (['config.web={"listen": ["http://127.0.0.1:8080"]}'], "0.0.0.0:8080"),
+        # Several replicas on one ReadWriteOnce claim the chart creates.
+        (PERSIST + ["replicaCount=3"], "replicaCount is 3 but the state volume's accessModes [\"ReadWriteOnce\"] lack ReadWriteMany"),
+        (PERSIST + ["replicaCount=2", "state.persistence.existingClaim=mine", 'state.persistence.accessModes=["ReadWriteOncePod"]'], "mounted by one pod only"),
+        (PERSIST + ['state.persistence.accessModes=["ReadOnlyMany"]'], "/state/persistence/accessModes/0"),
+        (PERSIST + ["state.persistence.accessModes=[]"], "/state/persistence/accessModes"),
+        (PERSIST + ["state.persistence.size=lots"], "/state/persistence/size"),
+        (PERSIST + ["state.persistence.mountPath=var/lib"], "/state/persistence/mountPath"),
+        (PERSIST + ["state.persistence.mountPath=/tmp"], "must not be /tmp"),
+        (PERSIST + ["state.config.path=/elsewhere"], "'path' not allowed"),
+        (PERSIST + ["state.config.onStoreUnavailable=explode"], "/state/config/onStoreUnavailable"),
+        (PERSIST + ["state.persistence.bogus=1"], "'bogus' not allowed"),
+        (PERSIST + ["config.state.path=/elsewhere"], "move the other keys of config.state to state.config"),
+        (["state.config.maxRunsPerJob=5"], "state.config is written only with state.persistence.enabled: true"),
     ):
         proc = render(helm, sets=sets, expect_ok=False)
         check(proc.returncode != 0 and needle in proc.stderr, "--set %s was not refused naming %s: %s" % (sets, needle, proc.stderr.strip()))

@@ -3,7 +3,9 @@
 //! `kubernetes-validate --strict` for the oldest and newest supported
 //! Kubernetes, and assertions on the rendered objects (restricted pod
 //! security, exact RBAC, the config in the ConfigMap, the Lease section and
-//! PDB with replicas, the CRD copy identical to crds/cronjobset.yaml), and
+//! PDB with replicas, the CRD copy identical to crds/cronjobset.yaml, the
+//! state claim with its volume, mount, `state:` section and strategy, and
+//! the refusals: replicas on a ReadWriteOnce claim, a bad access mode), and
 //! the config each ci/ file renders passes the built daemon's `-v`.
 //!
 //! The checks live in scripts/chart_test.py (they parse YAML, which Python
