@@ -16,12 +16,22 @@
 #       # benches/kube_replicas.rs (idle API requests per replica from the
 #       # audit log, takeover after kill -9 and SIGTERM). About 20 minutes.
 #
+# The durable store (`state.path`): ledger cost per launch, lateness with
+# and without it, restart time on a full ledger, store size:
+#
+#   scripts/bench.sh --state [scripts/bench_state.py arguments]
+#
 # See `scripts/bench.py --help` and docs/performance.md. The micro
 # benchmarks are `cargo bench` (benches/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 case "${1:-}" in
+  --state)
+    shift
+    cargo build --release --quiet
+    exec python3 scripts/bench_state.py "$@"
+    ;;
   --kube)
     exec cargo bench --bench kube
     ;;
