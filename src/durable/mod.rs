@@ -75,13 +75,14 @@ impl DurableStore {
         let store = Arc::new(store);
         let proc_token = crate::state::format::process_token();
         let (writes, queue) = std::sync::mpsc::sync_channel(MAX_PENDING_WRITES);
+        let (events_tx, events) = mpsc::unbounded_channel();
         writer::spawn(
             Arc::clone(&store),
             settings.clone(),
             proc_token.clone(),
             queue,
+            events_tx.clone(),
         )?;
-        let (events_tx, events) = mpsc::unbounded_channel();
         let (jobs, jobs_rx) = watch::channel(Arc::new(Vec::new()));
         poll::spawn(Arc::clone(&store), jobs_rx, events_tx)?;
         tracing::info!(

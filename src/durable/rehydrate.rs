@@ -172,7 +172,7 @@ pub(super) fn read(
 /// Whether an open record's run still runs: its pid exists and started
 /// no later than a minute after the recorded start (else the pid was
 /// recycled).
-fn still_running(open: &records::OpenRun) -> bool {
+pub(super) fn still_running(open: &records::OpenRun) -> bool {
     let (Some(pid), Some(started)) = (open.pid, open.started_at) else {
         return false;
     };

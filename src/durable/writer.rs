@@ -45,9 +45,9 @@ pub(super) enum Task {
 pub(super) fn kind_of(write: &DurableWrite) -> WriteKind {
     match write {
         DurableWrite::Run { .. } => WriteKind::RunRecord,
-        DurableWrite::InflightOpen { .. } | DurableWrite::InflightClosed { .. } => {
-            WriteKind::Inflight
-        }
+        DurableWrite::InflightOpen { .. }
+        | DurableWrite::InflightClosed { .. }
+        | DurableWrite::SlotTakeover { .. } => WriteKind::Inflight,
         DurableWrite::RetryPending { .. } | DurableWrite::RetrySettled { .. } => WriteKind::Retry,
         DurableWrite::RebootMarker { .. } => WriteKind::RebootMarker,
         DurableWrite::Pause { .. } => WriteKind::Pause,
@@ -62,6 +62,7 @@ pub(super) fn spawn(
     settings: DurableSettings,
     proc_token: String,
     queue: Receiver<Task>,
+    events: tokio::sync::mpsc::UnboundedSender<crate::scheduler::durable::DurableEvent>,
 ) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("cronstable-state-write".to_owned())
@@ -70,6 +71,7 @@ pub(super) fn spawn(
                 store,
                 settings,
                 proc_token,
+                events,
                 counters_at: None,
                 manifest: None,
             };
@@ -84,6 +86,8 @@ struct Writer {
     store: Arc<Store>,
     settings: DurableSettings,
     proc_token: String,
+    /// Where reconciled runs go back to the scheduler.
+    events: tokio::sync::mpsc::UnboundedSender<crate::scheduler::durable::DurableEvent>,
     /// When the last counters snapshot was written.
     counters_at: Option<Instant>,
     /// The last manifest written: its jobs and when.
@@ -187,6 +191,10 @@ impl Writer {
                 &records::inflight_open(&host, &self.proc_token, pid, started_at, digest),
                 keep::INFLIGHT,
             ),
+            DurableWrite::SlotTakeover {
+                job,
+                on_missed_skip,
+            } => self.reconcile_takeover(&job, on_missed_skip),
             DurableWrite::InflightClosed { job } => self.append(
                 &format!("{}{job}", stream::INFLIGHT),
                 &records::inflight_closed(&host, &self.proc_token, "finished", now),
@@ -260,12 +268,57 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// The slot-takeover reconciliation: the newest in-flight record of
+    /// `job`, when it is `open` and not of a run that still runs here, is
+    /// closed (`reconciled-takeover`) and its run becomes an `unknown` row.
+    /// An expired slot proves only that its holder stopped renewing, not
+    /// that its run died: the row says so, as the original's does.
+    fn reconcile_takeover(&self, job: &str, on_missed_skip: bool) -> std::io::Result<()> {
+        let stream = format!("{}{job}", stream::INFLIGHT);
+        let newest: Vec<_> = self
+            .store
+            .read_newest(&stream, 1)?
+            .into_iter()
+            .map(|(_, d)| d)
+            .collect();
+        let Some(open) = records::open_run(&newest) else {
+            return Ok(());
+        };
+        let ours = open.host == self.settings.host;
+        if ours && (open.proc_token == self.proc_token || super::rehydrate::still_running(&open)) {
+            return Ok(());
+        }
+        let now = Utc::now();
+        let row = records::reconciled_run(&open, on_missed_skip, now);
+        self.store.append(
+            &stream,
+            &records::inflight_closed(&self.settings.host, &self.proc_token, "reconciled-takeover", now),
+        )?;
+        self.append(&format!("{}{job}", stream::RUNS), &row, self.settings.max_runs)?;
+        tracing::warn!(
+            target: "cronstable::state",
+            "Job {job}: reconciled an interrupted run (reconciled-takeover): {}",
+            row["fail_reason"].as_str().unwrap_or_default()
+        );
+        if let serde_json::Value::Object(data) = &row {
+            if let Some(run) = records::run_from_data(job, data) {
+                let _ = self
+                    .events
+                    .send(crate::scheduler::durable::DurableEvent::Interrupted(Box::new(run)));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The job a write is about, for the log line.
 fn job_of(write: &DurableWrite) -> Option<String> {
     match write {
         DurableWrite::Run { record, .. } => Some(record.job.clone()),
         DurableWrite::InflightOpen { job, .. }
         | DurableWrite::InflightClosed { job }
+        | DurableWrite::SlotTakeover { job, .. }
         | DurableWrite::RetryPending { job, .. }
         | DurableWrite::RetrySettled { job, .. }
         | DurableWrite::RebootMarker { job, .. }

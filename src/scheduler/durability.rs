@@ -357,6 +357,11 @@ impl Scheduler {
         self.api.changed();
         match event {
             DurableEvent::Available(available) => self.durability.available = available,
+            DurableEvent::Interrupted(record) => {
+                if self.job(&record.job).is_some() {
+                    self.store.record_run(*record);
+                }
+            }
             DurableEvent::LastOutcome { job, outcome } => {
                 self.store.note_real_outcome(&job, outcome);
             }

@@ -95,6 +95,16 @@ pub enum DurableWrite {
         /// The watermark the backfill was computed from.
         watermark: DateTime<Utc>,
     },
+    /// This node just won `job`'s cluster slot: an `open` in-flight
+    /// record another holder left (its node crashed or lost the store
+    /// mid-run) is closed and becomes an `unknown` row (the slot-takeover
+    /// reconciliation). Queued before the launch's own in-flight record.
+    SlotTakeover {
+        /// The job.
+        job: String,
+        /// The job's `onMissed` is `skip` (the row then carries a finish).
+        on_missed_skip: bool,
+    },
     /// The Prometheus job counters, for the next start to seed from
     /// (`force`: write now, not at most every 15 seconds).
     Counters {
@@ -163,6 +173,9 @@ pub enum DurableEvent {
     },
     /// The store answers again (true) or stopped answering (false).
     Available(bool),
+    /// A run another holder left unfinished was reconciled on a slot
+    /// takeover: its `unknown` row, for the history (not the counters).
+    Interrupted(Box<RunRecord>),
 }
 
 /// Why the store could not answer.

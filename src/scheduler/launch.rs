@@ -312,6 +312,14 @@ impl Scheduler {
         match claim {
             SlotClaim::Claimed | SlotClaim::ClaimedAfterYield => {
                 self.held_slots.insert(job.name.clone());
+                if self.durable_enabled() {
+                    // Before this launch's own in-flight record: the
+                    // newest one is the previous holder's.
+                    self.durable.write(super::durable::DurableWrite::SlotTakeover {
+                        job: job.name.clone(),
+                        on_missed_skip: job.on_missed == crate::config::model::OnMissed::Skip,
+                    });
+                }
                 let yielded = claim == SlotClaim::ClaimedAfterYield;
                 let before = self.next_run_id;
                 self.maybe_launch(Arc::clone(&job), trigger, attempt);
