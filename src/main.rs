@@ -4,6 +4,7 @@
 
 use cronstable::config::{self, ConfigError};
 use cronstable::daemon::args::{self, ConfigRoot, Subcommand};
+use cronstable::daemon::state_args;
 use cronstable::{fingerprint, logging, platform};
 use std::io::Write;
 use std::path::Path;
@@ -104,13 +105,13 @@ fn main() -> ExitCode {
 
 /// `cronstable state ...`: an admin action on the store (its report on
 /// stdout/stderr and its exit code), or a usage error (exit 2).
-fn run_state(command: args::StateCommand) -> ExitCode {
+fn run_state(command: state_args::StateCommand) -> ExitCode {
     match command {
-        args::StateCommand::Usage(message) => {
+        state_args::StateCommand::Usage(message) => {
             eprintln!("{message}");
             ExitCode::from(2)
         }
-        args::StateCommand::Admin { config, request } => {
+        state_args::StateCommand::Admin { config, request } => {
             let report = cronstable::state::admin::run(&config, &request);
             // Nowhere to report a failed write: the exit code still tells.
             let _ = std::io::stdout().write_all(report.stdout.as_bytes());
