@@ -80,7 +80,10 @@ pub enum StateAction {
     #[command(about = "remove saved state for jobs no longer referenced")]
     Gc {
         /// Report, delete nothing.
-        #[arg(long = "dry-run", help = "report what would be removed, remove nothing")]
+        #[arg(
+            long = "dry-run",
+            help = "report what would be removed, remove nothing"
+        )]
         dry_run: bool,
         /// `-c`.
         #[command(flatten)]
@@ -94,10 +97,16 @@ pub enum StateAction {
         config: ActionConfig,
     },
     /// `migrate-schema [--dry-run]`.
-    #[command(name = "migrate-schema", about = "upgrade records from older supported formats")]
+    #[command(
+        name = "migrate-schema",
+        about = "upgrade records from older supported formats"
+    )]
     MigrateSchema {
         /// Count, rewrite nothing.
-        #[arg(long = "dry-run", help = "count what would be converted, rewrite nothing")]
+        #[arg(
+            long = "dry-run",
+            help = "count what would be converted, rewrite nothing"
+        )]
         dry_run: bool,
         /// `-c`.
         #[command(flatten)]

@@ -1,18 +1,32 @@
 use super::*;
-use crate::daemon::args::{Cli, Subcommand};
 use crate::state::admin::Request;
 use clap::Parser;
 
-fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
-    Cli::try_parse_from(std::iter::once("cronstable").chain(args.iter().copied()))
+/// The root command as far as `state` needs it (the real one, in
+/// `args.rs`, is driven by tests/state_cli.rs: this module must not
+/// import it back).
+#[derive(Parser, Debug)]
+#[command(name = "cronstable")]
+struct Root {
+    #[arg(short = 'c', long = "config")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: RootCommand,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum RootCommand {
+    State(StateArgs),
+}
+
+fn parse(args: &[&str]) -> Result<Root, clap::Error> {
+    Root::try_parse_from(std::iter::once("cronstable").chain(args.iter().copied()))
 }
 
 fn command(args: &[&str]) -> StateCommand {
-    let cli = parse(args).expect("the arguments parse");
-    let Some(Subcommand::State(state)) = &cli.command else {
-        panic!("not a state command: {args:?}");
-    };
-    state.command(cli.config.as_deref())
+    let root = parse(args).expect("the arguments parse");
+    let RootCommand::State(state) = &root.command;
+    state.command(root.config.as_deref())
 }
 
 fn admin(config: &str, request: Request) -> StateCommand {
@@ -25,8 +39,14 @@ fn admin(config: &str, request: Request) -> StateCommand {
 #[test]
 fn config_is_taken_before_or_after_the_action() {
     let gc = Request::Gc { dry_run: false };
-    assert_eq!(command(&["-c", "x.yaml", "state", "gc"]), admin("x.yaml", gc.clone()));
-    assert_eq!(command(&["state", "gc", "-c", "x.yaml"]), admin("x.yaml", gc.clone()));
+    assert_eq!(
+        command(&["-c", "x.yaml", "state", "gc"]),
+        admin("x.yaml", gc.clone())
+    );
+    assert_eq!(
+        command(&["state", "gc", "-c", "x.yaml"]),
+        admin("x.yaml", gc.clone())
+    );
     assert_eq!(
         command(&["state", "gc", "--config", "y.yaml"]),
         admin("y.yaml", gc.clone())
@@ -37,12 +57,10 @@ fn config_is_taken_before_or_after_the_action() {
         admin("own.yaml", gc.clone())
     );
     // Neither: the default location.
-    if std::env::var_os("CRONSTABLE_CONFIG").is_none() {
-        assert_eq!(
-            command(&["state", "gc"]),
-            admin(platform::DEFAULT_CONFIG_PATH, gc)
-        );
-    }
+    assert_eq!(
+        command(&["state", "gc"]),
+        admin(platform::DEFAULT_CONFIG_PATH, gc)
+    );
     // Between `state` and the action: not accepted (as in the original).
     assert!(parse(&["state", "-c", "x.yaml", "gc"]).is_err());
 }
@@ -51,23 +69,54 @@ fn config_is_taken_before_or_after_the_action() {
 fn every_action_parses_its_flags() {
     assert_eq!(
         command(&["state", "backup", "-o", "b.tar.gz", "-c", "c"]),
-        admin("c", Request::Backup { output: "b.tar.gz".into() })
+        admin(
+            "c",
+            Request::Backup {
+                output: "b.tar.gz".into()
+            }
+        )
     );
     assert_eq!(
         command(&["state", "backup", "--output", "b.tar.gz", "-c", "c"]),
-        admin("c", Request::Backup { output: "b.tar.gz".into() })
+        admin(
+            "c",
+            Request::Backup {
+                output: "b.tar.gz".into()
+            }
+        )
     );
     assert!(parse(&["state", "backup"]).is_err(), "-o is required");
     assert_eq!(
         command(&["state", "restore", "b.tar.gz", "--force", "-c", "c"]),
-        admin("c", Request::Restore { archive: "b.tar.gz".into(), force: true })
+        admin(
+            "c",
+            Request::Restore {
+                archive: "b.tar.gz".into(),
+                force: true
+            }
+        )
     );
     assert_eq!(
         command(&["state", "restore", "b.tar.gz", "-c", "c"]),
-        admin("c", Request::Restore { archive: "b.tar.gz".into(), force: false })
+        admin(
+            "c",
+            Request::Restore {
+                archive: "b.tar.gz".into(),
+                force: false
+            }
+        )
     );
     assert_eq!(
-        command(&["state", "migrate", "--dest", "/d", "--dest-deployment-id", "ns", "-c", "c"]),
+        command(&[
+            "state",
+            "migrate",
+            "--dest",
+            "/d",
+            "--dest-deployment-id",
+            "ns",
+            "-c",
+            "c"
+        ]),
         admin(
             "c",
             Request::Migrate {
@@ -82,7 +131,10 @@ fn every_action_parses_its_flags() {
         command(&["state", "gc", "--dry-run", "-c", "c"]),
         admin("c", Request::Gc { dry_run: true })
     );
-    assert_eq!(command(&["state", "check", "-c", "c"]), admin("c", Request::Check));
+    assert_eq!(
+        command(&["state", "check", "-c", "c"]),
+        admin("c", Request::Check)
+    );
     assert_eq!(
         command(&["state", "migrate-schema", "--dry-run", "-c", "c"]),
         admin("c", Request::MigrateSchema { dry_run: true })
@@ -99,8 +151,7 @@ fn no_action_and_the_job_facing_actions_are_usage_errors() {
         )
     );
     for action in ["get", "set", "delete", "keys"] {
-        let StateCommand::Usage(message) = command(&["state", action, "k", "--scope", "s"])
-        else {
+        let StateCommand::Usage(message) = command(&["state", action, "k", "--scope", "s"]) else {
             panic!("{action} runs");
         };
         assert!(

@@ -2,7 +2,9 @@
 //! gzipped tar, back out of one, and over to another path. None of them
 //! opens the store (no probe, no stamp): they move files.
 
-use super::{base_of, namespace_of, populated, real_path, walk_carried, AdminError, Report, Target};
+use super::{
+    base_of, namespace_of, populated, real_path, walk_carried, AdminError, Report, Target,
+};
 use crate::platform;
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
@@ -96,9 +98,11 @@ pub fn member_path(name: &Path) -> Option<PathBuf> {
 pub fn lease_fence(bytes: &[u8]) -> Option<i64> {
     let value: serde_json::Value = serde_json::from_slice(bytes).ok()?;
     match value.get("fence")? {
-        serde_json::Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f.trunc() as i64)),
+        serde_json::Value::Number(n) => n.as_i64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.is_finite())
+                .map(|f| f.trunc() as i64)
+        }),
         serde_json::Value::String(s) => s.trim().parse().ok(),
         serde_json::Value::Bool(b) => Some(i64::from(*b)),
         _ => None,

@@ -151,7 +151,9 @@ pub fn deferred(manifests: &[Map<String, Value>], now: f64, grace: f64) -> bool 
     let oldest = manifests
         .iter()
         .filter_map(manifest_at)
-        .fold(None, |acc: Option<f64>, at| Some(acc.map_or(at, |a| a.min(at))));
+        .fold(None, |acc: Option<f64>, at| {
+            Some(acc.map_or(at, |a| a.min(at)))
+        });
     oldest.is_none_or(|oldest| now - oldest < grace)
 }
 
@@ -520,9 +522,11 @@ fn referenced_blobs(records: &Path, removed: &BTreeSet<&str>) -> Result<BTreeSet
             continue;
         }
         if stream_name(&entry.path(), &token).is_none() {
-            return Err("an artifact stream exists whose records cannot be enumerated, so its \
+            return Err(
+                "an artifact stream exists whose records cannot be enumerated, so its \
                         blob references cannot be ruled out"
-                .to_owned());
+                    .to_owned(),
+            );
         }
         if !removed.contains(token.as_str()) {
             dirs.push(entry.path());
@@ -535,8 +539,8 @@ fn referenced_blobs(records: &Path, removed: &BTreeSet<&str>) -> Result<BTreeSet
                  out ({e})"
             )
         };
-        let files = std::fs::read_dir(&dir)
-            .map_err(|e| unreadable(format!("{}: {e}", dir.display())))?;
+        let files =
+            std::fs::read_dir(&dir).map_err(|e| unreadable(format!("{}: {e}", dir.display())))?;
         for file in files.flatten() {
             let name = file.file_name().to_string_lossy().into_owned();
             if !name.ends_with(".json") {

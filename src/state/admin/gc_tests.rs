@@ -87,7 +87,11 @@ fn no_manifest_or_a_young_history_defers() {
     assert!(deferred(&[bad], NOW, GRACE));
     // Exactly one grace old: spans it.
     assert!(!deferred(&[manifest("me", &[], NOW - GRACE)], NOW, GRACE));
-    assert!(deferred(&[manifest("me", &[], NOW - GRACE + 1.0)], NOW, GRACE));
+    assert!(deferred(
+        &[manifest("me", &[], NOW - GRACE + 1.0)],
+        NOW,
+        GRACE
+    ));
     // The oldest decides, whatever the order.
     assert!(!deferred(
         &[
@@ -184,7 +188,10 @@ fn a_fresh_record_keeps_an_unreferenced_stream() {
 fn meta_unrecognised_and_unnameable_streams_are_never_touched() {
     let old = NOW - 300.0 * DAY;
     let mut unnameable = facts("runs/x", 1, old);
-    unnameable.token = format!("runs%2F{}%.0123456789abcdef0123456789abcdef", "a".repeat(89));
+    unnameable.token = format!(
+        "runs%2F{}%.0123456789abcdef0123456789abcdef",
+        "a".repeat(89)
+    );
     unnameable.nameable = false;
     let streams = [
         facts("meta", 5, old),
@@ -300,7 +307,11 @@ fn keep_set_folds_recent_manifests_only() {
         .collect();
     assert_eq!(scopes, ["7", "a", "cfg", "global"]);
     for prefix in JOB_PREFIXES {
-        assert_eq!(keep.prefixes[prefix], keep.prefixes[stream::RUNS], "{prefix}");
+        assert_eq!(
+            keep.prefixes[prefix],
+            keep.prefixes[stream::RUNS],
+            "{prefix}"
+        );
     }
 }
 
@@ -359,8 +370,10 @@ fn the_report_prints_the_original_lines() {
     };
     assert_eq!(
         deferred.lines(),
-        ["state: gc deferred: the manifest history does not yet span gcGraceSeconds, so the \
-          store cannot prove what is orphaned"]
+        [
+            "state: gc deferred: the manifest history does not yet span gcGraceSeconds, so the \
+          store cannot prove what is orphaned"
+        ]
     );
 }
 
@@ -443,7 +456,11 @@ fn blob_sweep_keeps_referenced_and_young_blobs() {
     );
 
     // So does an artifact stream that cannot be named.
-    let unnamed = records.join(format!("artifacts%2F{}%.{}", "a".repeat(86), "0".repeat(32)));
+    let unnamed = records.join(format!(
+        "artifacts%2F{}%.{}",
+        "a".repeat(86),
+        "0".repeat(32)
+    ));
     std::fs::create_dir_all(unnamed).expect("mkdir");
     assert_eq!(
         referenced_blobs(&records, &BTreeSet::new()).expect_err("unnameable"),
@@ -458,10 +475,16 @@ fn gather_streams_reads_counts_ages_and_names() {
     let records = dir.path();
     let runs = records.join(fs_safe("runs/a"));
     std::fs::create_dir_all(&runs).expect("mkdir");
-    std::fs::write(runs.join("0001783449600.000000-aaaaaaaaaaaa-000000000001.json"), b"{}")
-        .expect("write");
-    std::fs::write(runs.join("0001783449700.500000-aaaaaaaaaaaa-000000000002.json"), b"{}")
-        .expect("write");
+    std::fs::write(
+        runs.join("0001783449600.000000-aaaaaaaaaaaa-000000000001.json"),
+        b"{}",
+    )
+    .expect("write");
+    std::fs::write(
+        runs.join("0001783449700.500000-aaaaaaaaaaaa-000000000002.json"),
+        b"{}",
+    )
+    .expect("write");
     std::fs::write(runs.join("stray.txt"), b"").expect("write");
     std::fs::create_dir_all(records.join(fs_safe("logs/empty"))).expect("mkdir");
     let long = format!("runs/{}", "q".repeat(200));
@@ -482,10 +505,18 @@ fn gather_streams_reads_counts_ages_and_names() {
     std::fs::write(truncated.join("stream-name.txt"), "runs/other").expect("write");
     let got = gather_streams(records);
     assert!(
-        !got.iter().find(|f| f.token == fs_safe(&long)).expect("there").nameable,
+        !got.iter()
+            .find(|f| f.token == fs_safe(&long))
+            .expect("there")
+            .nameable,
         "a sidecar that does not encode back to the token names nothing"
     );
     std::fs::write(truncated.join("stream-name.txt"), &long).expect("write");
     let got = gather_streams(records);
-    assert!(got.iter().find(|f| f.token == fs_safe(&long)).expect("there").nameable);
+    assert!(
+        got.iter()
+            .find(|f| f.token == fs_safe(&long))
+            .expect("there")
+            .nameable
+    );
 }

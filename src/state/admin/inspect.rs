@@ -133,7 +133,11 @@ pub fn migrate_schema(target: &Target, dry_run: bool) -> Result<Report, AdminErr
             }
         }
     }
-    let verb = if dry_run { "would convert" } else { "converted" };
+    let verb = if dry_run {
+        "would convert"
+    } else {
+        "converted"
+    };
     Ok(Report::ok([format!(
         "state: migrate-schema {verb} {} record(s); {} current, {} unknown, {} unreadable, {} \
          failed",

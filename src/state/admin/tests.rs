@@ -5,7 +5,10 @@ use super::*;
 #[test]
 fn member_paths_stay_strictly_inside() {
     let ok = |s: &str| member_path(Path::new(s)).map(|p| p.to_string_lossy().into_owned());
-    assert_eq!(ok("records/runs%2Fa/x.json").as_deref(), Some("records/runs%2Fa/x.json"));
+    assert_eq!(
+        ok("records/runs%2Fa/x.json").as_deref(),
+        Some("records/runs%2Fa/x.json")
+    );
     assert_eq!(ok("./records/x.json").as_deref(), Some("records/x.json"));
     assert_eq!(ok("../evil"), None);
     assert_eq!(ok("records/../../evil"), None);
@@ -28,9 +31,18 @@ fn lease_fences_merge_only_forward() {
     assert!(lease_may_replace(None, lease(1).as_bytes()));
     assert!(lease_may_replace(None, b"garbage"));
     // Newer or equal archived fence replaces; older keeps the current.
-    assert!(lease_may_replace(Some(lease(5).as_bytes()), lease(9).as_bytes()));
-    assert!(lease_may_replace(Some(lease(5).as_bytes()), lease(5).as_bytes()));
-    assert!(!lease_may_replace(Some(lease(9).as_bytes()), lease(5).as_bytes()));
+    assert!(lease_may_replace(
+        Some(lease(5).as_bytes()),
+        lease(9).as_bytes()
+    ));
+    assert!(lease_may_replace(
+        Some(lease(5).as_bytes()),
+        lease(5).as_bytes()
+    ));
+    assert!(!lease_may_replace(
+        Some(lease(9).as_bytes()),
+        lease(5).as_bytes()
+    ));
     // Either side unprovable: keep the current.
     assert!(!lease_may_replace(Some(b"garbage"), lease(9).as_bytes()));
     assert!(!lease_may_replace(Some(lease(1).as_bytes()), b"garbage"));
@@ -87,9 +99,10 @@ fn settings_and_namespace_follow_the_section() {
         base_of(Path::new("/s"), "My.App"),
         PathBuf::from("/s/%4Dy%2E%41pp")
     );
-    let state: config::model::sections::StateConfig =
-        serde_json::from_value(serde_json::json!({"path": "/var/lib/c/../s", "deploymentId": "x", "topology": "shared"}))
-            .expect("a section");
+    let state: config::model::sections::StateConfig = serde_json::from_value(
+        serde_json::json!({"path": "/var/lib/c/../s", "deploymentId": "x", "topology": "shared"}),
+    )
+    .expect("a section");
     let settings = settings_of(&state).expect("a path");
     assert_eq!(settings.root, PathBuf::from("/var/lib/s"));
     assert_eq!(settings.deployment_id, "x");
