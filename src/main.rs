@@ -1,9 +1,10 @@
 //! The `cronstable` command line: parse arguments, set up logging, load
-//! the config, then answer a one-shot question or run the daemon
-//! ([`cronstable::daemon::run`]).
+//! the config, then answer a one-shot question (`crd`, `state ...`, `-v`,
+//! `--job-set-id`) or run the daemon ([`cronstable::daemon::run`]).
 
 use cronstable::config::{self, ConfigError};
 use cronstable::daemon::args::{self, ConfigRoot, Subcommand};
+use cronstable::daemon::state_args;
 use cronstable::{fingerprint, logging, platform};
 use std::io::Write;
 use std::path::Path;
@@ -41,6 +42,9 @@ fn main() -> ExitCode {
         return print_crd();
     }
     logging::init(level, cli.log_format.into());
+    if let Some(Subcommand::State(state)) = &cli.command {
+        return run_state(state.command(cli.config.as_deref()));
+    }
 
     let kube_options = match cli.kube_options() {
         Ok(options) => options,
@@ -97,6 +101,24 @@ fn main() -> ExitCode {
     }
     std::mem::forget(loaded);
     ExitCode::SUCCESS
+}
+
+/// `cronstable state ...`: an admin action on the store (its report on
+/// stdout/stderr and its exit code), or a usage error (exit 2).
+fn run_state(command: state_args::StateCommand) -> ExitCode {
+    match command {
+        state_args::StateCommand::Usage(message) => {
+            eprintln!("{message}");
+            ExitCode::from(2)
+        }
+        state_args::StateCommand::Admin { config, request } => {
+            let report = cronstable::state::admin::run(&config, &request);
+            // Nowhere to report a failed write: the exit code still tells.
+            let _ = std::io::stdout().write_all(report.stdout.as_bytes());
+            let _ = std::io::stderr().write_all(report.stderr.as_bytes());
+            ExitCode::from(report.code)
+        }
+    }
 }
 
 /// No config at the default location: the manual's message and the

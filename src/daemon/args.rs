@@ -117,6 +117,9 @@ pub struct Cli {
 pub enum Subcommand {
     /// Print the CronJobSet CustomResourceDefinition (YAML) and exit.
     Crd,
+    /// Administer the durable state store of the config's `state:` section.
+    #[command(about = "manage saved state (backup/restore/migrate/gc/check/migrate-schema)")]
+    State(super::state_args::StateArgs),
 }
 
 /// `--log-format`: one variant a [`LogFormat`], described in the flag's

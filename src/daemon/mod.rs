@@ -12,6 +12,7 @@ pub mod args;
 pub mod build;
 pub mod plan;
 pub mod sources;
+pub mod state_args;
 
 use crate::cluster;
 use crate::config;

@@ -5,8 +5,10 @@
 //!
 //! This layer knows files and records only: the scheduler reaches the
 //! store through its `DurableState` port, which `crate::durable`
-//! implements over [`store::Store`].
+//! implements over [`store::Store`]; the `cronstable state` commands
+//! administer it offline through [`admin`].
 
+pub mod admin;
 pub mod format;
 pub mod records;
 pub mod stats;
