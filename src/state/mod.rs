@@ -8,6 +8,7 @@
 //! implements over [`store::Store`].
 
 pub mod format;
+pub mod inspect;
 pub mod records;
 pub mod stats;
 pub mod store;
