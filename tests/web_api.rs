@@ -552,10 +552,14 @@ fn openapi_document_and_router_list_the_same_routes() {
             concrete
         };
         let reply = request(port, method, &concrete, &[], "");
+        // A route may answer 404 itself (`/state/records` without a state
+        // section: `state store is not configured`), but never the
+        // router's own 404 for a path it does not serve.
         assert!(
-            reply.status != 404 && reply.status != 405,
-            "{method} {concrete}: {}",
-            reply.status
+            reply.status != 405 && !reply.body.contains("404: Not Found"),
+            "{method} {concrete}: {} {}",
+            reply.status,
+            reply.body
         );
     }
 }

@@ -119,14 +119,32 @@ pub fn backend_factory(shared: SharedClient) -> cluster::supervise::BackendFacto
     })
 }
 
+/// The durable store as the daemon hands it out: behind the scheduler's
+/// port, and (read only) to the API.
+pub struct Durable {
+    /// The scheduler's port.
+    pub port: Box<dyn crate::scheduler::durable::DurableState>,
+    /// The same store for the API's trends, inspector and metrics; None
+    /// when no store is open.
+    pub store: Option<Arc<crate::state::store::Store>>,
+}
+
+impl Durable {
+    /// No store: the scheduler keeps everything in memory.
+    fn none() -> Durable {
+        Durable {
+            port: Box::new(crate::scheduler::durable::NoDurableState),
+            store: None,
+        }
+    }
+}
+
 /// Opens the durable store of `plan` behind the scheduler's port; without
 /// a plan, or when the store cannot be opened (logged: the daemon then
 /// runs from memory, as without a `state` section), none.
-pub fn durable_store(
-    plan: Option<plan::DurablePlan>,
-) -> Box<dyn crate::scheduler::durable::DurableState> {
+pub fn durable_store(plan: Option<plan::DurablePlan>) -> Durable {
     let Some(plan) = plan else {
-        return Box::new(crate::scheduler::durable::NoDurableState);
+        return Durable::none();
     };
     if plan.raised {
         tracing::warn!(
@@ -152,10 +170,13 @@ pub fn durable_store(
         })
     });
     match opened {
-        Ok(store) => Box::new(store),
+        Ok(durable) => Durable {
+            store: Some(durable.store()),
+            port: Box::new(durable),
+        },
         Err(err) => {
             tracing::error!(target: "cronstable::state", "state: failed to start: {err}");
-            Box::new(crate::scheduler::durable::NoDurableState)
+            Durable::none()
         }
     }
 }

@@ -155,7 +155,7 @@ pub fn run(
                 gate: Box::new(gate),
                 slots,
                 store: Box::new(ports::MemoryStore::default()),
-                durable,
+                durable: durable.port,
                 clock: Arc::new(ports::SystemClock),
                 reporter: sources.reporter,
                 started_at: start_time,
@@ -181,7 +181,13 @@ pub fn run(
         ));
         // The API renders on its own thread, so a large response never
         // delays a launch (see `web::ApiThread`).
-        let web = match web::ApiThread::start(sources.web_config, probe_listen, control, published) {
+        let web = match web::ApiThread::start(
+            sources.web_config,
+            probe_listen,
+            control,
+            published,
+            durable.store,
+        ) {
             Ok(thread) => Some(thread),
             Err(err) => {
                 tracing::error!(target: "cronstable::web", "cannot start the web API thread: {err}");

@@ -4,4 +4,5 @@ pub mod cluster;
 pub(crate) mod encode;
 pub mod kube;
 pub mod prometheus;
+pub mod state;
 pub(crate) mod statsd;

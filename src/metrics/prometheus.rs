@@ -4,8 +4,8 @@
 //!
 //! The daemon-wide families go through the `prometheus-client` crate: a
 //! scrape builds a [`Registry`] in which each component registers a
-//! [`Collector`] for its own families (the daemon's, the cluster's, the
-//! Kubernetes mode's); the crate's encoders write names, `_total`
+//! [`Collector`] for its own families (the daemon's, the durable store's,
+//! the cluster's, the Kubernetes mode's); the crate's encoders write names, `_total`
 //! suffixes, label escaping and the `# EOF` trailer. One spelling the
 //! crate cannot produce is fixed afterwards: histogram bucket bounds. The
 //! original (Python's prometheus_client) writes `le="1.0"`, the crate's
@@ -41,6 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 pub use super::encode::Histogram;
+pub use super::state::StateFacts;
 use counters::{outcome_index, OUTCOMES};
 pub use counters::{Counters, JobCounters};
 
@@ -136,6 +137,9 @@ struct Scrape {
     kube: Option<KubeState>,
     /// The leadership state, likewise (None without a `cluster` section).
     cluster: Option<LeadershipState>,
+    /// The durable store's counters, read when the scrape was taken (None
+    /// without an open store).
+    state: Option<StateFacts>,
     /// When it was taken: the instant the cluster gauges are judged at,
     /// so the encoded text is a function of the scrape alone.
     taken: std::time::Instant,
@@ -161,6 +165,7 @@ impl Scrape {
                 == other.last_reload_success.map(f64::to_bits)
             && self.kube == other.kube
             && self.cluster == other.cluster
+            && self.state == other.state
             && self.cluster_facts == other.cluster_facts
             && (Arc::ptr_eq(&self.jobs, &other.jobs)
                 || (self.jobs.len() == other.jobs.len()
@@ -309,6 +314,7 @@ impl Scrape {
             last_reload_success: counters.last_reload_success,
             kube: None,
             cluster: None,
+            state: None,
             taken,
             cluster_facts: None,
             jobs,
@@ -456,7 +462,28 @@ impl Snapshot {
                 .map(|c| (c.is_quorate(taken), c.is_leader(taken), c.leader(taken))),
             kube,
             cluster,
+            state: s.state.clone(),
             taken,
+            jobs: Arc::clone(&s.jobs),
+        }))
+    }
+
+    /// This snapshot with the durable store's counters as read now (see
+    /// [`StateFacts::read`]; None without an open store): the API reads
+    /// them beside the published state.
+    pub fn with_state(&self, state: Option<StateFacts>) -> Snapshot {
+        let s = &*self.0;
+        Snapshot(Arc::new(Scrape {
+            version: s.version.clone(),
+            job_set_id: s.job_set_id.clone(),
+            start_time: s.start_time,
+            last_reload_ok: s.last_reload_ok,
+            last_reload_success: s.last_reload_success,
+            cluster_facts: s.cluster_facts.clone(),
+            kube: s.kube.clone(),
+            cluster: s.cluster.clone(),
+            state,
+            taken: s.taken,
             jobs: Arc::clone(&s.jobs),
         }))
     }
@@ -599,6 +626,11 @@ fn write(
     });
     let starts = job_text::write_families(&mut out, format, jobs, &reuse, copy_from.as_ref());
     let mut tail = Registry::default();
+    // The original's order: the store's families after the jobs', before
+    // the cluster's.
+    if let Some(state) = &scrape.state {
+        tail.register_collector(Box::new(super::state::StateFamilies(state.clone())));
+    }
     tail.register_collector(Box::new(super::cluster::ClusterFamilies {
         stats: scrape.cluster.clone(),
         now: scrape.taken,

@@ -10,6 +10,7 @@
 
 pub mod admin;
 pub mod format;
+pub mod inspect;
 pub mod records;
 pub mod stats;
 pub mod store;

@@ -122,6 +122,7 @@ impl ApiThread {
         probe: Option<String>,
         control: ControlHandle,
         published: Published,
+        store: Option<Arc<crate::state::store::Store>>,
     ) -> std::io::Result<ApiThread> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -141,7 +142,7 @@ impl ApiThread {
                 }
                 runtime.block_on(async move {
                     tokio::select! {
-                        () = supervise(config, probe, control, published) => {}
+                        () = supervise(config, probe, control, published, store) => {}
                         _ = stopped => {}
                     }
                 });
@@ -177,14 +178,19 @@ const TLS_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5
 /// resolve), `probe` (`--probe-listen`, an `http://` address) serves
 /// `/livez` and `/readyz` only, so a pod whose web section lives in a
 /// ConfigMap that is missing still answers its probes; the section's own
-/// listeners replace it when one arrives.
+/// listeners replace it when one arrives. `store` is the durable store
+/// when one is open (read only: trends, the state inspector, metrics).
 pub async fn supervise(
     mut config: watch::Receiver<Option<WebConfig>>,
     probe: Option<String>,
     control: ControlHandle,
     published: Published,
+    store: Option<Arc<crate::state::store::Store>>,
 ) {
     let mut running: Option<Running> = None;
+    // One view for the daemon's life: its trends cache and its count of
+    // running reads survive a restart of the listeners.
+    let store = store.map(|s| Arc::new(routes::state::StoreView::new(s)));
     // One sampler for the daemon's life: its history ring survives a
     // restart of the listeners.
     let node = Arc::new(node::NodeSampler::new());
@@ -196,7 +202,15 @@ pub async fn supervise(
         }
         let tls_stamp = tls::files_stamp(current.as_ref().and_then(|w| w.tls.as_ref()));
         if let Some(web) = &current {
-            running = start(web, Serve::Api, control.clone(), published.clone(), &node).await;
+            running = start(
+                web,
+                Serve::Api,
+                control.clone(),
+                published.clone(),
+                &node,
+                store.clone(),
+            )
+            .await;
         }
         if running.is_none() {
             if let Some(url) = &probe {
@@ -207,6 +221,7 @@ pub async fn supervise(
                     control.clone(),
                     published.clone(),
                     &node,
+                    store.clone(),
                 )
                 .await;
             }
@@ -271,6 +286,7 @@ async fn start(
     control: ControlHandle,
     published: Published,
     node: &Arc<node::NodeSampler>,
+    store: Option<Arc<routes::state::StoreView>>,
 ) -> Option<Running> {
     let credentials = match Credentials::resolve(web) {
         Ok(c) => c,
@@ -306,6 +322,7 @@ async fn start(
         metrics_cache: Arc::default(),
         jobs_cache: Arc::default(),
         status_cache: Arc::default(),
+        store,
     };
     let app = match serve_what {
         Serve::Api => routes::router(state),

@@ -22,6 +22,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 
+pub mod state;
+
 /// What every handler shares.
 #[derive(Clone)]
 pub struct AppState {
@@ -45,6 +47,8 @@ pub struct AppState {
     pub jobs_cache: Arc<super::cache::JobsCache>,
     /// The escaped job names `/status` writes, kept per job table.
     pub status_cache: Arc<super::cache::StatusCache>,
+    /// The durable store, when a `state` section opened one (read only).
+    pub store: Option<Arc<state::StoreView>>,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -115,6 +119,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/jobs/{name}/runs", get(runs)),
         ("GET", "/jobs/{name}/logs", get(job_logs)),
         ("GET", "/jobs/{name}/resources", get(job_resources)),
+        ("GET", "/jobs/{name}/trends", get(state::trends)),
         ("GET", "/summary", get(summary)),
         ("GET", "/activity", get(activity)),
         ("GET", "/node", get(node)),
@@ -133,6 +138,9 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/metrics", get(metrics)),
         ("GET", "/schedule/preview", get(schedule_preview)),
         ("GET", "/schedule/why", get(schedule_why)),
+        ("GET", "/state", get(state::inventory)),
+        ("GET", "/state/documents", get(state::documents)),
+        ("GET", "/state/records", get(state::records)),
     ]
 }
 
@@ -526,11 +534,19 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
     }
     let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
     // The scheduler's values, then what the cluster and the Kubernetes
-    // mode publish, read here.
-    let snapshot = state.control.metrics().await?.with_published(
-        state.published.leadership.snapshot(),
-        state.published.kube.as_ref().map(|k| k.snapshot()),
-    );
+    // mode publish and the store's counters, read here.
+    let snapshot = state
+        .control
+        .metrics()
+        .await?
+        .with_published(
+            state.published.leadership.snapshot(),
+            state.published.kube.as_ref().map(|k| k.snapshot()),
+        )
+        .with_state(state.store.as_ref().map(|view| {
+            let store = view.store();
+            crate::metrics::prometheus::StateFacts::read(&store.stats(), store.topology().as_str())
+        }));
     let body = state.metrics_cache.body(snapshot, format).await;
     Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
 }
