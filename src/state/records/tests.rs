@@ -190,21 +190,9 @@ fn a_pending_retry_is_only_the_newest_record() {
 fn boot_markers_match_by_id_then_by_time_within_a_minute() {
     let by_id = obj(reboot_marker("h", Some("b1"), Some(1000.0), "d", at(0, 0)));
     let by_time = obj(reboot_marker("h", None, Some(1000.0), "d", at(0, 0)));
-    assert!(boot_marked(
-        std::slice::from_ref(&by_id),
-        "h",
-        Some("b1"),
-        None,
-        "d"
-    ));
+    assert!(boot_marked(std::slice::from_ref(&by_id), "h", Some("b1"), None, "d"));
     assert!(
-        !boot_marked(
-            std::slice::from_ref(&by_id),
-            "h",
-            Some("b2"),
-            Some(1000.0),
-            "d"
-        ),
+        !boot_marked(std::slice::from_ref(&by_id), "h", Some("b2"), Some(1000.0), "d"),
         "another boot"
     );
     assert!(
