@@ -283,3 +283,58 @@ fn a_pause_holds_on_every_replica_and_after_a_leader_change_with_at_most_a_write
     );
     assert!(counted >= 5.0);
 }
+
+/// The measurement of docs/performance.md ("the facts ConfigMap"): the
+/// facts writes and reads per second of one scheduler at idle (a job a
+/// day) and with 200 jobs firing every second. Run by hand:
+/// `cargo test --test kube_facts -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement, printed; run by hand"]
+fn measure_facts_requests_at_idle_and_at_200_fires_a_second() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let window = Duration::from_secs(20);
+    for (label, jobs, schedule) in [
+        ("idle", 1, "0 3 * * *"),
+        ("200 fires/s", 200, "* * * * * * *"),
+    ] {
+        let mut config = String::from("jobs:\n");
+        for i in 0..jobs {
+            config.push_str(&format!(
+                "  - name: job-{i}\n    command: 'true'\n    schedule: '{schedule}'\n"
+            ));
+        }
+        let mut how = Launch::new(&cluster).args(&["--cronjobsets", "none"]);
+        how.config = config;
+        let mut daemon = KubeDaemon::launch(&cluster, how);
+        std::thread::sleep(Duration::from_secs(5));
+        let from = chrono::Utc::now().timestamp();
+        std::thread::sleep(window);
+        let to = chrono::Utc::now().timestamp();
+        let writes = facts_writes(&cluster, &daemon.user)
+            .into_iter()
+            .filter(|at| (from..to).contains(at))
+            .count();
+        let reads = cluster
+            .real_server(|s| s.audit_events())
+            .iter()
+            .filter(|e| e["stage"] == "ResponseComplete")
+            .filter(|e| e["user"]["username"] == daemon.user.as_str())
+            .filter(|e| e["verb"] == "get" && e["objectRef"]["name"] == FACTS)
+            .filter(|e| {
+                e["requestReceivedTimestamp"]
+                    .as_str()
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                    .is_some_and(|t| (from..to).contains(&t.timestamp()))
+            })
+            .count();
+        let seconds = (to - from) as f64;
+        eprintln!(
+            "facts ConfigMap, {label}: {:.2} writes/s, {:.2} reads/s over {seconds} s",
+            writes as f64 / seconds,
+            reads as f64 / seconds
+        );
+        stop(&mut daemon);
+    }
+}

@@ -195,6 +195,10 @@ pub struct Facts {
     pub counters: Option<Value>,
 }
 
+/// What another node's write changed: per job, the new pause mark and
+/// the new last outcome.
+pub type Changes = (Vec<(String, PauseMark)>, Vec<(String, OutcomeFact)>);
+
 /// A retry change waiting to be written.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RetryOp {
@@ -371,10 +375,7 @@ impl Facts {
 
     /// The events another node's write means for this node: each job
     /// whose pause mark or last outcome differs from `before`.
-    pub fn changes_since(
-        &self,
-        before: &Facts,
-    ) -> (Vec<(String, PauseMark)>, Vec<(String, OutcomeFact)>) {
+    pub fn changes_since(&self, before: &Facts) -> Changes {
         let pauses = self
             .pauses
             .iter()

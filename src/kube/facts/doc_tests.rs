@@ -304,8 +304,10 @@ fn a_tiny_budget_empties_everything_without_looping_forever() {
 #[test]
 fn ten_thousand_jobs_of_counters_fit_after_compaction_and_trimming() {
     let mut facts = Facts::default();
-    let mut delta = Delta::default();
-    delta.counters = Some(big_counters(10_000));
+    let delta = Delta {
+        counters: Some(big_counters(10_000)),
+        ..Delta::default()
+    };
     facts.apply(&delta);
     let (values, _) = facts.encode(t(0), BUDGET);
     assert!(values.values().map(String::len).sum::<usize>() <= BUDGET);
