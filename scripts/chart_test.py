@@ -111,7 +111,10 @@ SETS_RULES = [
     (("cronstable.io",), ("cronjobsets",), ("list", "watch")),
     (("cronstable.io",), ("cronjobsets/status",), ("patch",)),
 ]
-CONFIGMAP_RULE = [(("",), ("configmaps",), ("list", "watch"))]
+CONFIGMAP_RULE = [
+    (("",), ("configmaps",), ("list", "watch")),
+    (("",), ("configmaps",), ("get", "patch")),
+]
 POD_ENV = ["CRONSTABLE_POD_NAME", "CRONSTABLE_POD_UID"]
 EVENTS_RULE = [(("events.k8s.io",), ("events",), ("create", "patch"))]
 LEASE_RULE = [(("coordination.k8s.io",), ("leases",), ("get", "create", "update"))]
@@ -335,14 +338,14 @@ def main():
     # Defaults (one job added): restricted pod, namespaced RBAC, config.
     objs = rendered["default-values.yaml"]
     check(
-        kinds(objs) == sorted(["CustomResourceDefinition", "ServiceAccount", "ConfigMap", "Role", "RoleBinding", "Service", "Deployment"]),
+        kinds(objs) == sorted(["CustomResourceDefinition", "ServiceAccount", "ConfigMap", "ConfigMap", "Role", "RoleBinding", "Service", "Deployment"]),
         "default kinds: %s" % kinds(objs),
     )
     deploy = one(objs, "Deployment")
     check(deploy["spec"]["replicas"] == 1, "one replica by default")
     container = check_restricted_pod(deploy)
     check(
-        container["args"] == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "namespace", "--probe-listen", "http://0.0.0.0:8080"],
+        container["args"] == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "namespace", "--facts-configmap", RELEASE + "-config-facts", "--probe-listen", "http://0.0.0.0:8080"],
         "default args: %s" % container["args"],
     )
     check(one(objs, "ServiceAccount")["automountServiceAccountToken"] is False, "the account itself does not automount")
@@ -405,7 +408,7 @@ def main():
     container = check_restricted_pod(one(objs, "Deployment"))
     check(
         container["args"]
-        == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "all", "--probe-listen", "http://0.0.0.0:8080", "--selector", "team=platform,tier!=batch", "-l", "DEBUG"],
+        == ["--kube", "--configmap", RELEASE + "-config", "--cronjobsets", "all", "--facts-configmap", RELEASE + "-config-facts", "--probe-listen", "http://0.0.0.0:8080", "--selector", "team=platform,tier!=batch", "-l", "DEBUG"],
         "all-namespaces args: %s" % container["args"],
     )
     check(rules(one(objs, "Role")) == sorted(CONFIGMAP_RULE), "all-namespaces Role keeps only configmaps")

@@ -320,11 +320,11 @@ def main():
                 check_cronjobset(o, schema, validator, name, binary)
                 sets += 1
             elif o["kind"] == "ConfigMap":
-                for k, text in o["data"].items():
+                for k, text in (o.get("data") or {}).items():
                     daemon_accepts(binary, text, "%s: ConfigMap %s key %s" % (name, o["metadata"]["name"], k))
     for o in plain:
         if o["kind"] == "ConfigMap":
-            for k, text in o["data"].items():
+            for k, text in (o.get("data") or {}).items():
                 daemon_accepts(binary, text, "deploy/: ConfigMap key %s" % k)
     check(sets >= 1, "at least one example CronJobSet")
     # The checker refuses what it should (it cannot pass everything).

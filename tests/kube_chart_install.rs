@@ -874,16 +874,39 @@ fn role_without(role: &Value, (resource, verb): &Right) -> Value {
 
 /// Whether the server (its RBAC authorizer, asked as `user`) allows `verb`
 /// on `resource` of `group` in `namespace`.
-fn allowed(env: &Env, user: &str, namespace: &str, group: &str, (resource, verb): &Right) -> bool {
+/// A right the Role restricts to named objects (`resourceNames`) is asked
+/// about for the first of them (the authorizer refuses it for any object).
+fn allowed(
+    env: &Env,
+    user: &str,
+    namespace: &str,
+    group: &str,
+    (resource, verb): &Right,
+    role: &Value,
+) -> bool {
     let (resource, sub) = match resource.split_once('/') {
         Some((r, s)) => (r, Some(s)),
         None => (resource.as_str(), None),
     };
-    let qualified = if group.is_empty() {
+    let mut qualified = if group.is_empty() {
         resource.to_owned()
     } else {
         format!("{resource}.{group}")
     };
+    let named = role["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|rule| {
+            let grants = rule["resources"] == json!([resource])
+                && rule["verbs"]
+                    .as_array()
+                    .is_some_and(|v| v.contains(&json!(verb)));
+            grants.then(|| rule["resourceNames"][0].as_str()).flatten()
+        });
+    if let Some(name) = named {
+        qualified = format!("{qualified}/{name}");
+    }
     let mut args = vec![
         "auth",
         "can-i",
@@ -988,9 +1011,9 @@ fn each_right_is_used_and_missed_loudly(test: &str, select: impl Fn(&Right) -> b
             &format!("the authorizer to refuse {right:?} and allow the rest"),
             PATIENCE,
             || {
-                rights
-                    .iter()
-                    .all(|(g, r)| allowed(&env, &user, ns, g, r) == (r != right || g != group))
+                rights.iter().all(|(g, r)| {
+                    allowed(&env, &user, ns, g, r, &role) == (r != right || g != group)
+                })
             },
             || format!("{edited}"),
         );

@@ -69,6 +69,17 @@ pub struct Cli {
     #[arg(long = "pod-uid", value_name = "UID", env = "CRONSTABLE_POD_UID")]
     pub pod_uid: Option<String>,
 
+    /// With --kube and no `state.path`: the ConfigMap the durable facts
+    /// (pauses, pending retries, last outcomes, @reboot markers,
+    /// counters) are kept in [default: <--configmap>-facts, else
+    /// cronstable-facts].
+    #[arg(
+        long = "facts-configmap",
+        value_name = "NAME",
+        env = "CRONSTABLE_FACTS_CONFIGMAP"
+    )]
+    pub facts_configmap: Option<String>,
+
     /// Serve /livez and /readyz on this http:// address while no `web`
     /// section is in force (a ConfigMap that holds the web section is
     /// missing, say), so the probes find the scheduler alive.
@@ -181,6 +192,7 @@ impl Cli {
                 (self.selector.is_some(), "--selector"),
                 (self.pod_name.is_some(), "--pod-name"),
                 (self.pod_uid.is_some(), "--pod-uid"),
+                (self.facts_configmap.is_some(), "--facts-configmap"),
                 (scope != SetScope::Namespace, "--cronjobsets"),
             ];
             if let Some((_, flag)) = stray.iter().find(|(given, _)| *given) {
@@ -199,6 +211,7 @@ impl Cli {
             selector: self.selector.clone(),
             pod_name: self.pod_name.clone().filter(|n| !n.is_empty()),
             pod_uid: self.pod_uid.clone().filter(|u| !u.is_empty()),
+            facts_configmap: self.facts_configmap.clone().filter(|n| !n.is_empty()),
         }))
     }
 

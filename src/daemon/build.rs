@@ -180,3 +180,33 @@ pub fn durable_store(plan: Option<plan::DurablePlan>) -> Durable {
         }
     }
 }
+
+/// The Kubernetes-native durable facts (`crate::kube::facts`): in
+/// `--kube` mode with no `state.path`, pauses, pending retries, last
+/// outcomes, `@reboot` markers and the counters are kept in the facts
+/// ConfigMap `name` in the mode's namespace, written while `may_write`
+/// holds. `state` is the `state` section, if any (its
+/// `onStoreUnavailable` applies).
+pub fn kube_facts(
+    shared: SharedClient,
+    name: String,
+    state: Option<&crate::config::model::sections::StateConfig>,
+    may_write: tokio::sync::watch::Receiver<bool>,
+) -> Box<dyn crate::scheduler::durable::DurableState> {
+    let Some((client, namespace)) = shared else {
+        return Box::new(crate::scheduler::durable::NoDurableState);
+    };
+    let policy = state
+        .and_then(|s| s.on_store_unavailable)
+        .unwrap_or(crate::config::model::sections::OnStoreUnavailable::Degrade);
+    Box::new(crate::kube::facts::KubeFacts::start(
+        client,
+        &namespace,
+        may_write,
+        crate::kube::facts::FactsSettings::new(
+            name,
+            crate::platform::host_name().to_owned(),
+            policy,
+        ),
+    ))
+}

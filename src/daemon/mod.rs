@@ -116,6 +116,11 @@ pub fn run(
             tracing::warn!(target: "cronstable", "cannot reap orphaned processes: {err}");
         }
         let (may_write_tx, may_write) = tokio::sync::watch::channel(true);
+        // Without `state.path`, the Kubernetes mode keeps the small
+        // durable facts in a ConfigMap (`kube::facts`).
+        let facts = kube.as_ref().map(|o| o.facts_name());
+        let state_section = loaded.sections.state.clone();
+        let facts_may_write = may_write.clone();
         let sources = match sources::open(kube, root, loaded, sections, may_write).await {
             Ok(sources) => sources,
             Err(code) => return code,
@@ -133,6 +138,7 @@ pub fn run(
         // advertises the scheduler's jobs for the fleet view.
         let (feed_tx, feed) =
             cluster::feed::SchedulerFeed::channel(sources.initial.job_set_id.clone());
+        let facts_client = sources.kube_client.clone();
         let (gate, leadership) = cluster::supervise::start(
             sources.cluster_config,
             build::backend_factory(sources.kube_client),
@@ -146,7 +152,15 @@ pub fn run(
             leadership: leadership.leadership(),
             kube: sources.kube_state,
         };
-        let durable = build::durable_store(plan.durable);
+        let durable = match (plan.durable, facts) {
+            (None, Some(name)) => build::kube_facts(
+                facts_client,
+                name,
+                state_section.as_ref().map(|s| &s.value),
+                facts_may_write,
+            ),
+            (durable, _) => build::durable_store(durable),
+        };
         let (shutdown, stop) = shutdown::channel();
         let scheduler = Scheduler::new(
             sources.initial,

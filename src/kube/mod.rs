@@ -12,6 +12,7 @@ pub mod client;
 pub mod convert;
 pub mod crd;
 pub mod events;
+pub mod facts;
 pub mod health;
 pub mod options;
 pub mod presence;

@@ -65,6 +65,20 @@ pub struct KubeOptions {
     pub pod_name: Option<String>,
     /// `--pod-uid`: its uid (so `kubectl describe pod` lists them).
     pub pod_uid: Option<String>,
+    /// `--facts-configmap`: the ConfigMap the durable facts are kept in
+    /// without `state.path` (None: [`crate::kube::facts::default_name`]).
+    pub facts_configmap: Option<String>,
+}
+
+impl KubeOptions {
+    /// The facts ConfigMap's name: `--facts-configmap`, else derived from
+    /// `--configmap`.
+    pub fn facts_name(&self) -> String {
+        match &self.facts_configmap {
+            Some(name) => name.clone(),
+            None => crate::kube::facts::default_name(self.configmap.as_deref()),
+        }
+    }
 }
 
 /// Checks a label selector's syntax the way the API server reads it

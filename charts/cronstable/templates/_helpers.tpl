@@ -42,6 +42,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 {{- end }}
 
+{{/* The ConfigMap of the durable facts (`--facts-configmap`). */}}
+{{- define "cronstable.factsConfigMapName" -}}
+{{- default (printf "%s-config-facts" (include "cronstable.fullname" .) | trunc 63 | trimSuffix "-") .Values.facts.configMap }}
+{{- end }}
+
 {{- define "cronstable.configMapName" -}}
 {{- printf "%s-config" (include "cronstable.fullname" .) | trunc 63 | trimSuffix "-" }}
 {{- end }}
