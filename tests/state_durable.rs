@@ -508,3 +508,95 @@ fn a_store_that_goes_away_degrades_or_fails_closed_and_plain_fires_go_on() {
         stop(daemon);
     }
 }
+
+#[test]
+fn archived_output_is_kept_with_its_secrets_redacted() {
+    let shared = Shared::new();
+    std::fs::write(
+        shared.path("out.sh"),
+        "echo 'connecting as PASSWORD=hunter2-very-secret'\n\
+         echo '-----BEGIN RSA PRIVATE KEY-----'\n\
+         echo 'MIIEowIBAAKCAQEAkeyline'\n\
+         echo '-----END RSA PRIVATE KEY-----'\n\
+         echo 'plain line stays' >&2\n",
+    )
+    .unwrap();
+    let jobs = "  - name: noisy\n    command: 'sh {shared}/out.sh'\n    schedule: '@reboot'\n    \
+                captureStdout: true\n    archiveOutput: true\n  \
+                - name: raw\n    command: 'echo PASSWORD=kept-on-purpose'\n    schedule: '@reboot'\n    \
+                captureStdout: true\n    archiveOutput: true\n    redactArchivedSecrets: false\n";
+    let (daemon, _) = shared.daemon("", jobs);
+    wait_until("the archived outputs", LONG, || {
+        !shared.records("logs/noisy").is_empty() && !shared.records("logs/raw").is_empty()
+    });
+    let noisy = &shared.records("logs/noisy")[0];
+    assert_eq!(noisy["redacted"], true);
+    let text = noisy["lines"].to_string();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(!text.contains("MIIEowIBAAKCAQEAkeyline"), "{text}");
+    assert!(text.contains("***REDACTED***"), "{text}");
+    assert!(text.contains("plain line stays"), "{text}");
+    let streams: Vec<_> = noisy["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["stream"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(streams.contains(&"stderr".to_owned()), "{streams:?}");
+    let raw = &shared.records("logs/raw")[0];
+    assert_eq!(raw["redacted"], false);
+    assert!(raw["lines"].to_string().contains("kept-on-purpose"));
+    // Archive records are owner-only.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = shared.base().join("records").join("logs%2Fnoisy");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mode = std::fs::metadata(file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode & 0o077, 0, "mode {mode:o}");
+    stop(daemon);
+}
+
+#[test]
+fn a_slot_taken_over_from_a_dead_holder_shows_its_run_as_unknown() {
+    let shared = Shared::new();
+    let jobs = "  - name: guarded\n    command: 'sleep 300'\n    schedule: '* * * * * * *'\n    \
+                concurrencyPolicy: Forbid\n    concurrencyScope: cluster\n";
+    let (a, _) = shared.daemon("  slotTtlSeconds: 5\n", jobs);
+    a.wait_for_log("Job guarded spawned", 1, LONG);
+    let (b, port_b) = shared.daemon("  slotTtlSeconds: 5\n", jobs);
+    // B sees the slot held by A's run.
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(
+        !b.log().contains("Job guarded spawned"),
+        "two holders:\n{}",
+        b.log()
+    );
+    let pid = pid_of(&a.log(), "guarded");
+    a.signal(Signal::SIGKILL);
+    drop(a);
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    b.wait_for_log(
+        "reconciled an interrupted run (reconciled-takeover)",
+        1,
+        LONG,
+    );
+    b.wait_for_log("Job guarded spawned", 1, LONG);
+    wait_until("the unknown row in B's history", LONG, || {
+        runs(port_b, "guarded")
+            .iter()
+            .any(|r| r["outcome"] == "unknown")
+    });
+    let closed: Vec<_> = shared
+        .records("inflight/guarded")
+        .into_iter()
+        .filter(|r| r["reason"] == "reconciled-takeover")
+        .collect();
+    assert_eq!(closed.len(), 1, "{closed:?}");
+    let pid_b = pid_of(&b.log(), "guarded");
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid_b), Signal::SIGKILL);
+    stop(b);
+}

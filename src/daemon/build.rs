@@ -162,6 +162,7 @@ pub fn durable_store(plan: Option<plan::DurablePlan>) -> Durable {
                 host: plan.host.clone(),
                 policy: plan.policy,
                 max_runs: plan.max_runs,
+                gc_grace: plan.gc_grace,
             },
         )
         .map_err(|source| crate::state::store::OpenError::NotWritable {

@@ -153,12 +153,15 @@ pub fn run(
             kube: sources.kube_state,
         };
         let durable = match (plan.durable, facts) {
-            (None, Some(name)) => build::kube_facts(
-                facts_client,
-                name,
-                state_section.as_ref().map(|s| &s.value),
-                facts_may_write,
-            ),
+            (None, Some(name)) => build::Durable {
+                port: build::kube_facts(
+                    facts_client,
+                    name,
+                    state_section.as_ref().map(|s| &s.value),
+                    facts_may_write,
+                ),
+                store: None,
+            },
             (durable, _) => build::durable_store(durable),
         };
         let (shutdown, stop) = shutdown::channel();

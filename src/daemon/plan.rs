@@ -123,6 +123,8 @@ pub struct DurablePlan {
     pub max_runs: i64,
     /// `maxRunsPerJob: 1` was raised to 2 (logged at start).
     pub raised: bool,
+    /// `gcGraceSeconds` (7 days by default; None when `<= 0`: no GC).
+    pub gc_grace: Option<Duration>,
 }
 
 /// The durable store plan of a `state` section (None without a path).
@@ -158,6 +160,10 @@ pub fn durable_plan(
             .unwrap_or(crate::config::model::sections::OnStoreUnavailable::Degrade),
         max_runs: if configured == 1 { 2 } else { configured },
         raised: configured == 1,
+        gc_grace: match state.gc_grace_seconds.unwrap_or(604_800) {
+            secs if secs <= 0 => None,
+            secs => Some(Duration::from_secs(secs.unsigned_abs())),
+        },
     })
 }
 

@@ -53,6 +53,8 @@ pub struct DurableSettings {
     pub policy: OnStoreUnavailable,
     /// `state.maxRunsPerJob` as applied (`<= 0`: unbounded; never 1).
     pub max_runs: i64,
+    /// `state.gcGraceSeconds` (None: `<= 0`, garbage collection off).
+    pub gc_grace: Option<Duration>,
 }
 
 /// The durable store behind the scheduler's port.

@@ -47,6 +47,7 @@ fn settings() -> DurableSettings {
         host: "node-a".into(),
         policy: OnStoreUnavailable::Degrade,
         max_runs: 1000,
+        gc_grace: None,
     }
 }
 

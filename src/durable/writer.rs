@@ -20,6 +20,13 @@ pub const COUNTERS_EVERY: Duration = Duration::from_secs(15);
 /// Manifests are refreshed at least this often while the jobs stay put.
 pub const MANIFEST_EVERY: Duration = Duration::from_secs(6 * 3600);
 
+/// A garbage-collection pass runs this often (the first a day after the
+/// start; a young store's pass defers anyway).
+pub const GC_EVERY: Duration = Duration::from_secs(24 * 3600);
+
+/// How often the writer looks at its chores while no write comes.
+const CHORES_EVERY: Duration = Duration::from_secs(60);
+
 /// One item of the writer's queue.
 #[derive(Debug)]
 pub(super) enum Task {
@@ -74,9 +81,16 @@ pub(super) fn spawn(
                 events,
                 counters_at: None,
                 manifest: None,
+                manifest_set: None,
+                gc_at: Instant::now(),
             };
-            while let Ok(task) = queue.recv() {
-                writer.run(task);
+            loop {
+                match queue.recv_timeout(CHORES_EVERY) {
+                    Ok(task) => writer.run(task),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+                writer.chores();
             }
         })
         .map(|_| ())
@@ -92,6 +106,10 @@ struct Writer {
     counters_at: Option<Instant>,
     /// The last manifest written: its jobs and when.
     manifest: Option<(Vec<String>, Instant)>,
+    /// The job-set id of the last manifest asked for.
+    manifest_set: Option<String>,
+    /// When the last garbage-collection pass ran (or the writer started).
+    gc_at: Instant,
 }
 
 impl Writer {
@@ -269,6 +287,52 @@ impl Writer {
 }
 
 impl Writer {
+    /// What the writer does on its own between writes: refresh this node's
+    /// manifest every 6 hours (the GC anchor: a node that stops
+    /// manifesting stops protecting its jobs) and run a GC pass every 24.
+    fn chores(&mut self) {
+        let stale = self
+            .manifest
+            .as_ref()
+            .is_some_and(|(_, at)| at.elapsed() >= MANIFEST_EVERY);
+        if stale {
+            if let (Some((jobs, _)), Some(job_set_id)) =
+                (self.manifest.take(), self.manifest_set.clone())
+            {
+                self.run(Task::Manifest { jobs, job_set_id });
+            }
+        }
+        let Some(grace) = self.settings.gc_grace else {
+            return;
+        };
+        if self.gc_at.elapsed() < GC_EVERY {
+            return;
+        }
+        self.gc_at = Instant::now();
+        let jobs: Vec<String> = self
+            .manifest
+            .as_ref()
+            .map(|(jobs, _)| jobs.clone())
+            .unwrap_or_default();
+        match crate::state::admin::gc::collect_garbage(
+            &self.store,
+            &jobs,
+            grace,
+            false,
+            &self.settings.host,
+        ) {
+            Ok(report) => {
+                for line in report.lines() {
+                    tracing::info!(target: "cronstable::state", "{line}");
+                }
+            }
+            Err(e) => tracing::warn!(
+                target: "cronstable::state",
+                "state: garbage collection pass skipped: {e}"
+            ),
+        }
+    }
+
     /// The slot-takeover reconciliation: the newest in-flight record of
     /// `job`, when it is `open` and not of a run that still runs here, is
     /// closed (`reconciled-takeover`) and its run becomes an `unknown` row.
@@ -293,9 +357,18 @@ impl Writer {
         let row = records::reconciled_run(&open, on_missed_skip, now);
         self.store.append(
             &stream,
-            &records::inflight_closed(&self.settings.host, &self.proc_token, "reconciled-takeover", now),
+            &records::inflight_closed(
+                &self.settings.host,
+                &self.proc_token,
+                "reconciled-takeover",
+                now,
+            ),
         )?;
-        self.append(&format!("{}{job}", stream::RUNS), &row, self.settings.max_runs)?;
+        self.append(
+            &format!("{}{job}", stream::RUNS),
+            &row,
+            self.settings.max_runs,
+        )?;
         tracing::warn!(
             target: "cronstable::state",
             "Job {job}: reconciled an interrupted run (reconciled-takeover): {}",
@@ -305,7 +378,9 @@ impl Writer {
             if let Some(run) = records::run_from_data(job, data) {
                 let _ = self
                     .events
-                    .send(crate::scheduler::durable::DurableEvent::Interrupted(Box::new(run)));
+                    .send(crate::scheduler::durable::DurableEvent::Interrupted(
+                        Box::new(run),
+                    ));
             }
         }
         Ok(())
@@ -363,17 +438,28 @@ fn warn_dropped(kind: WriteKind, job: Option<&str>, error: &std::io::Error) {
 /// The archived output of a run (`logs/<job>`): its lines per stream,
 /// redacted first when asked.
 pub fn archive_data(run: &crate::job::RunRecord, redact: bool) -> Value {
-    let mut lines = Vec::new();
+    let mut streams = Vec::new();
+    let mut texts = Vec::new();
     for (name, output) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
         for line in output.text.lines() {
-            let text = if redact {
-                crate::redact::redact(line).into_owned()
-            } else {
-                line.to_owned()
-            };
-            lines.push(json!({"stream": name, "line": text}));
+            streams.push(name);
+            texts.push(line);
         }
     }
+    // One pass over every line: a private-key block spans lines.
+    let texts: Vec<String> = if redact {
+        crate::redact::redact_lines(&texts)
+            .into_iter()
+            .map(std::borrow::Cow::into_owned)
+            .collect()
+    } else {
+        texts.into_iter().map(str::to_owned).collect()
+    };
+    let lines: Vec<Value> = streams
+        .into_iter()
+        .zip(texts)
+        .map(|(name, text)| json!({"stream": name, "line": text}))
+        .collect();
     let dropped = run.stdout.discarded + run.stderr.discarded;
     let hidden = run.skip_reason.is_some() || run.interrupted;
     json!({

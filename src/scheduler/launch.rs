@@ -315,10 +315,11 @@ impl Scheduler {
                 if self.durable_enabled() {
                     // Before this launch's own in-flight record: the
                     // newest one is the previous holder's.
-                    self.durable.write(super::durable::DurableWrite::SlotTakeover {
-                        job: job.name.clone(),
-                        on_missed_skip: job.on_missed == crate::config::model::OnMissed::Skip,
-                    });
+                    self.durable
+                        .write(super::durable::DurableWrite::SlotTakeover {
+                            job: job.name.clone(),
+                            on_missed_skip: job.on_missed == crate::config::model::OnMissed::Skip,
+                        });
                 }
                 let yielded = claim == SlotClaim::ClaimedAfterYield;
                 let before = self.next_run_id;

@@ -254,6 +254,7 @@ impl DurableState for KubeFacts {
             // The ledger's: they need `state.path`.
             DurableWrite::InflightOpen { .. }
             | DurableWrite::InflightClosed { .. }
+            | DurableWrite::SlotTakeover { .. }
             | DurableWrite::Catchup { .. } => return,
         };
         self.send(op);
