@@ -91,10 +91,9 @@ fn a_forbid_cluster_job_never_overlaps_across_two_nodes() {
         .join("store/default/leases/slots%2Flong.lease");
     let text = std::fs::read_to_string(&lease).expect("the slot lease file");
     assert!(text.contains("\"name\":\"slots/long\""), "{text}");
-    // The state section's start advisory.
+    // The state section opens the durable store beside the slots.
     assert!(
-        a.log()
-            .contains("run history, pending retries, pauses and the onlyIfLastSucceeded gate are kept in memory only"),
+        a.log().contains("state: filesystem backend ready at "),
         "{}",
         a.log()
     );
