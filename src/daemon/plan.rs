@@ -132,28 +132,12 @@ pub fn durable_plan(
     state: Option<&crate::config::model::sections::StateConfig>,
     host_name: &str,
 ) -> Option<DurablePlan> {
-    let state = state.filter(|s| !s.path.trim().is_empty())?;
+    let state = state?;
+    // The same settings `cronstable state` opens the store with.
+    let store = crate::state::admin::settings_of(state)?;
     let configured = state.max_runs_per_job.unwrap_or(1000);
     Some(DurablePlan {
-        store: crate::state::store::StoreSettings {
-            root: crate::state::format::absolute_root(&state.path),
-            deployment_id: state
-                .deployment_id
-                .as_deref()
-                .filter(|d| !d.is_empty())
-                .unwrap_or("default")
-                .to_owned(),
-            topology: match state.topology {
-                Some(crate::config::model::sections::Topology::SingleNode) => {
-                    Some(crate::state::store::Topology::SingleNode)
-                }
-                Some(crate::config::model::sections::Topology::Shared) => {
-                    Some(crate::state::store::Topology::Shared)
-                }
-                _ => None,
-            },
-            max_ops_per_second: state.max_ops_per_second.unwrap_or(0.0).max(0.0),
-        },
+        store,
         host: host_name.to_owned(),
         policy: state
             .on_store_unavailable
@@ -192,12 +176,7 @@ pub fn plan(sections: &Sections, host_name: &str, kube_mode: bool) -> Plan {
     let store = match (state, lease) {
         (Some(state), _) if !state.path.trim().is_empty() => Some(SlotStorePlan::Directory {
             path: state.path.clone(),
-            deployment_id: state
-                .deployment_id
-                .as_deref()
-                .filter(|d| !d.is_empty())
-                .unwrap_or("default")
-                .to_owned(),
+            deployment_id: crate::state::admin::namespace_of(state.deployment_id.as_deref()),
         }),
         (_, Some(lease)) => Some(match &lease.backend {
             Backend::Filesystem(fs) => SlotStorePlan::Directory {

@@ -227,3 +227,26 @@ fn a_section_the_loader_would_refuse_plans_like_none() {
     let s = sections(None, Some("backend: etcd\nconnectTimeout: 0\n"));
     assert_eq!(plan(&s, HOST, false).slots, None);
 }
+
+#[test]
+fn the_durable_store_follows_the_state_section() {
+    let plan_of = |yaml: &str| {
+        let s = sections(Some(yaml), None);
+        durable_plan(s.state.as_ref().map(|l| &l.value), HOST)
+    };
+    let full = plan_of(STATE).expect("a path opens a store");
+    assert_eq!(full.store.root, std::path::PathBuf::from("/srv/state"));
+    assert_eq!(full.store.deployment_id, "blue");
+    assert_eq!((full.max_runs, full.raised), (1000, false));
+    assert_eq!(full.gc_grace, Some(Duration::from_secs(604_800)));
+    assert_eq!(full.host, HOST);
+    let one = plan_of("path: /s\nmaxRunsPerJob: 1\ngcGraceSeconds: 0\n").unwrap();
+    assert_eq!((one.max_runs, one.raised, one.gc_grace), (2, true, None));
+    assert_eq!(one.store.deployment_id, "default");
+    assert_eq!(
+        plan_of("path: /s\nmaxRunsPerJob: -1\n").unwrap().max_runs,
+        -1
+    );
+    assert!(plan_of("path: ''\n").is_none(), "no path, no store");
+    assert!(durable_plan(None, HOST).is_none());
+}
