@@ -237,8 +237,9 @@ impl Scheduler {
         );
     }
 
-    /// The job's config digest (what retry, boot and in-flight records
-    /// carry); empty without a store (nothing reads it then).
+    /// The job's config digest, for judging a stored retry at start (the
+    /// writes leave theirs to the store, which keeps one per installed
+    /// job); empty without a store (nothing reads it then).
     pub(super) fn durable_digest(&self, job: &JobConfig) -> String {
         if !self.durable.enabled() {
             return String::new();
@@ -267,12 +268,11 @@ impl Scheduler {
         not_before: DateTime<Utc>,
     ) {
         if self.durable.enabled() {
-            let digest = self.durable_digest(job);
             self.durable.write(DurableWrite::RetryPending {
                 job: job.name.clone(),
                 attempt,
                 not_before,
-                digest,
+                digest: String::new(),
             });
         }
     }
@@ -322,12 +322,11 @@ impl Scheduler {
         started_at: DateTime<Utc>,
     ) {
         if self.durable.enabled() {
-            let digest = self.durable_digest(job);
             self.durable.write(DurableWrite::InflightOpen {
                 job: job.name.clone(),
                 pid,
                 started_at,
-                digest,
+                digest: String::new(),
             });
         }
     }

@@ -42,7 +42,9 @@ pub enum DurableWrite {
         pid: Option<u32>,
         /// When it started.
         started_at: DateTime<Utc>,
-        /// The job's config digest.
+        /// The job's config digest; empty: the implementation fills in the
+        /// installed job's (it keeps them per job set, so no launch
+        /// computes one).
         digest: String,
     },
     /// The job's last instance on this node ended.
@@ -58,7 +60,8 @@ pub enum DurableWrite {
         attempt: u32,
         /// The absolute deadline.
         not_before: DateTime<Utc>,
-        /// The job's config digest (an edit of the job drops the retry).
+        /// The job's config digest (an edit of the job drops the retry);
+        /// empty: the installed job's, filled in by the implementation.
         digest: String,
     },
     /// A retry ladder ended, or its attempt is launching (`launched`).
@@ -75,7 +78,8 @@ pub enum DurableWrite {
     RebootMarker {
         /// The job.
         job: String,
-        /// The job's config digest.
+        /// The job's config digest; empty: the installed job's, filled in
+        /// by the implementation.
         digest: String,
     },
     /// A pause or resume this node accepted.
