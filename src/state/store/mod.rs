@@ -62,7 +62,7 @@ impl Topology {
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// A directory could not be made, or the probe file not written.
-    #[error("state: the store at {path} is not writable: {source}")]
+    #[error("the store at {path} is not writable: {source}")]
     NotWritable {
         /// The directory that failed.
         path: String,
