@@ -364,6 +364,13 @@ impl Scheduler {
             DurableEvent::LastOutcome { job, outcome } => {
                 self.store.note_real_outcome(&job, outcome);
             }
+            DurableEvent::RetryHandedOver { job, retry } => {
+                // A ladder armed here is newer than any record handed over.
+                if !self.retries.contains_key(&job) && !self.stopping {
+                    let now = self.clock.now();
+                    self.rearm_durable_retry(&job, retry, false, now);
+                }
+            }
             DurableEvent::Pause { job, mark } => {
                 if self.job(&job).is_none() {
                     return;

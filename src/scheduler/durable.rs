@@ -180,6 +180,18 @@ pub enum DurableEvent {
     /// A run another holder left unfinished was reconciled on a slot
     /// takeover: its `unknown` row, for the history (not the counters).
     Interrupted(Box<RunRecord>),
+    /// A pending retry this node now owns: claimed from another node's
+    /// record on a shared store (cross-node retry resume), or read from
+    /// the Kubernetes facts when this node became their writer. Re-armed
+    /// at its absolute deadline, like one read at start, unless a ladder
+    /// of the job is already armed here.
+    RetryHandedOver {
+        /// The job.
+        job: String,
+        /// The retry, as recorded (its `recorded_at` is when it was first
+        /// armed, so a run after that supersedes it).
+        retry: DurableRetry,
+    },
 }
 
 /// Why the store could not answer.
