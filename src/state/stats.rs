@@ -14,25 +14,32 @@ pub enum Op {
     Append,
     /// A stream read.
     List,
-    /// Old records deleted by retention.
+    /// Records or streams deleted (retention, or a collected stream:
+    /// the original counts every delete as a `prune`).
     Prune,
-    /// Records or streams deleted.
-    Delete,
     /// Stream names listed.
     ListStreams,
     /// A garbage-collection pass.
     Gc,
+    /// A lease taken (or renewed by its holder).
+    LeaseAcquire,
+    /// A lease released.
+    LeaseRelease,
+    /// A lease read without its lock.
+    LeaseRead,
 }
 
 impl Op {
     /// Every kind, in label order.
-    pub const ALL: [Op; 6] = [
+    pub const ALL: [Op; 8] = [
         Op::Append,
         Op::List,
         Op::Prune,
-        Op::Delete,
         Op::ListStreams,
         Op::Gc,
+        Op::LeaseAcquire,
+        Op::LeaseRelease,
+        Op::LeaseRead,
     ];
 
     /// The `op` label.
@@ -41,9 +48,11 @@ impl Op {
             Op::Append => "append",
             Op::List => "list",
             Op::Prune => "prune",
-            Op::Delete => "delete",
-            Op::ListStreams => "list-streams",
+            Op::ListStreams => "list-stream-names",
             Op::Gc => "gc",
+            Op::LeaseAcquire => "lease-acquire",
+            Op::LeaseRelease => "lease-release",
+            Op::LeaseRead => "lease-read",
         }
     }
 }
@@ -117,7 +126,7 @@ struct OpCounts {
 /// The store's own counters.
 #[derive(Debug, Default)]
 pub struct StoreStats {
-    ops: [OpCounts; 6],
+    ops: [OpCounts; 8],
     throttled: AtomicU64,
     throttle_micros: AtomicU64,
     quarantined: AtomicU64,

@@ -112,33 +112,13 @@ impl Store {
     /// to still name the locked file after the wait (another tool may
     /// have replaced it); if not, the lock is taken again on the new one.
     fn locked<T>(&self, work: impl FnOnce() -> T) -> std::io::Result<T> {
-        loop {
-            let file = platform::open_private_rw(&self.lock_path)?;
-            if file.metadata()?.len() == 0 {
-                // Byte-range locks (other platforms' readers of this
-                // directory) need a byte to lock.
-                use std::io::Write;
-                (&file).write_all(b"\0")?;
-            }
-            platform::lock_exclusive(&file)?;
-            let same = match (file.metadata(), std::fs::metadata(&self.lock_path)) {
-                (Ok(held), Ok(named)) => platform::same_file(&held, &named),
-                _ => false,
-            };
-            if same {
-                return Ok(work());
-            }
-        }
+        crate::state::lease::with_lock(&self.lock_path, work)
     }
 
     /// Reads the lease file: None when absent; anything else that fails
     /// (I/O, bad content) is `Unreadable`.
     fn read_file(&self) -> Result<Option<LeaseRecord>, Unreadable> {
-        match std::fs::read(&self.lease_path) {
-            Ok(bytes) => LeaseRecord::decode(&bytes).map(Some).map_err(Unreadable),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Unreadable(e.to_string())),
-        }
+        crate::state::lease::read_lease(&self.lease_path).map_err(Unreadable)
     }
 
     /// Writes the lease through a fsynced temp file and a rename; the

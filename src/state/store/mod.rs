@@ -480,7 +480,7 @@ impl Store {
     /// Deletes the named records of `stream` (one already gone counts as
     /// deleted: a peer pruned it).
     pub fn delete_records(&self, stream: &str, names: &[String]) -> std::io::Result<()> {
-        self.op(Op::Delete, || {
+        self.op(Op::Prune, || {
             let dir = self.stream_dir(stream);
             for name in names {
                 match std::fs::remove_file(dir.join(name)) {
@@ -533,7 +533,7 @@ impl Store {
 
     /// Deletes `stream` with every record in it.
     pub fn delete_stream(&self, stream: &str) -> std::io::Result<()> {
-        self.op(Op::Delete, || {
+        self.op(Op::Prune, || {
             match std::fs::remove_dir_all(self.stream_dir(stream)) {
                 Ok(()) => Ok(()),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -610,6 +610,8 @@ pub fn decode_token(token: &str) -> Option<String> {
     let name = String::from_utf8(bytes).ok()?;
     (!name.is_empty() && fs_safe(&name) == token).then_some(name)
 }
+
+mod lease;
 
 #[cfg(test)]
 mod tests;
