@@ -163,6 +163,7 @@ pub fn durable_store(plan: Option<plan::DurablePlan>) -> Durable {
                 policy: plan.policy,
                 max_runs: plan.max_runs,
                 gc_grace: plan.gc_grace,
+                elect_leader: plan.elect_leader,
             },
         )
         .map_err(|source| crate::state::store::OpenError::NotWritable {

@@ -125,6 +125,9 @@ pub struct DurablePlan {
     pub raised: bool,
     /// `gcGraceSeconds` (7 days by default; None when `<= 0`: no GC).
     pub gc_grace: Option<Duration>,
+    /// Leader election is configured (retry ladders may then move between
+    /// the nodes of a shared store).
+    pub elect_leader: bool,
 }
 
 /// The durable store plan of a `state` section (None without a path).
@@ -148,6 +151,7 @@ pub fn durable_plan(
             secs if secs <= 0 => None,
             secs => Some(Duration::from_secs(secs.unsigned_abs())),
         },
+        elect_leader: false,
     })
 }
 
@@ -194,8 +198,25 @@ pub fn plan(sections: &Sections, host_name: &str, kube_mode: bool) -> Plan {
         }),
         _ => None,
     };
+    // Under election, records name the node by its cluster name (the
+    // host name unless `nodeName` says otherwise), so two nodes on one
+    // host still tell their ladders, markers and runs apart.
+    let electing = match &resolved {
+        Some(Resolved::Lease { settings, .. }) => Some(settings.node_name.clone()),
+        Some(Resolved::Gossip { settings, .. }) if settings.elect_leader => {
+            Some(settings.node_name.clone())
+        }
+        _ => None,
+    };
+    let durable = durable_plan(state, host_name).map(|mut durable| {
+        if let Some(node) = &electing {
+            durable.host.clone_from(node);
+            durable.elect_leader = true;
+        }
+        durable
+    });
     Plan {
-        durable: durable_plan(state, host_name),
+        durable,
         slots: store.map(|store| SlotPlan {
             store,
             node,

@@ -12,6 +12,7 @@
 //! - one poller thread follows the pause streams and the ledgers of the
 //!   `onlyIfLastSucceeded` jobs and sends what changed as events.
 
+mod claims;
 mod codec;
 mod poll;
 mod rehydrate;
@@ -22,7 +23,7 @@ mod writer;
 use crate::config::model::sections::OnStoreUnavailable;
 use crate::config::JobConfig;
 use crate::scheduler::durable::{
-    DurableError, DurableEvent, DurableState, DurableWrite, Rehydrated,
+    DurableError, DurableEvent, DurableState, DurableWrite, Rehydrated, RetryClaimJob, RetryConsume,
 };
 use crate::state::stats::{StoreStats, WriteKind};
 use crate::state::store::Store;
@@ -41,6 +42,10 @@ pub const REHYDRATE_LIMIT: Duration = Duration::from_secs(10);
 /// dropped and counted).
 pub const MAX_PENDING_WRITES: usize = 8192;
 
+/// How long a due retry waits for its settle before `onStoreUnavailable`
+/// decides (the original's bound on a store call).
+pub const CONSUME_LIMIT: Duration = Duration::from_secs(10);
+
 /// How often the poller looks for other nodes' changes.
 pub const POLL_EVERY: Duration = Duration::from_secs(1);
 
@@ -55,6 +60,10 @@ pub struct DurableSettings {
     pub max_runs: i64,
     /// `state.gcGraceSeconds` (None: `<= 0`, garbage collection off).
     pub gc_grace: Option<Duration>,
+    /// Leader election is configured (a lease backend, or gossip with
+    /// `electLeader`): on a shared store, retry ladders then move between
+    /// nodes (cross-node retry resume).
+    pub elect_leader: bool,
 }
 
 /// The durable store behind the scheduler's port.
@@ -163,6 +172,7 @@ impl DurableState for DurableStore {
                     digest.clone()
                 }
             }
+            DurableWrite::RetryHandoff { job, .. } => self.digest(job),
             _ => String::new(),
         };
         self.queue(kind, writer::Task::Write { write, digest });
@@ -215,6 +225,56 @@ impl DurableState for DurableStore {
                 ),
             },
         );
+    }
+
+    fn retry_resume(&self) -> bool {
+        self.settings.elect_leader && self.store.topology() == crate::state::store::Topology::Shared
+    }
+
+    fn consume_retry(
+        &mut self,
+        job: &str,
+        attempt: u32,
+        serialize: bool,
+    ) -> BoxFuture<'static, Result<RetryConsume, DurableError>> {
+        let (reply, verdict) = tokio::sync::oneshot::channel();
+        let task = writer::Task::ConsumeRetry {
+            job: job.to_owned(),
+            attempt,
+            serialize,
+            reply,
+        };
+        let queued = self.writes.try_send(task).map_err(|e| {
+            DurableError(match e {
+                std::sync::mpsc::TrySendError::Full(_) => "the write queue is full".to_owned(),
+                std::sync::mpsc::TrySendError::Disconnected(_) => "the writer stopped".to_owned(),
+            })
+        });
+        Box::pin(async move {
+            queued?;
+            match tokio::time::timeout(CONSUME_LIMIT, verdict).await {
+                Ok(Ok(verdict)) => Ok(verdict),
+                Ok(Err(_)) => Err(DurableError("the writer stopped".to_owned())),
+                Err(_) => Err(DurableError(format!(
+                    "the store did not answer within {} seconds",
+                    CONSUME_LIMIT.as_secs()
+                ))),
+            }
+        })
+    }
+
+    fn claim_retries(&mut self, jobs: Vec<RetryClaimJob>) {
+        if jobs.is_empty() || !self.retry_resume() {
+            return;
+        }
+        let digests = jobs
+            .iter()
+            .filter_map(|j| Some((j.job.clone(), self.digests.get(&j.job)?.clone())))
+            .collect();
+        // A full queue skips this scan; the next one comes soon.
+        let _ = self
+            .writes
+            .try_send(writer::Task::ClaimRetries { jobs, digests });
     }
 
     fn next_event(&mut self) -> BoxFuture<'_, DurableEvent> {

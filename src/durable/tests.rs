@@ -48,6 +48,7 @@ fn settings() -> DurableSettings {
         policy: OnStoreUnavailable::Degrade,
         max_runs: 1000,
         gc_grace: None,
+        elect_leader: false,
     }
 }
 

@@ -46,6 +46,24 @@ pub(super) enum Task {
     },
     /// Answer once everything queued before it is written.
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// Settle a due retry before it launches, and say whether it may.
+    ConsumeRetry {
+        /// The job.
+        job: String,
+        /// The attempt.
+        attempt: u32,
+        /// Under the claim lease, only while the ladder is still ours.
+        serialize: bool,
+        /// Where the verdict goes.
+        reply: tokio::sync::oneshot::Sender<crate::scheduler::durable::RetryConsume>,
+    },
+    /// Claim the retries other nodes left for these jobs.
+    ClaimRetries {
+        /// The jobs this node owns and arms no ladder of.
+        jobs: Vec<crate::scheduler::durable::RetryClaimJob>,
+        /// Their digests as installed.
+        digests: std::collections::HashMap<String, String>,
+    },
 }
 
 /// The dropped-write kind of a write.
@@ -55,7 +73,9 @@ pub(super) fn kind_of(write: &DurableWrite) -> WriteKind {
         DurableWrite::InflightOpen { .. }
         | DurableWrite::InflightClosed { .. }
         | DurableWrite::SlotTakeover { .. } => WriteKind::Inflight,
-        DurableWrite::RetryPending { .. } | DurableWrite::RetrySettled { .. } => WriteKind::Retry,
+        DurableWrite::RetryPending { .. }
+        | DurableWrite::RetrySettled { .. }
+        | DurableWrite::RetryHandoff { .. } => WriteKind::Retry,
         DurableWrite::RebootMarker { .. } => WriteKind::RebootMarker,
         DurableWrite::Pause { .. } => WriteKind::Pause,
         DurableWrite::Catchup { .. } => WriteKind::Checkpoint,
@@ -155,6 +175,28 @@ impl Writer {
             Task::Flush(done) => {
                 let _ = done.send(());
             }
+            Task::ConsumeRetry {
+                job,
+                attempt,
+                serialize,
+                reply,
+            } => {
+                let verdict = self.ladders().consume(&job, attempt, serialize);
+                let _ = reply.send(verdict);
+            }
+            Task::ClaimRetries { jobs, digests } => {
+                let events = self.events.clone();
+                self.ladders().scan(&jobs, &digests, &events);
+            }
+        }
+    }
+
+    fn ladders(&self) -> super::claims::Ladders<'_> {
+        super::claims::Ladders {
+            store: &self.store,
+            host: &self.settings.host,
+            holder: format!("{}#{}", self.settings.host, self.proc_token),
+            policy: self.settings.policy,
         }
     }
 
@@ -235,6 +277,15 @@ impl Writer {
             } => self.append(
                 &format!("{}{job}", stream::RETRIES),
                 &records::retry_settled(&host, reason, Some(attempt), now),
+                keep::RETRIES,
+            ),
+            DurableWrite::RetryHandoff {
+                job,
+                attempt,
+                armed_at,
+            } => self.append(
+                &format!("{}{job}", stream::RETRIES),
+                &super::claims::handoff_record(&host, attempt, digest, armed_at, now),
                 keep::RETRIES,
             ),
             DurableWrite::RebootMarker { job, .. } => self.append(
@@ -396,6 +447,7 @@ fn job_of(write: &DurableWrite) -> Option<String> {
         | DurableWrite::SlotTakeover { job, .. }
         | DurableWrite::RetryPending { job, .. }
         | DurableWrite::RetrySettled { job, .. }
+        | DurableWrite::RetryHandoff { job, .. }
         | DurableWrite::RebootMarker { job, .. }
         | DurableWrite::Pause { job, .. }
         | DurableWrite::Catchup { job, .. } => Some(job.clone()),

@@ -213,6 +213,7 @@ impl Scheduler {
         }
         let wait = (retry.not_before - now).to_std().unwrap_or_default();
         let generation = self.bump_generation();
+        let recorded_at = retry.recorded_at;
         let timer = self.retry_timer(name, generation, wait);
         self.retries.insert(
             name.to_owned(),
@@ -220,6 +221,7 @@ impl Scheduler {
                 ladder,
                 generation,
                 timer: Some(timer),
+                armed_at: recorded_at,
             },
         );
         self.store.set_retry(

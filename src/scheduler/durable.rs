@@ -74,6 +74,19 @@ pub enum DurableWrite {
         /// `exhausted`, `owner-moved`, `removed`, `digest-changed`, ...).
         reason: &'static str,
     },
+    /// This node stops a retry ladder because the cluster moved the
+    /// job's ownership to another node, and cross-node retry resume is
+    /// active: the attempt is handed to the new owner (a `handoff` record,
+    /// due now), not ended.
+    RetryHandoff {
+        /// The job.
+        job: String,
+        /// The attempt that was due.
+        attempt: u32,
+        /// When the ladder's pending attempt was armed (the new owner's
+        /// superseded-by-run check is anchored there, not at the hand-off).
+        armed_at: DateTime<Utc>,
+    },
     /// An `@reboot` job is about to run for this boot (record, then run).
     RebootMarker {
         /// The job.
@@ -130,6 +143,35 @@ pub struct DurableRetry {
     pub digest: String,
     /// When it was recorded.
     pub recorded_at: DateTime<Utc>,
+}
+
+/// The verdict on a due retry, asked just before it launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryConsume {
+    /// Its `launched` settle landed (or the store is down and the policy
+    /// is `degrade`): launch it.
+    Launch,
+    /// Not now (the settle cannot land under `fail-closed`, or another
+    /// node is claiming this ladder): ask again shortly.
+    Defer,
+    /// Another node owns the ladder now (its record is the newest): stop
+    /// here, silently, writing nothing.
+    Abort,
+}
+
+/// A job whose pending retry, left by another node on a shared store,
+/// this node may claim (it owns the job and arms no ladder of its own).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryClaimJob {
+    /// The job.
+    pub job: String,
+    /// `maximumRetries` (-1: forever).
+    pub maximum_retries: i64,
+    /// `startingDeadlineSeconds`.
+    pub starting_deadline: Option<i64>,
+    /// When this node last saw a run of the job finish (a run after the
+    /// ladder was armed resolved it).
+    pub last_run: Option<DateTime<Utc>>,
 }
 
 /// What a start reads back from the store.
@@ -222,6 +264,30 @@ pub trait DurableState: Send {
     fn next_event(&mut self) -> BoxFuture<'_, DurableEvent> {
         Box::pin(std::future::pending())
     }
+    /// Whether cross-node retry resume is active: a shared store and
+    /// leader election (a ladder's records then move between nodes).
+    fn retry_resume(&self) -> bool {
+        false
+    }
+    /// Decides a due retry just before it launches: writes its `launched`
+    /// settle first (record-before-run: a crash after the launch must not
+    /// replay it), after every write queued before; with `serialize`
+    /// (cross-node resume), under the job's claim lease and only while
+    /// the newest ladder record is this node's. The implementation bounds
+    /// the wait and applies `onStoreUnavailable` to a write that fails.
+    fn consume_retry(
+        &mut self,
+        _job: &str,
+        _attempt: u32,
+        _serialize: bool,
+    ) -> BoxFuture<'static, Result<RetryConsume, DurableError>> {
+        Box::pin(std::future::ready(Ok(RetryConsume::Launch)))
+    }
+    /// Looks for pending retries other nodes left behind for `jobs` (a
+    /// crashed owner's, stale past its deadline, or a hand-off) and claims
+    /// them; each claimed one comes back as
+    /// [`DurableEvent::RetryHandedOver`].
+    fn claim_retries(&mut self, _jobs: Vec<RetryClaimJob>) {}
     /// Resolves when the queued writes are done (bounded); the drain
     /// awaits it last.
     fn settle(&mut self) -> BoxFuture<'static, ()> {

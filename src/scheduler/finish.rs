@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// How long a retry the leader gate deferred waits before asking again.
-const GATE_RECHECK: Duration = Duration::from_secs(5);
+pub(super) const GATE_RECHECK: Duration = Duration::from_secs(5);
 
 impl Scheduler {
     /// Takes one event from a run or a timer; every event can change what
@@ -21,6 +21,12 @@ impl Scheduler {
         match event {
             Event::Finished(record) => self.handle_finished(*record),
             Event::RetryDue { job, generation } => self.handle_retry_due(&job, generation),
+            Event::RetryConsumed {
+                job,
+                generation,
+                verdict,
+            } => self.retry_consumed(&job, generation, verdict),
+            Event::ClaimScan => self.scan_for_claims(),
             Event::Replacement {
                 job,
                 trigger,
@@ -175,6 +181,7 @@ impl Scheduler {
         let delay = state.ladder.next_delay();
         let generation = state.generation;
         let attempt = state.ladder.count();
+        state.armed_at = self.clock.now();
         tracing::info!(
             target: "cronstable::scheduler",
             "Cron job {} scheduled to be retried (#{attempt}) in {delay:.1} seconds",
@@ -230,49 +237,16 @@ impl Scheduler {
             return;
         };
         match self.gate.admit(&job, Trigger::Retry) {
-            Admission::Launch => {}
+            Admission::Launch => self.consume_retry(job, generation),
             Admission::Defer => {
                 // A transient denial: ask again shortly, the ladder stays.
                 let due = now + chrono::TimeDelta::from_std(GATE_RECHECK).unwrap_or_default();
                 self.rearm(name, generation, GATE_RECHECK, attempt, due);
-                return;
             }
-            Admission::Skip => {
-                // Another node owns the job now: running the retry here
-                // could double-run against it.
-                tracing::warn!(
-                    target: "cronstable::scheduler",
-                    "Job {name}: retry #{attempt} abandoned; another node owns the job now"
-                );
-                self.end_retries(name, "owner-moved");
-                return;
-            }
+            // Another node owns the job now: running the retry here could
+            // double-run against it.
+            Admission::Skip => self.abandon_retry(&job, attempt),
         }
-        if let Some(state) = self.retries.get_mut(name) {
-            state.timer = None;
-        }
-        self.store.clear_retry(name);
-        // Record, then run: a crash right after the launch must not
-        // replay this attempt at the next start.
-        self.settle_retry(name, attempt, "launched");
-        self.counters().record_retry(name);
-        self.maybe_launch(job, Trigger::Retry, attempt)
-    }
-
-    /// Re-arms a pending retry to come due again after `wait`.
-    fn rearm(
-        &mut self,
-        name: &str,
-        generation: u64,
-        wait: Duration,
-        attempt: u32,
-        due: chrono::DateTime<chrono::Utc>,
-    ) {
-        let timer = self.retry_timer(name, generation, wait);
-        if let Some(state) = self.retries.get_mut(name) {
-            state.timer = Some(timer);
-        }
-        self.store.set_retry(name, PendingRetry { attempt, due });
     }
 
     /// Ends `name`'s retry ladder (a fresh fire, a success, the budget

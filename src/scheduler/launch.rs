@@ -174,6 +174,7 @@ impl Scheduler {
                     ladder,
                     generation,
                     timer: None,
+                    armed_at: self.clock.now(),
                 },
             );
         }

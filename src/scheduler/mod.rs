@@ -26,6 +26,7 @@ pub mod pause;
 mod pause_sync;
 pub mod ports;
 pub(crate) mod retry;
+mod retry_resume;
 pub mod sections;
 pub mod shutdown;
 #[cfg(test)]
@@ -58,6 +59,14 @@ enum Event {
     Finished(Box<RunRecord>),
     /// A retry's delay elapsed.
     RetryDue { job: String, generation: u64 },
+    /// The store's verdict on a due retry (see [`retry_resume`]).
+    RetryConsumed {
+        job: String,
+        generation: u64,
+        verdict: Result<durable::RetryConsume, durable::DurableError>,
+    },
+    /// Time to look for retry ladders other nodes left behind.
+    ClaimScan,
     /// The instances a Replace cancelled have ended; launch the new one.
     Replacement {
         job: String,
@@ -81,7 +90,11 @@ enum Event {
 struct RetryState {
     ladder: RetryLadder,
     generation: u64,
+    /// None while no attempt is scheduled, or while the store decides on
+    /// a due one.
     timer: Option<AbortHandle>,
+    /// When the pending attempt was armed (a hand-off carries it).
+    armed_at: chrono::DateTime<chrono::Utc>,
 }
 
 /// The implementations the scheduler runs against; `crate::daemon` picks them,
@@ -326,6 +339,7 @@ impl Scheduler {
         // With a store, what it holds is in force before the first launch
         // (pauses, retries, @reboot markers, the catch-up watermarks).
         self.rehydrate().await;
+        self.start_claim_scans();
         self.launch_reboot_jobs();
         self.catch_up_at_start();
         // Nothing at or before the start instant is due: the first pass is

@@ -236,6 +236,9 @@ impl DurableState for KubeFacts {
             DurableWrite::RetrySettled { job, attempt, .. } => {
                 sync::Op::Retry(job, RetryOp::Settled(attempt))
             }
+            // Hand-offs need a shared store directory (cross-node resume
+            // is never active on the facts ConfigMap).
+            DurableWrite::RetryHandoff { .. } => return,
             DurableWrite::RebootMarker { job, digest } => {
                 let digest = self.digest(&job, &digest);
                 sync::Op::Reboot(
