@@ -600,3 +600,125 @@ fn a_slot_taken_over_from_a_dead_holder_shows_its_run_as_unknown() {
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid_b), Signal::SIGKILL);
     stop(b);
 }
+
+/// A fleet member for the cross-node retry tests: the filesystem election
+/// and the durable store share one directory, which says it is shared.
+fn fleet_node(shared: &Shared, node: &str, jobs: &str) -> (Daemon, u16) {
+    let port = http::free_port();
+    let dir = shared.dir.path().display();
+    let jobs = jobs.replace("{shared}", &dir.to_string());
+    let config = format!(
+        "web:\n  listen:\n    - http://127.0.0.1:{port}\n\
+         state:\n  path: {dir}/store\n  topology: shared\n\
+         cluster:\n  backend: filesystem\n  nodeName: {node}\n  filesystem:\n    \
+         path: {dir}/store\n    ttl: 3\n\
+         jobs:\n{jobs}"
+    );
+    let daemon = Daemon::start(&config);
+    http::wait_listening(port, Duration::from_secs(20));
+    (daemon, port)
+}
+
+/// A job that fails once, `lead` seconds from now (a one-shot schedule
+/// with its year), retried once after `delay` seconds.
+fn one_shot_failure(lead: i64, delay: u32) -> String {
+    let at = chrono::Utc::now() + chrono::TimeDelta::seconds(lead);
+    format!(
+        "  - name: flaky\n    command: 'echo $(date +%s) >> {{shared}}/tries; exit 1'\n    \
+         schedule: '{}'\n    timezone: UTC\n    onFailure:\n      retry:\n        \
+         maximumRetries: 1\n        initialDelay: {delay}\n        maximumDelay: 60\n        \
+         backoffMultiplier: 2\n",
+        at.format("%S %M %H %d %m * %Y")
+    )
+}
+
+fn is_leader(port: u16) -> bool {
+    http::get(port, "/metrics")
+        .body
+        .lines()
+        .any(|l| l.trim() == "cronstable_cluster_is_leader 1")
+}
+
+#[test]
+fn a_retry_stranded_by_a_dead_leader_is_claimed_and_run_once_by_the_new_one() {
+    let shared = Shared::new();
+    let jobs = one_shot_failure(8, 4);
+    let (a, port_a) = fleet_node(&shared, "node-a", &jobs);
+    wait_until("node-a leads", LONG, || is_leader(port_a));
+    let (b, port_b) = fleet_node(&shared, "node-b", &jobs);
+    a.wait_for_log("scheduled to be retried (#1) in 4.0 seconds", 1, LONG);
+    wait_until("node-a's pending record", LONG, || {
+        shared
+            .records("retries/flaky")
+            .last()
+            .is_some_and(|r| r["kind"] == "pending" && r["host"] == "node-a")
+    });
+    // The leader dies with its retry pending: no settle, no hand-off.
+    a.signal(Signal::SIGKILL);
+    drop(a);
+    wait_until("node-b leads", LONG, || is_leader(port_b));
+    // 30 s past the deadline, node-b's scan claims it and runs it at once.
+    b.wait_for_log(
+        "Job flaky: claimed pending retry #1 from host node-a (cross-node retry resume)",
+        1,
+        Duration::from_secs(90),
+    );
+    wait_until("the retry's run", LONG, || {
+        read_lines(&shared.path("tries")).len() >= 2
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(read_lines(&shared.path("tries")).len(), 2, "one retry, once");
+    let ladder = shared.records("retries/flaky");
+    let claim = ladder
+        .iter()
+        .find(|r| r["kind"] == "pending" && r["host"] == "node-b")
+        .unwrap_or_else(|| panic!("no claim record: {ladder:?}"));
+    assert_eq!(claim["claimedFrom"], "node-a");
+    let newest = ladder.last().expect("records");
+    assert_eq!(
+        (newest["kind"].as_str(), newest["reason"].as_str(), newest["host"].as_str()),
+        (Some("settled"), Some("launched"), Some("node-b")),
+        "{ladder:?}"
+    );
+    stop(b);
+}
+
+#[test]
+fn a_leader_that_loses_the_job_mid_ladder_hands_its_retry_to_the_new_leader() {
+    let shared = Shared::new();
+    let jobs = one_shot_failure(8, 15);
+    let (a, port_a) = fleet_node(&shared, "node-a", &jobs);
+    wait_until("node-a leads", LONG, || is_leader(port_a));
+    let (b, port_b) = fleet_node(&shared, "node-b", &jobs);
+    a.wait_for_log("scheduled to be retried (#1) in 15.0 seconds", 1, LONG);
+    // Frozen past its lease, node-a wakes up a follower with its retry
+    // still armed.
+    a.signal(Signal::SIGSTOP);
+    wait_until("node-b leads", LONG, || is_leader(port_b));
+    a.signal(Signal::SIGCONT);
+    wait_until("node-a follows", LONG, || !is_leader(port_a));
+    a.wait_for_log("Cron job flaky retry (#1) handed off", 1, LONG);
+    b.wait_for_log(
+        "Job flaky: claimed pending retry #1 from host node-a (cross-node retry resume)",
+        1,
+        LONG,
+    );
+    wait_until("the retry's run", LONG, || {
+        read_lines(&shared.path("tries")).len() >= 2
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(read_lines(&shared.path("tries")).len(), 2, "one retry, once");
+    let ladder = shared.records("retries/flaky");
+    assert!(
+        ladder
+            .iter()
+            .any(|r| r["kind"] == "handoff" && r["fromHost"] == "node-a" && r["attempt"] == 1),
+        "{ladder:?}"
+    );
+    assert!(
+        !ladder.iter().any(|r| r["reason"] == "owner-moved"),
+        "handed off, not ended: {ladder:?}"
+    );
+    stop(a);
+    stop(b);
+}
