@@ -667,7 +667,11 @@ fn a_retry_stranded_by_a_dead_leader_is_claimed_and_run_once_by_the_new_one() {
         read_lines(&shared.path("tries")).len() >= 2
     });
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(read_lines(&shared.path("tries")).len(), 2, "one retry, once");
+    assert_eq!(
+        read_lines(&shared.path("tries")).len(),
+        2,
+        "one retry, once"
+    );
     let ladder = shared.records("retries/flaky");
     let claim = ladder
         .iter()
@@ -676,7 +680,11 @@ fn a_retry_stranded_by_a_dead_leader_is_claimed_and_run_once_by_the_new_one() {
     assert_eq!(claim["claimedFrom"], "node-a");
     let newest = ladder.last().expect("records");
     assert_eq!(
-        (newest["kind"].as_str(), newest["reason"].as_str(), newest["host"].as_str()),
+        (
+            newest["kind"].as_str(),
+            newest["reason"].as_str(),
+            newest["host"].as_str()
+        ),
         (Some("settled"), Some("launched"), Some("node-b")),
         "{ladder:?}"
     );
@@ -707,7 +715,11 @@ fn a_leader_that_loses_the_job_mid_ladder_hands_its_retry_to_the_new_leader() {
         read_lines(&shared.path("tries")).len() >= 2
     });
     std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(read_lines(&shared.path("tries")).len(), 2, "one retry, once");
+    assert_eq!(
+        read_lines(&shared.path("tries")).len(),
+        2,
+        "one retry, once"
+    );
     let ladder = shared.records("retries/flaky");
     assert!(
         ladder
@@ -721,4 +733,42 @@ fn a_leader_that_loses_the_job_mid_ladder_hands_its_retry_to_the_new_leader() {
     );
     stop(a);
     stop(b);
+}
+
+#[test]
+fn a_due_retry_waits_out_a_dead_store_under_fail_closed_and_runs_when_it_is_back() {
+    let shared = Shared::new();
+    let jobs = "  - name: flaky\n    command: 'date +%s >> {shared}/tries; exit 1'\n    \
+                schedule: '@reboot'\n    onFailure:\n      retry:\n        maximumRetries: 1\n        \
+                initialDelay: 3\n        maximumDelay: 60\n        backoffMultiplier: 2\n";
+    let (daemon, _) = shared.daemon("  onStoreUnavailable: fail-closed\n", jobs);
+    daemon.wait_for_log("scheduled to be retried (#1) in 3.0 seconds", 1, LONG);
+    wait_until("the pending record", LONG, || {
+        shared
+            .records("retries/flaky")
+            .iter()
+            .any(|r| r["kind"] == "pending")
+    });
+    break_store(&shared);
+    daemon.wait_for_log(
+        "Cron job flaky retry (#1) deferred: cannot settle its durable record",
+        1,
+        LONG,
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        read_lines(&shared.path("tries")).len(),
+        1,
+        "the retry ran without its settle"
+    );
+    // The volume comes back: the next re-check settles and launches it.
+    let records = shared.base().join("records");
+    std::fs::remove_file(&records).unwrap();
+    std::fs::rename(shared.base().join("records.gone"), &records).unwrap();
+    wait_until("the retry's run", LONG, || {
+        read_lines(&shared.path("tries")).len() >= 2
+    });
+    let ladder = shared.records("retries/flaky");
+    assert_eq!(ladder.last().unwrap()["reason"], "launched", "{ladder:?}");
+    stop(daemon);
 }

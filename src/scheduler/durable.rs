@@ -275,12 +275,19 @@ pub trait DurableState: Send {
     /// (cross-node resume), under the job's claim lease and only while
     /// the newest ladder record is this node's. The implementation bounds
     /// the wait and applies `onStoreUnavailable` to a write that fails.
+    /// By default the settle is queued like any write and the retry
+    /// launches (a store that cannot confirm a write in order).
     fn consume_retry(
         &mut self,
-        _job: &str,
-        _attempt: u32,
+        job: &str,
+        attempt: u32,
         _serialize: bool,
     ) -> BoxFuture<'static, Result<RetryConsume, DurableError>> {
+        self.write(DurableWrite::RetrySettled {
+            job: job.to_owned(),
+            attempt,
+            reason: "launched",
+        });
         Box::pin(std::future::ready(Ok(RetryConsume::Launch)))
     }
     /// Looks for pending retries other nodes left behind for `jobs` (a
