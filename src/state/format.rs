@@ -189,3 +189,33 @@ pub fn process_token() -> String {
     );
     format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
 }
+
+/// Writes `bytes` to `dest` through the fresh `0600` temp file `tmp`,
+/// fsynced, then a rename (a reader sees the old file or the new one,
+/// never half of one); syncs `dest`'s directory too when `sync_dir` (a
+/// rename a power loss can undo would lose an acknowledged write). The
+/// temp file is removed when anything fails.
+pub fn write_via_temp(
+    tmp: &std::path::Path,
+    dest: &std::path::Path,
+    bytes: &[u8],
+    sync_dir: bool,
+) -> std::io::Result<()> {
+    let written = (|| {
+        use std::io::Write;
+        let mut file = platform::create_private_new(tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        std::fs::rename(tmp, dest)
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(tmp);
+        return Err(e);
+    }
+    if sync_dir {
+        if let Some(dir) = dest.parent() {
+            platform::sync_dir(dir)?;
+        }
+    }
+    Ok(())
+}

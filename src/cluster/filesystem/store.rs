@@ -142,23 +142,7 @@ impl Store {
             .base
             .join("tmp")
             .join(format!("w-{}-{seq:012}.tmp", self.instance));
-        let written = (|| {
-            use std::io::Write;
-            let mut file = platform::create_private_new(&tmp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, dest)
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        if durable {
-            if let Some(dir) = dest.parent() {
-                platform::sync_dir(dir)?;
-            }
-        }
-        Ok(())
+        crate::state::format::write_via_temp(&tmp, dest, bytes, durable)
     }
 
     fn stream_dir(&self, stream: &str) -> PathBuf {

@@ -298,22 +298,7 @@ impl Store {
     /// rename, then syncs the directory (a rename that a power loss can
     /// undo would lose an acknowledged record).
     pub fn write_atomic(&self, dest: &Path, bytes: &[u8]) -> std::io::Result<()> {
-        let tmp = self.tmp_path();
-        let written = (|| {
-            use std::io::Write;
-            let mut file = platform::create_private_new(&tmp)?;
-            file.write_all(bytes)?;
-            file.sync_all()?;
-            std::fs::rename(&tmp, dest)
-        })();
-        if let Err(e) = written {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-        if let Some(dir) = dest.parent() {
-            platform::sync_dir(dir)?;
-        }
-        Ok(())
+        format::write_via_temp(&self.tmp_path(), dest, bytes, true)
     }
 
     /// A record name above every name `stream` holds or this process
