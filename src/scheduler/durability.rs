@@ -367,8 +367,14 @@ impl Scheduler {
                 self.store.note_real_outcome(&job, outcome);
             }
             DurableEvent::RetryHandedOver { job, retry } => {
-                // A ladder armed here is newer than any record handed over.
-                if !self.retries.contains_key(&job) && !self.stopping {
+                // A live ladder armed here is newer than any record handed
+                // over; a fresh, never-advanced one (a scheduled launch
+                // arms one before it knows the outcome) is not.
+                let live = self
+                    .retries
+                    .get(&job)
+                    .is_some_and(|s| s.timer.is_some() || s.ladder.count() > 0);
+                if !live && !self.stopping {
                     let now = self.clock.now();
                     self.rearm_durable_retry(&job, retry, false, now);
                 }
