@@ -49,6 +49,15 @@ pub fn pause_from_data(data: &Map<String, Value>) -> Option<PauseMark> {
     }
 }
 
+/// Every pause mark of a stream's records (oldest first) that reads, in
+/// the same order: the history the catch-up's pause windows come from.
+pub fn pause_marks(records: &[(String, Map<String, Value>)]) -> Vec<PauseMark> {
+    records
+        .iter()
+        .filter_map(|(_, data)| pause_from_data(data))
+        .collect()
+}
+
 /// The newest pause mark of a stream's records (oldest first): the last
 /// one that reads.
 pub fn newest_pause(records: &[(String, Map<String, Value>)]) -> Option<PauseMark> {
