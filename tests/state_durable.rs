@@ -372,6 +372,138 @@ fn a_first_start_owes_nothing() {
     stop(first);
 }
 
+/// An instant of the store's records (`py_isoformat`, always with an
+/// offset).
+fn instant(value: &Value) -> chrono::DateTime<chrono::Utc> {
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("an instant: {value}"));
+    chrono::DateTime::parse_from_rfc3339(text)
+        .unwrap_or_else(|e| panic!("{text}: {e}"))
+        .with_timezone(&chrono::Utc)
+}
+
+/// How many whole seconds `s` lie in `(after, upto]` outside `[since, until)`
+/// (the per-second job's slots a catch-up owes), and how many inside.
+fn owed_seconds(
+    after: chrono::DateTime<chrono::Utc>,
+    upto: i64,
+    since: chrono::DateTime<chrono::Utc>,
+    until: chrono::DateTime<chrono::Utc>,
+) -> (u32, u32) {
+    let (mut owed, mut paused) = (0, 0);
+    for s in after.timestamp() + 1..=upto {
+        let slot = chrono::DateTime::from_timestamp(s, 0).expect("a valid second");
+        if since <= slot && slot < until {
+            paused += 1;
+        } else {
+            owed += 1;
+        }
+    }
+    (owed, paused)
+}
+
+/// The `N` of the daemon's "catch-up: replaying N missed run(s) for job".
+fn replayed(log: &str, job: &str) -> Option<u32> {
+    let tail = format!(" missed run(s) for {job}");
+    log.lines()
+        .filter_map(|l| l.find(&tail).map(|end| &l[..end]))
+        .find_map(|head| head.rsplit("catch-up: replaying ").next()?.parse().ok())
+}
+
+#[test]
+fn catch_up_owes_nothing_for_a_pause_window_the_daemon_slept_through() {
+    // `all` (run-all, each second) is paused for 4 s and `once` (run-once,
+    // every 10 s) for 11 s, right after a run of `once` at second S; the
+    // daemon stops at once and a second one starts at about S + 12.5, after
+    // both pauses lapsed and before `once`'s next slot after the window
+    // (S + 20). `all` is owed only the seconds after its window; every
+    // missed slot of `once` (S + 10) was paused, so it is owed nothing.
+    let shared = Shared::new();
+    let jobs = "  - name: all\n    command: 'echo x >> {shared}/all'\n    schedule: '* * * * * * *'\n    \
+                onMissed: run-all\n  \
+                - name: once\n    command: 'echo x >> {shared}/once'\n    schedule: '*/10 * * * * * *'\n    \
+                onMissed: run-once\n";
+    let (first, port) = shared.daemon("", jobs);
+    // The first run of `once` lands at its slot S (polled every 100 ms).
+    wait_until("a first run of once", Duration::from_secs(15), || {
+        !read_lines(&shared.path("once")).is_empty()
+    });
+    let ran_at = Instant::now();
+    let slot = chrono::Utc::now().timestamp();
+    for (job, seconds) in [("once", 11), ("all", 4)] {
+        let reply = http::request(
+            port,
+            "POST",
+            &format!("/jobs/{job}/pause"),
+            &[("content-type", "application/json")],
+            &format!(r#"{{"durationSeconds": {seconds}, "note": "maintenance"}}"#),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    wait_until("both pause records", LONG, || {
+        !shared.records("paused/all").is_empty() && !shared.records("paused/once").is_empty()
+    });
+    stop(first);
+    let window = |job: &str| {
+        let record = shared
+            .records(&format!("paused/{job}"))
+            .pop()
+            .expect("a pause record");
+        assert_eq!(record["kind"], "paused", "{record}");
+        (instant(&record["since"]), instant(&record["until"]))
+    };
+    let (all_since, all_until) = window("all");
+    let (_, once_until) = window("once");
+    let watermark = shared
+        .records("runs/all")
+        .iter()
+        .filter(|r| r.get("finished_at").is_some_and(|f| !f.is_null()))
+        .map(|r| instant(&r["finished_at"]))
+        .max()
+        .expect("runs of all before the stop");
+
+    std::thread::sleep(
+        (ran_at + Duration::from_millis(12_500)).saturating_duration_since(Instant::now()),
+    );
+    let launched = chrono::Utc::now();
+    assert!(
+        launched > once_until,
+        "the restart came after both pauses lapsed"
+    );
+    let (second, _) = shared.daemon("", jobs);
+    second.wait_for_log("missed run(s) for all", 1, LONG);
+    let seen_at = chrono::Utc::now().timestamp();
+    assert!(
+        seen_at < slot + 20,
+        "the second daemon took too long to start (premise: before once's slot at S + 20)"
+    );
+    let log = second.log();
+    let count = replayed(&log, "all").expect("a replay count for all");
+    let (least, paused_least) = owed_seconds(watermark, launched.timestamp(), all_since, all_until);
+    let (most, _) = owed_seconds(watermark, seen_at, all_since, all_until);
+    assert!(
+        paused_least >= 3,
+        "the window of all covered missed seconds ({paused_least})"
+    );
+    assert!(
+        (least..=most).contains(&count),
+        "all replays only the seconds outside its pause window: {count} not in {least}..={most} \
+         (watermark {watermark}, window {all_since} .. {all_until}); log:\n{log}"
+    );
+    assert_eq!(
+        replayed(&log, "once"),
+        None,
+        "every missed slot of once was paused; log:\n{log}"
+    );
+    // The backfills of all really run.
+    let before = read_lines(&shared.path("all")).len();
+    wait_until("the backfills of all", LONG, || {
+        read_lines(&shared.path("all")).len() >= before + count as usize
+    });
+    stop(second);
+}
+
 #[test]
 fn a_pause_sent_to_one_daemon_holds_on_another_sharing_the_store() {
     let shared = Shared::new();

@@ -1,11 +1,11 @@
 //! The read at start: for each configured job, its ledger tail and last
-//! real outcome, its pause, its pending retry, its boot marker and its
+//! real outcome, its pause marks, its pending retry, its boot marker and its
 //! catch-up watermark, and this host's last counters snapshot. Before the
 //! ledger is read, this host's interrupted runs are reconciled: an `open`
 //! in-flight record another process of this host left behind, whose run
 //! is gone, is closed and becomes an `unknown` row.
 
-use super::codec::newest_pause;
+use super::codec::{newest_pause, pause_marks};
 use super::DurableSettings;
 use crate::config::model::OnMissed;
 use crate::config::JobConfig;
@@ -131,10 +131,17 @@ pub(super) fn read(
                 out.watermarks.insert(name.to_owned(), mark);
             }
         }
+        // The writer prunes each pause stream to `keep::PAUSED` records,
+        // so this bounded read is the job's whole retained history: every
+        // window the catch-up below the scheduler can still excuse.
         let pauses =
             store.read_newest(&format!("{}{name}", stream::PAUSED), keep::PAUSED as usize)?;
         if let Some(mark) = newest_pause(&pauses) {
             out.pauses.insert(name.to_owned(), mark);
+        }
+        let history = pause_marks(&pauses);
+        if !history.is_empty() {
+            out.pause_history.insert(name.to_owned(), history);
         }
         let retries = store.read_newest(
             &format!("{}{name}", stream::RETRIES),

@@ -101,6 +101,7 @@ impl Scheduler {
         for (job, outcome) in read.last_real {
             self.store.note_real_outcome(&job, outcome);
         }
+        self.note_rehydrated_pauses(read.pause_history, &read.pauses);
         for (job, mark) in read.pauses {
             if let PauseMark::Paused(window) = mark {
                 if window.until > now && self.job(&job).is_some() {
@@ -345,6 +346,7 @@ impl Scheduler {
     /// Records a pause or resume this node accepted, for every node
     /// sharing the store and the next start.
     pub(super) fn persist_pause(&mut self, job: &str, mark: PauseMark) {
+        self.note_pause(job, &mark);
         if self.durable.enabled() {
             self.durable.write(DurableWrite::Pause {
                 job: job.to_owned(),
@@ -383,6 +385,7 @@ impl Scheduler {
                 if self.job(&job).is_none() {
                     return;
                 }
+                self.note_pause(&job, &mark);
                 let now = self.clock.now();
                 match super::pause_sync::apply(self.store.pause(&job), &mark, now) {
                     super::pause_sync::Apply::Keep => {}

@@ -185,6 +185,9 @@ pub struct Rehydrated {
     pub last_real: HashMap<String, RealOutcome>,
     /// Per job, the newest pause or resume.
     pub pauses: HashMap<String, PauseMark>,
+    /// Per job, its retained pause and resume marks, oldest first: the
+    /// windows a catch-up owes nothing for (lapsed ones included).
+    pub pause_history: HashMap<String, Vec<PauseMark>>,
     /// Per job, a retry still pending.
     pub retries: HashMap<String, DurableRetry>,
     /// `@reboot` jobs already run during this OS boot on this host (for

@@ -22,6 +22,7 @@
 //!   older than `startingDeadlineSeconds`. A job never recorded is owed
 //!   nothing: a first run is never "missed".
 
+use super::pause::PauseMark;
 use super::ports::{Admission, LeaderRecords, RecordsError};
 use super::{Event, Scheduler};
 use crate::config::model::{ClusterPolicy, OnMissed};
@@ -33,10 +34,17 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod excused;
+#[cfg(test)]
+mod excused_tests;
 mod owed;
+#[cfg(test)]
+mod start_tests;
 #[cfg(test)]
 mod tests;
 
+use excused::PauseLog;
+pub use excused::{pause_windows, Excused};
 use owed::jitter_offset;
 pub use owed::{owed_fires, Owed, MAX_CATCHUP};
 
@@ -121,6 +129,9 @@ pub(super) struct Failover {
     /// Jobs whose fire could not be recorded; warned once until a record
     /// succeeds again (a store outage would otherwise warn every fire).
     record_warned: HashSet<String>,
+    /// The pause marks seen per job: the windows a catch-up owes nothing
+    /// for, lapsed ones included.
+    pause_log: PauseLog,
 }
 
 /// True when `job`'s scheduled fires are recorded in the leadership store
@@ -146,6 +157,30 @@ fn defers_reboot(job: &JobConfig) -> bool {
 impl Scheduler {
     fn records(&self) -> Option<Arc<dyn LeaderRecords>> {
         self.gate.records()
+    }
+
+    /// Keeps a pause or resume of `job` seen anywhere (accepted here, read
+    /// from a store, reported by the poller), so a later catch-up owes
+    /// nothing for the window, even once it has lapsed.
+    pub(super) fn note_pause(&mut self, job: &str, mark: &PauseMark) {
+        self.failover.pause_log.note(job, mark.clone());
+    }
+
+    /// Keeps the pause marks a start read back: each job's retained
+    /// history (`history`, any order) and its newest mark (`newest`).
+    pub(super) fn note_rehydrated_pauses(
+        &mut self,
+        history: HashMap<String, Vec<PauseMark>>,
+        newest: &HashMap<String, PauseMark>,
+    ) {
+        for (job, marks) in history {
+            for mark in marks {
+                self.failover.pause_log.note(&job, mark);
+            }
+        }
+        for (job, mark) in newest {
+            self.failover.pause_log.note(job, mark.clone());
+        }
     }
 
     /// A deferred `@reboot` job still waiting (`GET /jobs` shows it).
@@ -587,6 +622,9 @@ impl Scheduler {
             let cutoff = job
                 .starting_deadline_seconds
                 .map(|secs| now - ChronoDuration::seconds(secs));
+            // Slots inside a pause window (lapsed ones too, those the
+            // daemon slept through included) are owed nothing.
+            let excused = self.failover.pause_log.windows(&job.name);
             let owed = owed_fires(
                 expr,
                 &job.schedule.time_base,
@@ -594,6 +632,7 @@ impl Scheduler {
                 upto,
                 cutoff,
                 job.on_missed,
+                &excused,
             );
             let Some(newest) = owed.newest else { continue };
             if self.suspended.contains(&job.name) || self.is_paused(&job.name, now) {

@@ -618,3 +618,52 @@ async fn a_pause_the_store_did_not_record_is_an_error_naming_why() {
     assert!(node.control.job("j").await.unwrap().paused.is_some());
     node.finish().await;
 }
+
+/// [`takeover`] with the old leader's newest pause mark of `j` recorded
+/// too: a pause from 11:00 that lapsed at `until`, before the takeover.
+async fn takeover_after_a_pause(on_missed: &str, until: DateTime<Utc>) -> Node {
+    let records = FakeRecords::default();
+    records
+        .fires
+        .lock()
+        .unwrap()
+        .insert("j".into(), at(11, 58, 0));
+    records
+        .pauses
+        .lock()
+        .unwrap()
+        .insert("j".into(), PauseMark::Paused(window(at(11, 0, 0), until)));
+    let node = start(&catch_up_job(on_missed, ""), false, records).await;
+    tokio::time::advance(Duration::from_secs(91)).await;
+    settle().await;
+    node.take_over();
+    tokio::time::advance(Duration::from_secs(60)).await;
+    settle().await;
+    node
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_new_leader_owes_nothing_for_the_slots_of_a_lapsed_recorded_pause() {
+    // 11:59, 12:00 and 12:01 fell inside the pause (until 12:01:30):
+    // only 12:02 is replayed, then 12:03 fires on schedule.
+    let node = takeover_after_a_pause("run-all", at(12, 1, 30)).await;
+    let done = runs(&node.control, "j", 2).await;
+    settle().await;
+    let done_now = node.control.runs("j").await.unwrap();
+    assert_eq!(done_now.len(), 2, "{done:?}");
+    assert!(done_now.iter().all(|r| r.skip_reason.is_none()));
+    assert_eq!(
+        node.calls(),
+        vec!["fire j 12:02:00", "fire j 12:03:00"],
+        "one backfill"
+    );
+    node.finish().await;
+
+    // Every slot of the window paused: a run-once job is owed nothing.
+    let node = takeover_after_a_pause("run-once", at(12, 2, 30)).await;
+    assert_eq!(runs(&node.control, "j", 1).await.len(), 1);
+    settle().await;
+    assert_eq!(node.control.runs("j").await.unwrap().len(), 1);
+    assert_eq!(node.calls(), vec!["fire j 12:03:00"]);
+    node.finish().await;
+}

@@ -225,6 +225,7 @@ impl Scheduler {
             if self.job(name).is_none_or(|job| !leader_gated(&job)) {
                 continue;
             }
+            self.note_pause(name, mark);
             match apply(self.store.pause(name), mark, now) {
                 Apply::Keep => {}
                 Apply::Pause => {

@@ -364,6 +364,8 @@ fn rehydrated(
             .iter()
             .filter_map(|(job, p)| Some((job.clone(), p.mark()?)))
             .collect(),
+        // The facts keep the newest mark per job only (`pauses` above).
+        pause_history: HashMap::new(),
         retries: facts.port_retries(),
         reboot_ran,
         reboot_survivors: Default::default(),

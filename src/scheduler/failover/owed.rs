@@ -1,6 +1,7 @@
 //! What a job is owed for the fires it missed, and the stable jitter a
 //! catch-up launch waits: pure, tested on their own.
 
+use super::excused::{covering, Excused};
 use crate::config::model::OnMissed;
 use crate::cronexpr::{CronExpr, TimeBase};
 use chrono::{DateTime, Duration as ChronoDuration, Utc};
@@ -23,8 +24,10 @@ pub struct Owed {
 
 /// The launches a job with catch-up policy `mode` is owed for its fires
 /// after `after` (exclusive) up to `upto` (inclusive), ignoring fires
-/// before `cutoff` (`startingDeadlineSeconds`). Pure: the catch-up's whole
-/// decision, tested on its own.
+/// before `cutoff` (`startingDeadlineSeconds`) and fires inside a pause
+/// window of `excused` (the windows are stepped over, never used as a
+/// floor: a fire before a window is still owed). Pure: the catch-up's
+/// whole decision, tested on its own.
 pub fn owed_fires(
     expr: &CronExpr,
     tz: &TimeBase,
@@ -32,6 +35,7 @@ pub fn owed_fires(
     upto: DateTime<Utc>,
     cutoff: Option<DateTime<Utc>>,
     mode: OnMissed,
+    excused: &[Excused],
 ) -> Owed {
     let nothing = Owed {
         count: 0,
@@ -49,16 +53,30 @@ pub fn owed_fires(
     match mode {
         OnMissed::Skip => nothing,
         OnMissed::RunOnce => {
-            // The newest fire at or before `upto`; owed when it is after
-            // the start of the window. One launch covers them all.
-            match expr.prev_before(upto + ChronoDuration::nanoseconds(1), tz) {
-                Some(newest) if newest > from => Owed {
-                    count: 1,
-                    newest: Some(newest),
-                    capped: false,
-                },
-                _ => nothing,
+            // The newest fire at or before `upto` outside every pause
+            // window; owed when it is after the start of the window. One
+            // launch covers them all. A fire inside a window sends the
+            // search to before that window's start (each window is
+            // passed at most once, so this ends).
+            let mut before = upto + ChronoDuration::nanoseconds(1);
+            while let Some(newest) = expr.prev_before(before, tz) {
+                if newest <= from {
+                    break;
+                }
+                let Some(window) = excused
+                    .iter()
+                    .filter(|w| w.covers(newest))
+                    .min_by_key(|w| w.since)
+                else {
+                    return Owed {
+                        count: 1,
+                        newest: Some(newest),
+                        capped: false,
+                    };
+                };
+                before = window.since;
             }
+            nothing
         }
         OnMissed::RunAll => {
             let mut count = 0;
@@ -67,6 +85,14 @@ pub fn owed_fires(
             while let Some(next) = expr.next_after(cursor, tz) {
                 if next > upto {
                     break;
+                }
+                if let Some(window) = covering(excused, next) {
+                    // Jump to the window's end rather than stepping each
+                    // excused fire (a paused per-second job would walk
+                    // every second of the pause). One nanosecond back, so
+                    // a fire exactly on `until` is owed.
+                    cursor = window.until - ChronoDuration::nanoseconds(1);
+                    continue;
                 }
                 if count == MAX_CATCHUP {
                     return Owed {
