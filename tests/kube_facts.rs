@@ -4,8 +4,10 @@
 //! unset): a pause, a pending retry, the `@reboot` marker and the counters
 //! survive a rollout (SIGTERM, start again); a pause the leader accepts
 //! holds on the follower within seconds and on the survivor after the
-//! leader is killed; and the facts ConfigMap is written at most once a
-//! second while a job fires every second.
+//! leader is killed; a retry the leader leaves pending when a rollout
+//! stops it runs once, on the new leader, at its deadline; and the facts
+//! ConfigMap is written at most once a second while a job fires every
+//! second.
 
 mod support;
 
@@ -282,6 +284,89 @@ fn a_pause_holds_on_every_replica_and_after_a_leader_change_with_at_most_a_write
         "the survivor ran a paused job"
     );
     assert!(counted >= 5.0);
+}
+
+fn retry_daemon(cluster: &Cluster, node: &str) -> KubeDaemon {
+    let mut how = Launch::new(cluster).args(&["--cronjobsets", "none"]);
+    how.config = format!(
+        "cluster:\n  backend: kubernetes\n  nodeName: {node}\n  kubernetes:\n    \
+         leaseDurationSeconds: 4\n    renewDeadlineSeconds: 2\n    retryPeriodSeconds: 1\n\
+         jobs:\n  - name: flaky\n    \
+         command: 'echo $FACTS_NODE $(date +%s.%N) >> {{dir}}/tries; exit 1'\n    \
+         schedule: '@reboot'\n    onFailure:\n      retry:\n        maximumRetries: 1\n        \
+         initialDelay: 15\n        maximumDelay: 60\n        backoffMultiplier: 2\n"
+    );
+    // The same job on both nodes (one digest); the node it ran on comes
+    // from the daemon's environment.
+    how.env.push(("FACTS_NODE".to_owned(), node.to_owned()));
+    KubeDaemon::launch(cluster, how)
+}
+
+#[test]
+fn a_retry_the_leader_leaves_pending_in_a_rollout_runs_once_on_the_new_leader_at_its_deadline() {
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let mut a = retry_daemon(&cluster, "node-a");
+    wait_until(
+        "node-a to lead",
+        PATIENCE,
+        || a.get_json("/cluster")["is_leader"] == true,
+        || a.log(),
+    );
+    let b = retry_daemon(&cluster, "node-b");
+    a.wait_for_log("scheduled to be retried (#1) in 15.0 seconds", 1, PATIENCE);
+    wait_until(
+        "the pending retry in the facts ConfigMap",
+        PATIENCE,
+        || fact(&cluster, "retries.json")["flaky"]["attempt"] == 1,
+        || format!("{}\n{}", facts(&cluster), a.log()),
+    );
+    // The follower arms nothing of the leader's: it only reads.
+    assert!(
+        !b.log().contains("re-armed pending retry"),
+        "the follower armed the leader's retry:\n{}",
+        b.log()
+    );
+    // A rollout stops the leader before the retry is due.
+    stop(&mut a);
+    wait_until(
+        "node-b to lead",
+        PATIENCE,
+        || b.get_json("/cluster")["is_leader"] == true,
+        || b.log(),
+    );
+    b.wait_for_log(
+        "Job flaky: re-armed pending retry #1 from the durable ledger",
+        1,
+        PATIENCE,
+    );
+    let tries = || cluster.lines("tries");
+    wait_until(
+        "the retry on node-b",
+        PATIENCE,
+        || tries().len() >= 2,
+        || b.log(),
+    );
+    // Once: the boot run on node-a, the retry on node-b at its deadline,
+    // nothing more.
+    std::thread::sleep(Duration::from_secs(3));
+    let tries = tries();
+    assert_eq!(tries.len(), 2, "{tries:?}\n{}", b.log());
+    let parse = |line: &str| -> (String, f64) {
+        let (node, at) = line.split_once(' ').expect("node and time");
+        (node.to_owned(), at.parse().expect("a time"))
+    };
+    let (first, boot) = parse(&tries[0]);
+    let (second, retry) = parse(&tries[1]);
+    assert_eq!((first.as_str(), second.as_str()), ("node-a", "node-b"));
+    assert!(retry - boot >= 14.5, "too early: {}", retry - boot);
+    wait_until(
+        "the settled retry to leave the ConfigMap",
+        PATIENCE,
+        || fact(&cluster, "retries.json").get("flaky").is_none(),
+        || facts(&cluster).to_string(),
+    );
 }
 
 /// The measurement of docs/performance.md ("the facts ConfigMap"): the

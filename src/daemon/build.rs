@@ -188,12 +188,14 @@ pub fn durable_store(plan: Option<plan::DurablePlan>) -> Durable {
 /// outcomes, `@reboot` markers and the counters are kept in the facts
 /// ConfigMap `name` in the mode's namespace, written while `may_write`
 /// holds. `state` is the `state` section, if any (its
-/// `onStoreUnavailable` applies).
+/// `onStoreUnavailable` applies); `elect_leader` says leader election
+/// picks the writer (pending retries then go to whoever becomes it).
 pub fn kube_facts(
     shared: SharedClient,
     name: String,
     state: Option<&crate::config::model::sections::StateConfig>,
     may_write: tokio::sync::watch::Receiver<bool>,
+    elect_leader: bool,
 ) -> Box<dyn crate::scheduler::durable::DurableState> {
     let Some((client, namespace)) = shared else {
         return Box::new(crate::scheduler::durable::NoDurableState);
@@ -201,14 +203,13 @@ pub fn kube_facts(
     let policy = state
         .and_then(|s| s.on_store_unavailable)
         .unwrap_or(crate::config::model::sections::OnStoreUnavailable::Degrade);
+    let mut settings = crate::kube::facts::FactsSettings::new(
+        name,
+        crate::platform::host_name().to_owned(),
+        policy,
+    );
+    settings.elect_leader = elect_leader;
     Box::new(crate::kube::facts::KubeFacts::start(
-        client,
-        &namespace,
-        may_write,
-        crate::kube::facts::FactsSettings::new(
-            name,
-            crate::platform::host_name().to_owned(),
-            policy,
-        ),
+        client, &namespace, may_write, settings,
     ))
 }

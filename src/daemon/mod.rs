@@ -67,8 +67,10 @@ pub fn run(
             return ExitCode::from(1);
         }
     };
-    if loaded.sections.state.is_none() {
+    if loaded.sections.state.is_none() && kube.is_none() {
         // The original's lines: without a store these have memory only.
+        // (The Kubernetes mode keeps last outcomes in its facts ConfigMap
+        // and says at start what needs `state.path`.)
         let count =
             |f: &dyn Fn(&config::JobConfig) -> bool| loaded.jobs.iter().filter(|j| f(j)).count();
         let missed = count(&|j| j.on_missed != config::model::OnMissed::Skip);
@@ -159,6 +161,7 @@ pub fn run(
                     name,
                     state_section.as_ref().map(|s| &s.value),
                     facts_may_write,
+                    plan.elect_leader,
                 ),
                 store: None,
             },

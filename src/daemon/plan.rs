@@ -107,6 +107,10 @@ pub struct Plan {
     pub slots: Option<SlotPlan>,
     /// The durable store of `state.path`; None without one.
     pub durable: Option<DurablePlan>,
+    /// Leader election is configured (a lease backend, or gossip with
+    /// `electLeader`): the Kubernetes facts hand pending retries to the
+    /// writer.
+    pub elect_leader: bool,
 }
 
 /// The durable store a `state` section with a `path` asks for.
@@ -208,6 +212,7 @@ pub fn plan(sections: &Sections, host_name: &str, kube_mode: bool) -> Plan {
         }
         _ => None,
     };
+    let elect_leader = electing.is_some();
     let durable = durable_plan(state, host_name).map(|mut durable| {
         if let Some(node) = &electing {
             durable.host.clone_from(node);
@@ -217,6 +222,7 @@ pub fn plan(sections: &Sections, host_name: &str, kube_mode: bool) -> Plan {
     });
     Plan {
         durable,
+        elect_leader,
         slots: store.map(|store| SlotPlan {
             store,
             node,

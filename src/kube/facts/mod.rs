@@ -66,7 +66,7 @@ use crate::config::model::sections::OnStoreUnavailable;
 use crate::config::JobConfig;
 use crate::cronexpr::Schedule;
 use crate::scheduler::durable::{
-    DurableError, DurableEvent, DurableState, DurableWrite, Rehydrated,
+    DurableError, DurableEvent, DurableState, DurableWrite, Rehydrated, RetryConsume,
 };
 use crate::scheduler::history::RealOutcome;
 use doc::{Facts, OutcomeFact, RebootFact, RetryFact, RetryOp};
@@ -106,6 +106,11 @@ pub struct FactsSettings {
     pub interval: Duration,
     /// How long one call may take (the start's read included).
     pub deadline: Duration,
+    /// Leader election decides the writer (a `cluster` section with the
+    /// kubernetes backend, or gossip with `electLeader`): pending retries
+    /// are then handed to whichever node becomes the writer, not armed by
+    /// every replica at start.
+    pub elect_leader: bool,
 }
 
 impl FactsSettings {
@@ -117,6 +122,7 @@ impl FactsSettings {
             policy,
             interval: Duration::from_secs(1),
             deadline: Duration::from_secs(5),
+            elect_leader: false,
         }
     }
 }
@@ -152,12 +158,14 @@ impl KubeFacts {
             may_write,
             events: events_tx,
             writes: writes_tx,
+            hand_over: settings.elect_leader,
         };
         tokio::spawn(task.run(ops_rx));
         tracing::info!(
             target: "cronstable::state",
             "state: Kubernetes facts in ConfigMap {namespace}/{} (pauses, pending retries, last \
-             outcomes, @reboot markers, counters; the run ledger needs state.path)",
+             outcomes for onlyIfLastSucceeded, @reboot markers, counters; the run ledger and the \
+             onMissed catch-up watermark need state.path)",
             settings.name
         );
         KubeFacts {
@@ -198,6 +206,39 @@ impl DurableState for KubeFacts {
         self.settings.policy
     }
 
+    fn retry_resume(&self) -> bool {
+        // The document is the deployment's: a ladder the leader leaves
+        // behind (stopped, killed, or no longer leading) stays in it for
+        // the next writer.
+        self.settings.elect_leader
+    }
+
+    fn consume_retry(
+        &mut self,
+        job: &str,
+        attempt: u32,
+        _serialize: bool,
+    ) -> BoxFuture<'static, Result<RetryConsume, DurableError>> {
+        let (reply, verdict) = tokio::sync::oneshot::channel();
+        self.send(sync::Op::Consume {
+            job: job.to_owned(),
+            attempt,
+            reply,
+        });
+        // The next pass writes the settle: a second at most, plus the
+        // write's own deadline.
+        let bound = self.settings.deadline + self.settings.interval * 2;
+        Box::pin(async move {
+            match tokio::time::timeout(bound, verdict).await {
+                Ok(Ok(verdict)) => verdict,
+                _ => Err(DurableError(format!(
+                    "the facts ConfigMap did not confirm the retry's settle within {} seconds",
+                    bound.as_secs()
+                ))),
+            }
+        })
+    }
+
     fn write(&mut self, write: DurableWrite) {
         let now = chrono::Utc::now();
         let op = match write {
@@ -236,8 +277,8 @@ impl DurableState for KubeFacts {
             DurableWrite::RetrySettled { job, attempt, .. } => {
                 sync::Op::Retry(job, RetryOp::Settled(attempt))
             }
-            // Hand-offs need a shared store directory (cross-node resume
-            // is never active on the facts ConfigMap).
+            // A hand-off needs no write here: the pending record stays in
+            // the document, and the next writer is handed it.
             DurableWrite::RetryHandoff { .. } => return,
             DurableWrite::RebootMarker { job, digest } => {
                 let digest = self.digest(&job, &digest);
@@ -273,6 +314,7 @@ impl DurableState for KubeFacts {
         let host = self.settings.host.clone();
         let deadline = self.settings.deadline;
         let digests = self.digests.clone();
+        let hand_over = self.settings.elect_leader;
         Box::pin(async move {
             let data = match tokio::time::timeout(deadline, api.get_opt(&name)).await {
                 Ok(Ok(found)) => found.and_then(|cm| cm.data).unwrap_or_default(),
@@ -292,7 +334,15 @@ impl DurableState for KubeFacts {
             for warning in warnings {
                 tracing::warn!(target: "cronstable::state", "state: the facts ConfigMap {name}: {warning}");
             }
-            Ok(rehydrated(&facts, &jobs, &digests, &host))
+            let mut start = rehydrated(&facts, &jobs, &digests, &host);
+            if hand_over {
+                // Under election the writer runs the retries: they are
+                // handed to this node when it becomes the writer (as
+                // `DurableEvent::RetryHandedOver`, read fresh then), never
+                // armed by a replica that may only follow.
+                start.retries.clear();
+            }
+            Ok(start)
         })
     }
 

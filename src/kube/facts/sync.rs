@@ -6,7 +6,7 @@
 //! delays what waits to the next pass.
 
 use super::doc::{Delta, Facts, OutcomeFact, RebootFact, RetryOp, BUDGET};
-use crate::scheduler::durable::DurableEvent;
+use crate::scheduler::durable::{DurableError, DurableEvent, RetryConsume};
 use crate::scheduler::history::RealOutcome;
 use crate::scheduler::pause::PauseMark;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -28,6 +28,23 @@ pub(super) enum Op {
     Counters(serde_json::Value),
     /// Resolve once what waits now was written (or could not be).
     Flush(oneshot::Sender<()>),
+    /// A due retry about to launch: its settle is written first and the
+    /// verdict says whether it may launch (record-before-run).
+    Consume {
+        job: String,
+        attempt: u32,
+        reply: oneshot::Sender<Result<RetryConsume, DurableError>>,
+    },
+}
+
+/// A due retry waiting for its settle to land.
+struct Consumer {
+    job: String,
+    attempt: u32,
+    /// Its pending record was still in this node's unwritten changes (so
+    /// the document cannot show it yet).
+    unwritten: bool,
+    reply: oneshot::Sender<Result<RetryConsume, DurableError>>,
 }
 
 /// What the task needs.
@@ -39,6 +56,10 @@ pub(super) struct Task {
     pub(super) may_write: watch::Receiver<bool>,
     pub(super) events: mpsc::UnboundedSender<DurableEvent>,
     pub(super) writes: watch::Sender<u64>,
+    /// Leader election decides the writer: when this node becomes it, the
+    /// pending retries of the document are handed to its scheduler, and
+    /// a due retry launches only while the document still holds it.
+    pub(super) hand_over: bool,
 }
 
 /// What the task remembers between passes.
@@ -54,6 +75,15 @@ struct State {
     exists: bool,
     delta: Delta,
     waiters: Vec<oneshot::Sender<()>>,
+    consumers: Vec<Consumer>,
+    /// Per job, the attempt whose settle this node queued but could not
+    /// write when its retry asked (the retry was deferred, or launched
+    /// anyway under `degrade`): the settle lands later, and the document
+    /// then lacks a record that is still this node's.
+    failed_settles: BTreeMap<String, u32>,
+    /// This node is the writer and its scheduler was handed the
+    /// document's pending retries (false again when it stops writing).
+    handed_over: bool,
     available: bool,
     write_failing: bool,
     trimmed: Vec<String>,
@@ -88,20 +118,54 @@ impl Task {
     }
 
     async fn pass(&self, state: &mut State) {
-        self.read(state).await;
+        let fresh = self.read(state).await;
         if !*self.may_write.borrow() {
             // Only the writer writes: what a follower's scheduler hands in
             // (its own counters, runs of `EveryNode` jobs) is the
-            // leader's to record.
+            // leader's to record, and a retry it cannot record as
+            // launched is the leader's to run.
             state.delta = Delta::default();
+            state.handed_over = false;
+            state.failed_settles.clear();
+            answer(&mut state.consumers, Ok(RetryConsume::Abort));
             return;
+        }
+        if self.hand_over && !state.handed_over && fresh {
+            // Just became the writer: the retries the previous one left
+            // pending are this node's now (read from the server this
+            // pass, so its last settles are in).
+            if let Some(base) = &state.base {
+                for (job, fact) in &base.retries {
+                    let _ = self.events.send(DurableEvent::RetryHandedOver {
+                        job: job.clone(),
+                        retry: fact.to_port(),
+                    });
+                }
+                state.handed_over = true;
+            }
         }
         if state.delta.is_empty() {
             return;
         }
         let Some(base) = &state.base else {
+            answer(&mut state.consumers, {
+                Err(DurableError(
+                    "the facts ConfigMap has not been read yet".to_owned(),
+                ))
+            });
             return;
         };
+        if self.hand_over {
+            // Under election a due retry whose record the document no
+            // longer holds at this attempt was settled (launched) by
+            // another writer, or replaced by a newer ladder: running it
+            // here could run an attempt twice.
+            let (kept, mut stale): (Vec<_>, Vec<_>) = std::mem::take(&mut state.consumers)
+                .into_iter()
+                .partition(|c| still_ours(c, base, &state.failed_settles));
+            state.consumers = kept;
+            answer(&mut stale, Ok(RetryConsume::Abort));
+        }
         let mut doc = base.clone();
         doc.apply(&state.delta);
         let (values, dropped) = doc.encode(chrono::Utc::now(), BUDGET);
@@ -122,6 +186,7 @@ impl Task {
             .collect();
         if changed.is_empty() {
             state.delta = Delta::default();
+            answer(&mut state.consumers, Ok(RetryConsume::Launch));
             return;
         }
         match tokio::time::timeout(self.deadline, self.write(state.exists, &changed, &values)).await
@@ -132,6 +197,7 @@ impl Task {
                 state.exists = true;
                 state.delta = Delta::default();
                 self.writes.send_modify(|w| *w += 1);
+                answer(&mut state.consumers, Ok(RetryConsume::Launch));
                 if state.write_failing {
                     state.write_failing = false;
                     tracing::info!(
@@ -146,6 +212,17 @@ impl Task {
                     Ok(Err(e)) => e.to_string(),
                     _ => format!("no answer within {} s", self.deadline.as_secs()),
                 };
+                for consumer in &state.consumers {
+                    state
+                        .failed_settles
+                        .insert(consumer.job.clone(), consumer.attempt);
+                }
+                answer(&mut state.consumers, {
+                    Err(DurableError(format!(
+                        "cannot write the facts ConfigMap {} ({why})",
+                        self.name
+                    )))
+                });
                 if let Ok(Err(WriteError::Exists)) = outcome {
                     // Created by another writer since the last read:
                     // patched at the next pass.
@@ -164,8 +241,9 @@ impl Task {
         }
     }
 
-    /// Reads the object; changes are sent as events.
-    async fn read(&self, state: &mut State) {
+    /// Reads the object; changes are sent as events. Says whether the
+    /// read worked.
+    async fn read(&self, state: &mut State) -> bool {
         let got = tokio::time::timeout(self.deadline, self.api.get_opt(&self.name)).await;
         let data = match got {
             Ok(Ok(found)) => {
@@ -187,7 +265,7 @@ impl Task {
                     );
                     let _ = self.events.send(DurableEvent::Available(false));
                 }
-                return;
+                return false;
             }
         };
         if !state.available {
@@ -200,7 +278,7 @@ impl Task {
             let _ = self.events.send(DurableEvent::Available(true));
         }
         if state.base.is_some() && data == state.raw {
-            return;
+            return true;
         }
         let (facts, warnings) = Facts::decode(&data);
         if !warnings.is_empty() && warnings != state.bad_keys {
@@ -228,6 +306,7 @@ impl Task {
         }
         state.base = Some(facts);
         state.raw = data;
+        true
     }
 
     /// One write: a merge patch of the changed keys, or the object with
@@ -291,12 +370,144 @@ fn fold(state: &mut State, op: Op) {
     let delta = &mut state.delta;
     match op {
         Op::Pause(job, mark) => delta.pause(&job, &mark),
-        Op::Retry(job, op) => delta.retry(&job, op),
+        Op::Retry(job, op) => {
+            if matches!(op, RetryOp::Pending(_)) {
+                state.failed_settles.remove(&job);
+            }
+            delta.retry(&job, op);
+        }
         Op::Outcome(job, fact) => delta.outcome(&job, fact),
         Op::Reboot(job, fact) => {
             delta.reboot.insert(job, fact);
         }
         Op::Counters(snapshot) => delta.counters = Some(snapshot),
         Op::Flush(waiter) => state.waiters.push(waiter),
+        Op::Consume {
+            job,
+            attempt,
+            reply,
+        } => {
+            let unwritten = matches!(delta.retries.get(&job), Some(RetryOp::Pending(p)) if p.attempt == attempt);
+            delta.retry(&job, RetryOp::Settled(attempt));
+            state.consumers.push(Consumer {
+                job,
+                attempt,
+                unwritten,
+                reply,
+            });
+        }
+    }
+}
+
+/// Under election, whether a due retry is still this node's to run: its
+/// pending record was never written (armed here since the last write),
+/// its settle was queued here before (a write that failed, landed
+/// since), or the document still holds it at this attempt.
+fn still_ours(consumer: &Consumer, doc: &Facts, failed_settles: &BTreeMap<String, u32>) -> bool {
+    consumer.unwritten
+        || failed_settles.get(&consumer.job) == Some(&consumer.attempt)
+        || doc
+            .retries
+            .get(&consumer.job)
+            .is_some_and(|r| r.attempt == consumer.attempt)
+}
+
+/// Gives every waiting retry its verdict.
+fn answer(consumers: &mut Vec<Consumer>, verdict: Result<RetryConsume, DurableError>) {
+    for consumer in consumers.drain(..) {
+        let _ = consumer.reply.send(verdict.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kube::facts::doc::RetryFact;
+
+    fn pending(attempt: u32) -> RetryOp {
+        RetryOp::Pending(RetryFact {
+            attempt,
+            due: chrono::Utc::now(),
+            digest: "d".into(),
+            at: chrono::Utc::now(),
+        })
+    }
+
+    fn consume(
+        state: &mut State,
+        job: &str,
+        attempt: u32,
+    ) -> oneshot::Receiver<Result<RetryConsume, DurableError>> {
+        let (reply, rx) = oneshot::channel();
+        fold(
+            state,
+            Op::Consume {
+                job: job.into(),
+                attempt,
+                reply,
+            },
+        );
+        rx
+    }
+
+    #[test]
+    fn a_retry_armed_since_the_last_write_is_ours_though_the_document_lacks_it() {
+        let mut state = State::default();
+        fold(&mut state, Op::Retry("j".into(), pending(1)));
+        let _rx = consume(&mut state, "j", 1);
+        let c = &state.consumers[0];
+        assert!(c.unwritten);
+        assert!(still_ours(c, &Facts::default(), &state.failed_settles));
+        // The settle replaced the unwritten pending record in the delta.
+        assert_eq!(state.delta.retries.get("j"), Some(&RetryOp::Settled(1)));
+    }
+
+    #[test]
+    fn a_retry_the_document_holds_at_another_attempt_or_not_at_all_is_not_ours() {
+        let mut state = State::default();
+        let _rx = consume(&mut state, "j", 1);
+        let c = &state.consumers[0];
+        assert!(!c.unwritten);
+        let mut doc = Facts::default();
+        assert!(
+            !still_ours(c, &doc, &state.failed_settles),
+            "settled elsewhere"
+        );
+        let RetryOp::Pending(fact) = pending(2) else {
+            unreachable!()
+        };
+        doc.retries.insert("j".into(), fact.clone());
+        assert!(
+            !still_ours(c, &doc, &state.failed_settles),
+            "a newer ladder"
+        );
+        doc.retries
+            .insert("j".into(), RetryFact { attempt: 1, ..fact });
+        assert!(still_ours(c, &doc, &state.failed_settles), "still held");
+    }
+
+    #[test]
+    fn a_settle_that_failed_here_keeps_the_retry_ours_until_a_new_ladder() {
+        let mut state = State::default();
+        state.failed_settles.insert("j".into(), 1);
+        let _rx = consume(&mut state, "j", 1);
+        assert!(still_ours(
+            &state.consumers[0],
+            &Facts::default(),
+            &state.failed_settles
+        ));
+        fold(&mut state, Op::Retry("j".into(), pending(2)));
+        assert!(state.failed_settles.is_empty());
+    }
+
+    #[test]
+    fn every_waiting_retry_gets_the_verdict() {
+        let mut state = State::default();
+        let mut first = consume(&mut state, "a", 1);
+        let mut second = consume(&mut state, "b", 3);
+        answer(&mut state.consumers, Ok(RetryConsume::Abort));
+        assert!(state.consumers.is_empty());
+        assert_eq!(first.try_recv(), Ok(Ok(RetryConsume::Abort)));
+        assert_eq!(second.try_recv(), Ok(Ok(RetryConsume::Abort)));
     }
 }
