@@ -23,8 +23,16 @@ const FS_SAFE_MAX: usize = 130;
 /// and a token over 130 characters keeps its first 96 followed by `%.` and
 /// 32 hex digits of the name's SHA-256.
 pub fn fs_safe(name: &str) -> String {
+    fs_safe_bytes(name.as_bytes())
+}
+
+/// [`fs_safe`] of a name given as its bytes: UTF-8, or, for a name that
+/// holds lone surrogates (a job-supplied key can), the generalized UTF-8
+/// Python's `encode("utf-8", "surrogatepass")` writes, so both daemons
+/// name the same file.
+pub fn fs_safe_bytes(name: &[u8]) -> String {
     let mut token = String::with_capacity(name.len());
-    for byte in name.bytes() {
+    for &byte in name {
         if byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_' || byte == b'-' {
             token.push(char::from(byte));
         } else {
@@ -39,7 +47,7 @@ pub fn fs_safe(name: &str) -> String {
         token = format!("%{first:02X}{}", &token[1..]);
     }
     if token.len() > FS_SAFE_MAX {
-        let digest = Sha256::digest(name.as_bytes());
+        let digest = Sha256::digest(name);
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
         token = format!("{}%.{}", &token[..FS_SAFE_MAX - 34], &hex[..32]);
     }

@@ -25,11 +25,16 @@ pub struct LeaseRecord {
 }
 
 impl LeaseRecord {
-    /// The file's bytes: compact JSON, keys sorted (the field order).
+    /// The file's bytes: compact JSON, keys sorted (the field order),
+    /// non-ASCII escaped as the original's default (stdlib) encoder
+    /// writes it, so a lease named after a non-ASCII scope or lock has the
+    /// same bytes from either daemon.
     pub fn encode(&self) -> Vec<u8> {
         // Serialising four plain fields cannot fail; an empty file would
         // read as corrupt (and so deny acquires) rather than mislead.
-        serde_json::to_vec(self).unwrap_or_default()
+        serde_json::to_value(self)
+            .map(|value| super::format::ascii_json(&value).into_bytes())
+            .unwrap_or_default()
     }
 
     /// Reads a lease file's bytes; the error says what is wrong.
@@ -97,6 +102,34 @@ pub fn may_renew(current: Option<&LeaseRecord>, held: &LeaseRecord) -> bool {
 /// (another tool may have replaced it); if not, the lock is taken again
 /// on the new one.
 pub fn with_lock<T>(lock_path: &Path, work: impl FnOnce() -> T) -> std::io::Result<T> {
+    let _held = acquire(lock_path, false, true)?;
+    Ok(work())
+}
+
+/// [`with_lock`] that also sets the side file's modification time once
+/// the lock is held: `flock` never does, and the orphan-lock sweep of the
+/// garbage collector takes that time as the document's last activity.
+pub fn with_touched_lock<T>(lock_path: &Path, work: impl FnOnce() -> T) -> std::io::Result<T> {
+    let _held = acquire(lock_path, true, true)?;
+    Ok(work())
+}
+
+/// [`with_lock`] without waiting: `Ok(None)` (and `work` not run) when
+/// another holder has the lock. The collector's lane: a sweep can always
+/// skip an entry and retry on its next pass.
+pub fn try_with_lock<T>(lock_path: &Path, work: impl FnOnce() -> T) -> std::io::Result<Option<T>> {
+    let held = acquire(lock_path, false, false)?;
+    Ok(held.is_some().then(work))
+}
+
+/// Opens and locks the side file (the lock lasts as long as the returned
+/// file is open); with `blocking` false, None when another holder has
+/// it (a blocking acquire always returns the file).
+fn acquire(
+    lock_path: &Path,
+    touch: bool,
+    blocking: bool,
+) -> std::io::Result<Option<std::fs::File>> {
     loop {
         let file = platform::open_private_rw(lock_path)?;
         if file.metadata()?.len() == 0 {
@@ -105,13 +138,23 @@ pub fn with_lock<T>(lock_path: &Path, work: impl FnOnce() -> T) -> std::io::Resu
             use std::io::Write;
             (&file).write_all(b"\0")?;
         }
-        platform::lock_exclusive(&file)?;
+        if blocking {
+            platform::lock_exclusive(&file)?;
+        } else if !platform::try_lock_exclusive(&file)? {
+            return Ok(None);
+        }
         let same = match (file.metadata(), std::fs::metadata(lock_path)) {
             (Ok(held), Ok(named)) => platform::same_file(&held, &named),
             _ => false,
         };
         if same {
-            return Ok(work());
+            if touch {
+                // Best effort: a missed touch only ages the lock towards
+                // the sweep, which also requires the document absent and
+                // takes this same lock.
+                let _ = file.set_modified(std::time::SystemTime::now());
+            }
+            return Ok(Some(file));
         }
     }
 }

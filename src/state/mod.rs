@@ -11,6 +11,7 @@
 pub mod admin;
 pub mod format;
 pub mod inspect;
+pub mod jobstate;
 pub mod lease;
 pub mod records;
 pub mod stats;

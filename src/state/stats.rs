@@ -21,17 +21,29 @@ pub enum Op {
     ListStreams,
     /// A garbage-collection pass.
     Gc,
-    /// A lease taken (or renewed by its holder).
+    /// A lease taken (a renewal through acquire counts here too).
     LeaseAcquire,
     /// A lease released.
     LeaseRelease,
     /// A lease read without its lock.
     LeaseRead,
+    /// A lease renewed by its holder.
+    LeaseRenew,
+    /// A document read without its lock (job-facing state).
+    DocRead,
+    /// A document changed (or deleted) under its lock.
+    DocMutate,
+    /// A document namespace listed.
+    DocList,
+    /// An artifact payload stored.
+    BlobPut,
+    /// An artifact payload read.
+    BlobGet,
 }
 
 impl Op {
     /// Every kind, in label order.
-    pub const ALL: [Op; 8] = [
+    pub const ALL: [Op; 14] = [
         Op::Append,
         Op::List,
         Op::Prune,
@@ -40,6 +52,12 @@ impl Op {
         Op::LeaseAcquire,
         Op::LeaseRelease,
         Op::LeaseRead,
+        Op::LeaseRenew,
+        Op::DocRead,
+        Op::DocMutate,
+        Op::DocList,
+        Op::BlobPut,
+        Op::BlobGet,
     ];
 
     /// The `op` label.
@@ -53,6 +71,12 @@ impl Op {
             Op::LeaseAcquire => "lease-acquire",
             Op::LeaseRelease => "lease-release",
             Op::LeaseRead => "lease-read",
+            Op::LeaseRenew => "lease-renew",
+            Op::DocRead => "doc-read",
+            Op::DocMutate => "doc-mutate",
+            Op::DocList => "doc-list",
+            Op::BlobPut => "blob-put",
+            Op::BlobGet => "blob-get",
         }
     }
 }
@@ -126,7 +150,7 @@ struct OpCounts {
 /// The store's own counters.
 #[derive(Debug, Default)]
 pub struct StoreStats {
-    ops: [OpCounts; 8],
+    ops: [OpCounts; Op::ALL.len()],
     throttled: AtomicU64,
     throttle_micros: AtomicU64,
     quarantined: AtomicU64,

@@ -5,7 +5,7 @@
 
 use super::Store;
 use crate::state::format::{fs_safe, wall_now};
-use crate::state::lease::{acquire_fence, read_lease, with_lock, LeaseRecord};
+use crate::state::lease::{acquire_fence, may_renew, read_lease, with_lock, LeaseRecord};
 use crate::state::stats::Op;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -88,6 +88,51 @@ impl Store {
         })
     }
 
+    /// Extends `held` to `ttl` seconds from now if the file still shows
+    /// it: same holder, same fence, and not released (a renewal racing
+    /// its holder's own release must not bring the lease back). A renewal
+    /// slightly past expiry is allowed. `Ok(None)` when refused: taken
+    /// over, released, gone, unreadable, or the new expiry could not be
+    /// written (a renewal that did not land is a failed one).
+    pub fn lease_renew(
+        &self,
+        held: &LeaseRecord,
+        ttl: f64,
+    ) -> std::io::Result<Option<LeaseRecord>> {
+        let (lock, path) = self.lease_paths(&held.name);
+        self.lease_op(Op::LeaseRenew, || {
+            with_lock(&lock, || {
+                let current = match read_lease(&path) {
+                    Ok(current) => current,
+                    Err(why) => {
+                        tracing::warn!(
+                            target: "cronstable::state",
+                            "state: lease {} unreadable ({why}); denying renew",
+                            held.name
+                        );
+                        return None;
+                    }
+                };
+                if !may_renew(current.as_ref(), held) {
+                    return None;
+                }
+                let renewed = LeaseRecord {
+                    expires_at: wall_now() + ttl,
+                    ..held.clone()
+                };
+                if let Err(e) = self.write_atomic(&path, &renewed.encode()) {
+                    tracing::warn!(
+                        target: "cronstable::state",
+                        "state: lease {} write failed ({e}); denying renew",
+                        held.name
+                    );
+                    return None;
+                }
+                Some(renewed)
+            })
+        })
+    }
+
     /// An unlocked look at lease `name`: None when absent or released.
     pub fn lease_read(&self, name: &str) -> std::io::Result<Option<LeaseRecord>> {
         let (_, path) = self.lease_paths(name);
@@ -102,6 +147,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::super::{Store, StoreSettings};
+    use crate::state::lease::LeaseRecord;
 
     fn open(dir: &std::path::Path) -> Store {
         Store::open(&StoreSettings {
@@ -143,6 +189,56 @@ mod tests {
             serde_json::from_slice(&std::fs::read(file).expect("lease file")).expect("json");
         assert_eq!(body["holder"], "b#2");
         assert_eq!(body["name"], "retry-claim/job");
+    }
+
+    #[test]
+    fn a_renewal_needs_the_same_holder_and_fence_and_an_unreleased_lease() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = open(dir.path());
+        let name = crate::state::jobstate::lock_lease_name("global", "db", 0);
+        assert_eq!(name, "lock/global/db#0");
+        let held = store
+            .lease_acquire(&name, "h#p#t1", 10.0)
+            .expect("io")
+            .expect("free");
+        let renewed = store
+            .lease_renew(&held, 60.0)
+            .expect("io")
+            .expect("still ours");
+        assert_eq!((renewed.fence, &renewed.holder), (held.fence, &held.holder));
+        assert!(renewed.expires_at > held.expires_at);
+        let file = dir
+            .path()
+            .join("default/leases/lock%2Fglobal%2Fdb%230.lease");
+        let body: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).expect("lease file")).expect("json");
+        assert_eq!(body["expiresAt"].as_f64(), Some(renewed.expires_at));
+        // Another holder's record (wrong holder) or an older fence: refused.
+        let stranger = LeaseRecord {
+            holder: "other#x#y".to_owned(),
+            ..held.clone()
+        };
+        assert!(store.lease_renew(&stranger, 60.0).expect("io").is_none());
+        let stale = LeaseRecord {
+            fence: held.fence + 1,
+            ..held.clone()
+        };
+        assert!(store.lease_renew(&stale, 60.0).expect("io").is_none());
+        // Released: never renewed again, and the file keeps expiry 0.
+        store.lease_release(&renewed).expect("release");
+        assert!(store.lease_renew(&renewed, 60.0).expect("io").is_none());
+        let body: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&file).expect("lease file")).expect("json");
+        assert_eq!(body["expiresAt"].as_f64(), Some(0.0));
+        // Absent: refused.
+        let ghost = LeaseRecord {
+            name: "lock/global/none#0".to_owned(),
+            ..held.clone()
+        };
+        assert!(store.lease_renew(&ghost, 60.0).expect("io").is_none());
+        // Unreadable: refused.
+        std::fs::write(&file, b"{").expect("write");
+        assert!(store.lease_renew(&held, 60.0).expect("io").is_none());
     }
 
     #[test]

@@ -134,6 +134,9 @@ pub struct Store {
     floors: Mutex<HashMap<String, String>>,
     bucket: Option<Mutex<Bucket>>,
     stats: Arc<StoreStats>,
+    /// Per stream token, appends left before the next name-keyed prune
+    /// pass (see [`Store::append_latest_by`]).
+    prune_countdown: Mutex<HashMap<String, usize>>,
 }
 
 impl Store {
@@ -171,6 +174,7 @@ impl Store {
                 })
             }),
             stats: Arc::new(StoreStats::default()),
+            prune_countdown: Mutex::new(HashMap::new()),
             base,
         };
         let probe = store
@@ -272,8 +276,30 @@ impl Store {
         }
     }
 
+    /// Runs `work` as one counted, timed, paced (`maxOpsPerSecond`)
+    /// operation of kind `op`; an `Err` counts as a failed one. For the
+    /// operations other modules build on the store's files (the
+    /// job-facing documents and blobs); never for a lease operation,
+    /// which must not wait behind the throttle.
+    pub fn counted<T, E>(&self, op: Op, work: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+        self.op(op, work)
+    }
+
+    /// Creates `dir` (`0700`, parents too) when missing, and syncs its
+    /// parent so the new entry survives a power loss.
+    pub fn make_dirs_durable(&self, dir: &Path) -> std::io::Result<()> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        platform::create_private_dirs(dir)?;
+        if let Some(parent) = dir.parent() {
+            platform::sync_dir(parent)?;
+        }
+        Ok(())
+    }
+
     /// Runs `work` as one counted, timed, paced operation.
-    fn op<T>(&self, op: Op, work: impl FnOnce() -> std::io::Result<T>) -> std::io::Result<T> {
+    fn op<T, E>(&self, op: Op, work: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
         self.throttle();
         let began = Instant::now();
         let result = work();
@@ -339,24 +365,23 @@ impl Store {
 
     /// Appends a record with `data` to `stream`; returns its file name.
     pub fn append(&self, stream: &str, data: &Value) -> std::io::Result<String> {
-        self.op(Op::Append, || {
-            let token = fs_safe(stream);
-            let dir = self.base.join("records").join(&token);
-            if !dir.is_dir() {
-                platform::create_private_dirs(&dir)?;
-                if let Some(parent) = dir.parent() {
-                    platform::sync_dir(parent)?;
-                }
-                if token.contains("%.") {
-                    // A shortened token cannot be decoded back into the
-                    // stream's name: the sidecar keeps it.
-                    let _ = self.write_atomic(&dir.join(STREAM_NAME_SIDECAR), stream.as_bytes());
-                }
+        self.op(Op::Append, || self.append_unpaced(stream, data))
+    }
+
+    fn append_unpaced(&self, stream: &str, data: &Value) -> std::io::Result<String> {
+        let token = fs_safe(stream);
+        let dir = self.base.join("records").join(&token);
+        if !dir.is_dir() {
+            self.make_dirs_durable(&dir)?;
+            if token.contains("%.") {
+                // A shortened token cannot be decoded back into the
+                // stream's name: the sidecar keeps it.
+                let _ = self.write_atomic(&dir.join(STREAM_NAME_SIDECAR), stream.as_bytes());
             }
-            let name = format!("{}.json", self.next_stem(&token, &dir));
-            self.write_atomic(&dir.join(&name), &encode_record(data))?;
-            Ok(name)
-        })
+        }
+        let name = format!("{}.json", self.next_stem(&token, &dir));
+        self.write_atomic(&dir.join(&name), &encode_record(data))?;
+        Ok(name)
     }
 
     /// Every record of `stream`, oldest first by write. A record that
@@ -385,24 +410,34 @@ impl Store {
         }
         let mut records = Vec::with_capacity(names.len());
         for name in names {
-            let path = dir.join(&name);
-            let bytes = match std::fs::read(&path) {
-                Ok(bytes) => bytes,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    tracing::warn!(
-                        target: "cronstable::state",
-                        "state: record {name} is unreadable right now ({e}); skipped"
-                    );
-                    continue;
-                }
-            };
-            match decode_record(&bytes) {
-                Some(data) => records.push((name, data)),
-                None => self.quarantine_if_bad(&path, &name, &bytes),
+            if let Some(data) = self.read_record(&dir, &name) {
+                records.push((name, data));
             }
         }
         Ok(records)
+    }
+
+    /// The `data` of record `name` in `dir`, or None: gone, unreadable
+    /// right now (left, with a warning), or undecodable (quarantined when
+    /// it will never read).
+    fn read_record(&self, dir: &Path, name: &str) -> Option<Map<String, Value>> {
+        let path = dir.join(name);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(
+                    target: "cronstable::state",
+                    "state: record {name} is unreadable right now ({e}); skipped"
+                );
+                return None;
+            }
+        };
+        let data = decode_record(&bytes);
+        if data.is_none() {
+            self.quarantine_if_bad(&path, name, &bytes);
+        }
+        data
     }
 
     /// Quarantines a record that will never read (bad JSON, no `data`
@@ -596,6 +631,7 @@ pub fn decode_token(token: &str) -> Option<String> {
     (!name.is_empty() && fs_safe(&name) == token).then_some(name)
 }
 
+mod latest;
 mod lease;
 
 #[cfg(test)]
