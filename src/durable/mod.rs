@@ -220,6 +220,7 @@ impl DurableState for DurableStore {
             WriteKind::Manifest,
             writer::Task::Manifest {
                 jobs: jobs.iter().map(|j| j.name.clone()).collect(),
+                scopes: crate::state::admin::config_scopes(jobs.iter().map(|j| &**j)),
                 job_set_id: crate::fingerprint::id_from_digests(
                     self.digests.values().cloned().collect(),
                 ),

@@ -41,6 +41,9 @@ pub(super) enum Task {
     Manifest {
         /// The configured jobs.
         jobs: Vec<String>,
+        /// The scopes they may use beyond their names and `global`
+        /// (advertised, and kept by the collector).
+        scopes: Vec<String>,
         /// Their job-set id.
         job_set_id: String,
     },
@@ -124,8 +127,8 @@ struct Writer {
     events: tokio::sync::mpsc::UnboundedSender<crate::scheduler::durable::DurableEvent>,
     /// When the last counters snapshot was written.
     counters_at: Option<Instant>,
-    /// The last manifest written: its jobs and when.
-    manifest: Option<(Vec<String>, Instant)>,
+    /// The last manifest written: its jobs, their scopes, and when.
+    manifest: Option<(Vec<String>, Vec<String>, Instant)>,
     /// The job-set id of the last manifest asked for.
     manifest_set: Option<String>,
     /// When the last garbage-collection pass ran (or the writer started).
@@ -145,24 +148,37 @@ impl Writer {
             }
             Task::Manifest {
                 mut jobs,
+                scopes,
                 job_set_id,
             } => {
                 jobs.sort_unstable();
+                self.manifest_set = Some(job_set_id.clone());
                 let fresh = self
                     .manifest
                     .as_ref()
-                    .is_some_and(|(written, at)| *written == jobs && at.elapsed() < MANIFEST_EVERY);
+                    .is_some_and(|(written, written_scopes, at)| {
+                        *written == jobs
+                            && *written_scopes == scopes
+                            && at.elapsed() < MANIFEST_EVERY
+                    });
                 if fresh {
                     return;
                 }
                 let names: Vec<&str> = jobs.iter().map(String::as_str).collect();
-                let data = records::manifest(&self.settings.host, &job_set_id, &names, Utc::now());
+                let scope_names: Vec<&str> = scopes.iter().map(String::as_str).collect();
+                let data = records::manifest(
+                    &self.settings.host,
+                    &job_set_id,
+                    &names,
+                    &scope_names,
+                    Utc::now(),
+                );
                 match self.append(
                     &format!("{}{}", stream::MANIFESTS, self.settings.host),
                     &data,
                     keep::MANIFESTS,
                 ) {
-                    Ok(()) => self.manifest = Some((jobs, Instant::now())),
+                    Ok(()) => self.manifest = Some((jobs, scopes, Instant::now())),
                     Err(e) => {
                         self.store.stats().dropped(WriteKind::Manifest);
                         tracing::warn!(
@@ -345,12 +361,24 @@ impl Writer {
         let stale = self
             .manifest
             .as_ref()
-            .is_some_and(|(_, at)| at.elapsed() >= MANIFEST_EVERY);
+            .is_some_and(|(_, _, at)| at.elapsed() >= MANIFEST_EVERY);
         if stale {
-            if let (Some((jobs, _)), Some(job_set_id)) =
-                (self.manifest.take(), self.manifest_set.clone())
+            if let (Some((jobs, scopes, at)), Some(job_set_id)) =
+                (self.manifest.clone(), self.manifest_set.clone())
             {
-                self.run(Task::Manifest { jobs, job_set_id });
+                // Forget it first: an unchanged manifest is otherwise
+                // "fresh" and not written again.
+                self.manifest = None;
+                self.run(Task::Manifest {
+                    jobs: jobs.clone(),
+                    scopes: scopes.clone(),
+                    job_set_id,
+                });
+                if self.manifest.is_none() {
+                    // Not written: keep what the collector anchors on,
+                    // still stale, so the next chores try again.
+                    self.manifest = Some((jobs, scopes, at));
+                }
             }
         }
         let Some(grace) = self.settings.gc_grace else {
@@ -360,14 +388,15 @@ impl Writer {
             return;
         }
         self.gc_at = Instant::now();
-        let jobs: Vec<String> = self
+        let (jobs, scopes) = self
             .manifest
             .as_ref()
-            .map(|(jobs, _)| jobs.clone())
+            .map(|(jobs, scopes, _)| (jobs.clone(), scopes.clone()))
             .unwrap_or_default();
-        match crate::state::admin::gc::collect_garbage(
+        match crate::state::admin::gc::collect_garbage_scoped(
             &self.store,
             &jobs,
+            &scopes,
             grace,
             false,
             &self.settings.host,

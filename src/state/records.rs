@@ -418,17 +418,29 @@ pub fn open_checkpoint(records: &[Map<String, Value>]) -> Option<DateTime<Utc>> 
         .and_then(parse_iso)
 }
 
-/// A node manifest: the jobs its config defines (the GC anchor).
-pub fn manifest(host: &str, job_set_id: &str, jobs: &[&str], at: DateTime<Utc>) -> Value {
+/// A node manifest: the jobs its config defines and the artifact scopes
+/// its jobs may write beyond their names (`global` and every
+/// `stateAllowedScopes` entry, given as `scopes`): the GC anchor.
+pub fn manifest(
+    host: &str,
+    job_set_id: &str,
+    jobs: &[&str],
+    scopes: &[&str],
+    at: DateTime<Utc>,
+) -> Value {
     let mut sorted: Vec<&str> = jobs.to_vec();
     sorted.sort_unstable();
+    let mut advertised: Vec<&str> = scopes.to_vec();
+    advertised.push("global");
+    advertised.sort_unstable();
+    advertised.dedup();
     json!({
         "jobSetId": job_set_id,
         "host": host,
         "jobs": sorted,
-        // The job-facing scopes a config can write: `global` always (the
-        // job-facing state of the next issue adds each job's own).
-        "scopes": ["global"],
+        // Load-bearing for the collector: while a recent manifest lacks
+        // `scopes` (or `dags`), artifact streams stay unmanaged.
+        "scopes": advertised,
         "dags": [],
         "at": py_isoformat(at),
     })

@@ -1,7 +1,10 @@
 //! Manifest-anchored garbage collection of the store: the streams of
 //! jobs no config references any more, the counter and manifest streams
-//! of hosts gone quiet, crashed write temps, old quarantined records and
-//! orphaned artifact blobs.
+//! of hosts gone quiet, the artifact streams of scopes no config names,
+//! idempotency claims that lapsed a grace ago, idle orphaned lock side
+//! files, crashed write temps, old quarantined records and orphaned
+//! artifact blobs. Key/value and cursor documents and job-lock leases are
+//! never collected.
 //!
 //! Biased to keep: nothing goes until the manifest history spans one
 //! grace window (before that, "nobody manifested it" proves nothing); a
@@ -13,6 +16,10 @@
 //! store, asks it, and deletes.
 
 use crate::state::format::{fs_safe, parse_iso};
+use crate::state::jobstate::docs::decode_document;
+use crate::state::jobstate::rules::claim_expired_before;
+use crate::state::jobstate::IDEM_NS_PREFIX;
+use crate::state::lease::{try_with_lock, with_lock};
 use crate::state::records::stream;
 use crate::state::store::{decode_token, fs_safe_fragment, Store};
 use serde_json::{Map, Value};
@@ -74,6 +81,9 @@ pub struct GcInput<'a> {
     pub manifests: &'a [Map<String, Value>],
     /// The job names of the config this pass runs with.
     pub config_jobs: &'a [String],
+    /// The artifact scopes that config lets its jobs write beyond their
+    /// own names and `global` (every job's `stateAllowedScopes`).
+    pub config_scopes: &'a [String],
     /// This host (its counter and manifest streams are always kept).
     pub host: &'a str,
     /// Now, Unix seconds.
@@ -161,11 +171,12 @@ pub fn deferred(manifests: &[Map<String, Value>], now: f64, grace: f64) -> bool 
 /// names (for the job streams); this host and every recently manifesting
 /// host (counters, manifests); and, when every recent manifest advertises
 /// its scopes and dags and no dag-run document exists, the artifact
-/// scopes (`global`, job names, advertised scopes).
+/// scopes (`global`, job names, the config's and the advertised scopes).
 pub fn keep_set(input: &GcInput<'_>) -> KeepSet {
     let mut names: BTreeSet<String> = input.config_jobs.iter().cloned().collect();
     let mut hosts = BTreeSet::from([input.host.to_owned()]);
     let mut scopes = BTreeSet::from([GLOBAL_SCOPE.to_owned()]);
+    scopes.extend(input.config_scopes.iter().cloned());
     let mut recent = 0;
     let mut covers_scopes = true;
     for manifest in input.manifests {
@@ -268,6 +279,10 @@ pub struct GcReport {
     pub tmp_removed: usize,
     /// Quarantined records swept.
     pub quarantine_removed: usize,
+    /// Idempotency documents swept (their claim lapsed a grace ago).
+    pub idem_docs_removed: usize,
+    /// Orphaned `.lock` side files swept.
+    pub locks_removed: usize,
     /// Orphaned artifact blobs swept.
     pub blobs_removed: usize,
     /// Why the blob sweep stood down, if it did.
@@ -321,10 +336,25 @@ pub enum GcError {
 /// One garbage-collection pass over `store`, keeping `config_jobs` and
 /// what recent manifests name, with `grace` as `gcGraceSeconds`; `host`
 /// is this node's name. With `dry_run` nothing is deleted and the report
-/// says what would be.
+/// says what would be. (The config's extra artifact scopes: see
+/// [`collect_garbage_scoped`].)
 pub fn collect_garbage(
     store: &Store,
     config_jobs: &[String],
+    grace: Duration,
+    dry_run: bool,
+    host: &str,
+) -> Result<GcReport, GcError> {
+    collect_garbage_scoped(store, config_jobs, &[], grace, dry_run, host)
+}
+
+/// [`collect_garbage`] also keeping the artifact streams of
+/// `config_scopes` (the config's `stateAllowedScopes`, which its jobs may
+/// write beyond their own names and `global`).
+pub fn collect_garbage_scoped(
+    store: &Store,
+    config_jobs: &[String],
+    config_scopes: &[String],
     grace: Duration,
     dry_run: bool,
     host: &str,
@@ -347,6 +377,7 @@ pub fn collect_garbage(
         streams: &streams,
         manifests: &manifests,
         config_jobs,
+        config_scopes,
         host,
         now,
         grace,
@@ -374,6 +405,10 @@ pub fn collect_garbage(
         }
     }
     let cutoff = now - grace;
+    // Before the orphan-lock sweep: a claim document deleted here leaves
+    // its `.lock`, idle since the claim was written, for that sweep.
+    let idem_docs_removed = sweep_idem_docs(&base.join("docs"), cutoff, dry_run);
+    let locks_removed = sweep_orphan_locks(base, cutoff, dry_run);
     let tmp_removed = sweep_dir(&base.join("tmp"), now - TMP_MAX_AGE, dry_run);
     let quarantine_removed = sweep_dir(&base.join("quarantine"), cutoff, dry_run);
     // A dry run only reported the streams it would remove: their records
@@ -400,9 +435,108 @@ pub fn collect_garbage(
         streams_kept,
         tmp_removed,
         quarantine_removed,
+        idem_docs_removed,
+        locks_removed,
         blobs_removed,
         blob_sweep_skipped,
     })
+}
+
+/// The entries of `dir` (none when it does not list).
+fn entries(dir: &Path) -> Vec<std::fs::DirEntry> {
+    std::fs::read_dir(dir)
+        .map(|list| list.flatten().collect())
+        .unwrap_or_default()
+}
+
+/// Deletes (or, dry, counts) the idempotency documents under `docs`
+/// whose claim lapsed at or before `cutoff` (a numeric `expiresAt`) and
+/// which were last written before it. Permanent claims, live ones and
+/// documents that do not read are kept. Each is judged again under a
+/// try-lock of its `.lock`: one a peer holds is skipped this pass, and
+/// one re-won since the first look is kept.
+pub fn sweep_idem_docs(docs: &Path, cutoff: f64, dry_run: bool) -> usize {
+    let prefix = fs_safe_fragment(IDEM_NS_PREFIX);
+    let expired = |path: &Path| {
+        let body = std::fs::read(path)
+            .ok()
+            .and_then(|bytes| decode_document(&bytes).ok());
+        claim_expired_before(body.as_ref(), cutoff)
+    };
+    let mut removed = 0;
+    for namespace in entries(docs) {
+        let token = namespace.file_name().to_string_lossy().into_owned();
+        if !token.starts_with(&prefix) || !namespace.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        for file in entries(&namespace.path()) {
+            let name = file.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".doc") else {
+                continue;
+            };
+            let path = file.path();
+            // A claim lapsed a grace ago was written before that: a
+            // younger file needs no reading.
+            if !mtime(&path).is_some_and(|m| m < cutoff) || !expired(&path) {
+                continue;
+            }
+            if dry_run {
+                removed += 1;
+                continue;
+            }
+            let lock = namespace.path().join(format!("{stem}.lock"));
+            let gone = try_with_lock(&lock, || {
+                expired(&path)
+                    && match std::fs::remove_file(&path) {
+                        Ok(()) => true,
+                        Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+                    }
+            });
+            if matches!(gone, Ok(Some(true))) {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
+/// Deletes (or, dry, counts) the `.lock` side files whose data file is
+/// absent (a document's `.doc`, a lease's `.lease`) and which nobody
+/// touched since `cutoff`, each judged again and unlinked while holding
+/// its own lock (a waiter on it then finds the path gone and retries on
+/// a new file).
+pub fn sweep_orphan_locks(base: &Path, cutoff: f64, dry_run: bool) -> usize {
+    let mut removed = 0;
+    let mut sweep = |dir: &Path, sibling: &str| {
+        for file in entries(dir) {
+            let name = file.file_name().to_string_lossy().into_owned();
+            if let Some(stem) = name.strip_suffix(".lock") {
+                let data = dir.join(format!("{stem}{sibling}"));
+                if reclaim_idle_lock(&file.path(), &data, cutoff, dry_run) {
+                    removed += 1;
+                }
+            }
+        }
+    };
+    for namespace in entries(&base.join("docs")) {
+        if namespace.file_type().is_ok_and(|t| t.is_dir()) {
+            sweep(&namespace.path(), ".doc");
+        }
+    }
+    sweep(&base.join("leases"), ".lease");
+    removed
+}
+
+/// Whether one orphaned lock file went (or, dry, would go).
+fn reclaim_idle_lock(lock: &Path, data: &Path, cutoff: f64, dry_run: bool) -> bool {
+    let idle = || mtime(lock).is_some_and(|m| m < cutoff) && !data.exists();
+    if !idle() {
+        return false;
+    }
+    if dry_run {
+        return true;
+    }
+    with_lock(lock, || idle() && std::fs::remove_file(lock).is_ok()).unwrap_or(false)
 }
 
 /// The name a stream directory stands for: its token decoded, or for a

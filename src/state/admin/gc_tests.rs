@@ -39,6 +39,7 @@ fn input<'a>(
         streams,
         manifests,
         config_jobs: jobs,
+        config_scopes: &[],
         host: "me",
         now: NOW,
         grace: GRACE,
@@ -337,6 +338,8 @@ fn the_report_prints_the_original_lines() {
         streams_kept: 3,
         tmp_removed: 1,
         quarantine_removed: 2,
+        idem_docs_removed: 6,
+        locks_removed: 7,
         blobs_removed: 4,
         blob_sweep_skipped: None,
     };
@@ -519,4 +522,174 @@ fn gather_streams_reads_counts_ages_and_names() {
             .expect("there")
             .nameable
     );
+}
+
+#[test]
+fn config_scopes_keep_their_artifact_streams() {
+    let old = NOW - 30.0 * DAY;
+    let streams = [
+        facts("artifacts/shared", 1, old),
+        facts("artifacts/gone", 1, old),
+    ];
+    let manifests = history(&["job-a"]);
+    let scopes = vec!["shared".to_owned()];
+    let mut with_scopes = input(&streams, &manifests, &[]);
+    with_scopes.config_scopes = &scopes;
+    assert_eq!(
+        removed(&plan(&with_scopes)),
+        vec![fs_safe("artifacts/gone")]
+    );
+    assert_eq!(
+        removed(&plan(&input(&streams, &manifests, &[]))),
+        vec![fs_safe("artifacts/gone"), fs_safe("artifacts/shared")]
+    );
+}
+
+/// A store whose manifest history spans the grace (so a pass is not
+/// deferred), with this host's config naming `job`.
+fn store_with_history(dir: &std::path::Path) -> Store {
+    let store = Store::open(&crate::state::store::StoreSettings {
+        root: dir.to_path_buf(),
+        deployment_id: "default".to_owned(),
+        topology: None,
+        max_ops_per_second: 0.0,
+    })
+    .expect("open");
+    let now = crate::state::format::wall_now();
+    for at in [now - 10.0 * DAY, now - DAY] {
+        store
+            .append("manifests/me", &Value::Object(manifest("me", &["job"], at)))
+            .expect("manifest");
+    }
+    store
+}
+
+#[test]
+fn lapsed_claims_and_idle_orphan_locks_go_and_nothing_else_does() {
+    use crate::state::jobstate::{self, parse};
+    let dir = tempfile::tempdir().expect("tmp");
+    let store = store_with_history(dir.path());
+    let base = store.base().to_path_buf();
+    let now = crate::state::format::wall_now();
+    let old = 30.0 * DAY;
+    // Job-facing state, all of it old.
+    jobstate::kv_set(&store, "job", "k", &parse("1").expect("json"), 0).expect("kv");
+    jobstate::cursor_advance(&store, "job", "c", &parse("1").expect("json"), false, 0)
+        .expect("cursor");
+    jobstate::idempotency_claim(&store, "job", "permanent", 0.0).expect("claim");
+    jobstate::idempotency_claim(&store, "job", "live", 10.0 * DAY).expect("claim");
+    let idem = base.join("docs").join(fs_safe("idem/job"));
+    let lapsed = |name: &str, expires: f64| {
+        std::fs::write(
+            idem.join(format!("{name}.doc")),
+            format!(
+                r#"{{"data":{{"claimedAt":{},"expiresAt":{expires},"key":"{name}"}},"schemaVersion":"v1"}}"#,
+                expires - 1.0
+            ),
+        )
+        .expect("write");
+        std::fs::write(idem.join(format!("{name}.lock")), b"\0").expect("lock");
+    };
+    lapsed("lapsed", now - 20.0 * DAY);
+    lapsed("recently-lapsed", now - DAY);
+    lapsed("bool", 0.0);
+    std::fs::write(
+        idem.join("bool.doc"),
+        br#"{"data":{"claimedAt":1,"expiresAt":true,"key":"bool"},"schemaVersion":"v1"}"#,
+    )
+    .expect("write");
+    std::fs::write(idem.join("corrupt.doc"), b"{").expect("write");
+    // A released job lock lease (never collected) and a bare lease lock.
+    let lease = store
+        .lease_acquire(&jobstate::lock_lease_name("job", "db", 0), "h#p#t", 30.0)
+        .expect("io")
+        .expect("free");
+    store.lease_release(&lease).expect("release");
+    let leases = base.join("leases");
+    std::fs::write(leases.join("bare.lock"), b"\0").expect("bare");
+    // A deleted key's lock, and a young orphan.
+    jobstate::kv_set(&store, "job", "deleted", &parse("1").expect("json"), 0).expect("kv");
+    jobstate::kv_delete(&store, "job", "deleted").expect("delete");
+    jobstate::kv_set(&store, "job", "young", &parse("1").expect("json"), 0).expect("kv");
+    jobstate::kv_delete(&store, "job", "young").expect("delete");
+    let kv = base.join("docs").join(fs_safe("kv/job"));
+    for dir in [
+        &idem,
+        &kv,
+        &base.join("docs").join(fs_safe("cursor/job")),
+        &leases,
+    ] {
+        for file in entries(dir) {
+            if file.file_name() != "young.lock" {
+                touch_old(&file.path(), old);
+            }
+        }
+    }
+    let grace = Duration::from_secs_f64(GRACE);
+    let dry = collect_garbage(&store, &["job".to_owned()], grace, true, "me").expect("dry");
+    // Dry, the lapsed claim's document stays, so its lock is no orphan.
+    assert_eq!((dry.idem_docs_removed, dry.locks_removed), (1, 2));
+    assert!(
+        idem.join("lapsed.doc").exists(),
+        "a dry run deletes nothing"
+    );
+    let report = collect_garbage(&store, &["job".to_owned()], grace, false, "me").expect("gc");
+    assert!(!report.deferred);
+    assert_eq!(report.idem_docs_removed, 1);
+    // The lapsed claim's doc; its lock (swept in the same pass), the
+    // deleted key's and the bare lease lock.
+    assert_eq!(report.locks_removed, 3);
+    assert!(!idem.join("lapsed.doc").exists());
+    assert!(!idem.join("lapsed.lock").exists());
+    assert!(!kv.join("deleted.lock").exists());
+    assert!(!leases.join("bare.lock").exists());
+    for kept in [
+        idem.join("permanent.doc"),
+        idem.join("live.doc"),
+        idem.join("recently-lapsed.doc"),
+        idem.join("bool.doc"),
+        idem.join("corrupt.doc"),
+        idem.join("permanent.lock"),
+        kv.join("k.doc"),
+        kv.join("k.lock"),
+        kv.join("young.lock"),
+        base.join("docs").join(fs_safe("cursor/job")).join("c.doc"),
+        leases.join(format!("{}.lease", fs_safe("lock/job/db#0"))),
+        leases.join(format!("{}.lock", fs_safe("lock/job/db#0"))),
+    ] {
+        assert!(kept.exists(), "{} was collected", kept.display());
+    }
+    assert_eq!(
+        jobstate::kv_get(&store, "job", "k").expect("kv").value,
+        parse("1").expect("json")
+    );
+}
+
+#[test]
+fn a_claim_held_by_a_peer_is_skipped_this_pass() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let docs = dir.path().join("docs");
+    let idem = docs.join(fs_safe("idem/s"));
+    std::fs::create_dir_all(&idem).expect("mkdir");
+    std::fs::write(
+        idem.join("k.doc"),
+        br#"{"data":{"claimedAt":1.0,"expiresAt":2.0,"key":"k"},"schemaVersion":"v1"}"#,
+    )
+    .expect("write");
+    touch_old(&idem.join("k.doc"), 30.0 * DAY);
+    let cutoff = crate::state::format::wall_now() - GRACE;
+    let lock = idem.join("k.lock");
+    let swept = crate::state::lease::with_lock(&lock, || {
+        // Another open file description: the try-lock sees it held.
+        std::thread::scope(|s| {
+            s.spawn(|| sweep_idem_docs(&docs, cutoff, false))
+                .join()
+                .expect("thread")
+        })
+    })
+    .expect("lock");
+    assert_eq!(swept, 0);
+    assert!(idem.join("k.doc").exists());
+    assert_eq!(sweep_idem_docs(&docs, cutoff, false), 1);
+    assert!(!idem.join("k.doc").exists());
 }

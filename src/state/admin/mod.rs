@@ -14,7 +14,7 @@ pub mod gc;
 mod inspect;
 
 pub use archive::{backup, migrate, restore};
-pub use gc::{collect_garbage, GcError, GcReport};
+pub use gc::{collect_garbage, collect_garbage_scoped, GcError, GcReport};
 pub use inspect::{check, migrate_schema};
 
 use super::format::{absolute_root, fs_safe};
@@ -165,6 +165,9 @@ pub struct Target {
     pub gc_grace_seconds: i64,
     /// The names of the config's jobs (the collector keeps their state).
     pub jobs: Vec<String>,
+    /// The scopes its jobs may use beyond their names and `global`
+    /// (`stateAllowedScopes`; the collector keeps their artifacts).
+    pub scopes: Vec<String>,
 }
 
 impl Target {
@@ -224,6 +227,7 @@ pub fn load_target(path: &Path) -> Result<Target, AdminError> {
         settings,
         gc_grace_seconds: state.gc_grace_seconds.unwrap_or(DEFAULT_GC_GRACE_SECONDS),
         jobs: loaded.jobs.iter().map(|j| j.name.clone()).collect(),
+        scopes: config_scopes(&loaded.jobs),
     })
 }
 
@@ -245,6 +249,16 @@ pub fn run(config_path: &Path, request: &Request) -> Report {
     result.unwrap_or_else(|err| Report::refused(format!("cronstable state error: {err}")))
 }
 
+/// Every job's `stateAllowedScopes` (defaults merged), sorted, once each.
+pub fn config_scopes<'a>(jobs: impl IntoIterator<Item = &'a config::JobConfig>) -> Vec<String> {
+    let scopes: std::collections::BTreeSet<String> = jobs
+        .into_iter()
+        .filter_map(|j| j.spec.as_ref()?.state_allowed_scopes.clone())
+        .flatten()
+        .collect();
+    scopes.into_iter().collect()
+}
+
 /// `gc [--dry-run]`: one manual pass over the store.
 pub fn gc_action(target: &Target, dry_run: bool) -> Result<Report, AdminError> {
     if target.gc_grace_seconds <= 0 {
@@ -252,7 +266,8 @@ pub fn gc_action(target: &Target, dry_run: bool) -> Result<Report, AdminError> {
     }
     let store = super::store::Store::open(&target.settings)?;
     let grace = Duration::from_secs(target.gc_grace_seconds.unsigned_abs());
-    let report = collect_garbage(&store, &target.jobs, grace, dry_run, host())?;
+    let report =
+        collect_garbage_scoped(&store, &target.jobs, &target.scopes, grace, dry_run, host())?;
     Ok(Report::ok(report.lines()))
 }
 

@@ -161,3 +161,22 @@ fn real_path_resolves_what_exists_and_appends_the_rest() {
         assert_eq!(real_path(&dir.path().join("link/x")), real.join("target/x"));
     }
 }
+
+#[test]
+fn the_target_names_every_jobs_allowed_scopes() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("c.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "state:\n  path: {}\ndefaults:\n  stateAllowedScopes:\n    - shared\njobs:\n  - name: a\n    \
+             command: x\n    schedule: '@daily'\n    stateAllowedScopes:\n      - own\n  - name: b\n    \
+             command: x\n    schedule: '@daily'\n",
+            dir.path().join("store").display()
+        ),
+    )
+    .expect("write");
+    let target = load_target(&config).expect("target");
+    assert_eq!(target.jobs, ["a", "b"]);
+    assert_eq!(target.scopes, ["own", "shared"]);
+}

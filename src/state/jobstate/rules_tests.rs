@@ -221,11 +221,13 @@ fn scopes_are_matched_exactly() {
     assert!(require_scope(&lone).is_ok());
 }
 
+/// (doc exists, stored, given, force, value after, moved).
+type Step<'a> = (bool, Option<&'a str>, &'a str, bool, &'a str, bool);
+
 #[test]
 fn cursor_steps() {
     let name = "c";
-    // (doc exists, stored, given, force) -> (value, moved)
-    let cases: [(bool, Option<&str>, &str, bool, &str, bool); 14] = [
+    let cases: [Step<'_>; 14] = [
         (false, None, "5", false, "5", true),
         (false, None, "null", false, "null", true),
         (true, Some("null"), "null", false, "null", false),

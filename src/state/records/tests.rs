@@ -239,3 +239,21 @@ fn an_open_checkpoint_resumes_and_a_close_ends_it() {
     assert_eq!(open_checkpoint(std::slice::from_ref(&open)), Some(at(1, 0)));
     assert_eq!(open_checkpoint(&[open, close]), None);
 }
+
+#[test]
+fn a_manifest_advertises_global_and_the_allowed_scopes() {
+    let at = chrono::DateTime::from_timestamp(1_783_123_200, 0).expect("in range");
+    let data = manifest("me", "v1:x", &["b", "a"], &["shared", "global", "own"], at);
+    assert_eq!(
+        data,
+        serde_json::json!({
+            "jobSetId": "v1:x", "host": "me", "jobs": ["a", "b"],
+            "scopes": ["global", "own", "shared"], "dags": [],
+            "at": "2026-07-04T00:00:00+00:00",
+        })
+    );
+    assert_eq!(
+        manifest("me", "v1:x", &[], &[], at)["scopes"],
+        serde_json::json!(["global"])
+    );
+}
