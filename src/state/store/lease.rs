@@ -195,10 +195,10 @@ mod tests {
     fn a_renewal_needs_the_same_holder_and_fence_and_an_unreleased_lease() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = open(dir.path());
-        let name = crate::state::jobstate::lock_lease_name("global", "db", 0);
-        assert_eq!(name, "lock/global/db#0");
+        // A job lock's slot lease (`jobstate::lock_lease_name`).
+        let name = "lock/global/db#0";
         let held = store
-            .lease_acquire(&name, "h#p#t1", 10.0)
+            .lease_acquire(name, "h#p#t1", 10.0)
             .expect("io")
             .expect("free");
         let renewed = store
