@@ -241,7 +241,7 @@ fn the_two_daemons_document_locks_exclude_each_other() {
     );
     ours.join().expect("thread");
     assert_eq!(
-        jobstate::kv_get(&*store, "s", "n").expect("kv").value,
+        jobstate::kv_get(&store, "s", "n").expect("kv").value,
         PyJson::Int(400)
     );
 }
