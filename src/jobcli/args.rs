@@ -8,9 +8,9 @@
 //! option may be abbreviated to any unambiguous prefix, and a value that
 //! looks like a negative number is a value, not a flag.
 
+use super::model::{Action, LockSpec, Verb};
 use super::pynum::{py_float, py_int, IntError};
 use super::pystr::PyStr;
-use super::verbs::{Action, LockSpec, Verb};
 use std::ffi::OsString;
 
 /// `--scope NAME | --global`, mutually exclusive.

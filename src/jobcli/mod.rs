@@ -15,6 +15,7 @@
 //! ([`pystr`]), `json.loads`/`json.dumps` ([`pyjson`]).
 
 pub mod args;
+pub mod model;
 mod process;
 pub mod pyjson;
 pub mod pynum;
@@ -24,7 +25,7 @@ pub mod verbs;
 mod wire;
 
 pub use args::{split_at_dash_dash, Invocation, DASH_DASH_MISPLACED};
-pub use verbs::Verb;
+pub use model::Verb;
 
 /// Runs a parsed job command; returns the process's exit code.
 pub fn run(invocation: &Invocation) -> u8 {
@@ -38,7 +39,7 @@ pub fn run(invocation: &Invocation) -> u8 {
                 "cronstable {}: cannot start the I/O runtime: {err}",
                 invocation.verb.name()
             );
-            return verbs::EXIT_ERROR;
+            return model::EXIT_ERROR;
         }
     };
     let mut transport = transport::HttpTransport::new(&runtime, transport::Endpoint::from_env());

@@ -2,8 +2,8 @@
 //! files, and `lock run`'s command, started with the signals this process
 //! receives forwarded to it.
 
+use super::model::{Io, WriteFailure};
 use super::pystr::PyStr;
-use super::verbs::{Io, WriteFailure};
 use crate::platform;
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};

@@ -5,11 +5,11 @@
 //! as the only trust anchor (the built-in roots without it). Failures read
 //! as the original's (`cannot reach ...`, `TLS verification failed ...`).
 
-use super::pystr::PyStr;
-use super::verbs::{
-    os_error_text, Body, CliError, Method, Reply, Request, Transport, ENV_CACERT, ENV_TOKEN,
-    ENV_URL,
+use super::model::{
+    Body, CliError, Method, Reply, Request, Transport, ENV_CACERT, ENV_TOKEN, ENV_URL,
 };
+use super::pystr::PyStr;
+use super::verbs::os_error_text;
 use super::wire;
 use std::error::Error as StdError;
 use std::time::Duration;
@@ -179,15 +179,13 @@ fn chain<'a>(err: &'a (dyn StdError + 'static)) -> Vec<&'a (dyn StdError + 'stat
     let mut next = Some(err);
     while let Some(e) = next {
         out.push(e);
-        if let Some(inner) = e
+        next = match e
             .downcast_ref::<std::io::Error>()
             .and_then(|io| io.get_ref())
         {
-            out.push(inner);
-            next = inner.source();
-        } else {
-            next = e.source();
-        }
+            Some(inner) => Some(inner as &(dyn StdError + 'static)),
+            None => e.source(),
+        };
     }
     out
 }
@@ -295,6 +293,18 @@ mod tests {
             cacert: None,
         };
         assert!(endpoint.require().is_ok());
+    }
+
+    #[test]
+    fn the_chain_reaches_errors_nested_in_io_errors() {
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::BadSignature);
+        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, tls);
+        let outer = std::io::Error::other(inner);
+        let errors = chain(&outer);
+        assert_eq!(errors.len(), 3);
+        assert!(errors
+            .iter()
+            .any(|e| e.downcast_ref::<rustls::Error>().is_some()));
     }
 
     #[test]

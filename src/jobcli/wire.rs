@@ -3,8 +3,8 @@
 //! `urllib`/`http.client` make before connecting (with their messages),
 //! and the redirect target a 3xx names.
 
+use super::model::CliError;
 use super::pystr::PyStr;
-use super::verbs::CliError;
 
 /// `urllib.parse.quote_plus(text)`: letters, digits and `_.-~` as they
 /// are, a space as `+`, every other byte of the UTF-8 encoding as `%XX`.

@@ -154,7 +154,7 @@ fn no_action_is_a_usage_error() {
 
 #[test]
 fn the_job_facing_actions_go_to_the_job_cli() {
-    use crate::jobcli::verbs::{Action, Verb};
+    use crate::jobcli::model::{Action, Verb};
     let job = |args: &[&str]| match command(args) {
         StateCommand::Job(invocation) => {
             assert_eq!(invocation.verb, Verb::State);

@@ -4,6 +4,7 @@
 
 use super::*;
 use std::collections::{BTreeMap, VecDeque};
+use std::ffi::OsString;
 
 #[derive(Default)]
 struct FakeTransport {
