@@ -11,6 +11,8 @@
 //! - `redact`: scrubbing recognizable secrets from archived output.
 //! - `jinja`: the Jinja2-compatible template engine (compile, render).
 //! - [`logging`]: the daemon's log output, including dictConfig sections.
+//! - [`jobcli`]: the job-facing commands (`state get`, `cursor`, `lock`,
+//!   `artifact`, ...), the client of the daemon's loopback job API.
 //! - [`config`]: the config model, loading, crontabs and validation.
 //! - [`fingerprint`]: the job-set id of a loaded config.
 //! - [`job`]: one run of a job: spawn, capture, deadline, outcome.
@@ -50,6 +52,7 @@ pub mod fingerprint;
 pub mod gossip;
 pub(crate) mod jinja;
 pub mod job;
+pub mod jobcli;
 pub mod kube;
 pub mod logging;
 pub mod metrics;

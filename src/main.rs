@@ -27,6 +27,14 @@ fn print_crd() -> ExitCode {
 
 fn main() -> ExitCode {
     let cli = args::parse();
+    let job = match cli.job_invocation() {
+        Some(Ok(invocation)) => Some(invocation),
+        Some(Err(message)) => return usage_error(&message),
+        None => match cli.misplaced_dash_dash() {
+            Some(message) => return usage_error(message),
+            None => None,
+        },
+    };
     let Some(level) = logging::parse_level(&cli.log_level) else {
         eprintln!(
             "cronstable: error: invalid --log-level '{}' (use DEBUG, INFO, WARNING, ERROR or CRITICAL)",
@@ -40,6 +48,11 @@ fn main() -> ExitCode {
     }
     if let Some(Subcommand::Crd) = cli.command {
         return print_crd();
+    }
+    // A job command talks to the running daemon's job API: no logging,
+    // no config.
+    if let Some(job) = job {
+        return ExitCode::from(cronstable::jobcli::run(&job));
     }
     logging::init(level, cli.log_format.into());
     if let Some(Subcommand::State(state)) = &cli.command {
@@ -103,10 +116,17 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// A usage error found after parsing: the message on stderr, exit 2.
+fn usage_error(message: &str) -> ExitCode {
+    eprintln!("cronstable: error: {message}");
+    ExitCode::from(2)
+}
+
 /// `cronstable state ...`: an admin action on the store (its report on
 /// stdout/stderr and its exit code), or a usage error (exit 2).
 fn run_state(command: state_args::StateCommand) -> ExitCode {
     match command {
+        state_args::StateCommand::Job(job) => ExitCode::from(cronstable::jobcli::run(&job)),
         state_args::StateCommand::Usage(message) => {
             eprintln!("{message}");
             ExitCode::from(2)

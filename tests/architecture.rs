@@ -14,7 +14,7 @@
 //! | rank | modules                               | why there                                            |
 //! |------|---------------------------------------|------------------------------------------------------|
 //! | 0    | platform, pyfmt, compat, cronexpr, redact | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
-//! | 1    | jinja, logging                        | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it |
+//! | 1    | jinja, logging, jobcli                | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; the job-facing client commands, which need only Python's spellings and the OS |
 //! | 2    | config                                | the model, loading, validation                       |
 //! | 3    | fingerprint                           | the job-set id, computed from loaded config          |
 //! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
@@ -43,6 +43,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("redact", 0),
     ("jinja", 1),
     ("logging", 1),
+    ("jobcli", 1),
     ("config", 2),
     ("fingerprint", 3),
     ("job", 4),

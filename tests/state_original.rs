@@ -7,34 +7,14 @@
 mod support;
 
 use nix::sys::signal::Signal;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::daemon::Daemon;
 use support::http;
+use support::original::original;
 
 const LONG: Duration = Duration::from_secs(30);
-
-/// The original's entry point, or None (then the test says why it skips;
-/// under CI its absence fails the test).
-fn original() -> Option<PathBuf> {
-    let found = std::env::var_os("CRONSTABLE_ORIGINAL")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| {
-                PathBuf::from(home).join(".cache/cronstable-tools/original-venv/bin/cronstable")
-            })
-        })
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the original daemon is missing (scripts/test.sh installs it)"
-        );
-        eprintln!("skipped: the original daemon is not installed (run scripts/test.sh)");
-    }
-    found
-}
 
 /// Two @reboot jobs, one failing with a retry far enough away that the
 /// other daemon re-arms it.

@@ -2,10 +2,15 @@
 //! where the config comes from when `-c` is not given. `main.rs` parses
 //! with [`parse`] and acts on the answers.
 
+use crate::jobcli::args::{
+    ArtifactArgs, CursorArgs, IdempotentArgs, LockArgs, SecretArgs, XcomArgs,
+};
+use crate::jobcli::Invocation;
 use crate::kube::{KubeOptions, SetScope};
 use crate::logging::LogFormat;
 use crate::platform;
 use clap::{CommandFactory, FromArgMatches, Parser};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 /// A fast cron daemon, drop-in compatible with the Python cronstable.
@@ -121,6 +126,11 @@ pub struct Cli {
     /// A one-shot command instead of the daemon.
     #[command(subcommand)]
     pub command: Option<Subcommand>,
+
+    /// The words after the first `--` of the command line (split off
+    /// before parsing; only `lock run` takes them, as its command).
+    #[arg(skip)]
+    pub trailing_command: Option<Vec<OsString>>,
 }
 
 /// One-shot commands that print something and exit.
@@ -131,6 +141,26 @@ pub enum Subcommand {
     /// Administer the durable state store of the config's `state:` section.
     #[command(about = "manage saved state (backup/restore/migrate/gc/check/migrate-schema)")]
     State(super::state_args::StateArgs),
+    /// `cursor get|advance`: a job's saved processing position.
+    #[command(about = "read or advance a saved processing position (cursor)")]
+    Cursor(CursorArgs),
+    /// `lock acquire|run|release`: a lock shared across nodes.
+    #[command(about = "coordinate concurrent work across nodes with a shared lock")]
+    Lock(LockArgs),
+    /// `artifact put|get|list`: named blobs.
+    #[command(about = "save or retrieve a named artifact")]
+    Artifact(ArtifactArgs),
+    /// `idempotent KEY`: a claim made once across nodes.
+    #[command(
+        about = "claim a key once across nodes (exit 0 for a new claim, 5 for an existing claim, or 1 on error)"
+    )]
+    Idempotent(IdempotentArgs),
+    /// `xcom push|pull|list`: task outputs within a workflow run.
+    #[command(about = "share task output (XCom) within a workflow run")]
+    Xcom(XcomArgs),
+    /// `secret get|list`: the run's staged secrets.
+    #[command(about = "read a secret available to the current run")]
+    Secret(SecretArgs),
 }
 
 /// `--log-format`: one variant a [`LogFormat`], described in the flag's
@@ -168,10 +198,17 @@ pub fn command() -> clap::Command {
 }
 
 /// Parses the process's arguments; a usage error exits 2 with clap's
-/// message, `--help` prints [`command`]'s help and exits 0.
+/// message, `--help` prints [`command`]'s help and exits 0. The words
+/// after the first `--` are split off first (see
+/// [`crate::jobcli::split_at_dash_dash`]) into [`Cli::trailing_command`].
 pub fn parse() -> Cli {
-    let matches = command().get_matches();
-    Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit())
+    let mut args = std::env::args_os();
+    let program = args.next().unwrap_or_else(|| OsString::from("cronstable"));
+    let (head, trailing) = crate::jobcli::split_at_dash_dash(args.collect());
+    let matches = command().get_matches_from(std::iter::once(program).chain(head));
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
+    cli.trailing_command = trailing;
+    cli
 }
 
 /// The full help, as `--help` prints it.
@@ -180,6 +217,32 @@ pub fn help() -> String {
 }
 
 impl Cli {
+    /// The job command the command line names (`state get|set|delete|
+    /// keys`, `cursor`, `lock`, `artifact`, `idempotent`, `xcom`,
+    /// `secret`), or None for anything else. Err is the usage error of a
+    /// `--` that does not precede a `lock run` command.
+    pub fn job_invocation(&self) -> Option<Result<Invocation, String>> {
+        let invocation = match self.command.as_ref()? {
+            Subcommand::State(state) => state.job_action()?.invocation(),
+            Subcommand::Cursor(args) => args.invocation(),
+            Subcommand::Lock(args) => args.invocation(),
+            Subcommand::Artifact(args) => args.invocation(),
+            Subcommand::Idempotent(args) => args.invocation(),
+            Subcommand::Xcom(args) => args.invocation(),
+            Subcommand::Secret(args) => args.invocation(),
+            Subcommand::Crd => return None,
+        };
+        Some(invocation.with_trailing_command(self.trailing_command.clone()))
+    }
+
+    /// The usage error of a `--` on a command line that runs no job
+    /// command (the daemon, `crd`, a `state` admin action).
+    pub fn misplaced_dash_dash(&self) -> Option<&'static str> {
+        self.trailing_command
+            .as_ref()
+            .map(|_| crate::jobcli::DASH_DASH_MISPLACED)
+    }
+
     /// The Kubernetes options, checked; None without `--kube` (and then
     /// the companion flags are refused, not ignored).
     pub fn kube_options(&self) -> Result<Option<KubeOptions>, String> {

@@ -1,8 +1,11 @@
 //! `cronstable state ACTION`: the flags of the store administration
 //! actions (the original's names, flags and help texts), parsed without
 //! side effects into a [`StateCommand`] that `main.rs` hands to
-//! [`crate::state::admin::run`].
+//! [`crate::state::admin::run`]; and the job-facing `get`, `set`,
+//! `delete` and `keys` beside them, run by [`crate::jobcli`].
 
+use crate::jobcli::args::{KvAction, KvGetArgs, KvKeysArgs, KvSetArgs};
+use crate::jobcli::Invocation;
 use crate::platform;
 use std::path::{Path, PathBuf};
 
@@ -112,31 +115,22 @@ pub enum StateAction {
         #[command(flatten)]
         config: ActionConfig,
     },
-    /// The job-facing `state get|set|delete|keys` (not supported yet).
-    #[command(name = "get", hide = true)]
-    Get(JobFacing),
-    /// See [`StateAction::Get`].
-    #[command(name = "set", hide = true)]
-    Set(JobFacing),
-    /// See [`StateAction::Get`].
-    #[command(name = "delete", hide = true)]
-    Delete(JobFacing),
-    /// See [`StateAction::Get`].
-    #[command(name = "keys", hide = true)]
-    Keys(JobFacing),
-}
-
-/// The arguments of a job-facing action, taken as they come (refused
-/// after parsing, not by clap).
-#[derive(clap::Args, Debug)]
-pub struct JobFacing {
-    /// Anything.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
-    pub args: Vec<String>,
+    /// `get KEY`: a job-facing action (the job API's key-value store).
+    #[command(name = "get", about = "print a saved value by key")]
+    Get(KvGetArgs),
+    /// `set KEY VALUE [--json]`: job-facing.
+    #[command(name = "set", about = "save a value by key")]
+    Set(KvSetArgs),
+    /// `delete KEY`: job-facing.
+    #[command(name = "delete", about = "delete a saved value by key")]
+    Delete(KvGetArgs),
+    /// `keys`: job-facing.
+    #[command(name = "keys", about = "list the keys in a scope")]
+    Keys(KvKeysArgs),
 }
 
 /// What `cronstable state ...` asks for, checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum StateCommand {
     /// An admin action on the config at `config`.
     Admin {
@@ -148,9 +142,24 @@ pub enum StateCommand {
     },
     /// A usage error: the message for stderr (exit 2).
     Usage(String),
+    /// A job-facing action (`get`, `set`, `delete`, `keys`), run by
+    /// [`crate::jobcli::run`] against the running daemon's job API.
+    Job(Invocation),
 }
 
 impl StateArgs {
+    /// The job-facing action, when the action is one (`get`, `set`,
+    /// `delete`, `keys`); the others administer the store offline.
+    pub fn job_action(&self) -> Option<KvAction<'_>> {
+        match self.action.as_ref()? {
+            StateAction::Get(a) => Some(KvAction::Get(a)),
+            StateAction::Set(a) => Some(KvAction::Set(a)),
+            StateAction::Delete(a) => Some(KvAction::Delete(a)),
+            StateAction::Keys(a) => Some(KvAction::Keys(a)),
+            _ => None,
+        }
+    }
+
     /// The command to run: `root_config` is the root `-c` (None: the
     /// default location).
     pub fn command(&self, root_config: Option<&Path>) -> StateCommand {
@@ -196,20 +205,10 @@ impl StateArgs {
             StateAction::MigrateSchema { dry_run, config } => {
                 (Request::MigrateSchema { dry_run: *dry_run }, config)
             }
-            StateAction::Get(_)
-            | StateAction::Set(_)
-            | StateAction::Delete(_)
-            | StateAction::Keys(_) => {
-                let name = match action {
-                    StateAction::Get(_) => "get",
-                    StateAction::Set(_) => "set",
-                    StateAction::Delete(_) => "delete",
-                    _ => "keys",
-                };
-                return StateCommand::Usage(format!(
-                    "cronstable state {name}: the job-facing state commands (state get|set|delete|keys) are not supported yet by this build"
-                ));
-            }
+            StateAction::Get(a) => return StateCommand::Job(KvAction::Get(a).invocation()),
+            StateAction::Set(a) => return StateCommand::Job(KvAction::Set(a).invocation()),
+            StateAction::Delete(a) => return StateCommand::Job(KvAction::Delete(a).invocation()),
+            StateAction::Keys(a) => return StateCommand::Job(KvAction::Keys(a).invocation()),
         };
         let config = config
             .config

@@ -16,6 +16,7 @@ mod procfs;
 mod reaper;
 mod signals;
 mod spawn;
+mod text;
 
 pub use accounts::*;
 pub use allocator::*;
@@ -29,3 +30,4 @@ pub use procfs::*;
 pub use reaper::*;
 pub use signals::*;
 pub use spawn::*;
+pub use text::*;

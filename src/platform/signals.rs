@@ -114,3 +114,129 @@ pub type ReloadSignals = tokio::signal::unix::Signal;
 pub fn reload_signals() -> std::io::Result<ReloadSignals> {
     tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
 }
+
+/// A signal the job CLI's `lock run` passes on to the command it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Forwarded {
+    /// SIGTERM.
+    Terminate,
+    /// SIGINT.
+    Interrupt,
+    /// SIGHUP.
+    Hangup,
+}
+
+#[cfg(unix)]
+impl Forwarded {
+    fn signal(self) -> nix::sys::signal::Signal {
+        use nix::sys::signal::Signal;
+        match self {
+            Forwarded::Terminate => Signal::SIGTERM,
+            Forwarded::Interrupt => Signal::SIGINT,
+            Forwarded::Hangup => Signal::SIGHUP,
+        }
+    }
+
+    fn kind(self) -> tokio::signal::unix::SignalKind {
+        use tokio::signal::unix::SignalKind;
+        match self {
+            Forwarded::Terminate => SignalKind::terminate(),
+            Forwarded::Interrupt => SignalKind::interrupt(),
+            Forwarded::Hangup => SignalKind::hangup(),
+        }
+    }
+}
+
+/// Whether `sig` is ignored (SIG_IGN) in this process right now.
+#[cfg(unix)]
+fn is_ignored(sig: nix::sys::signal::Signal) -> bool {
+    // SAFETY: a null new action makes sigaction(2) only read the current
+    // disposition into `old`, which is a valid, writable sigaction.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig as libc::c_int, std::ptr::null(), &mut old) == 0
+            && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// SIGTERM, SIGINT and SIGHUP caught for forwarding: while this exists,
+/// those signals no longer end the process; each delivery is reported by
+/// [`ForwardedSignals::recv`]. A signal that is ignored when this is
+/// created (a `nohup`ed SIGHUP, a background job's SIGINT) is left
+/// ignored, for this process and for the command it starts, as it would
+/// be without forwarding.
+#[cfg(unix)]
+pub struct ForwardedSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    int: Option<tokio::signal::unix::Signal>,
+    hup: Option<tokio::signal::unix::Signal>,
+}
+
+/// The next delivery on `stream`, or never when the signal is not caught.
+#[cfg(unix)]
+async fn delivery(stream: &mut Option<tokio::signal::unix::Signal>) {
+    match stream {
+        Some(stream) => {
+            stream.recv().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(unix)]
+impl ForwardedSignals {
+    /// Starts catching the signals (needs a tokio runtime).
+    pub fn new() -> std::io::Result<ForwardedSignals> {
+        let catch = |sig: Forwarded| -> std::io::Result<Option<tokio::signal::unix::Signal>> {
+            if is_ignored(sig.signal()) {
+                return Ok(None);
+            }
+            tokio::signal::unix::signal(sig.kind()).map(Some)
+        };
+        Ok(ForwardedSignals {
+            term: catch(Forwarded::Terminate)?,
+            int: catch(Forwarded::Interrupt)?,
+            hup: catch(Forwarded::Hangup)?,
+        })
+    }
+
+    /// Waits for the next delivery of a caught signal (forever when none
+    /// is caught).
+    pub async fn recv(&mut self) -> Forwarded {
+        tokio::select! {
+            _ = delivery(&mut self.term) => Forwarded::Terminate,
+            _ = delivery(&mut self.int) => Forwarded::Interrupt,
+            _ = delivery(&mut self.hup) => Forwarded::Hangup,
+        }
+    }
+
+    /// Gives the caught signals back their default action (end the
+    /// process), once there is no command left to forward them to.
+    pub fn restore_defaults(self) {
+        use nix::sys::signal::{signal, SigHandler};
+        let caught = [
+            (Forwarded::Terminate, self.term.is_some()),
+            (Forwarded::Interrupt, self.int.is_some()),
+            (Forwarded::Hangup, self.hup.is_some()),
+        ];
+        for (sig, _) in caught.iter().filter(|(_, on)| *on) {
+            // SAFETY: installing SIG_DFL runs no handler code in this
+            // process; tokio's handler simply stops being called.
+            let _ = unsafe { signal(sig.signal(), SigHandler::SigDfl) };
+        }
+    }
+}
+
+/// Sends `sig` to the process `pid` (the command `lock run` started, not
+/// yet reaped, so the pid cannot have been reused).
+#[cfg(unix)]
+pub fn forward_signal(pid: u32, sig: Forwarded) -> std::io::Result<()> {
+    let raw = i32::try_from(pid).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("pid {pid} out of range"),
+        )
+    })?;
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), sig.signal())?;
+    Ok(())
+}

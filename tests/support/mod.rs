@@ -4,8 +4,9 @@
 //! client (`http`), a fake Kubernetes API server (`kube_fake`) and the
 //! daemon in Kubernetes mode against it (`kube_daemon`), real receivers
 //! for reports (`receivers`, with `smtp_sink.py`), a test-time certificate
-//! authority (`certs`), the members of a cluster under test (`cluster`)
-//! and the runner of the Python offline checks (`scripts`).
+//! authority (`certs`), the members of a cluster under test (`cluster`),
+//! the original daemon (`original`) and the runner of the Python offline
+//! checks (`scripts`).
 //!
 //! Every test binary declares `mod support;` and uses what it needs, so
 //! each binary leaves some helpers unused.
@@ -21,5 +22,6 @@ pub mod etcd;
 pub mod http;
 pub mod kube_daemon;
 pub mod kube_fake;
+pub mod original;
 pub mod receivers;
 pub mod scripts;

@@ -143,21 +143,52 @@ fn every_action_parses_its_flags() {
 }
 
 #[test]
-fn no_action_and_the_job_facing_actions_are_usage_errors() {
+fn no_action_is_a_usage_error() {
     assert_eq!(
         command(&["state"]),
         StateCommand::Usage(
             "cronstable state: no action given (see `cronstable state --help`)".to_owned()
         )
     );
-    for action in ["get", "set", "delete", "keys"] {
-        let StateCommand::Usage(message) = command(&["state", action, "k", "--scope", "s"]) else {
-            panic!("{action} runs");
-        };
-        assert!(
-            message.starts_with(&format!("cronstable state {action}: ")),
-            "{message}"
-        );
-        assert!(message.contains("not supported yet"), "{message}");
-    }
+}
+
+#[test]
+fn the_job_facing_actions_go_to_the_job_cli() {
+    use crate::jobcli::model::{Action, Verb};
+    let job = |args: &[&str]| match command(args) {
+        StateCommand::Job(invocation) => {
+            assert_eq!(invocation.verb, Verb::State);
+            invocation.action.expect("an action")
+        }
+        other => panic!("{args:?}: {other:?}"),
+    };
+    let scope = Some("s".into());
+    assert_eq!(
+        job(&["state", "get", "k", "--scope", "s"]),
+        Action::KvGet {
+            key: "k".into(),
+            scope: scope.clone()
+        }
+    );
+    assert_eq!(
+        job(&["state", "set", "k", "v", "--json", "--scope", "s"]),
+        Action::KvSet {
+            key: "k".into(),
+            value: "v".into(),
+            json: true,
+            scope: scope.clone()
+        }
+    );
+    assert_eq!(
+        job(&["state", "delete", "k", "--global"]),
+        Action::KvDelete {
+            key: "k".into(),
+            scope: Some("global".into())
+        }
+    );
+    assert_eq!(job(&["state", "keys"]), Action::KvKeys { scope: None });
+    // The admin actions are not job actions.
+    let root = parse(&["state", "gc"]).unwrap();
+    let RootCommand::State(state) = &root.command;
+    assert!(state.job_action().is_none());
 }

@@ -1,0 +1,572 @@
+//! What each job command sends and how it reads the reply (the original's
+//! `jobcli.py` handlers), over two seams: a [`Transport`] that sends one
+//! request, and an [`Io`] for the process's side (stdin/stdout/stderr,
+//! files, the environment, the `lock run` child). Both are traits so every
+//! verb's requests, outputs and exit codes are unit-tested with fakes.
+
+pub use super::model::*;
+use super::pyjson::{self, PyValue};
+use super::pynum::{py_float, py_int};
+use super::pystr::PyStr;
+use std::ffi::OsStr;
+
+/// Runs one parsed command; returns its exit code. A failure is reported
+/// on stderr as `cronstable {command}: {message}` with exit 1; a missing
+/// action as `cronstable {command}: no action given (see --help)`, exit 2.
+pub fn dispatch(verb: Verb, action: Option<&Action>, t: &mut dyn Transport, io: &mut dyn Io) -> u8 {
+    let Some(action) = action else {
+        io.stderr(&format!(
+            "cronstable {}: no action given (see --help)",
+            verb.name()
+        ));
+        return EXIT_USAGE;
+    };
+    match run_action(action, t, io) {
+        Ok(code) => code,
+        Err(err) => {
+            io.stderr(&format!("cronstable {}: {}", verb.name(), err.0));
+            EXIT_ERROR
+        }
+    }
+}
+
+/// A reply body as Python's `_parse_body` reads it: always an object
+/// (unparseable → `{}`, any other JSON value `v` → `{"value": v}`).
+pub fn parse_body(body: &[u8]) -> PyValue {
+    if body.is_empty() {
+        return PyValue::Dict(Vec::new());
+    }
+    match pyjson::loads_bytes(body) {
+        Some(dict @ PyValue::Dict(_)) => dict,
+        Some(other) => PyValue::Dict(vec![(PyStr::from("value"), other)]),
+        None => PyValue::Dict(Vec::new()),
+    }
+}
+
+/// The body of a 2xx reply, or the endpoint's error: its `error` field
+/// when truthy, else `the state endpoint returned HTTP {status}`.
+pub fn ok(status: u16, data: PyValue) -> Result<PyValue, CliError> {
+    if (200..300).contains(&status) {
+        return Ok(data);
+    }
+    match data.get("error") {
+        Some(err) if err.truthy() => Err(CliError(err.py_str())),
+        _ => Err(CliError(format!(
+            "the state endpoint returned HTTP {status}"
+        ))),
+    }
+}
+
+/// What `_emit` prints: a string as it is, anything else (a missing value
+/// is `None`) as `json.dumps`, then a newline.
+pub fn emit(value: Option<&PyValue>) -> Vec<u8> {
+    let mut out = match value {
+        Some(PyValue::Str(s)) => s.to_os_bytes(),
+        Some(other) => other.dumps().into_bytes(),
+        None => b"null".to_vec(),
+    };
+    out.push(b'\n');
+    out
+}
+
+/// A cursor value as `_typed_value` reads it: Python's `int()`, else
+/// `float()`, else the string itself.
+pub fn typed_value(raw: &PyStr) -> PyValue {
+    if let Some(text) = raw.as_text() {
+        if let Ok(int) = py_int(text) {
+            return PyValue::Int(int);
+        }
+        if let Some(x) = py_float(text) {
+            return PyValue::Float(x);
+        }
+    }
+    PyValue::Str(raw.clone())
+}
+
+/// Python's `str(exception)` for an `OSError`: `[Errno N] text`, with
+/// `: 'filename'` when the failing call named a file.
+pub fn os_error_text(err: &std::io::Error, filename: Option<&PyStr>) -> String {
+    let Some(code) = err.raw_os_error() else {
+        return err.to_string();
+    };
+    let full = std::io::Error::from_raw_os_error(code).to_string();
+    let suffix = format!(" (os error {code})");
+    let text = full.strip_suffix(&suffix).unwrap_or(&full);
+    match filename {
+        Some(name) => format!("[Errno {code}] {text}: {}", name.repr()),
+        None => format!("[Errno {code}] {text}"),
+    }
+}
+
+/// The values Python's `for x in value` yields: a list's items, a dict's
+/// keys, a string's characters; None for a value that is not iterable.
+fn py_iter(value: &PyValue) -> Option<Vec<PyValue>> {
+    match value {
+        PyValue::List(items) => Some(items.clone()),
+        PyValue::Dict(pairs) => Some(pairs.iter().map(|(k, _)| PyValue::Str(k.clone())).collect()),
+        PyValue::Str(s) => Some(
+            s.points()
+                .into_iter()
+                .map(|cp| PyValue::Str(PyStr::from_points(vec![cp])))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+fn unexpected_reply() -> CliError {
+    CliError("the state endpoint sent a reply this client cannot read".to_owned())
+}
+
+/// `for x in data.get(field, [])`: the items (none when the field is
+/// missing); a value Python cannot iterate fails as the original would.
+fn items(data: &PyValue, field: &str) -> Result<Vec<PyValue>, CliError> {
+    match data.get(field) {
+        None => Ok(Vec::new()),
+        Some(value) => py_iter(value).ok_or_else(unexpected_reply),
+    }
+}
+
+/// One `str(...)` line per item: the item itself, or its `field` when
+/// `field` is given (`entry.get(field)`, which needs an object).
+fn lines(items: &[PyValue], field: Option<&str>) -> Result<Vec<u8>, CliError> {
+    let mut out = Vec::new();
+    for item in items {
+        let text = match field {
+            None => item.py_str(),
+            Some(f) => match item {
+                PyValue::Dict(_) => item.get(f).unwrap_or(&PyValue::None).py_str(),
+                _ => return Err(unexpected_reply()),
+            },
+        };
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+fn opt(scope: &Option<PyStr>) -> PyValue {
+    PyValue::opt_str(scope.as_ref())
+}
+
+fn concat(parts: &[&PyStr]) -> PyStr {
+    PyStr::from_points(parts.iter().flat_map(|p| p.points()).collect())
+}
+
+fn write_stdout(io: &mut dyn Io, data: &[u8]) -> Result<(), CliError> {
+    io.stdout(data).map_err(|e| {
+        CliError(format!(
+            "cannot write to stdout: {}",
+            os_error_text(&e, None)
+        ))
+    })
+}
+
+/// The payload of `artifact put` / `xcom push`: stdin when `stdin` says
+/// so for `file`, else the file.
+fn read_input(
+    io: &mut dyn Io,
+    file: Option<&OsStr>,
+    stdin: fn(Option<&OsStr>) -> bool,
+) -> Result<Vec<u8>, CliError> {
+    match file {
+        path if stdin(path) => io
+            .read_stdin()
+            .map_err(|e| CliError(format!("cannot read stdin: {}", os_error_text(&e, None)))),
+        Some(path) => io.read_file(path).map_err(|e| {
+            let name = PyStr::from_os(path);
+            CliError(format!(
+                "cannot read {}: {}",
+                name.to_stderr_text(),
+                os_error_text(&e, Some(&name))
+            ))
+        }),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Writes a fetched artifact: stdout when `stdout` says so for `output`,
+/// else the file.
+fn write_output(
+    io: &mut dyn Io,
+    output: Option<&OsStr>,
+    data: &[u8],
+    stdout: fn(Option<&OsStr>) -> bool,
+) -> Result<(), CliError> {
+    match output {
+        path if stdout(path) => write_stdout(io, data),
+        Some(path) => io.write_file(path, data).map_err(|failure| {
+            let name = PyStr::from_os(path);
+            let detail = match failure {
+                WriteFailure::Open(e) => os_error_text(&e, Some(&name)),
+                WriteFailure::Write(e) => os_error_text(&e, None),
+            };
+            CliError(format!("cannot write {}: {detail}", name.to_stderr_text()))
+        }),
+        None => write_stdout(io, data),
+    }
+}
+
+/// `artifact put|get`: `args.file in (None, "-")`.
+fn none_or_dash(path: Option<&OsStr>) -> bool {
+    path.is_none_or(|p| p == "-")
+}
+
+/// `xcom push|pull`: `not path or path == "-"` (an empty name too).
+fn falsy_or_dash(path: Option<&OsStr>) -> bool {
+    path.is_none_or(|p| p.is_empty() || p == "-")
+}
+
+fn not_found(io: &mut dyn Io, message: String) -> Result<u8, CliError> {
+    io.stderr(&message);
+    Ok(EXIT_NOT_FOUND)
+}
+
+/// The `lock acquire` request.
+fn lock_request(spec: &LockSpec) -> Request {
+    let mut request = Request::post(
+        "/v1/lock/acquire",
+        PyValue::dict([
+            ("scope", opt(&spec.scope)),
+            ("name", PyValue::Str(spec.name.clone())),
+            ("permits", PyValue::Int(spec.permits.clone())),
+            ("wait", PyValue::Bool(spec.wait)),
+            ("blockSeconds", PyValue::Float(spec.timeout)),
+            ("ttl", spec.ttl.map_or(PyValue::None, PyValue::Float)),
+        ]),
+    );
+    if spec.wait {
+        // The server ends a long poll after blockSeconds; the socket
+        // waits that plus the usual margin.
+        request.timeout = spec.timeout + DEFAULT_TIMEOUT;
+    }
+    request
+}
+
+/// Acquires the lock: whether it was, and the hold token (any JSON value
+/// the server sent; None when it sent none).
+fn lock_acquire(
+    spec: &LockSpec,
+    t: &mut dyn Transport,
+) -> Result<(bool, Option<PyValue>), CliError> {
+    let reply = t.send(lock_request(spec))?;
+    let data = ok(reply.status, parse_body(&reply.body))?;
+    let acquired = data.get("acquired").is_some_and(PyValue::truthy);
+    let token = data.get("token").filter(|v| **v != PyValue::None).cloned();
+    Ok((acquired, token))
+}
+
+fn lock_release(token: PyValue, t: &mut dyn Transport) -> Result<(), CliError> {
+    let reply = t.send(Request::post(
+        "/v1/lock/release",
+        PyValue::dict([("token", token)]),
+    ))?;
+    ok(reply.status, parse_body(&reply.body)).map(|_| ())
+}
+
+fn xcom_scope(io: &dyn Io) -> Result<PyStr, CliError> {
+    match io.env(ENV_DAG_XCOM_SCOPE) {
+        Some(scope) if !scope.is_empty() => Ok(scope),
+        _ => Err(CliError(format!(
+            "workflow task context is unavailable: {ENV_DAG_XCOM_SCOPE} is not set. Run xcom \
+             inside a task started by a cronstable workflow to share outputs with other tasks in \
+             that run."
+        ))),
+    }
+}
+
+/// Runs one action; Ok is the exit code.
+pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Result<u8, CliError> {
+    match action {
+        Action::KvGet { key, scope } => {
+            let reply = t.send(Request::get(
+                "/v1/kv/get",
+                vec![("scope", scope.clone()), ("key", Some(key.clone()))],
+            ))?;
+            if reply.status == 404 {
+                return not_found(io, format!("key not found: {}", key.to_stderr_text()));
+            }
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            write_stdout(io, &emit(data.get("value")))?;
+            Ok(0)
+        }
+        Action::KvSet {
+            key,
+            value,
+            json,
+            scope,
+        } => {
+            let value = if *json {
+                pyjson::loads(value).map_err(|e| {
+                    CliError(format!("--json was given but VALUE is not valid JSON: {e}"))
+                })?
+            } else {
+                PyValue::Str(value.clone())
+            };
+            let reply = t.send(Request::post(
+                "/v1/kv/set",
+                PyValue::dict([
+                    ("scope", opt(scope)),
+                    ("key", PyValue::Str(key.clone())),
+                    ("value", value),
+                ]),
+            ))?;
+            ok(reply.status, parse_body(&reply.body))?;
+            Ok(0)
+        }
+        Action::KvDelete { key, scope } => {
+            let reply = t.send(Request::post(
+                "/v1/kv/delete",
+                PyValue::dict([("scope", opt(scope)), ("key", PyValue::Str(key.clone()))]),
+            ))?;
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            Ok(if data.get("existed").is_some_and(PyValue::truthy) {
+                0
+            } else {
+                EXIT_NOT_FOUND
+            })
+        }
+        Action::KvKeys { scope } => {
+            let reply = t.send(Request::get("/v1/kv/list", vec![("scope", scope.clone())]))?;
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            write_stdout(io, &lines(&items(&data, "keys")?, Some("key"))?)?;
+            Ok(0)
+        }
+        Action::CursorGet { name, scope } => {
+            let reply = t.send(Request::get(
+                "/v1/cursor/get",
+                vec![("scope", scope.clone()), ("name", Some(name.clone()))],
+            ))?;
+            if reply.status == 404 {
+                return not_found(io, format!("cursor not set: {}", name.to_stderr_text()));
+            }
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            write_stdout(io, &emit(data.get("value")))?;
+            Ok(0)
+        }
+        Action::CursorAdvance {
+            name,
+            value,
+            force,
+            scope,
+        } => {
+            let reply = t.send(Request::post(
+                "/v1/cursor/advance",
+                PyValue::dict([
+                    ("scope", opt(scope)),
+                    ("name", PyValue::Str(name.clone())),
+                    ("value", typed_value(value)),
+                    ("force", PyValue::Bool(*force)),
+                ]),
+            ))?;
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            write_stdout(io, &emit(data.get("value")))?;
+            Ok(0)
+        }
+        Action::IdemClaim { key, ttl, scope } => {
+            let reply = t.send(Request::post(
+                "/v1/idempotency/claim",
+                PyValue::dict([
+                    ("scope", opt(scope)),
+                    ("key", PyValue::Str(key.clone())),
+                    ("ttl", PyValue::Float(*ttl)),
+                ]),
+            ))?;
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            // 0: this caller won the claim (do the work); 5: a prior
+            // caller did. Distinct from 1 so an outage never reads as
+            // "already done".
+            Ok(if data.get("fresh").is_some_and(PyValue::truthy) {
+                0
+            } else {
+                EXIT_DUPLICATE
+            })
+        }
+        Action::IdemRelease { key, scope } => {
+            let reply = t.send(Request::post(
+                "/v1/idempotency/release",
+                PyValue::dict([("scope", opt(scope)), ("key", PyValue::Str(key.clone()))]),
+            ))?;
+            ok(reply.status, parse_body(&reply.body))?;
+            Ok(0)
+        }
+        Action::SecretGet { name } => {
+            let reply = t.send(Request::get(
+                "/v1/secret/get",
+                vec![("name", Some(name.clone()))],
+            ))?;
+            if reply.status == 404 {
+                return not_found(io, format!("secret not staged: {}", name.to_stderr_text()));
+            }
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            write_stdout(io, &emit(data.get("value")))?;
+            Ok(0)
+        }
+        Action::SecretList => {
+            let reply = t.send(Request::get("/v1/secret/list", Vec::new()))?;
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            write_stdout(io, &lines(&items(&data, "names")?, None)?)?;
+            Ok(0)
+        }
+        Action::ArtifactPut { name, file, scope } => {
+            let payload = read_input(io, file.as_deref(), none_or_dash)?;
+            let reply = t.send(artifact_put(scope.clone(), name.clone(), payload))?;
+            let data = ok(reply.status, parse_body(&reply.body))?;
+            let sha = data.get("sha256").map_or(String::new(), PyValue::py_str);
+            write_stdout(io, format!("{sha}\n").as_bytes())?;
+            Ok(0)
+        }
+        Action::ArtifactGet {
+            name,
+            output,
+            scope,
+        } => {
+            let reply = t.send(artifact_get(scope.clone(), name.clone()))?;
+            if reply.status == 404 {
+                return not_found(io, format!("artifact not found: {}", name.to_stderr_text()));
+            }
+            ok(reply.status, parse_reply_error(&reply))?;
+            write_output(io, output.as_deref(), &reply.body, none_or_dash)?;
+            Ok(0)
+        }
+        Action::ArtifactList { scope } => artifact_list(scope.clone(), t, io),
+        Action::LockAcquire(spec) => {
+            let (acquired, token) = lock_acquire(spec, t)?;
+            if !acquired {
+                io.stderr(&format!(
+                    "lock not acquired: {}",
+                    spec.name.to_stderr_text()
+                ));
+                return Ok(EXIT_NOT_ACQUIRED);
+            }
+            // The hold token, for a later `cronstable lock release TOKEN`.
+            let token = token.unwrap_or(PyValue::None).py_str();
+            write_stdout(io, format!("{token}\n").as_bytes())?;
+            Ok(0)
+        }
+        Action::LockRelease { token } => {
+            lock_release(PyValue::Str(token.clone()), t)?;
+            Ok(0)
+        }
+        Action::LockRun { spec, command } => {
+            // A usage mistake must not take (and at once release) the lock.
+            let Some(program) = command.first() else {
+                return Err(CliError(
+                    "lock run needs a command to run (put it after `--`)".to_owned(),
+                ));
+            };
+            let (acquired, token) = lock_acquire(spec, t)?;
+            if !acquired {
+                io.stderr(&format!(
+                    "lock not acquired: {}",
+                    spec.name.to_stderr_text()
+                ));
+                return Ok(EXIT_NOT_ACQUIRED);
+            }
+            let outcome = io.run_child(command);
+            // Released whatever happened to the command; the daemon would
+            // free it at the end of the run anyway, so a failed release is
+            // not an error of the command.
+            if let Some(token) = token {
+                let _ = lock_release(token, t);
+            }
+            match outcome {
+                // Python's sys.exit(returncode): a status byte, so a
+                // command killed by signal N exits 256 - N.
+                Ok(code) => Ok((code & 0xff) as u8),
+                Err(err) => {
+                    let argv0 = PyStr::from_os(program);
+                    Err(CliError(format!(
+                        "cannot run {}: {}",
+                        argv0.repr(),
+                        os_error_text(&err, Some(&argv0))
+                    )))
+                }
+            }
+        }
+        Action::XcomPush { key, file } => {
+            let scope = xcom_scope(io)?;
+            let task = match io.env(ENV_DAG_TASKKEY) {
+                Some(task) if !task.is_empty() => task,
+                _ => {
+                    return Err(CliError(format!(
+                        "cannot determine this task's id ({ENV_DAG_TASKKEY} unset)"
+                    )))
+                }
+            };
+            let payload = read_input(io, file.as_deref(), falsy_or_dash)?;
+            let name = concat(&[&task, &PyStr::from("/"), key]);
+            let reply = t.send(artifact_put(Some(scope), name, payload))?;
+            ok(reply.status, parse_body(&reply.body))?;
+            Ok(0)
+        }
+        Action::XcomPull {
+            task,
+            key,
+            map_index,
+            output,
+        } => {
+            let scope = xcom_scope(io)?;
+            let upstream = match map_index {
+                Some(index) => concat(&[task, &PyStr::from(format!("#{index}"))]),
+                None => task.clone(),
+            };
+            let name = concat(&[&upstream, &PyStr::from("/"), key]);
+            let reply = t.send(artifact_get(Some(scope), name))?;
+            if reply.status == 404 {
+                return not_found(
+                    io,
+                    format!("no xcom {} from task {}", key.repr(), upstream.repr()),
+                );
+            }
+            ok(reply.status, parse_reply_error(&reply))?;
+            write_output(io, output.as_deref(), &reply.body, falsy_or_dash)?;
+            Ok(0)
+        }
+        Action::XcomList => {
+            let scope = xcom_scope(io)?;
+            artifact_list(Some(scope), t, io)
+        }
+    }
+}
+
+/// The body of a reply that is read raw on success (an artifact), parsed
+/// only for its error.
+fn parse_reply_error(reply: &Reply) -> PyValue {
+    if (200..300).contains(&reply.status) {
+        PyValue::Dict(Vec::new())
+    } else {
+        parse_body(&reply.body)
+    }
+}
+
+fn artifact_put(scope: Option<PyStr>, name: PyStr, payload: Vec<u8>) -> Request {
+    Request {
+        method: Method::Post,
+        path: "/v1/artifact/put",
+        query: vec![("scope", scope), ("name", Some(name))],
+        body: Body::Raw(payload),
+        timeout: DEFAULT_TIMEOUT,
+    }
+}
+
+fn artifact_get(scope: Option<PyStr>, name: PyStr) -> Request {
+    Request::get(
+        "/v1/artifact/get",
+        vec![("scope", scope), ("name", Some(name))],
+    )
+}
+
+fn artifact_list(
+    scope: Option<PyStr>,
+    t: &mut dyn Transport,
+    io: &mut dyn Io,
+) -> Result<u8, CliError> {
+    let reply = t.send(Request::get("/v1/artifact/list", vec![("scope", scope)]))?;
+    let data = ok(reply.status, parse_body(&reply.body))?;
+    write_stdout(io, &lines(&items(&data, "artifacts")?, Some("name"))?)?;
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests;
