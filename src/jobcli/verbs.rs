@@ -275,21 +275,35 @@ fn xcom_scope(io: &dyn Io) -> Result<PyStr, CliError> {
     }
 }
 
+/// Sends a read of one stored value and prints its `value` (exit 0), or
+/// prints `missing` and exits 4 on a 404.
+fn print_value(
+    t: &mut dyn Transport,
+    io: &mut dyn Io,
+    request: Request,
+    missing: String,
+) -> Result<u8, CliError> {
+    let reply = t.send(request)?;
+    if reply.status == 404 {
+        return not_found(io, missing);
+    }
+    let data = ok(reply.status, parse_body(&reply.body))?;
+    write_stdout(io, &emit(data.get("value")))?;
+    Ok(0)
+}
+
 /// Runs one action; Ok is the exit code.
 pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Result<u8, CliError> {
     match action {
-        Action::KvGet { key, scope } => {
-            let reply = t.send(Request::get(
+        Action::KvGet { key, scope } => print_value(
+            t,
+            io,
+            Request::get(
                 "/v1/kv/get",
                 vec![("scope", scope.clone()), ("key", Some(key.clone()))],
-            ))?;
-            if reply.status == 404 {
-                return not_found(io, format!("key not found: {}", key.to_stderr_text()));
-            }
-            let data = ok(reply.status, parse_body(&reply.body))?;
-            write_stdout(io, &emit(data.get("value")))?;
-            Ok(0)
-        }
+            ),
+            format!("key not found: {}", key.to_stderr_text()),
+        ),
         Action::KvSet {
             key,
             value,
@@ -332,18 +346,15 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
             write_stdout(io, &lines(&items(&data, "keys")?, Some("key"))?)?;
             Ok(0)
         }
-        Action::CursorGet { name, scope } => {
-            let reply = t.send(Request::get(
+        Action::CursorGet { name, scope } => print_value(
+            t,
+            io,
+            Request::get(
                 "/v1/cursor/get",
                 vec![("scope", scope.clone()), ("name", Some(name.clone()))],
-            ))?;
-            if reply.status == 404 {
-                return not_found(io, format!("cursor not set: {}", name.to_stderr_text()));
-            }
-            let data = ok(reply.status, parse_body(&reply.body))?;
-            write_stdout(io, &emit(data.get("value")))?;
-            Ok(0)
-        }
+            ),
+            format!("cursor not set: {}", name.to_stderr_text()),
+        ),
         Action::CursorAdvance {
             name,
             value,
