@@ -136,8 +136,21 @@ fn a_leader_reboot_job_runs_once_per_cluster_across_takeovers_and_restarts() {
         1,
         PATIENCE,
     );
-    assert_eq!(read_lines(&cluster.path("boots")).len(), 1);
-    assert_eq!(read_lines(&cluster.path("boots-everywhere")).len(), 4);
+    // Its EveryNode @reboot job runs on its own schedule, not before the
+    // stand-down line: wait for it rather than racing it.
+    wait_until(
+        "the restarted replica ran its EveryNode @reboot job",
+        PATIENCE,
+        || read_lines(&cluster.path("boots-everywhere")).len() >= 4,
+        context,
+    );
+    assert_eq!(read_lines(&cluster.path("boots")).len(), 1, "{}", context());
+    assert_eq!(
+        read_lines(&cluster.path("boots-everywhere")).len(),
+        4,
+        "{}",
+        context()
+    );
 }
 
 const CATCH_UP_JOB: &str =
