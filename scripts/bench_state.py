@@ -181,8 +181,8 @@ def run_restart(binary, tmp, jobs, runs, with_store):
         deadline = t0 + 600
         while True:
             try:
-                body = bench.http_get(port, "/status", timeout=30)
-                if body and body.count("job-") >= jobs:
+                status, body, _ = bench.http_get(port, "/status", timeout=30)
+                if status == 200 and body.count(b"job-") >= jobs:
                     break
             except Exception:
                 pass
