@@ -7,6 +7,7 @@ pub mod crontab;
 pub(crate) mod defaults;
 pub(crate) mod error;
 pub(crate) mod interpolate;
+pub mod job_api;
 pub(crate) mod job;
 pub(crate) mod load;
 pub(crate) mod locate;
