@@ -357,8 +357,10 @@ fn state_section_rules_use_the_originals_messages() {
     let err = rejected(&[("c.yaml", &secret)]);
     assert_contains(
         &err,
-        &["job `secrets` are staged over the state loopback endpoint, which requires a `state` \
-           section; none is configured, offending job(s): j"],
+        &[
+            "job `secrets` are staged over the state loopback endpoint, which requires a `state` \
+           section; none is configured, offending job(s): j",
+        ],
     );
     let err = rejected(&[(
         "c.yaml",
@@ -366,8 +368,10 @@ fn state_section_rules_use_the_originals_messages() {
     )]);
     assert_contains(
         &err,
-        &["job `secrets` need the state loopback endpoint, but state.jobApi.enabled is false; \
-           offending job(s): j"],
+        &[
+            "job `secrets` need the state loopback endpoint, but state.jobApi.enabled is false; \
+           offending job(s): j",
+        ],
     );
     let dir = write_tree(&[("c.yaml", &format!("state:\n  path: /s\n{secret}"))]);
     let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
@@ -377,7 +381,10 @@ fn state_section_rules_use_the_originals_messages() {
         "c.yaml",
         &format!("state:\n  path: /s\n  jobApi:\n    listen: 10.1.2.3:9000\n{JOB}"),
     )]);
-    assert_contains(&err, &["state.jobApi.listen host '10.1.2.3' is not loopback"]);
+    assert_contains(
+        &err,
+        &["state.jobApi.listen host '10.1.2.3' is not loopback"],
+    );
 }
 
 #[test]

@@ -103,7 +103,7 @@ fn a_cursor_a_value_and_an_artifact_left_by_one_run_are_read_by_the_next_after_a
     for marker in ["etl.started", "etl.done"] {
         std::fs::remove_file(shared.path(marker)).expect("reset the markers");
     }
-    let (second, _) = shared.daemon(
+    let (second, port) = shared.daemon(
         "",
         &once(
             "etl",
@@ -122,6 +122,22 @@ fn a_cursor_a_value_and_an_artifact_left_by_one_run_are_read_by_the_next_after_a
     assert_eq!(shared.read("greeting"), "hello\n");
     assert_eq!(shared.read("fetched"), "report body\n");
     assert_eq!(shared.read("keys"), "greeting\n");
+    // The state inspector shows a KV value's size and type only, and a
+    // cursor's value as stored.
+    let kv = http::get(port, "/state/documents?ns=kv/etl");
+    assert_eq!(kv.status, 200, "{}", kv.body);
+    let kv = kv.json();
+    assert_eq!(kv["namespace"], "kv/etl");
+    let documents = kv["documents"].as_array().expect("a list");
+    assert_eq!(documents.len(), 1, "{kv}");
+    assert_eq!(documents[0]["key"], "greeting");
+    assert_eq!(documents[0]["valueSize"], 7, "the bytes of \"hello\": {kv}");
+    assert_eq!(documents[0]["valueType"], "str");
+    assert!(documents[0].get("value").is_none(), "{kv}");
+    assert!(documents[0]["updatedAt"].is_f64(), "{kv}");
+    let cursors = http::get(port, "/state/documents?ns=cursor/etl").json();
+    assert_eq!(cursors["documents"][0]["name"], "watermark", "{cursors}");
+    assert_eq!(cursors["documents"][0]["value"], 5, "{cursors}");
 }
 
 #[test]
@@ -174,7 +190,11 @@ fn a_lock_is_held_by_one_run_across_two_daemons_and_a_killed_holders_lock_frees_
     assert_eq!(shared.read("token").trim().len(), 32, "a hold token");
     let asked: f64 = shared.read("asked").trim().parse().expect("a time");
     let got: f64 = shared.read("got").trim().parse().expect("a time");
-    assert!(got - asked < 10.0, "the lapsed lease took {} s", got - asked);
+    assert!(
+        got - asked < 10.0,
+        "the lapsed lease took {} s",
+        got - asked
+    );
 }
 
 #[test]
@@ -215,7 +235,12 @@ fn a_secret_reaches_its_run_only_and_never_a_log_line_or_the_archived_output() {
     let (mut daemon, port) = shared.daemon("", &secret_jobs);
     shared.wait_for("deploy.done", &daemon);
     shared.wait_for("other.done", &daemon);
-    assert_eq!(shared.read("apikey"), "s3cr3t-api-key-XYZ\n", "{}", daemon.log());
+    assert_eq!(
+        shared.read("apikey"),
+        "s3cr3t-api-key-XYZ\n",
+        "{}",
+        daemon.log()
+    );
     assert_eq!(shared.read("fromfile"), "file-secret-value\n");
     assert_eq!(shared.read("names"), "apikey\nfromfile\n");
     // Not in the environment: only the endpoint serves it.
@@ -269,7 +294,10 @@ fn a_secret_reaches_its_run_only_and_never_a_log_line_or_the_archived_output() {
             archived.push_str(&text);
         }
     }
-    assert!(archived.contains("REDACTED"), "the archive holds the output");
+    assert!(
+        archived.contains("REDACTED"),
+        "the archive holds the output"
+    );
     assert!(!archived.contains("s3cr3t"), "the store holds the secret");
 }
 
@@ -378,5 +406,9 @@ fn the_originals_job_cli_speaks_to_our_endpoint() {
     assert_eq!(shared.read("lockrun"), "7\n");
     assert_eq!(shared.read("secret"), "t0ken-value\n");
     assert_eq!(shared.read("missing"), "4\n");
-    assert_eq!(shared.read("ours"), "calm\n", "our client reads what it wrote");
+    assert_eq!(
+        shared.read("ours"),
+        "calm\n",
+        "our client reads what it wrote"
+    );
 }

@@ -107,7 +107,7 @@ pub struct JobConfig {
     pub environment: Vec<(String, String)>,
     /// Run-scoped secrets, resolved afresh for each run and served over
     /// the job endpoint only (never in the environment or the logs).
-    pub secrets: Vec<super::model::JobSecret>,
+    pub secrets: Vec<super::model::job::JobSecret>,
     /// Scopes beyond its own name and `global` the job may use through
     /// the job endpoint (`stateAllowedScopes`).
     pub state_allowed_scopes: Vec<String>,

@@ -116,21 +116,27 @@ pub fn resolve(api: Option<&JobApi>) -> Result<(JobApiSettings, Vec<String>), St
         ));
     }
     if (cert.is_some() || ca.is_some()) && !is_https {
-        return Err("state.jobApi.tls is configured but state.jobApi.listen is not an https:// \
+        return Err(
+            "state.jobApi.tls is configured but state.jobApi.listen is not an https:// \
                     URL, so the TLS material would be ignored and per-run bearer tokens sent in \
                     cleartext; use an https:// listen address or remove state.jobApi.tls"
-            .into());
+                .into(),
+        );
     }
     if is_https && cert.is_none() {
-        return Err("state.jobApi.listen is https:// but state.jobApi.tls.cert and \
+        return Err(
+            "state.jobApi.listen is https:// but state.jobApi.tls.cert and \
                     state.jobApi.tls.key are not set, so the endpoint has no certificate to serve"
-            .into());
+                .into(),
+        );
     }
     if is_https && is_wildcard(&listen.bind_host) {
-        return Err("state.jobApi.listen cannot bind a wildcard host over https:// : jobs dial \
+        return Err(
+            "state.jobApi.listen cannot bind a wildcard host over https:// : jobs dial \
                     the address they are given, and no certificate covers an unspecified \
                     address; name the interface explicitly, e.g. https://10.0.0.5:9000"
-            .into());
+                .into(),
+        );
     }
     let allow_off_host = api.allow_non_loopback_bind.unwrap_or(false);
     if let Some(text) = &listen_text {
@@ -175,16 +181,18 @@ fn py_bool(b: bool) -> &'static str {
 }
 
 fn py_repr(s: &str) -> String {
-    crate::pyfmt::py_repr(&serde_json::Value::String(s.to_owned()))
+    crate::pyfmt::repr_str(s)
 }
 
 /// Parses a `listen` value: a bare `host:port`, or an `http://` or
 /// `https://` URL (no DNS; the host is kept as written, lowercased).
 pub fn parse_listen(text: &str) -> Result<JobApiListen, String> {
     if text.contains("://") && !(text.starts_with("http://") || text.starts_with("https://")) {
-        return Err("state.jobApi.listen must be an http:// or https:// URL or a bare \
+        return Err(
+            "state.jobApi.listen must be an http:// or https:// URL or a bare \
                     host:port (the job CLI reaches the endpoint over TCP only)"
-            .into());
+                .into(),
+        );
     }
     let url = if text.contains("://") {
         text.to_owned()
@@ -200,7 +208,10 @@ pub fn parse_listen(text: &str) -> Result<JobApiListen, String> {
             Some(at) => text.replacen(&authority[..at], "***", 1),
             None => text.to_owned(),
         };
-        format!("state.jobApi.listen is not a valid URL: {}", py_repr(&shown))
+        format!(
+            "state.jobApi.listen is not a valid URL: {}",
+            py_repr(&shown)
+        )
     };
     let (host, port_text) = if let Some(inner) = hostport.strip_prefix('[') {
         let Some((host, after)) = inner.split_once(']') else {
@@ -251,8 +262,7 @@ pub fn parse_listen(text: &str) -> Result<JobApiListen, String> {
 
 /// Whether `host` is an unspecified address (`0.0.0.0`, `::`).
 pub fn is_wildcard(host: &str) -> bool {
-    host.is_empty()
-        || ip_literal(host).is_some_and(|ip| ip.is_unspecified())
+    host.is_empty() || ip_literal(host).is_some_and(|ip| ip.is_unspecified())
 }
 
 /// Whether `host` is `localhost` or a loopback IP literal.
@@ -272,10 +282,7 @@ fn ip_literal(host: &str) -> Option<std::net::IpAddr> {
     }
     let mut numbers = Vec::with_capacity(parts.len());
     for part in &parts {
-        let value = if let Some(hex) = part
-            .strip_prefix("0x")
-            .or_else(|| part.strip_prefix("0X"))
-        {
+        let value = if let Some(hex) = part.strip_prefix("0x").or_else(|| part.strip_prefix("0X")) {
             u32::from_str_radix(hex, 16).ok()?
         } else if part.len() > 1 && part.starts_with('0') {
             u32::from_str_radix(&part[1..], 8).ok()?
@@ -358,7 +365,10 @@ mod tests {
     #[test]
     fn listen_forms() {
         let l = parse_listen("127.0.0.1:9000").unwrap();
-        assert_eq!((l.bind_host.as_str(), l.port, l.https), ("127.0.0.1", 9000, false));
+        assert_eq!(
+            (l.bind_host.as_str(), l.port, l.https),
+            ("127.0.0.1", 9000, false)
+        );
         assert_eq!(l.advertise_host.as_deref(), Some("127.0.0.1"));
         let l = parse_listen("https://[::1]:8443").unwrap();
         assert_eq!((l.bind_host.as_str(), l.port, l.https), ("::1", 8443, true));
@@ -385,7 +395,13 @@ mod tests {
 
     #[test]
     fn only_loopback_binds_without_the_opt_in() {
-        for ok in ["127.0.0.1:1", "localhost:1", "[::1]:1", "127.1:1", "0x7f.0.0.1:1"] {
+        for ok in [
+            "127.0.0.1:1",
+            "localhost:1",
+            "[::1]:1",
+            "127.1:1",
+            "0x7f.0.0.1:1",
+        ] {
             assert!(resolve(Some(&api(ok))).is_ok(), "{ok}");
         }
         assert_eq!(
@@ -400,9 +416,8 @@ mod tests {
         open.allow_non_loopback_bind = Some(true);
         let (_, warnings) = resolve(Some(&open)).expect("opted in");
         assert_eq!(warnings.len(), 1);
-        assert!(warnings[0].starts_with(
-            "state.jobApi.listen binds 'http://0.0.0.0:9000' off-host without TLS"
-        ));
+        assert!(warnings[0]
+            .starts_with("state.jobApi.listen binds 'http://0.0.0.0:9000' off-host without TLS"));
     }
 
     #[test]
@@ -421,19 +436,31 @@ mod tests {
             "state.jobApi.tls.cert and state.jobApi.tls.key must be set together (a server \
              certificate needs its private key); got cert=True, key=False"
         );
-        assert!(resolve(Some(&with("http://127.0.0.1:1", Some("c"), Some("k"), None)))
-            .unwrap_err()
-            .starts_with("state.jobApi.tls is configured but state.jobApi.listen is not an https://"));
-        assert!(resolve(Some(&with("https://127.0.0.1:1", None, None, None)))
-            .unwrap_err()
-            .starts_with("state.jobApi.listen is https:// but state.jobApi.tls.cert"));
+        assert!(resolve(Some(&with(
+            "http://127.0.0.1:1",
+            Some("c"),
+            Some("k"),
+            None
+        )))
+        .unwrap_err()
+        .starts_with("state.jobApi.tls is configured but state.jobApi.listen is not an https://"));
+        assert!(
+            resolve(Some(&with("https://127.0.0.1:1", None, None, None)))
+                .unwrap_err()
+                .starts_with("state.jobApi.listen is https:// but state.jobApi.tls.cert")
+        );
         let mut wild = with("https://0.0.0.0:1", Some("c"), Some("k"), None);
         wild.allow_non_loopback_bind = Some(true);
         assert!(resolve(Some(&wild))
             .unwrap_err()
             .starts_with("state.jobApi.listen cannot bind a wildcard host over https://"));
-        let (s, _) = resolve(Some(&with("https://127.0.0.1:1", Some("c"), Some("k"), Some("ca"))))
-            .expect("complete");
+        let (s, _) = resolve(Some(&with(
+            "https://127.0.0.1:1",
+            Some("c"),
+            Some("k"),
+            Some("ca"),
+        )))
+        .expect("complete");
         assert_eq!(s.tls, Some(("c".into(), "k".into())));
         assert_eq!(s.ca.as_deref(), Some("ca"));
     }

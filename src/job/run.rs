@@ -248,8 +248,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 if let Some(observer) = &observer {
                     observer.started(&job);
                 }
-                let mut record =
-                    drive(&job, child, &cancel, &ended_tx, &output, base, masks).await;
+                let mut record = drive(&job, child, &cancel, &ended_tx, &output, base, masks).await;
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }
@@ -389,7 +388,15 @@ where
             } else {
                 splitter.feed(&buf[..n], &mut pieces);
             }
-            deliver(&job_name, name, &prefix, &shared, &live, &masks, &mut pieces);
+            deliver(
+                &job_name,
+                name,
+                &prefix,
+                &shared,
+                &live,
+                &masks,
+                &mut pieces,
+            );
             if n == 0 {
                 return;
             }
@@ -488,7 +495,13 @@ async fn drive(
     let pid = child.id();
     let mut readers: Vec<Reader> = Vec::new();
     if let Some(err) = child.stderr.take() {
-        readers.push(start_reader(job, "stderr", err, Arc::clone(live), Arc::clone(&masks)));
+        readers.push(start_reader(
+            job,
+            "stderr",
+            err,
+            Arc::clone(live),
+            Arc::clone(&masks),
+        ));
     }
     if let Some(out) = child.stdout.take() {
         readers.push(start_reader(job, "stdout", out, Arc::clone(live), masks));

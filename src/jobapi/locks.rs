@@ -5,6 +5,7 @@
 //! asks, when the run ends, or when the daemon stops. A node that dies
 //! leaves its leases to lapse after their TTL.
 
+use crate::state::jobstate::lock_lease_name;
 use crate::state::lease::LeaseRecord;
 use crate::state::store::Store;
 use std::collections::HashMap;
@@ -17,12 +18,7 @@ pub const LEASE_OP_TIMEOUT: Duration = Duration::from_secs(10);
 /// The shortest and longest TTL a job may ask for.
 pub const TTL_BOUNDS: (f64, f64) = (5.0, 2_592_000.0);
 /// The most permits one lock may have.
-pub const MAX_PERMITS: i64 = 1024;
-
-/// The lease name of permit `slot` of lock `name` in `scope`.
-pub fn lease_name(scope: &str, name: &str, slot: i64) -> String {
-    format!("lock/{scope}/{name}#{slot}")
-}
+pub const MAX_PERMITS: u32 = 1024;
 
 /// The TTL a hold gets: the asked one within [`TTL_BOUNDS`], else the
 /// configured default (never below the lower bound).
@@ -46,7 +42,7 @@ pub struct AcquireRequest {
     /// The lock's name.
     pub name: String,
     /// How many holders it admits.
-    pub permits: i64,
+    pub permits: u32,
     /// The hold's TTL.
     pub ttl: f64,
     /// How long to keep trying (None: one pass).
@@ -61,7 +57,7 @@ pub enum Acquired {
         /// The hold token the job releases with.
         token: String,
         /// Which permit.
-        slot: i64,
+        slot: u32,
         /// The lease's fencing counter.
         fence: u64,
         /// The hold's TTL.
@@ -122,12 +118,11 @@ impl LockManager {
         let deadline = request.wait.map(|w| tokio::time::Instant::now() + w);
         loop {
             for slot in 0..request.permits {
-                let name = lease_name(&request.scope, &request.name, slot);
+                let name = lock_lease_name(&request.scope, &request.name, slot);
                 let store = Arc::clone(&self.store);
                 let (holder2, ttl) = (holder.clone(), request.ttl);
-                let attempt = tokio::task::spawn_blocking(move || {
-                    store.lease_acquire(&name, &holder2, ttl)
-                });
+                let attempt =
+                    tokio::task::spawn_blocking(move || store.lease_acquire(&name, &holder2, ttl));
                 let lease = match tokio::time::timeout(LEASE_OP_TIMEOUT, attempt).await {
                     Ok(Ok(Ok(Some(lease)))) => lease,
                     Ok(Ok(Err(err))) => {
@@ -177,7 +172,7 @@ impl LockManager {
         self: &Arc<Self>,
         lease: Arc<Mutex<LeaseRecord>>,
         request: AcquireRequest,
-        slot: i64,
+        slot: u32,
     ) -> tokio::task::AbortHandle {
         let store = Arc::clone(&self.store);
         let every = Duration::from_secs_f64((request.ttl / 3.0).max(1.0));
@@ -291,7 +286,7 @@ mod tests {
 
     #[test]
     fn lease_names_and_pauses() {
-        assert_eq!(lease_name("global", "db", 0), "lock/global/db#0");
+        assert_eq!(lock_lease_name("global", "db", 0), "lock/global/db#0");
         assert_eq!(retry_pause(30.0), Duration::from_secs(1));
         assert_eq!(retry_pause(5.0), Duration::from_millis(500));
         assert_eq!(retry_pause(0.1), Duration::from_millis(50));

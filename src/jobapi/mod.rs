@@ -134,8 +134,7 @@ impl JobApi {
                     let served = async move {
                         let result = match tls {
                             Some(config) => {
-                                axum::serve(crate::tls::TlsListener::new(tcp, config), router)
-                                    .await
+                                axum::serve(crate::tls::TlsListener::new(tcp, config), router).await
                             }
                             None => axum::serve(tcp, router).await,
                         };
@@ -208,9 +207,8 @@ impl RunGrants for Grants {
                 return RunGrant::default();
             }
         };
-        let (secrets, warnings) = registry::stage_secrets(&job.name, &job.secrets, &|var| {
-            std::env::var(var).ok()
-        });
+        let (secrets, warnings) =
+            registry::stage_secrets(&job.name, &job.secrets, &|var| std::env::var(var).ok());
         for warning in warnings {
             tracing::warn!(target: "cronstable::jobapi", "{warning}");
         }
@@ -256,6 +254,7 @@ impl RunGrants for Grants {
         let locks = Arc::clone(&self.locks);
         let token = token.to_owned();
         // The locks are released on the endpoint's thread (store calls).
-        self.runtime.spawn(async move { locks.release_all(&token).await });
+        self.runtime
+            .spawn(async move { locks.release_all(&token).await });
     }
 }

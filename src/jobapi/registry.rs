@@ -3,7 +3,7 @@
 //! registered just before it spawns and forgotten the moment it ends, so a
 //! token works exactly for its run's life.
 
-use crate::config::model::JobSecret;
+use crate::config::model::job::JobSecret;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -54,7 +54,7 @@ impl RunContext {
 }
 
 fn py_repr(s: &str) -> String {
-    crate::pyfmt::py_repr(&serde_json::Value::String(s.to_owned()))
+    crate::state::jobstate::PyString::new(s).repr()
 }
 
 /// The live runs, by the digest of their token (a lookup by digest tells
@@ -124,12 +124,13 @@ pub fn stage_secrets(
         let resolved: Result<String, String> = if let Some(value) = some(&secret.value) {
             Ok(value)
         } else if let Some(path) = some(&secret.from_file) {
-            read_secret_file(&path)
-                .map_err(|e| format!("{label}.fromFile could not be read: {e}"))
+            read_secret_file(&path).map_err(|e| format!("{label}.fromFile could not be read: {e}"))
         } else if let Some(var) = some(&secret.from_env_var) {
             Ok(env(&var).unwrap_or_default())
         } else {
-            Err(format!("{label} is configured but resolved to an empty secret"))
+            Err(format!(
+                "{label} is configured but resolved to an empty secret"
+            ))
         };
         match resolved {
             Ok(value) if value.is_empty() => warnings.push(format!(

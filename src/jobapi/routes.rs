@@ -7,7 +7,7 @@
 use super::locks::{self, AcquireRequest, Acquired, LockManager};
 use super::registry::{bearer, Registry, RunContext};
 use crate::config::job_api::JobApiSettings;
-use crate::state::jobstate::{self, JobStateError};
+use crate::state::jobstate::{self, Dumps, JobStateError, PyDict, PyJson, PyString};
 use crate::state::store::Store;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
@@ -15,7 +15,6 @@ use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -71,18 +70,21 @@ impl ApiError {
     fn unauthorized() -> ApiError {
         ApiError::framework(StatusCode::UNAUTHORIZED, "401: Unauthorized")
     }
+
+    /// The body the original writes for this error.
+    fn body(&self) -> String {
+        let style = if self.spaced {
+            Dumps::SPACED
+        } else {
+            Dumps::COMPACT
+        };
+        PyJson::object([("error", PyJson::from(self.message.as_str()))]).dumps(style)
+    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = if self.spaced {
-            let mut text = String::from("{\"error\": ");
-            crate::pyfmt::write_json_string(&mut text, &self.message, false);
-            text.push('}');
-            text
-        } else {
-            json!({ "error": self.message }).to_string()
-        };
+        let body = self.body();
         json_response(self.status, body.into_bytes())
     }
 }
@@ -97,19 +99,43 @@ fn json_response(status: StatusCode, body: Vec<u8>) -> Response {
     response
 }
 
-fn ok(value: Value) -> Result<Response, ApiError> {
-    Ok(json_response(StatusCode::OK, value.to_string().into_bytes()))
+/// The text of a success body: compact, as the original's encoder writes
+/// it; a body echoing a stored value the fleet encoders disagree on (a
+/// foreign node's NaN, a huge integer) falls back to Python's spaced
+/// `json.dumps`, as the original does, rather than failing.
+fn success_text(value: &PyJson) -> String {
+    if jobstate::rules::portability_error(value).is_some() {
+        value.dumps(Dumps::SPACED)
+    } else {
+        value.dumps(Dumps::COMPACT)
+    }
+}
+
+fn ok<K: Into<PyString>>(
+    fields: impl IntoIterator<Item = (K, PyJson)>,
+) -> Result<Response, ApiError> {
+    let value = PyJson::object(fields);
+    Ok(json_response(
+        StatusCode::OK,
+        success_text(&value).into_bytes(),
+    ))
 }
 
 fn store_error(path: &str, err: JobStateError) -> ApiError {
-    if err.status() == 503 {
-        tracing::warn!(
-            target: "cronstable::jobapi",
-            "state job API: backend error serving {path}: {}",
-            err.detail()
-        );
+    if let Some(detail) = err.log_detail() {
+        if err.status() == 503 {
+            tracing::warn!(
+                target: "cronstable::jobapi",
+                "state job API: backend error serving {path}: {detail}"
+            );
+        } else {
+            tracing::error!(
+                target: "cronstable::jobapi",
+                "state job API: internal error serving {path}: {detail}"
+            );
+        }
     }
-    ApiError::new(err.status(), err.to_string())
+    ApiError::new(err.status(), err.message())
 }
 
 /// The endpoint's routes.
@@ -148,16 +174,18 @@ async fn method_not_allowed(method: Method, uri: Uri) -> ApiError {
 
 /// The run the request's token belongs to.
 fn authorize(app: &App, headers: &HeaderMap) -> Result<Arc<RunContext>, ApiError> {
-    let header = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    bearer(header)
-        .and_then(|token| app.registry.lookup(token))
+    token_of(headers)
+        .and_then(|token| app.registry.lookup(&token))
         .ok_or_else(ApiError::unauthorized)
 }
 
 fn token_of(headers: &HeaderMap) -> Option<String> {
-    bearer(headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok())).map(str::to_owned)
+    bearer(
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    )
+    .map(str::to_owned)
 }
 
 /// Reads the whole body under the transport's cap.
@@ -175,56 +203,62 @@ async fn read_body(app: &App, body: Body) -> Result<Bytes, ApiError> {
     }
 }
 
-/// A JSON object body (an empty body is an empty object).
-async fn json_body(app: &App, body: Body) -> Result<Map<String, Value>, ApiError> {
+/// A JSON object body, read as Python's `json.loads` reads it (an empty
+/// body is an empty object).
+async fn json_body(app: &App, body: Body) -> Result<PyDict, ApiError> {
     let bytes = read_body(app, body).await?;
     if bytes.is_empty() {
-        return Ok(Map::new());
+        return Ok(PyDict::new());
     }
-    match serde_json::from_slice::<Value>(&bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(ApiError::bad("request body must be a JSON object")),
-        Err(_) => Err(ApiError::bad("request body is not valid JSON")),
+    let parsed = std::str::from_utf8(&bytes)
+        .ok()
+        .and_then(|text| jobstate::parse(text).ok());
+    match parsed {
+        Some(PyJson::Dict(dict)) => Ok(dict),
+        Some(_) => Err(ApiError::bad("request body must be a JSON object")),
+        None => Err(ApiError::bad("request body is not valid JSON")),
     }
 }
 
-/// The scope a request names (a query parameter or a body field).
-fn scope_of(run: &RunContext, given: Option<&Value>) -> Result<String, ApiError> {
-    let given = match given {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Bool(false)) => None,
+/// The scope a request names (a query parameter or a body field): none,
+/// or a falsy one, is the run's default; a name must be the run's own,
+/// `global` or one of its `stateAllowedScopes`; anything else (a number,
+/// a text no job is named) is the original's 403.
+fn scope_of(run: &RunContext, given: Option<&PyJson>) -> Result<String, ApiError> {
+    let given = given.filter(|value| value.is_truthy());
+    let text = match given {
+        None => None,
+        Some(PyJson::Str(s)) if s.as_str().is_some() => s.as_str(),
         Some(other) => {
-            // Not a name: never permitted (the original compares it as is).
             return Err(ApiError::new(
                 403,
                 format!(
                     "scope {} is not permitted for job {}; add it to stateAllowedScopes to allow \
                      this job to use it",
-                    crate::pyfmt::py_repr(other),
-                    crate::pyfmt::py_repr(&Value::String(run.job_name.clone()))
+                    other.repr(),
+                    PyString::new(&run.job_name).repr()
                 ),
             ));
         }
     };
-    run.scope(given.as_deref())
+    run.scope(text)
         .map_err(|message| ApiError::new(403, message))
 }
 
-/// A required string field (`what`: `key`, `name`, `token`).
-fn required(value: Option<&Value>, what: &str) -> Result<String, ApiError> {
+/// A required string field (`what`: `key`, `name`, `token`): a value of
+/// another type is 400 `{what} must be a string`, none or an empty one
+/// 400 `{what} is required`.
+fn required(value: Option<&PyJson>, what: &str) -> Result<PyString, ApiError> {
     match value {
-        None | Some(Value::Null) => Err(ApiError::bad(format!("{what} is required"))),
-        Some(Value::String(s)) if s.is_empty() => {
-            Err(ApiError::bad(format!("{what} is required")))
-        }
-        Some(Value::String(s)) => Ok(s.clone()),
+        None | Some(PyJson::Null) => Err(ApiError::bad(format!("{what} is required"))),
+        Some(PyJson::Str(s)) if s.is_empty() => Err(ApiError::bad(format!("{what} is required"))),
+        Some(PyJson::Str(s)) => Ok(s.clone()),
         Some(_) => Err(ApiError::bad(format!("{what} must be a string"))),
     }
 }
 
-fn query_value(params: &HashMap<String, String>, key: &str) -> Option<Value> {
-    params.get(key).map(|v| Value::String(v.clone()))
+fn query_value(params: &HashMap<String, String>, key: &str) -> Option<PyJson> {
+    params.get(key).map(|v| PyJson::from(v.as_str()))
 }
 
 /// Runs blocking store work off this thread's event loop.
@@ -234,16 +268,10 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, ApiError> {
     match tokio::task::spawn_blocking(work).await {
         Ok(result) => result.map_err(|e| store_error(path, e)),
-        Err(err) => {
-            tracing::error!(
-                target: "cronstable::jobapi",
-                "state job API: internal error serving {path}: {err}"
-            );
-            Err(ApiError::new(
-                500,
-                "internal error; the reason is in the cronstable log",
-            ))
-        }
+        Err(err) => Err(store_error(
+            path,
+            JobStateError::Internal(format!("the store task failed: {err}")),
+        )),
     }
 }
 
@@ -257,16 +285,23 @@ fn admit(app: &App) -> Result<tokio::sync::OwnedSemaphorePermit, ApiError> {
     })
 }
 
+fn text(s: &str) -> PyJson {
+    PyJson::from(s)
+}
+
 async fn run_info(State(app): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
     let run = authorize(&app, &headers)?;
-    ok(json!({
-        "runId": run.run_id,
-        "job": run.job_name,
-        "attempt": run.attempt,
-        "scheduledAt": run.scheduled_at,
-        "host": run.host,
-        "defaultScope": run.default_scope,
-    }))
+    ok([
+        ("runId", text(&run.run_id)),
+        ("job", text(&run.job_name)),
+        ("attempt", PyJson::Int(i128::from(run.attempt))),
+        (
+            "scheduledAt",
+            run.scheduled_at.as_deref().map_or(PyJson::Null, text),
+        ),
+        ("host", text(&run.host)),
+        ("defaultScope", text(&run.default_scope)),
+    ])
 }
 
 async fn kv_get(
@@ -279,22 +314,8 @@ async fn kv_get(
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
     let key = required(query_value(&params, "key").as_ref(), "key")?;
     let store = Arc::clone(&app.store);
-    let (s, k) = (scope.clone(), key.clone());
-    match blocking("/v1/kv/get", move || jobstate::kv_get(&store, &s, &k)).await? {
-        Some((value, updated_at)) => ok(json!({ "value": value, "updatedAt": updated_at })),
-        None => Err(ApiError::new(
-            404,
-            format!(
-                "key {} is not set in scope {}",
-                py_str(&key),
-                py_str(&scope)
-            ),
-        )),
-    }
-}
-
-fn py_str(s: &str) -> String {
-    crate::pyfmt::py_repr(&Value::String(s.to_owned()))
+    let stored = blocking("/v1/kv/get", move || jobstate::kv_get(&store, &scope, &key)).await?;
+    ok([("value", stored.value), ("updatedAt", stored.updated_at)])
 }
 
 async fn kv_set(State(app): Shared, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
@@ -303,14 +324,17 @@ async fn kv_set(State(app): Shared, headers: HeaderMap, body: Body) -> Result<Re
     let mut payload = json_body(&app, body).await?;
     let scope = scope_of(&run, payload.get("scope"))?;
     let key = required(payload.get("key"), "key")?;
-    let value = payload.remove("value").unwrap_or(Value::Null);
+    let value = payload.remove("value").unwrap_or(PyJson::Null);
     let store = Arc::clone(&app.store);
     let max = app.settings.max_value_bytes;
     let updated_at = blocking("/v1/kv/set", move || {
-        jobstate::kv_set(&store, &scope, &key, value, max)
+        jobstate::kv_set(&store, &scope, &key, &value, max)
     })
     .await?;
-    ok(json!({ "ok": true, "updatedAt": updated_at }))
+    ok([
+        ("ok", PyJson::Bool(true)),
+        ("updatedAt", PyJson::Float(updated_at)),
+    ])
 }
 
 async fn kv_delete(
@@ -324,9 +348,11 @@ async fn kv_delete(
     let scope = scope_of(&run, payload.get("scope"))?;
     let key = required(payload.get("key"), "key")?;
     let store = Arc::clone(&app.store);
-    let existed =
-        blocking("/v1/kv/delete", move || jobstate::kv_delete(&store, &scope, &key)).await?;
-    ok(json!({ "existed": existed }))
+    let existed = blocking("/v1/kv/delete", move || {
+        jobstate::kv_delete(&store, &scope, &key)
+    })
+    .await?;
+    ok([("existed", PyJson::Bool(existed))])
 }
 
 async fn kv_list(
@@ -340,11 +366,17 @@ async fn kv_list(
     let store = Arc::clone(&app.store);
     let s = scope.clone();
     let entries = blocking("/v1/kv/list", move || jobstate::kv_list(&store, &s)).await?;
-    let keys: Vec<Value> = entries
+    let keys = entries
         .into_iter()
-        .map(|e| json!({ "key": e.key, "value": e.value, "updatedAt": e.updated_at }))
+        .map(|e| {
+            PyJson::object([
+                ("key", e.key),
+                ("value", e.value),
+                ("updatedAt", e.updated_at),
+            ])
+        })
         .collect();
-    ok(json!({ "scope": scope, "keys": keys }))
+    ok([("scope", text(&scope)), ("keys", PyJson::List(keys))])
 }
 
 async fn cursor_get(
@@ -357,30 +389,11 @@ async fn cursor_get(
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
     let name = required(query_value(&params, "name").as_ref(), "name")?;
     let store = Arc::clone(&app.store);
-    let (s, n) = (scope.clone(), name.clone());
-    match blocking("/v1/cursor/get", move || jobstate::cursor_get(&store, &s, &n)).await? {
-        Some((value, updated_at)) => ok(json!({ "value": value, "updatedAt": updated_at })),
-        None => Err(ApiError::new(
-            404,
-            format!(
-                "cursor {} is not set in scope {}",
-                py_str(&name),
-                py_str(&scope)
-            ),
-        )),
-    }
-}
-
-/// Python truthiness of a JSON value.
-fn truthy(value: Option<&Value>) -> bool {
-    match value {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-        Some(Value::Number(n)) => n.as_f64().is_some_and(|f| f != 0.0),
-        Some(Value::String(s)) => !s.is_empty(),
-        Some(Value::Array(a)) => !a.is_empty(),
-        Some(Value::Object(o)) => !o.is_empty(),
-        Some(Value::Bool(true)) => true,
-    }
+    let stored = blocking("/v1/cursor/get", move || {
+        jobstate::cursor_get(&store, &scope, &name)
+    })
+    .await?;
+    ok([("value", stored.value), ("updatedAt", stored.updated_at)])
 }
 
 async fn cursor_advance(
@@ -396,49 +409,22 @@ async fn cursor_advance(
     let Some(value) = payload.remove("value") else {
         return Err(ApiError::bad("value is required"));
     };
-    let force = truthy(payload.get("force"));
+    let force = payload.get("force").is_some_and(PyJson::is_truthy);
     let store = Arc::clone(&app.store);
     let max = app.settings.max_value_bytes;
     let (value, advanced) = blocking("/v1/cursor/advance", move || {
-        jobstate::cursor_advance(&store, &scope, &name, value, force, max)
+        jobstate::cursor_advance(&store, &scope, &name, &value, force, max)
     })
     .await?;
-    ok(json!({ "value": value, "advanced": advanced }))
+    ok([("value", value), ("advanced", PyJson::Bool(advanced))])
 }
 
-/// Python's `float(x or 0.0)` of a JSON value, for a `ttl`.
-fn float_of(value: Option<&Value>) -> Result<f64, ()> {
-    match value {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => Ok(0.0),
-        Some(Value::Bool(true)) => Ok(1.0),
-        Some(Value::Number(n)) => n.as_f64().ok_or(()),
-        Some(Value::String(s)) if s.is_empty() => Ok(0.0),
-        Some(Value::String(s)) => parse_py_float(s).ok_or(()),
-        Some(Value::Array(a)) if a.is_empty() => Ok(0.0),
-        Some(Value::Object(o)) if o.is_empty() => Ok(0.0),
-        Some(_) => Err(()),
+/// Python's `float(x or 0.0)` of an optional field.
+fn float_or_zero(value: Option<&PyJson>) -> Result<f64, ()> {
+    match value.filter(|v| v.is_truthy()) {
+        None => Ok(0.0),
+        Some(v) => v.to_py_float().map_err(|_| ()),
     }
-}
-
-/// Python's `float()` of a string: surrounding whitespace, `inf`, `nan`,
-/// and `_` between digits.
-fn parse_py_float(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let unsigned = lower.trim_start_matches(['+', '-']);
-    if matches!(unsigned, "inf" | "infinity" | "nan") {
-        let negative = lower.starts_with('-');
-        let v = if unsigned == "nan" {
-            f64::NAN
-        } else {
-            f64::INFINITY
-        };
-        return Some(if negative { -v } else { v });
-    }
-    if t.contains("__") || t.starts_with('_') || t.ends_with('_') {
-        return None;
-    }
-    t.replace('_', "").parse::<f64>().ok()
 }
 
 async fn idem_claim(
@@ -451,16 +437,20 @@ async fn idem_claim(
     let payload = json_body(&app, body).await?;
     let scope = scope_of(&run, payload.get("scope"))?;
     let key = required(payload.get("key"), "key")?;
-    let ttl = float_of(payload.get("ttl")).map_err(|()| ApiError::bad("ttl must be a number"))?;
+    let ttl =
+        float_or_zero(payload.get("ttl")).map_err(|()| ApiError::bad("ttl must be a number"))?;
     if !ttl.is_finite() {
         return Err(ApiError::bad("ttl must be a finite number"));
     }
     let store = Arc::clone(&app.store);
-    let (fresh, claimed_at) = blocking("/v1/idempotency/claim", move || {
+    let claim = blocking("/v1/idempotency/claim", move || {
         jobstate::idempotency_claim(&store, &scope, &key, ttl)
     })
     .await?;
-    ok(json!({ "fresh": fresh, "claimedAt": claimed_at }))
+    ok([
+        ("fresh", PyJson::Bool(claim.fresh)),
+        ("claimedAt", claim.claimed_at),
+    ])
 }
 
 async fn idem_release(
@@ -478,7 +468,7 @@ async fn idem_release(
         jobstate::idempotency_release(&store, &scope, &key)
     })
     .await?;
-    ok(json!({ "released": released }))
+    ok([("released", PyJson::Bool(released))])
 }
 
 async fn artifact_put(
@@ -494,11 +484,14 @@ async fn artifact_put(
     let data = read_body(&app, body).await?;
     let store = Arc::clone(&app.store);
     let max = app.settings.max_artifact_bytes;
-    let (sha256, size) = blocking("/v1/artifact/put", move || {
+    let published = blocking("/v1/artifact/put", move || {
         jobstate::artifact_put(&store, &scope, &name, &data, max)
     })
     .await?;
-    ok(json!({ "sha256": sha256, "size": size }))
+    ok([
+        ("sha256", text(&published.sha256)),
+        ("size", PyJson::Int(i128::from(published.size))),
+    ])
 }
 
 async fn artifact_get(
@@ -515,7 +508,6 @@ async fn artifact_get(
         jobstate::artifact_get(&store, &scope, &name)
     })
     .await?;
-    let size = got.size.to_string();
     let mut response = Response::new(Body::from(got.data));
     let headers = response.headers_mut();
     headers.insert(
@@ -525,7 +517,7 @@ async fn artifact_get(
     if let Ok(sha) = HeaderValue::from_str(&got.sha256) {
         headers.insert("X-Cronstable-Sha256", sha);
     }
-    if let Ok(size) = HeaderValue::from_str(&size) {
+    if let Ok(size) = HeaderValue::from_str(&got.size) {
         headers.insert("X-Cronstable-Size", size);
     }
     Ok(response)
@@ -541,27 +533,60 @@ async fn artifact_list(
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
     let store = Arc::clone(&app.store);
     let s = scope.clone();
-    let entries = blocking("/v1/artifact/list", move || jobstate::artifact_list(&store, &s)).await?;
-    let artifacts: Vec<Value> = entries
+    let entries = blocking("/v1/artifact/list", move || {
+        jobstate::artifact_list(&store, &s)
+    })
+    .await?;
+    let artifacts = entries
         .into_iter()
-        .map(|a| json!({ "name": a.name, "sha256": a.sha256, "size": a.size, "at": a.at }))
+        .map(|a| {
+            PyJson::object([
+                ("name", text(&a.name)),
+                ("sha256", a.sha256),
+                ("size", a.size),
+                ("at", a.at),
+            ])
+        })
         .collect();
-    ok(json!({ "scope": scope, "artifacts": artifacts }))
+    ok([
+        ("scope", text(&scope)),
+        ("artifacts", PyJson::List(artifacts)),
+    ])
 }
 
-/// Python's `int()` of a JSON value, for `permits`.
-fn int_of(value: Option<&Value>) -> Option<i64> {
-    match value {
-        None => Some(1),
-        Some(Value::Bool(b)) => Some(i64::from(*b)),
-        Some(Value::Number(n)) => n.as_i64().or_else(|| {
-            n.as_f64()
-                .filter(|f| f.is_finite() && f.abs() < 9.2e18)
-                .map(|f| f.trunc() as i64)
-        }),
-        Some(Value::String(s)) => s.trim().replace('_', "").parse::<i64>().ok(),
-        _ => None,
+/// The checked fields of a lock acquire, in the original's order of
+/// checks (permits, then the numbers, then their finiteness, then the
+/// permit bounds).
+fn acquire_fields(payload: &PyDict) -> Result<(u32, Option<f64>, f64), ApiError> {
+    let permits = match payload.get("permits") {
+        None => 1,
+        Some(given) => given
+            .to_py_int()
+            .map_err(|_| ApiError::bad("permits must be an integer"))?,
+    };
+    let numbers = || ApiError::bad("ttl and blockSeconds must be numbers");
+    let ttl = match payload.get("ttl") {
+        None | Some(PyJson::Null) => None,
+        Some(given) => Some(given.to_py_float().map_err(|_| numbers())?),
+    };
+    let block = float_or_zero(payload.get("blockSeconds")).map_err(|()| numbers())?;
+    if ttl.is_some_and(|t| !t.is_finite()) {
+        return Err(ApiError::bad("ttl must be a finite number"));
     }
+    if !block.is_finite() {
+        return Err(ApiError::bad("blockSeconds must be a finite number"));
+    }
+    if permits < 1 {
+        return Err(ApiError::bad("permits must be >= 1"));
+    }
+    if permits > i128::from(locks::MAX_PERMITS) {
+        return Err(ApiError::bad(format!(
+            "permits must be <= {}",
+            locks::MAX_PERMITS
+        )));
+    }
+    // In range: 1..=1024.
+    Ok((permits as u32, ttl, block))
 }
 
 async fn lock_acquire(
@@ -574,33 +599,16 @@ async fn lock_acquire(
     let payload = json_body(&app, body).await?;
     let scope = scope_of(&run, payload.get("scope"))?;
     let name = required(payload.get("name"), "name")?;
-    let permits =
-        int_of(payload.get("permits")).ok_or_else(|| ApiError::bad("permits must be an integer"))?;
-    let ttl = match payload.get("ttl") {
-        None | Some(Value::Null) => None,
-        given => Some(float_of(given).map_err(|()| {
-            ApiError::bad("ttl and blockSeconds must be numbers")
-        })?),
-    };
-    let block = float_of(payload.get("blockSeconds"))
-        .map_err(|()| ApiError::bad("ttl and blockSeconds must be numbers"))?;
-    if ttl.is_some_and(|t| !t.is_finite()) {
-        return Err(ApiError::bad("ttl must be a finite number"));
-    }
-    if !block.is_finite() {
-        return Err(ApiError::bad("blockSeconds must be a finite number"));
-    }
-    if permits < 1 {
-        return Err(ApiError::bad("permits must be >= 1"));
-    }
-    if permits > locks::MAX_PERMITS {
-        return Err(ApiError::bad("permits must be <= 1024"));
-    }
-    let wait = truthy(payload.get("wait"))
-        .then(|| std::time::Duration::from_secs_f64(block.clamp(0.0, 2_592_000.0)));
+    let (permits, ttl, block) = acquire_fields(&payload)?;
+    let wait = payload
+        .get("wait")
+        .is_some_and(PyJson::is_truthy)
+        .then(|| std::time::Duration::from_secs_f64(block.clamp(0.0, locks::TTL_BOUNDS.1)));
     let request = AcquireRequest {
         scope,
-        name,
+        // A name with a lone surrogate has no UTF-8 form: its lossy text
+        // names the lease (a coarser lock, never a looser one).
+        name: name.to_string_lossy(),
         permits,
         ttl: locks::effective_ttl(ttl, app.locks.default_ttl()),
         wait,
@@ -620,15 +628,18 @@ async fn lock_acquire(
             slot,
             fence,
             ttl,
-        } => ok(json!({
-            "acquired": true,
-            "token": token,
-            "slot": slot,
-            "fence": fence,
-            "ttl": ttl,
-        })),
-        Acquired::NotAcquired => ok(json!({ "acquired": false })),
-        Acquired::RunEnded => ok(json!({ "acquired": false, "runEnded": true })),
+        } => ok([
+            ("acquired", PyJson::Bool(true)),
+            ("token", text(&token)),
+            ("slot", PyJson::Int(i128::from(slot))),
+            ("fence", PyJson::Int(i128::from(fence))),
+            ("ttl", PyJson::Float(ttl)),
+        ]),
+        Acquired::NotAcquired => ok([("acquired", PyJson::Bool(false))]),
+        Acquired::RunEnded => ok([
+            ("acquired", PyJson::Bool(false)),
+            ("runEnded", PyJson::Bool(true)),
+        ]),
     }
 }
 
@@ -641,8 +652,8 @@ async fn lock_release(
     let token = token_of(&headers).unwrap_or_default();
     let payload = json_body(&app, body).await?;
     let hold = required(payload.get("token"), "token")?;
-    let released = app.locks.release(&token, &hold).await;
-    ok(json!({ "released": released }))
+    let released = app.locks.release(&token, &hold.to_string_lossy()).await;
+    ok([("released", PyJson::Bool(released))])
 }
 
 async fn secret_get(
@@ -652,53 +663,163 @@ async fn secret_get(
 ) -> Result<Response, ApiError> {
     let run = authorize(&app, &headers)?;
     let name = required(query_value(&params, "name").as_ref(), "name")?;
-    match run.secrets.get(&name) {
-        Some(value) => ok(json!({ "value": value })),
+    match run.secrets.get(&name.to_string_lossy()) {
+        Some(value) => ok([("value", text(value))]),
         None => Err(ApiError::new(
             404,
-            format!("secret {} is not staged for this run", py_str(&name)),
+            format!("secret {} is not staged for this run", name.repr()),
         )),
     }
 }
 
 async fn secret_list(State(app): Shared, headers: HeaderMap) -> Result<Response, ApiError> {
     let run = authorize(&app, &headers)?;
-    let names: Vec<&String> = run.secrets.keys().collect();
-    ok(json!({ "names": names }))
+    let names = run.secrets.keys().map(|n| text(n)).collect();
+    ok([("names", PyJson::List(names))])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn dict(text: &str) -> PyDict {
+        match jobstate::parse(text) {
+            Ok(PyJson::Dict(d)) => d,
+            other => panic!("not an object: {other:?}"),
+        }
+    }
+
+    fn run() -> RunContext {
+        RunContext {
+            run_id: "r".into(),
+            job_name: "backup".into(),
+            attempt: 0,
+            scheduled_at: None,
+            host: "h".into(),
+            default_scope: "backup".into(),
+            allowed_scopes: ["shared".to_owned()].into_iter().collect(),
+            secrets: Default::default(),
+        }
+    }
+
     #[test]
-    fn python_truthiness_and_numbers() {
-        assert!(!truthy(None));
-        assert!(!truthy(Some(&json!(0))));
-        assert!(!truthy(Some(&json!(""))));
-        assert!(!truthy(Some(&json!([]))));
-        assert!(truthy(Some(&json!("no"))));
-        assert!(truthy(Some(&json!(0.5))));
-        assert_eq!(float_of(Some(&json!("5"))), Ok(5.0));
-        assert_eq!(float_of(Some(&json!(" 1_0.5 "))), Ok(10.5));
-        assert_eq!(float_of(Some(&json!(true))), Ok(1.0));
-        assert_eq!(float_of(None), Ok(0.0));
-        assert!(float_of(Some(&json!("x"))).is_err());
-        assert!(float_of(Some(&json!([1]))).is_err());
-        assert!(float_of(Some(&json!("inf"))).is_ok_and(f64::is_infinite));
-        assert_eq!(int_of(None), Some(1));
-        assert_eq!(int_of(Some(&json!(2.9))), Some(2));
-        assert_eq!(int_of(Some(&json!("3"))), Some(3));
-        assert_eq!(int_of(Some(&json!(true))), Some(1));
-        assert_eq!(int_of(Some(&json!(null))), None);
-        assert_eq!(int_of(Some(&json!("x"))), None);
+    fn scopes_resolve_as_the_original_resolves_them() {
+        let run = run();
+        let d = dict(
+            r#"{"a": null, "b": "", "c": 0, "d": "global", "e": "shared", "f": 5, "g": "other", "h": "\ud800"}"#,
+        );
+        assert_eq!(scope_of(&run, None), Ok("backup".into()));
+        for falsy in ["a", "b", "c"] {
+            assert_eq!(scope_of(&run, d.get(falsy)), Ok("backup".into()), "{falsy}");
+        }
+        assert_eq!(scope_of(&run, d.get("d")), Ok("global".into()));
+        assert_eq!(scope_of(&run, d.get("e")), Ok("shared".into()));
+        let refused = |key: &str| scope_of(&run, d.get(key)).unwrap_err();
+        assert_eq!(refused("f").status, StatusCode::FORBIDDEN);
+        assert_eq!(
+            refused("f").message,
+            "scope 5 is not permitted for job 'backup'; add it to stateAllowedScopes to allow \
+             this job to use it"
+        );
+        assert!(refused("g")
+            .message
+            .starts_with("scope 'other' is not permitted"));
+        assert!(refused("h")
+            .message
+            .starts_with("scope '\\ud800' is not permitted"));
+    }
+
+    #[test]
+    fn required_fields_name_what_is_wrong() {
+        let d = dict(r#"{"a": null, "b": "", "c": 0, "d": [], "e": "k"}"#);
+        let message = |key: &str| required(d.get(key), "key").unwrap_err().message;
+        assert_eq!(message("a"), "key is required");
+        assert_eq!(message("b"), "key is required");
+        assert_eq!(message("missing"), "key is required");
+        assert_eq!(message("c"), "key must be a string");
+        assert_eq!(message("d"), "key must be a string");
+        assert_eq!(required(d.get("e"), "key"), Ok(PyString::new("k")));
+    }
+
+    #[test]
+    fn lock_fields_are_checked_in_the_originals_order() {
+        let fields = |text: &str| acquire_fields(&dict(text));
+        assert_eq!(fields("{}"), Ok((1, None, 0.0)));
+        assert_eq!(
+            fields(r#"{"permits": "3", "ttl": "60", "blockSeconds": 2}"#),
+            Ok((3, Some(60.0), 2.0))
+        );
+        assert_eq!(
+            fields(r#"{"permits": 2.9, "ttl": true}"#),
+            Ok((2, Some(1.0), 0.0))
+        );
+        let message = |text: &str| fields(text).unwrap_err().message;
+        assert_eq!(
+            message(r#"{"permits": null}"#),
+            "permits must be an integer"
+        );
+        assert_eq!(message(r#"{"permits": "x"}"#), "permits must be an integer");
+        assert_eq!(
+            message(r#"{"permits": Infinity}"#),
+            "permits must be an integer"
+        );
+        assert_eq!(
+            message(r#"{"ttl": "x"}"#),
+            "ttl and blockSeconds must be numbers"
+        );
+        assert_eq!(
+            message(r#"{"blockSeconds": [1]}"#),
+            "ttl and blockSeconds must be numbers"
+        );
+        assert_eq!(message(r#"{"ttl": NaN}"#), "ttl must be a finite number");
+        assert_eq!(
+            message(r#"{"blockSeconds": "inf"}"#),
+            "blockSeconds must be a finite number"
+        );
+        assert_eq!(message(r#"{"permits": 0}"#), "permits must be >= 1");
+        assert_eq!(message(r#"{"permits": 1025}"#), "permits must be <= 1024");
+        // The type check comes before the bounds: a bad ttl wins over 0 permits.
+        assert_eq!(
+            message(r#"{"permits": 0, "ttl": "x"}"#),
+            "ttl and blockSeconds must be numbers"
+        );
+    }
+
+    #[test]
+    fn a_ttl_is_pythons_float_of_the_value_or_zero() {
+        let d =
+            dict(r#"{"a": "5", "b": true, "c": "", "d": [], "e": "x", "f": [1], "g": " 1_0.5 "}"#);
+        assert_eq!(float_or_zero(d.get("a")), Ok(5.0));
+        assert_eq!(float_or_zero(d.get("b")), Ok(1.0));
+        assert_eq!(float_or_zero(d.get("c")), Ok(0.0));
+        assert_eq!(float_or_zero(d.get("d")), Ok(0.0));
+        assert_eq!(float_or_zero(None), Ok(0.0));
+        assert_eq!(float_or_zero(d.get("e")), Err(()));
+        assert_eq!(float_or_zero(d.get("f")), Err(()));
+        assert_eq!(float_or_zero(d.get("g")), Ok(10.5));
     }
 
     #[test]
     fn framework_errors_are_spaced_and_handler_errors_compact() {
-        let spaced = ApiError::unauthorized().into_response();
-        assert_eq!(spaced.status(), StatusCode::UNAUTHORIZED);
-        let compact = ApiError::bad("key is required");
-        assert!(!compact.spaced);
+        assert_eq!(
+            ApiError::unauthorized().body(),
+            r#"{"error": "401: Unauthorized"}"#
+        );
+        assert_eq!(
+            ApiError::bad("key is required").body(),
+            r#"{"error":"key is required"}"#
+        );
+        assert_eq!(
+            ApiError::bad("caf\u{e9}").body(),
+            r#"{"error":"caf\u00e9"}"#
+        );
+    }
+
+    #[test]
+    fn success_bodies_fall_back_to_spaced_when_a_value_is_not_portable() {
+        let fine = PyJson::object([("value", PyJson::Int(1)), ("updatedAt", PyJson::Float(2.5))]);
+        assert_eq!(success_text(&fine), r#"{"value":1,"updatedAt":2.5}"#);
+        let nan = PyJson::object([("value", PyJson::Float(f64::NAN))]);
+        assert_eq!(success_text(&nan), r#"{"value": NaN}"#);
     }
 }

@@ -47,7 +47,9 @@ mod tests {
         let a = super::random_hex(32).expect("random");
         let b = super::random_hex(32).expect("random");
         assert_eq!(a.len(), 64);
-        assert!(a.bytes().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
+        assert!(a
+            .bytes()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
         assert_ne!(a, b);
     }
 }
