@@ -178,7 +178,7 @@ fn a_lock_is_held_by_one_run_across_two_daemons_and_a_killed_holders_lock_frees_
     assert_eq!(shared.read("code"), "3\n", "{}", b.log());
     assert_eq!(
         shared.read("refused"),
-        "cronstable lock: lock not acquired: nightly\n"
+        "lock not acquired: nightly\n"
     );
     // kill -9 node A with the lock held: nobody releases it, its lease
     // lapses after the TTL (5 s) and B's waiting acquire gets it.
@@ -201,8 +201,10 @@ fn a_lock_is_held_by_one_run_across_two_daemons_and_a_killed_holders_lock_frees_
 fn an_idempotency_key_claimed_on_one_daemon_is_seen_on_another() {
     let shared = Shared::new();
     let claim = "{bin} idempotent invoice-42 --global; echo $? > {shared}/{node}";
-    let (a, _) = shared.daemon("", &once("bill", &claim.replace("{node}", "a"), ""));
+    let (mut a, _) = shared.daemon("", &once("bill", &claim.replace("{node}", "a"), ""));
     shared.wait_for("bill.done", &a);
+    // Stopped first: with its marker gone it would claim again.
+    stop(&mut a);
     std::fs::remove_file(shared.path("bill.started")).expect("reset");
     std::fs::remove_file(shared.path("bill.done")).expect("reset");
     let (b, _) = shared.daemon("", &once("bill", &claim.replace("{node}", "b"), ""));
@@ -224,7 +226,7 @@ fn a_secret_reaches_its_run_only_and_never_a_log_line_or_the_archived_output() {
          echo \"$CRONSTABLE_STATE_URL\" > {shared}/url\n\
          echo \"$CRONSTABLE_STATE_TOKEN\" > {shared}/token\n\
          env > {shared}/env",
-        "    archiveOutput: true\n    secrets:\n      - name: apikey\n        \
+        "    archiveOutput: true\n    captureStdout: true\n    secrets:\n      - name: apikey\n        \
          value: s3cr3t-api-key-XYZ\n      - name: fromfile\n        fromFile: {shared}/secret-file\n",
     ) + &once(
         "other",
@@ -249,7 +251,7 @@ fn a_secret_reaches_its_run_only_and_never_a_log_line_or_the_archived_output() {
     assert_eq!(shared.read("other-code"), "4\n");
     assert_eq!(
         shared.read("other-err"),
-        "cronstable secret: secret not staged: apikey\n"
+        "secret not staged: apikey\n"
     );
     assert_eq!(shared.read("scope-code"), "1\n");
     assert_eq!(

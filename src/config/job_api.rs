@@ -25,6 +25,9 @@ pub struct JobApiListen {
     /// The host jobs are told to dial, when the configured one is not a
     /// wildcard (else the bound address is advertised).
     pub advertise_host: Option<String>,
+    /// The host as written, lowercased and without brackets (empty for
+    /// `http://:8080`): what the loopback rule judges.
+    pub written_host: String,
 }
 
 /// `state.jobApi` with its defaults applied.
@@ -101,6 +104,7 @@ pub fn resolve(api: Option<&JobApi>) -> Result<(JobApiSettings, Vec<String>), St
             bind_host: "127.0.0.1".into(),
             port: 0,
             advertise_host: None,
+            written_host: "127.0.0.1".into(),
         },
         Some(text) => parse_listen(text)?,
     };
@@ -130,7 +134,7 @@ pub fn resolve(api: Option<&JobApi>) -> Result<(JobApiSettings, Vec<String>), St
                 .into(),
         );
     }
-    if is_https && is_wildcard(&listen.bind_host) {
+    if is_https && is_wildcard(&listen.written_host) {
         return Err(
             "state.jobApi.listen cannot bind a wildcard host over https:// : jobs dial \
                     the address they are given, and no certificate covers an unspecified \
@@ -141,7 +145,7 @@ pub fn resolve(api: Option<&JobApi>) -> Result<(JobApiSettings, Vec<String>), St
     let allow_off_host = api.allow_non_loopback_bind.unwrap_or(false);
     if let Some(text) = &listen_text {
         if allow_off_host {
-            if !is_https && !is_loopback(&listen.bind_host) {
+            if !is_https && !is_loopback(&listen.written_host) {
                 warnings.push(format!(
                     "state.jobApi.listen binds {} off-host without TLS, so per-run bearer \
                      tokens and staged job secrets cross the network in cleartext; set an \
@@ -150,12 +154,12 @@ pub fn resolve(api: Option<&JobApi>) -> Result<(JobApiSettings, Vec<String>), St
                     py_repr(text)
                 ));
             }
-        } else if !is_loopback(&listen.bind_host) {
+        } else if !is_loopback(&listen.written_host) {
             return Err(format!(
                 "state.jobApi.listen host {} is not loopback; this endpoint serves per-run \
                  bearer tokens and staged job secrets, so binding it beyond this host needs \
                  state.jobApi.allowNonLoopbackBind: true",
-                py_repr(&listen.bind_host)
+                py_repr(&listen.written_host)
             ));
         }
     }
@@ -250,6 +254,7 @@ pub fn parse_listen(text: &str) -> Result<JobApiListen, String> {
     let advertise_host = (!host.is_empty() && !is_wildcard(&host)).then(|| host.clone());
     Ok(JobApiListen {
         https: scheme == "https",
+        written_host: host.clone(),
         bind_host: if host.is_empty() {
             "127.0.0.1".into()
         } else {

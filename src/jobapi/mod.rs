@@ -71,11 +71,11 @@ impl JobApi {
             .thread_name("cronstable-jobapi-io")
             .build()?;
         let listen = &settings.listen;
-        let tcp = runtime
-            .block_on(tokio::net::TcpListener::bind((
-                listen.bind_host.as_str(),
-                listen.port,
-            )))
+        // Bound here, on the caller's thread (which may be inside the
+        // daemon's runtime, so no `block_on`): a bind error is a start
+        // error the caller logs. The endpoint's thread adopts the socket.
+        let tcp = std::net::TcpListener::bind((listen.bind_host.as_str(), listen.port))
+            .and_then(|tcp| tcp.set_nonblocking(true).map(|()| tcp))
             .map_err(|e| {
                 StartError::Listen(format!(
                     "cannot bind {}:{}: {e}",
@@ -131,6 +131,16 @@ impl JobApi {
             .spawn(move || {
                 runtime.block_on(async move {
                     let router = routes::router(app);
+                    let tcp = match tokio::net::TcpListener::from_std(tcp) {
+                        Ok(tcp) => tcp,
+                        Err(err) => {
+                            tracing::error!(
+                                target: "cronstable::jobapi",
+                                "state job API: cannot serve the bound socket: {err}"
+                            );
+                            return;
+                        }
+                    };
                     let served = async move {
                         let result = match tls {
                             Some(config) => {
