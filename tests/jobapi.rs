@@ -176,10 +176,7 @@ fn a_lock_is_held_by_one_run_across_two_daemons_and_a_killed_holders_lock_frees_
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_eq!(shared.read("code"), "3\n", "{}", b.log());
-    assert_eq!(
-        shared.read("refused"),
-        "lock not acquired: nightly\n"
-    );
+    assert_eq!(shared.read("refused"), "lock not acquired: nightly\n");
     // kill -9 node A with the lock held: nobody releases it, its lease
     // lapses after the TTL (5 s) and B's waiting acquire gets it.
     a.signal(Signal::SIGKILL);
@@ -249,10 +246,7 @@ fn a_secret_reaches_its_run_only_and_never_a_log_line_or_the_archived_output() {
     assert!(!shared.read("env").contains("s3cr3t"));
     // Another job's token reaches neither this job's secrets nor its scope.
     assert_eq!(shared.read("other-code"), "4\n");
-    assert_eq!(
-        shared.read("other-err"),
-        "secret not staged: apikey\n"
-    );
+    assert_eq!(shared.read("other-err"), "secret not staged: apikey\n");
     assert_eq!(shared.read("scope-code"), "1\n");
     assert_eq!(
         shared.read("scope-err"),
