@@ -15,6 +15,8 @@
 //!   `artifact`, ...), the client of the daemon's loopback job API.
 //! - [`config`]: the config model, loading, crontabs and validation.
 //! - [`fingerprint`]: the job-set id of a loaded config.
+//! - [`tls`]: server TLS shared by the HTTP API and the job endpoint:
+//!   certificates loaded and rotated, TLS accepted on a TCP listener.
 //! - [`job`]: one run of a job: spawn, capture, deadline, outcome.
 //! - [`gossip`]: the gossip backend's pure core: payload, peer view,
 //!   election rules, the fleet view.
@@ -35,6 +37,8 @@
 //!   file, gossip), cluster slots and records, behind the leader gate.
 //! - [`durable`]: the scheduler's durable-state port over the store: the
 //!   writer, the read at start with crash reconciliation, the poller.
+//! - [`jobapi`]: the loopback job endpoint (`state.jobApi`): run tokens,
+//!   staged secrets, job locks, and the `/v1` routes over the store.
 //! - [`daemon`]: the daemon's command line and its wiring: the slot store
 //!   and election backend planned from the config and built, the job
 //!   source opened, signals, shutdown.
@@ -52,6 +56,7 @@ pub mod fingerprint;
 pub mod gossip;
 pub(crate) mod jinja;
 pub mod job;
+pub mod jobapi;
 pub mod jobcli;
 pub mod kube;
 pub mod logging;
@@ -64,4 +69,5 @@ pub mod scheduler;
 pub mod source;
 pub mod state;
 pub mod status;
+pub mod tls;
 pub mod web;

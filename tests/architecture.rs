@@ -16,12 +16,12 @@
 //! | 0    | platform, pyfmt, compat, cronexpr, redact | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
 //! | 1    | jinja, logging, jobcli                | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; the job-facing client commands, which need only Python's spellings and the OS |
 //! | 2    | config                                | the model, loading, validation                       |
-//! | 3    | fingerprint                           | the job-set id, computed from loaded config          |
+//! | 3    | fingerprint, tls                      | the job-set id, computed from loaded config; the `https://` listener of the web API and the job endpoint |
 //! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
 //! | 5    | status, state                         | the state the edges publish (leadership, Kubernetes mode) on watch channels, for the gate, the API and the metrics to read; the durable store's files and record formats (peers) |
 //! | 6    | report, metrics                       | read finished runs and published state (peers: they must not import each other) |
 //! | 7    | scheduler                             | the run loop over everything below                   |
-//! | 8    | web, source, kube, cluster, durable   | edges: backends behind the scheduler's ports (peers) |
+//! | 8    | web, source, kube, cluster, durable, jobapi | edges: backends behind the scheduler's ports (peers); the job endpoint serves runs from the store |
 //! | 9    | daemon, main                          | the daemon's wiring (plans and builds the edges) and the binary that parses flags and calls it |
 //!
 //! A new top-level module must be given a rank here; the test refuses a
@@ -46,6 +46,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("jobcli", 1),
     ("config", 2),
     ("fingerprint", 3),
+    ("tls", 3),
     ("job", 4),
     ("gossip", 4),
     ("status", 5),
@@ -58,6 +59,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("kube", 8),
     ("cluster", 8),
     ("durable", 8),
+    ("jobapi", 8),
     ("daemon", 9),
     ("main", 9),
 ];

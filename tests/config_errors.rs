@@ -350,16 +350,41 @@ fn state_section_rules_use_the_originals_messages() {
     )]);
     let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    // Secrets stay refused with a state section (their endpoint is not
-    // built), by name.
+    // Secrets are staged over the job endpoint: refused without a state
+    // section or with the endpoint turned off, by name (the original's
+    // texts).
+    let secret = job_with("    secrets:\n      - name: token\n        value: x\n");
+    let err = rejected(&[("c.yaml", &secret)]);
+    assert_contains(
+        &err,
+        &[
+            "job `secrets` are staged over the state loopback endpoint, which requires a `state` \
+           section; none is configured, offending job(s): j",
+        ],
+    );
     let err = rejected(&[(
         "c.yaml",
-        &format!(
-            "state:\n  path: /s\n{}",
-            job_with("    secrets:\n      - name: token\n        value: x\n")
-        ),
+        &format!("state:\n  path: /s\n  jobApi:\n    enabled: false\n{secret}"),
     )]);
-    assert_contains(&err, &["job secrets (job(s) j)", "not supported yet"]);
+    assert_contains(
+        &err,
+        &[
+            "job `secrets` need the state loopback endpoint, but state.jobApi.enabled is false; \
+           offending job(s): j",
+        ],
+    );
+    let dir = write_tree(&[("c.yaml", &format!("state:\n  path: /s\n{secret}"))]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    // The endpoint's listen address is checked at load.
+    let err = rejected(&[(
+        "c.yaml",
+        &format!("state:\n  path: /s\n  jobApi:\n    listen: 10.1.2.3:9000\n{JOB}"),
+    )]);
+    assert_contains(
+        &err,
+        &["state.jobApi.listen host '10.1.2.3' is not loopback"],
+    );
 }
 
 #[test]

@@ -105,6 +105,12 @@ pub struct JobConfig {
     pub redact_archived_secrets: bool,
     /// Environment for the job: env_file first, then `environment` entries.
     pub environment: Vec<(String, String)>,
+    /// Run-scoped secrets, resolved afresh for each run and served over
+    /// the job endpoint only (never in the environment or the logs).
+    pub secrets: Vec<super::model::job::JobSecret>,
+    /// Scopes beyond its own name and `global` the job may use through
+    /// the job endpoint (`stateAllowedScopes`).
+    pub state_allowed_scopes: Vec<String>,
     /// Start directory (absolute), when set.
     pub working_directory: Option<PathBuf>,
     /// Account switch, when `user`/`group` are set.

@@ -8,6 +8,7 @@ pub(crate) mod defaults;
 pub(crate) mod error;
 pub(crate) mod interpolate;
 pub(crate) mod job;
+pub mod job_api;
 pub(crate) mod load;
 pub(crate) mod locate;
 pub(crate) mod merge;

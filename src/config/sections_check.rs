@@ -124,14 +124,7 @@ pub fn check_state(state: &StateConfig, lease_backend: bool) -> Result<(), Strin
     if state.gc_grace_seconds.is_some_and(|v| v > 0 && v < 86_400) {
         return Err("state.gcGraceSeconds must be <= 0 (GC disabled) or >= 86400".into());
     }
-    if state
-        .job_api
-        .as_ref()
-        .and_then(|api| api.lock_ttl_seconds)
-        .is_some_and(|v| !(v.is_finite() && v >= 5.0))
-    {
-        return Err("state.jobApi.lockTtlSeconds must be >= 5 and finite".into());
-    }
+    super::job_api::resolve(state.job_api.as_ref())?;
     Ok(())
 }
 
@@ -193,22 +186,23 @@ pub fn check_cross_sections(
     }
     let secret_jobs = offenders(&has_secrets);
     if let Some(first) = jobs.iter().find(|j| has_secrets(j)) {
-        // Secrets are staged through the state store's job endpoint,
-        // which is not built: refused with or without a `state` section.
-        let message = if sections.state.is_none() {
-            format!(
-                "job secrets are staged through the state endpoint and need a 'state' \
-                 section; offending job(s): {}",
+        // Secrets are staged over the job endpoint (the original's texts).
+        let message = match &sections.state {
+            None => Some(format!(
+                "job `secrets` are staged over the state loopback endpoint, which requires a \
+                 `state` section; none is configured, offending job(s): {}",
                 secret_jobs.join(", ")
-            )
-        } else {
-            format!(
-                "job secrets (job(s) {}) are not supported yet by this version of cronstable; \
-                 remove them to run this config",
+            )),
+            Some(state) if !super::job_api::enabled(&state.value) => Some(format!(
+                "job `secrets` need the state loopback endpoint, but state.jobApi.enabled is \
+                 false; offending job(s): {}",
                 secret_jobs.join(", ")
-            )
+            )),
+            Some(_) => None,
         };
-        return Err(ConfigError::config(first.origin.clone(), message));
+        if let Some(message) = message {
+            return Err(ConfigError::config(first.origin.clone(), message));
+        }
     }
     if let Some(cluster) = &sections.cluster {
         if let Err(message) = super::cluster::resolve(&cluster.value, crate::platform::host_name())

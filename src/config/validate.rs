@@ -178,6 +178,12 @@ pub fn resolve_job(
         archive_output: spec.archive_output.unwrap_or(false),
         redact_archived_secrets: spec.redact_archived_secrets.unwrap_or(true),
         environment,
+        secrets: spec
+            .secrets
+            .as_ref()
+            .map(|s| s.0.clone())
+            .unwrap_or_default(),
+        state_allowed_scopes: spec.state_allowed_scopes.clone().unwrap_or_default(),
         working_directory,
         run_as,
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),

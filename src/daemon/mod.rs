@@ -183,6 +183,12 @@ pub fn run(
                 shutdown: shutdown.clone(),
             },
         );
+        // The job endpoint serves runs from the store of `state.path`.
+        let job_api = start_job_api(state_section.as_ref().map(|s| &s.value), durable.store.clone());
+        let mut scheduler = scheduler;
+        if let Some(api) = &job_api {
+            scheduler.set_run_grants(api.grants());
+        }
         platform::release_free_memory();
         let control = scheduler.control();
         if let Some(writer) = sources.status_writer {
@@ -221,9 +227,61 @@ pub fn run(
         if let Some(web) = web {
             web.stop();
         }
+        if let Some(api) = job_api {
+            api.stop();
+        }
         forwarder.abort();
         ExitCode::SUCCESS
     })
+}
+
+/// Starts the job endpoint when the `state` section asks for it (by
+/// default it does) and its store is open; decided once at start.
+fn start_job_api(
+    state: Option<&config::model::sections::StateConfig>,
+    store: Option<Arc<crate::state::store::Store>>,
+) -> Option<crate::jobapi::JobApi> {
+    let state = state?;
+    if !config::job_api::enabled(state) {
+        return None;
+    }
+    let Some(store) = store else {
+        if !state.path.trim().is_empty() {
+            tracing::warn!(
+                target: "cronstable::state",
+                "state: the job API is not served: the store at {} is not open",
+                state.path
+            );
+        }
+        return None;
+    };
+    let settings = match config::job_api::resolve(state.job_api.as_ref()) {
+        Ok((settings, warnings)) => {
+            for warning in warnings {
+                tracing::warn!(target: "cronstable::state", "{warning}");
+            }
+            settings
+        }
+        Err(err) => {
+            tracing::error!(
+                target: "cronstable::state",
+                "state: job API failed to start (jobs will run without the loopback state \
+                 endpoint): {err}"
+            );
+            return None;
+        }
+    };
+    match crate::jobapi::JobApi::start(settings, store, platform::host_name()) {
+        Ok(api) => Some(api),
+        Err(err) => {
+            tracing::error!(
+                target: "cronstable::state",
+                "state: job API failed to start (jobs will run without the loopback state \
+                 endpoint): {err}"
+            );
+            None
+        }
+    }
 }
 
 /// The daemon's one signal handler: SIGINT/SIGTERM ask the scheduler to

@@ -156,6 +156,30 @@ pub struct RunRequest {
     pub run_id: u64,
     /// Told when the command starts and when the run ends.
     pub observer: Option<Arc<dyn RunObserver>>,
+    /// Set in the run's environment after the job's own `environment`
+    /// (the job endpoint's `CRONSTABLE_*` variables).
+    pub extra_env: Vec<(String, String)>,
+    /// Values masked in every output line before it is echoed, shown or
+    /// kept (the run's staged secrets).
+    pub masks: Vec<String>,
+}
+
+/// What a masked value is replaced with in a job's output.
+pub const MASK: &str = "***REDACTED***";
+
+/// The shortest value masked: a shorter secret would garble ordinary
+/// output wherever its characters occur.
+pub const MASK_MIN_CHARS: usize = 4;
+
+/// `line` with every occurrence of each of `masks` replaced by [`MASK`].
+pub fn mask_line(line: String, masks: &[String]) -> String {
+    let mut line = line;
+    for secret in masks {
+        if secret.chars().count() >= MASK_MIN_CHARS && line.contains(secret.as_str()) {
+            line = line.replace(secret.as_str(), MASK);
+        }
+    }
+    line
 }
 
 /// Starts a run: spawns the command now and returns the handle plus the
@@ -172,7 +196,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     // Spawning returns once the child has exec'd (posix_spawn): the pid is
     // known before the scheduler records the instance, so the API never
     // shows a running instance without its pid.
-    let spawned = spawn_command(&job);
+    let spawned = spawn_command(&job, &request.extra_env);
     let pid = spawned.as_ref().ok().map(JobChild::id);
     let handle = RunHandle {
         run_id: request.run_id,
@@ -184,6 +208,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         ended: ended_rx,
         output: Arc::clone(&output),
     };
+    let masks: Arc<[String]> = request.masks.into();
     let task = tokio::spawn(async move {
         let base = RunRecord {
             pid,
@@ -223,7 +248,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 if let Some(observer) = &observer {
                     observer.started(&job);
                 }
-                let mut record = drive(&job, child, &cancel, &ended_tx, &output, base).await;
+                let mut record = drive(&job, child, &cancel, &ended_tx, &output, base, masks).await;
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }
@@ -247,7 +272,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
 }
 
 /// Builds and spawns the job's process in a session of its own.
-fn spawn_command(job: &JobConfig) -> Result<JobChild, String> {
+fn spawn_command(job: &JobConfig, extra_env: &[(String, String)]) -> Result<JobChild, String> {
     let (program, args): (OsString, Vec<OsString>) = match &job.command {
         Command::Shell(text) => (job.shell.clone().into(), vec!["-c".into(), text.into()]),
         Command::Argv(argv) => {
@@ -275,6 +300,7 @@ fn spawn_command(job: &JobConfig) -> Result<JobChild, String> {
     env.extend(
         job.environment
             .iter()
+            .chain(extra_env.iter())
             .map(|(k, v)| (OsString::from(k), OsString::from(v))),
     );
     let spec = platform::JobSpawn {
@@ -321,7 +347,13 @@ impl Reader {
     }
 }
 
-fn start_reader<R>(job: &JobConfig, name: &'static str, pipe: R, live: Arc<LiveOutput>) -> Reader
+fn start_reader<R>(
+    job: &JobConfig,
+    name: &'static str,
+    pipe: R,
+    live: Arc<LiveOutput>,
+    masks: Arc<[String]>,
+) -> Reader
 where
     R: AsyncRead + Unpin + Send + 'static,
 {
@@ -356,7 +388,15 @@ where
             } else {
                 splitter.feed(&buf[..n], &mut pieces);
             }
-            deliver(&job_name, name, &prefix, &shared, &live, &mut pieces);
+            deliver(
+                &job_name,
+                name,
+                &prefix,
+                &shared,
+                &live,
+                &masks,
+                &mut pieces,
+            );
             if n == 0 {
                 return;
             }
@@ -394,6 +434,7 @@ fn deliver(
     prefix: &str,
     retention: &Mutex<Retention>,
     live: &LiveOutput,
+    masks: &[String],
     pieces: &mut Vec<Piece>,
 ) {
     if pieces.is_empty() {
@@ -407,6 +448,11 @@ fn deliver(
     for piece in pieces.drain(..) {
         match piece {
             Piece::Line(line) => {
+                let line = if masks.is_empty() {
+                    line
+                } else {
+                    mask_line(line, masks)
+                };
                 echo.push_str(prefix);
                 echo.push_str(&line);
                 if !line.ends_with('\n') {
@@ -444,14 +490,21 @@ async fn drive(
     ended: &watch::Sender<bool>,
     live: &Arc<LiveOutput>,
     base: RunRecord,
+    masks: Arc<[String]>,
 ) -> RunRecord {
     let pid = child.id();
     let mut readers: Vec<Reader> = Vec::new();
     if let Some(err) = child.stderr.take() {
-        readers.push(start_reader(job, "stderr", err, Arc::clone(live)));
+        readers.push(start_reader(
+            job,
+            "stderr",
+            err,
+            Arc::clone(live),
+            Arc::clone(&masks),
+        ));
     }
     if let Some(out) = child.stdout.take() {
-        readers.push(start_reader(job, "stdout", out, Arc::clone(live)));
+        readers.push(start_reader(job, "stdout", out, Arc::clone(live), masks));
     }
     let deadline = job
         .execution_timeout
@@ -679,5 +732,21 @@ mod tests {
         );
         // A capacity the allocator rounded up never shrinks.
         assert_eq!(next_read_capacity(70_000, 70_000), 70_000);
+    }
+}
+
+#[cfg(test)]
+mod mask_tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_masked_wherever_they_occur_and_short_values_are_left() {
+        let masks = vec!["s3cr3t".to_owned(), "abc".to_owned()];
+        assert_eq!(
+            mask_line("key=s3cr3t and s3cr3t again abc".into(), &masks),
+            "key=***REDACTED*** and ***REDACTED*** again abc"
+        );
+        assert_eq!(mask_line("nothing here".into(), &masks), "nothing here");
+        assert_eq!(mask_line("x".into(), &[]), "x");
     }
 }

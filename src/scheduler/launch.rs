@@ -434,12 +434,19 @@ impl Scheduler {
             let at = self.firing_at.unwrap_or_else(|| self.clock.now());
             self.last_scheduled.insert(job.name.clone(), at);
         }
+        // The fire this run belongs to: the boundary for a scheduled one,
+        // else the job's last scheduled boundary (as the original tells
+        // a retry or a manual start).
+        let scheduled_at = self.last_scheduled.get(&job.name).copied();
+        let grant = self.grants.grant(&job, attempt, scheduled_at);
         let (handle, task) = job::start(RunRequest {
             job: Arc::clone(&job),
             trigger,
             attempt,
             run_id,
             observer: Some(Arc::new(crate::metrics::statsd::StatsdEvents)),
+            extra_env: grant.env,
+            masks: grant.masks,
         });
         if !self.running.contains_key(&job.name) {
             self.persist_inflight_open(&job, handle.pid(), handle.started_at);
@@ -451,8 +458,16 @@ impl Scheduler {
         let events = self.events_tx.clone();
         let name = job.name.clone();
         let clock = Arc::clone(&self.clock);
+        let grants = Arc::clone(&self.grants);
+        let token = grant.token;
         tokio::spawn(async move {
-            match task.await {
+            let finished = task.await;
+            // Before the scheduler hears of the end: a token outliving its
+            // run could still reach the run's secrets and locks.
+            if let Some(token) = &token {
+                grants.release(token);
+            }
+            match finished {
                 Ok(record) => {
                     let _ = events.send(Event::Finished(Box::new(record)));
                 }

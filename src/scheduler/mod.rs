@@ -183,6 +183,9 @@ pub struct Scheduler {
     pause_sync: pause_sync::PauseSync,
     /// What the scheduler keeps only to answer the API cheaply.
     api: api_cache::ApiCaches,
+    /// The job endpoint's run identities ([`ports::NoRunGrants`] without
+    /// one).
+    grants: Arc<dyn ports::RunGrants>,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -230,11 +233,18 @@ impl Scheduler {
             failover: failover::Failover::default(),
             pause_sync: pause_sync::PauseSync::default(),
             api: api_cache::ApiCaches::default(),
+            grants: Arc::new(ports::NoRunGrants),
         };
         scheduler.install_jobs(initial);
         // The first load's outcome counts as a change to follow.
         scheduler.loads.mark_changed();
         scheduler
+    }
+
+    /// Hands every run from now on an identity of the job endpoint
+    /// (before [`Scheduler::run`]).
+    pub fn set_run_grants(&mut self, grants: Arc<dyn ports::RunGrants>) {
+        self.grants = grants;
     }
 
     /// The counters, with the latest load outcome taken in first (the

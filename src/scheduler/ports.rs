@@ -581,3 +581,50 @@ mod tests {
         }
     }
 }
+
+/// What the job endpoint hands one run: the environment that reaches it
+/// (`CRONSTABLE_STATE_URL`, its bearer token, ...) and the token to give
+/// back when the run is over.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunGrant {
+    /// Variables set in the run's environment, after the job's own (so a
+    /// job cannot override them).
+    pub env: Vec<(String, String)>,
+    /// The run's bearer token, revoked with [`RunGrants::release`].
+    pub token: Option<String>,
+    /// The values masked in the run's output (its staged secrets).
+    pub masks: Vec<String>,
+}
+
+/// The job-facing endpoint as the scheduler sees it: a run is granted its
+/// identity just before it spawns and gives it back once it is over.
+pub trait RunGrants: Send + Sync {
+    /// Mints `job`'s run identity (token, run id, staged secrets) for
+    /// retry number `attempt` of the fire at `scheduled_at`. Cheap: no
+    /// network, at most a small secret file read.
+    fn grant(
+        &self,
+        job: &JobConfig,
+        attempt: u32,
+        scheduled_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> RunGrant;
+    /// The run is over: its token stops working, its secrets are dropped
+    /// and its job locks are released.
+    fn release(&self, token: &str);
+}
+
+/// No job endpoint: runs get nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRunGrants;
+
+impl RunGrants for NoRunGrants {
+    fn grant(
+        &self,
+        _job: &JobConfig,
+        _attempt: u32,
+        _scheduled_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> RunGrant {
+        RunGrant::default()
+    }
+    fn release(&self, _token: &str) {}
+}

@@ -12,7 +12,7 @@ pub(crate) mod node;
 pub(crate) mod preview;
 pub mod request;
 pub mod routes;
-pub(crate) mod tls;
+use crate::tls;
 pub(crate) mod views;
 
 use crate::config::model::WebConfig;

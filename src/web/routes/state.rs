@@ -12,6 +12,7 @@
 use super::{ApiError, ApiResult, AppState};
 use crate::job::RunRecord;
 use crate::state::inspect;
+use crate::state::jobstate::{self, Dumps, PyDict, PyJson};
 use crate::state::records::{run_from_data, stream};
 use crate::state::store::Store;
 use axum::extract::{Path, Query, State};
@@ -302,15 +303,15 @@ pub(super) async fn inventory(State(state): State<AppState>) -> ApiResult {
 }
 
 /// `GET /state/documents?ns=`: the documents of one `kv/`, `cursor/` or
-/// `idem/` namespace. Job-facing documents are not written by this
-/// version, so a valid namespace lists none.
+/// `idem/` namespace (for example `kv/backup`), in file-name order, KV
+/// values summarized ([`inspected_document`]).
 pub(super) async fn documents(
     State(state): State<AppState>,
     Query(query): Query<HashMap<String, String>>,
 ) -> ApiResult {
-    if state.store.is_none() {
+    let Some(view) = &state.store else {
         return Err(ApiError(StatusCode::NOT_FOUND, NOT_CONFIGURED.into()));
-    }
+    };
     let ns = query.get("ns").map_or("", String::as_str);
     if !["kv/", "cursor/", "idem/"]
         .iter()
@@ -321,7 +322,53 @@ pub(super) async fn documents(
             "ns must be a kv/, cursor/ or idem/ namespace".into(),
         ));
     }
-    Ok(Json(json!({"namespace": ns, "documents": []})).into_response())
+    let namespace = ns.to_owned();
+    // As the original: a store that fails to list answers an empty list.
+    let documents = view
+        .read(move |store| {
+            jobstate::docs::list_documents(store, &namespace)
+                .map_err(|e| std::io::Error::other(e.to_string()))
+        })
+        .await
+        .unwrap_or_default();
+    let redact = ns.starts_with(jobstate::KV_NS_PREFIX);
+    let documents = documents
+        .into_iter()
+        .map(|doc| inspected_document(doc, redact))
+        .collect();
+    let body = PyJson::object([
+        ("namespace", PyJson::from(ns)),
+        ("documents", PyJson::List(documents)),
+    ]);
+    Ok(json_text(&body))
+}
+
+/// A document as the inspector shows it: a KV document's `value` becomes
+/// its `valueSize` (bytes of Python's default `json.dumps`) and
+/// `valueType` (the Python type name), since a job's value may be
+/// sensitive; cursor and idempotency documents (progress marks and claim
+/// times) are shown as stored.
+fn inspected_document(mut doc: PyDict, redact: bool) -> PyJson {
+    if redact {
+        if let Some(value) = doc.remove("value") {
+            let size = i128::try_from(value.dumps(Dumps::SPACED).len()).unwrap_or(i128::MAX);
+            doc.insert("valueSize", PyJson::Int(size));
+            doc.insert("valueType", PyJson::from(value.type_name()));
+        }
+    }
+    PyJson::Dict(doc)
+}
+
+/// A JSON response of a Python value: compact, or, when it holds a value
+/// the fleet's encoders write differently (a NaN another node stored),
+/// Python's spaced `json.dumps`, which can write it.
+fn json_text(value: &PyJson) -> Response {
+    let text = if jobstate::rules::portability_error(value).is_some() {
+        value.dumps(Dumps::SPACED)
+    } else {
+        value.dumps(Dumps::COMPACT)
+    };
+    ([(header::CONTENT_TYPE, "application/json")], text).into_response()
 }
 
 /// Why a stream may not be listed by `/state/records`, if it may not.

@@ -1,4 +1,4 @@
-//! `https://` listeners: the server certificate from `tls.cert`/`tls.key`,
+//! `https://` listeners (the web API's and the job endpoint's): the server certificate from `tls.cert`/`tls.key`,
 //! optional client-certificate checking against `tls.clientCa` (mutual
 //! TLS), and a stamp of the files so a rotation restarts the listeners.
 
