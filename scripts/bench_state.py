@@ -44,8 +44,16 @@ def log(msg):
     print(msg, file=sys.stderr, flush=True)
 
 
+# `--job-api off` turns the loopback job endpoint off in every state
+# section (it is on by default), to measure what it costs a launch.
+JOB_API = {"enabled": True}
+
+
 def state_section(store):
-    return f"state:\n  path: {store}\n"
+    section = f"state:\n  path: {store}\n"
+    if not JOB_API["enabled"]:
+        section += "  jobApi:\n    enabled: false\n"
+    return section
 
 
 def record(data, epoch, seq):
@@ -212,7 +220,10 @@ def main():
     ap.add_argument("--restart", default="10000x100,1000x1000")
     ap.add_argument("--only", default="cost,lateness,restart,size")
     ap.add_argument("--markdown")
+    ap.add_argument("--job-api", choices=("on", "off"), default="on")
+    ap.add_argument("--rates", default="5,200", help="fires per second of the lateness runs")
     args = ap.parse_args()
+    JOB_API["enabled"] = args.job_api == "on"
     only = set(args.only.split(","))
     rows = []
     tmp = tempfile.mkdtemp(prefix="cronstable-bench-state-")
@@ -230,7 +241,7 @@ def main():
                 rows.append((f"daemon CPU per launch (20 jobs/s), {label}", f"{cpu:.0f} µs"))
                 log(f"cost {label}: {cost}, cpu {cpu:.0f} us")
         if "lateness" in only:
-            for jobs in (5, 200):
+            for jobs in (int(r) for r in args.rates.split(",")):
                 for with_state in (False, True):
                     samples = [run_lateness(args.binary, tmp, jobs, args.seconds, with_state) for _ in range(args.repeat)]
                     label = "with state.path" if with_state else "without"
