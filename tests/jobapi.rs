@@ -341,30 +341,9 @@ fn oversized_values_and_artifacts_are_refused_with_the_manuals_texts() {
     assert_eq!(shared.read("small-code"), "0\n");
 }
 
-/// The original's entry point, or None (then the test says why it skips;
-/// under CI its absence fails the test).
-fn original() -> Option<PathBuf> {
-    let found = std::env::var_os("CRONSTABLE_ORIGINAL")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME").map(|home| {
-                PathBuf::from(home).join(".cache/cronstable-tools/original-venv/bin/cronstable")
-            })
-        })
-        .filter(|p| p.is_file());
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the original daemon is missing (scripts/test.sh installs it)"
-        );
-        eprintln!("skipped: the original daemon is not installed (run scripts/test.sh)");
-    }
-    found
-}
-
 #[test]
 fn the_originals_job_cli_speaks_to_our_endpoint() {
-    let Some(original) = original() else {
+    let Some(original) = support::original::original() else {
         return;
     };
     let shared = Shared::new();

@@ -171,10 +171,11 @@ fn read_secret_file(path: &str) -> std::io::Result<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn run() -> RunContext {
+    /// A run of job `backup` that may also use the scope `shared`.
+    pub(crate) fn run() -> RunContext {
         RunContext {
             run_id: "r".into(),
             job_name: "backup".into(),

@@ -680,25 +680,13 @@ async fn secret_list(State(app): Shared, headers: HeaderMap) -> Result<Response,
 
 #[cfg(test)]
 mod tests {
+    use super::super::registry::tests::run;
     use super::*;
 
     fn dict(text: &str) -> PyDict {
         match jobstate::parse(text) {
             Ok(PyJson::Dict(d)) => d,
             other => panic!("not an object: {other:?}"),
-        }
-    }
-
-    fn run() -> RunContext {
-        RunContext {
-            run_id: "r".into(),
-            job_name: "backup".into(),
-            attempt: 0,
-            scheduled_at: None,
-            host: "h".into(),
-            default_scope: "backup".into(),
-            allowed_scopes: ["shared".to_owned()].into_iter().collect(),
-            secrets: Default::default(),
         }
     }
 
