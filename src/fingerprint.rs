@@ -248,6 +248,21 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
     };
     put("timezone", frame);
     put("user", account_value(job.user.as_deref()));
+    if let Some(verify) = &job.verify {
+        // As written (a string or a list), with the default timeout filled
+        // in: the original hashes its `verify` map as it holds it.
+        let command = match &verify.command {
+            Command::Shell(text) => Canon::str(text.clone()),
+            Command::Argv(argv) => Canon::List(argv.iter().cloned().map(Canon::Str).collect()),
+        };
+        put(
+            "verify",
+            Canon::Object(BTreeMap::from([
+                ("command".into(), command),
+                ("timeout".into(), Canon::float(verify.timeout)),
+            ])),
+        );
+    }
     Canon::Object(o)
 }
 

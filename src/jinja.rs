@@ -169,7 +169,7 @@ fn compile_uncached(key: &str, source: &str) -> Result<(), TemplateError> {
 fn sample_vars(success: bool) -> Value {
     let text = |s: &str| Value::from(s);
     let none = Value::from(());
-    let pairs: [(&str, Value); 17] = [
+    let pairs: [(&str, Value); 19] = [
         ("name", text("job")),
         ("success", Value::from(success)),
         (
@@ -193,7 +193,9 @@ fn sample_vars(success: bool) -> Value {
         ("cpu_seconds", none.clone()),
         ("cpu_user_seconds", none.clone()),
         ("cpu_system_seconds", none.clone()),
-        ("max_rss_bytes", none),
+        ("max_rss_bytes", none.clone()),
+        ("verification", none.clone()),
+        ("limits", none),
     ];
     Value::from(
         pairs

@@ -315,6 +315,16 @@ pub fn python_isoformat(t: chrono::DateTime<chrono::Utc>) -> String {
     }
 }
 
+/// An instant as Python's `datetime.isoformat()` writes an aware UTC
+/// one: `+00:00`, and microseconds only when there are any.
+pub fn py_isoformat(at: chrono::DateTime<chrono::Utc>) -> String {
+    if at.timestamp_subsec_micros() == 0 {
+        at.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
+    } else {
+        at.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

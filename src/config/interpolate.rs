@@ -139,14 +139,20 @@ fn is_skipped(parent: &str, key: &str) -> bool {
         return key == "logging";
     }
     let is_list_item = |p: &str| p.ends_with(']') && p.matches('.').count() == 0;
-    let is_job_like = parent == "defaults"
-        || (parent.starts_with("jobs[") && is_list_item(parent))
-        || (parent.starts_with("dags[")
-            && parent.ends_with(']')
-            && parent.contains(".tasks[")
-            && parent.matches('.').count() == 1);
+    let is_job_like = |parent: &str| {
+        parent == "defaults"
+            || (parent.starts_with("jobs[") && is_list_item(parent))
+            || (parent.starts_with("dags[")
+                && parent.ends_with(']')
+                && parent.contains(".tasks[")
+                && parent.matches('.').count() == 1)
+    };
+    // A job's `verify` check is a command like the job's own: the shell
+    // expands its variables at run time.
+    let is_shell_map =
+        is_job_like(parent) || parent.strip_suffix(".verify").is_some_and(is_job_like);
     let is_report_block = parent.ends_with(".report") || parent == "notify.report";
-    (is_job_like && (key == "command" || key == "shell")) || (is_report_block && key == "shell")
+    (is_shell_map && (key == "command" || key == "shell")) || (is_report_block && key == "shell")
 }
 
 #[cfg(test)]
@@ -194,6 +200,10 @@ mod tests {
         expand_document(&mut doc, &env).unwrap();
         assert_eq!(doc["jobs"][0]["name"], Value::from("r-db1"));
         assert_eq!(doc["jobs"][0]["command"], Value::from("echo ${HOME_X}"));
+        assert!(is_skipped("jobs[0].verify", "command"));
+        assert!(is_skipped("defaults.verify", "command"));
+        assert!(!is_skipped("jobs[0].verify", "timeout"));
+        assert!(!is_skipped("jobs[0].environment[0].verify", "command"));
         assert_eq!(doc["jobs"][0]["shell"], Value::from("${SH}"));
         assert_eq!(
             doc["jobs"][0]["onFailure"]["report"]["webhook"]["url"]["value"],

@@ -123,6 +123,8 @@ pub struct JobConfig {
     pub priority: Priority,
     /// statsd sink.
     pub statsd: Option<Statsd>,
+    /// The check run after each successful run, when set.
+    pub verify: Option<Verify>,
     /// The merged spec this job was resolved from. Kept while a config is
     /// assembled (whole-config rules read it); the scheduler drops it when
     /// it installs the job, since nothing at run time needs it.
@@ -130,3 +132,17 @@ pub struct JobConfig {
     /// Where the job is written.
     pub origin: Location,
 }
+
+/// `verify` with its default applied: a command run after each run that
+/// succeeded, whose failure fails the run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verify {
+    /// The check's command (shell string or argv), run with the job's
+    /// shell, environment, user and directory.
+    pub command: Command,
+    /// Seconds the check may take, start to end.
+    pub timeout: f64,
+}
+
+/// The check's timeout when `verify.timeout` is not set.
+pub const VERIFY_DEFAULT_TIMEOUT: f64 = 60.0;

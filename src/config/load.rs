@@ -385,6 +385,20 @@ impl<'a> Loader<'a> {
                     });
                 }
             }
+            // As the original's schema: a `verify` map always names its
+            // command, in defaults too (a job may then replace it).
+            if defaults
+                .verify
+                .as_ref()
+                .is_some_and(|v| v.command.is_none())
+            {
+                return Err(ConfigError::Job {
+                    location: Location::line(name.clone(), lines.key_line_anywhere("verify")),
+                    job: "defaults".into(),
+                    key: "verify.command".into(),
+                    message: "required key 'command' not found in verify".into(),
+                });
+            }
         }
 
         let mut sections = Sections {

@@ -188,6 +188,7 @@ pub fn resolve_job(
         run_as,
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),
         statsd: spec.statsd.clone(),
+        verify: resolved_verify(&spec)?,
         user: spec.user.clone(),
         group: spec.group.clone(),
         spec: Some(spec),
@@ -418,6 +419,28 @@ fn check_templates(report: &Report) -> Result<(), TemplateError> {
 
 /// Features the schema accepts but this version cannot honor yet: a job that
 /// turns one on is refused rather than silently run without it.
+/// `verify` with its default timeout, checked with the original's texts
+/// (an empty command, or a timeout that is not a finite positive number).
+fn resolved_verify(spec: &JobSpec) -> Result<Option<super::job::Verify>, RuleError> {
+    use super::model::Command;
+    let Some(verify) = &spec.verify else {
+        return Ok(None);
+    };
+    let command = match &verify.command {
+        Some(Command::Shell(text)) if !text.is_empty() => Command::Shell(text.clone()),
+        Some(Command::Argv(argv)) if !argv.is_empty() => Command::Argv(argv.clone()),
+        _ => return Err(rule("verify.command", "verify.command must be non-empty")),
+    };
+    let timeout = verify.timeout.unwrap_or(super::job::VERIFY_DEFAULT_TIMEOUT);
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(rule(
+            "verify.timeout",
+            "verify.timeout must be finite and > 0",
+        ));
+    }
+    Ok(Some(super::job::Verify { command, timeout }))
+}
+
 fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
     let not_yet = |key: &str, what: &str| {
         rule(

@@ -4,6 +4,7 @@
 pub mod capture;
 pub(crate) mod outcome;
 pub(crate) mod run;
+pub(crate) mod verify;
 
 pub use capture::{LiveEvent, LiveOutput, LiveSubscription};
 pub use outcome::{RunRecord, StreamOutput, Trigger};

@@ -102,6 +102,11 @@ pub struct RunRecord {
     /// by crash reconciliation: its outcome is `unknown`, it has no exit
     /// code, start or duration, and `fail_reason` says what is known.
     pub interrupted: bool,
+    /// The `verify` check's record, in the original's shape (`outcome`,
+    /// `exit_code`, `fail_reason`, times, bounded output), when the job
+    /// has a check; `{"outcome": "skipped", ...}` when the run failed
+    /// before it.
+    pub verification: Option<serde_json::Value>,
 }
 
 impl RunRecord {
@@ -133,6 +138,7 @@ impl RunRecord {
             start_error: None,
             skip_reason: None,
             interrupted: false,
+            verification: None,
         }
     }
 }

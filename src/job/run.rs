@@ -6,6 +6,7 @@ use super::capture::{format_prefix, LineSplitter, LiveOutput, Piece, Retention};
 use super::outcome::{
     fail_reason, RunRecord, StreamOutput, Trigger, START_FAILED_RETCODE, TIMEOUT_RETCODE,
 };
+use super::verify;
 use crate::config::model::Command;
 use crate::config::JobConfig;
 use crate::platform::host_name;
@@ -26,6 +27,28 @@ use tokio::time::Instant;
 /// independent of `killTimeout` (which may legitimately be 0): a descendant
 /// that escaped the process group must not keep the run alive forever.
 pub const EOF_BOUND: Duration = Duration::from_secs(30);
+
+/// Which process of a run [`drive`] watches: the job's command, or its
+/// `verify` check (other stream names, its own timeout, and the end of
+/// the instance left to the caller).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    /// The job's own command, bounded by `executionTimeout`.
+    Command,
+    /// The `verify` check, bounded by `verify.timeout` seconds.
+    Verify(f64),
+}
+
+impl Phase {
+    /// The names of the captured streams: `stdout`, `stderr`, and the
+    /// name of both together in the cancel warning.
+    fn streams(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Phase::Command => ("stdout", "stderr", "output"),
+            Phase::Verify(_) => ("verify.stdout", "verify.stderr", "verify.output"),
+        }
+    }
+}
 
 /// Why a run is being cancelled from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,9 +115,15 @@ pub struct RunHandle {
     replaced: Arc<AtomicBool>,
     ended: watch::Receiver<bool>,
     output: Arc<LiveOutput>,
+    verifying: Arc<AtomicBool>,
 }
 
 impl RunHandle {
+    /// Whether the run's `verify` check is running now.
+    pub fn verifying(&self) -> bool {
+        self.verifying.load(Ordering::SeqCst)
+    }
+
     /// The process id, once the command has started.
     pub fn pid(&self) -> Option<u32> {
         self.pid
@@ -187,6 +216,7 @@ pub fn mask_line(line: String, masks: &[String]) -> String {
 pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     let cancel = Arc::new(CancelSignal::default());
     let replaced = Arc::new(AtomicBool::new(false));
+    let verifying = Arc::new(AtomicBool::new(false));
     let (ended_tx, ended_rx) = watch::channel(false);
     let output = Arc::new(LiveOutput::new());
     let started_at = Utc::now();
@@ -207,6 +237,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         replaced: Arc::clone(&replaced),
         ended: ended_rx,
         output: Arc::clone(&output),
+        verifying: Arc::clone(&verifying),
     };
     let masks: Arc<[String]> = request.masks.into();
     let task = tokio::spawn(async move {
@@ -248,21 +279,76 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 if let Some(observer) = &observer {
                     observer.started(&job);
                 }
-                let mut record = drive(&job, child, &cancel, &ended_tx, &output, base, masks).await;
+                let mut record = drive(
+                    &job,
+                    child,
+                    &cancel,
+                    &ended_tx,
+                    &output,
+                    base,
+                    Arc::clone(&masks),
+                    Phase::Command,
+                )
+                .await;
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }
         };
-        let _ = ended_tx.send(true);
-        // Every reader has finished or been stopped: live viewers get the
-        // end of the stream.
-        output.close();
         record.fail_reason = fail_reason(
             &job.fails_when,
             record.retcode,
             &record.stdout,
             &record.stderr,
         );
+        if let Some(check) = &job.verify {
+            match verify::precondition(&record, cancel.requested().is_some()) {
+                verify::Precondition::Run => {
+                    verifying.store(true, Ordering::SeqCst);
+                    let check_job = verify::check_job(&job, check);
+                    let started = Utc::now();
+                    let checked = match spawn_command(&check_job, &request.extra_env) {
+                        Err(reason) => {
+                            tracing::error!(
+                                target: "cronstable::job",
+                                "Job {}: could not start its verify check: {reason}",
+                                job.name
+                            );
+                            None
+                        }
+                        Ok(child) => {
+                            let base = RunRecord::begun(
+                                request.run_id,
+                                job.name.clone(),
+                                request.trigger,
+                                request.attempt,
+                                started,
+                            );
+                            Some(
+                                drive(
+                                    &check_job,
+                                    child,
+                                    &cancel,
+                                    &ended_tx,
+                                    &output,
+                                    base,
+                                    Arc::clone(&masks),
+                                    Phase::Verify(check.timeout),
+                                )
+                                .await,
+                            )
+                        }
+                    };
+                    verifying.store(false, Ordering::SeqCst);
+                    verify::apply(&mut record, checked.as_ref(), Utc::now());
+                }
+                verify::Precondition::Skip(skipped) => record.verification = Some(skipped),
+                verify::Precondition::Nothing => {}
+            }
+        }
+        let _ = ended_tx.send(true);
+        // Every reader has finished or been stopped: live viewers get the
+        // end of the stream.
+        output.close();
         if let (Some(observer), true) = (&observer, record.start_error.is_none()) {
             observer.finished(&job, &record);
         }
@@ -483,6 +569,7 @@ enum Stop {
 }
 
 /// Runs the started child to its end and builds the record.
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     job: &JobConfig,
     mut child: JobChild,
@@ -491,24 +578,28 @@ async fn drive(
     live: &Arc<LiveOutput>,
     base: RunRecord,
     masks: Arc<[String]>,
+    phase: Phase,
 ) -> RunRecord {
     let pid = child.id();
+    let (stdout_name, stderr_name, output_name) = phase.streams();
     let mut readers: Vec<Reader> = Vec::new();
     if let Some(err) = child.stderr.take() {
         readers.push(start_reader(
             job,
-            "stderr",
+            stderr_name,
             err,
             Arc::clone(live),
             Arc::clone(&masks),
         ));
     }
     if let Some(out) = child.stdout.take() {
-        readers.push(start_reader(job, "stdout", out, Arc::clone(live), masks));
+        readers.push(start_reader(job, stdout_name, out, Arc::clone(live), masks));
     }
-    let deadline = job
-        .execution_timeout
-        .map(|secs| Instant::now() + Duration::from_secs_f64(secs));
+    let limit = match phase {
+        Phase::Command => job.execution_timeout,
+        Phase::Verify(timeout) => Some(timeout),
+    };
+    let deadline = limit.map(|secs| Instant::now() + Duration::from_secs_f64(secs));
     let mut status: Option<ExitStatus> = None;
 
     let stop = loop {
@@ -536,12 +627,20 @@ async fn drive(
         Stop::Finished => {}
         Stop::TimedOut => {
             // INFO, seconds with one decimal: the original's line.
-            tracing::info!(
-                target: "cronstable::job",
-                "Job {} exceeded its executionTimeout of {:.1} seconds, cancelling it...",
-                job.name,
-                job.execution_timeout.unwrap_or_default()
-            );
+            match phase {
+                Phase::Command => tracing::info!(
+                    target: "cronstable::job",
+                    "Job {} exceeded its executionTimeout of {:.1} seconds, cancelling it...",
+                    job.name,
+                    limit.unwrap_or_default()
+                ),
+                Phase::Verify(_) => tracing::info!(
+                    target: "cronstable::job",
+                    "Job {}: its verify check exceeded its timeout of {:.1} seconds, cancelling it...",
+                    job.name,
+                    limit.unwrap_or_default()
+                ),
+            }
             record.timed_out = true;
             cancel_sequence(job, &mut child, pid, &mut status).await;
         }
@@ -551,9 +650,18 @@ async fn drive(
         }
     }
     record.finished_at = Utc::now();
-    // The instance has ended: concurrency gates no longer count it, even
-    // while its output is still being drained below.
-    let _ = ended.send(true);
+    // A cancel, or the command's own timeout, ends the instance here:
+    // concurrency gates no longer count it, even while its output is
+    // still being drained below. Otherwise the caller ends it (after the
+    // `verify` check, if one follows; a timed-out check ends its run once
+    // its streams are drained).
+    let ends_here = matches!(
+        (phase, &stop),
+        (_, Stop::Cancelled) | (Phase::Command, Stop::TimedOut)
+    );
+    if ends_here {
+        let _ = ended.send(true);
+    }
 
     match stop {
         Stop::Finished => {}
@@ -584,7 +692,7 @@ async fn drive(
                 }
                 tracing::warn!(
                     target: "cronstable::job",
-                    "job {}: output did not reach end-of-file within {:.1} seconds of the job being killed",
+                    "job {}: {output_name} did not reach end-of-file within {:.1} seconds of the job being killed",
                     job.name,
                     EOF_BOUND.as_secs_f64()
                 );
@@ -592,9 +700,10 @@ async fn drive(
         }
     }
     for reader in &readers {
-        match reader.name {
-            "stdout" => record.stdout = reader.output(),
-            _ => record.stderr = reader.output(),
+        if reader.name == stdout_name {
+            record.stdout = reader.output();
+        } else {
+            record.stderr = reader.output();
         }
     }
     record.retcode = match (&stop, status) {

@@ -36,6 +36,9 @@ pub struct RunContext {
     pub host: String,
     /// When the run started, ISO-8601 as Python's `isoformat()` writes it.
     pub started_at: String,
+    /// The `verify` check's record (the shape `GET /jobs/{name}/runs`
+    /// shows), when the job has a check.
+    pub verification: Option<serde_json::Value>,
     /// The template variables (see [`RunContext::vars`]).
     vars: Value,
 }
@@ -56,6 +59,7 @@ impl RunContext {
             schedule: job.schedule.text.clone(),
             host: host_name().to_owned(),
             started_at: python_isoformat(record.started_at),
+            verification: record.verification.clone(),
             vars: Value::UNDEFINED,
         };
         ctx.vars = ctx.build_vars(&job.environment);
@@ -65,9 +69,10 @@ impl RunContext {
     /// The variables every report template can use, with the original's
     /// names and Python types: `name`, `success`, `fail_reason`, `stdout`,
     /// `stderr`, `exit_code`, `command`, `shell`, `environment`, `host`,
-    /// `schedule`, `started_at`, `run_id`, and the resource figures
-    /// `cpu_seconds`, `cpu_user_seconds`, `cpu_system_seconds`,
-    /// `max_rss_bytes`. Features this version does not have (the durable
+    /// `schedule`, `started_at`, `run_id`, `verification` (the `verify`
+    /// check's record), and the resource figures `cpu_seconds`,
+    /// `cpu_user_seconds`, `cpu_system_seconds`, `max_rss_bytes`,
+    /// `limits`. Features this version does not have (the durable
     /// run ledger, resource monitoring) leave theirs `None`, as the
     /// original does when they are off.
     pub fn vars(&self) -> &Value {
@@ -96,12 +101,19 @@ impl RunContext {
         vars.insert("host".into(), Value::from(self.host.as_str()));
         vars.insert("schedule".into(), Value::from(self.schedule.as_str()));
         vars.insert("started_at".into(), Value::from(self.started_at.as_str()));
+        vars.insert(
+            "verification".into(),
+            self.verification
+                .as_ref()
+                .map_or_else(|| none.clone(), json_to_template),
+        );
         for key in [
             "run_id",
             "cpu_seconds",
             "cpu_user_seconds",
             "cpu_system_seconds",
             "max_rss_bytes",
+            "limits",
         ] {
             vars.insert(key.into(), none.clone());
         }
@@ -114,6 +126,28 @@ impl RunContext {
             Command::Shell(s) => s.clone(),
             Command::Argv(args) => args.join(" "),
         }
+    }
+}
+
+/// A JSON value as a template value (objects as dicts, numbers as ints
+/// or floats), for the records the templates see whole.
+fn json_to_template(value: &serde_json::Value) -> Value {
+    use serde_json::Value as Json;
+    match value {
+        Json::Null => Value::from(()),
+        Json::Bool(b) => Value::from(*b),
+        Json::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => Value::from(i),
+            (None, Some(f)) => Value::from(f),
+            (None, None) => Value::from(n.to_string()),
+        },
+        Json::String(s) => Value::from(s.as_str()),
+        Json::Array(items) => Value::from(items.iter().map(json_to_template).collect::<Vec<_>>()),
+        Json::Object(map) => Value::from(
+            map.iter()
+                .map(|(k, v)| (k.clone(), json_to_template(v)))
+                .collect::<BTreeMap<String, Value>>(),
+        ),
     }
 }
 

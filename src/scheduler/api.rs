@@ -401,6 +401,7 @@ impl Scheduler {
                     election,
                     reboot_pending: self.reboot_pending(&job.name),
                     owner: if owners { self.gate.owner(job) } else { None },
+                    verifying: live.iter().any(|r| r.verifying()),
                 }
             })
             .collect()

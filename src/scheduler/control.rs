@@ -162,6 +162,8 @@ pub struct JobSnapshot {
     /// The per-job owner under `distribution: spread` (`clusterOwner`):
     /// `None` when none applies, `Some(None)` below quorum.
     pub owner: Option<Option<String>>,
+    /// A running instance's `verify` check is running.
+    pub verifying: bool,
 }
 
 /// What `GET /status` shows, for every job at once: the job table itself

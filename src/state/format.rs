@@ -156,16 +156,9 @@ pub fn decode_record(bytes: &[u8]) -> Option<Map<String, Value>> {
     }
 }
 
-/// An instant as the store's records write it: ISO 8601 in UTC with the
-/// `+00:00` offset and microseconds when there are any (Python's
-/// `datetime.isoformat()`).
-pub fn py_isoformat(at: DateTime<Utc>) -> String {
-    if at.timestamp_subsec_micros() == 0 {
-        at.format("%Y-%m-%dT%H:%M:%S+00:00").to_string()
-    } else {
-        at.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string()
-    }
-}
+/// An instant as the store's records write it (Python's
+/// `datetime.isoformat()` in UTC).
+pub use crate::pyfmt::py_isoformat;
 
 /// Reads an ISO 8601 / RFC 3339 instant (any offset; a naive one is
 /// taken as UTC) as UTC.

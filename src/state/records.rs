@@ -75,6 +75,9 @@ pub fn run_data(run: &RunRecord) -> Value {
     if run.skip_reason.is_none() {
         data["ranAt"] = json!(finished);
     }
+    if let Some(verification) = &run.verification {
+        data["verification"] = verification.clone();
+    }
     data
 }
 
@@ -112,6 +115,7 @@ pub fn run_from_data(job: &str, data: &Map<String, Value>) -> Option<RunRecord> 
         }
         _ => return None,
     }
+    run.verification = data.get("verification").cloned();
     Some(run)
 }
 

@@ -138,6 +138,17 @@ pub struct JobDetail<'a> {
     slot: Option<SlotView<'a>>,
     timezone: Option<std::borrow::Cow<'a, str>>,
     utc: bool,
+    /// Jobs with a `verify` check only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verification: Option<VerificationView>,
+}
+
+/// `verification` of a job entry: the job has a check, and whether one
+/// is running now.
+#[derive(Debug, serde::Serialize)]
+struct VerificationView {
+    configured: bool,
+    running: bool,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -263,6 +274,10 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
         }),
         timezone,
         utc: c.schedule.utc,
+        verification: c.verify.as_ref().map(|_| VerificationView {
+            configured: true,
+            running: job.verifying,
+        }),
     }
 }
 
@@ -352,6 +367,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         election,
         reboot_pending,
         owner,
+        verifying,
     } = a;
     Arc::ptr_eq(config, &b.config)
         && *pids == b.pids
@@ -365,6 +381,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         && *election == b.election
         && *reboot_pending == b.reboot_pending
         && *owner == b.owner
+        && *verifying == b.verifying
 }
 
 /// A job's entry serialized with its countdown cut out: the text before
@@ -576,6 +593,9 @@ pub fn run_entry(run: &RunRecord) -> Value {
         map.insert("stdout".into(), Value::from(run.stdout.text.clone()));
         map.insert("stderr".into(), Value::from(run.stderr.text.clone()));
         map.insert("resources".into(), Value::Null);
+        if let Some(verification) = &run.verification {
+            map.insert("verification".into(), verification.clone());
+        }
         if let Some(reason) = &run.skip_reason {
             map.insert("skip_reason".into(), Value::from(reason.clone()));
             for key in ["exit_code", "started_at", "duration"] {
@@ -729,6 +749,12 @@ mod tests {
                 // Under spread only; null while no quorum names an owner.
                 map.insert("clusterOwner".into(), json!(owner));
             }
+            if c.verify.is_some() {
+                map.insert(
+                    "verification".into(),
+                    json!({"configured": true, "running": job.verifying}),
+                );
+            }
         }
         v
     }
@@ -757,6 +783,7 @@ mod tests {
             election: false,
             reboot_pending: false,
             owner: None,
+            verifying: false,
         };
         tweak(&mut snap);
         snap
@@ -790,9 +817,10 @@ mod tests {
                 },
             ),
             snapshot(
-                "  - name: zoned\n    command: 'true'\n    schedule: 'H H * * *'\n    timezone: Europe/Berlin\n    priority: idle\n    captureStderr: false\n",
+                "  - name: zoned\n    command: 'true'\n    schedule: 'H H * * *'\n    timezone: Europe/Berlin\n    priority: idle\n    captureStderr: false\n    verify:\n      command: test -s out\n",
                 |s| {
                     s.running = true;
+                    s.verifying = true;
                     s.pids = vec![41, 42];
                     s.next_fire = Some(later(1));
                     s.last_run = Some(run.clone());

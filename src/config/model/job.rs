@@ -133,6 +133,20 @@ pub struct Statsd {
 }
 merge_as_leaf!(Statsd);
 
+/// A check run after each successful run (`verify`): its failure fails
+/// the run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct VerifySpec {
+    /// Shell string or argv list, run like the job's own command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Command>,
+    /// Seconds the check may take, start to end (default 60).
+    #[serde(default, deserialize_with = "lenient::opt_float")]
+    pub timeout: Option<f64>,
+}
+merge_fields!(VerifySpec { command, timeout });
+
 /// Late-run thresholds watched by the SLA monitor.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -350,6 +364,9 @@ pub struct JobSpec {
     /// CPU/RSS sampling: a bool or a tuning map.
     #[serde(default, deserialize_with = "bool_or_map")]
     pub monitor_resources: Option<MonitorResources>,
+    /// A check run after each successful run.
+    #[serde(default)]
+    pub verify: Option<VerifySpec>,
 }
 
 fn is_unset(v: &Nullable<String>) -> bool {
@@ -395,5 +412,6 @@ merge_fields!(JobSpec {
     group,
     priority,
     statsd,
-    monitor_resources
+    monitor_resources,
+    verify
 });
