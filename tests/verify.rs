@@ -192,3 +192,42 @@ fn a_check_with_no_command_or_a_bad_timeout_is_refused_at_load() {
         run.stderr
     );
 }
+
+#[test]
+fn a_cancel_during_the_check_stops_the_check_and_ends_the_run() {
+    let jobs = once(
+        "held",
+        "true",
+        "    killTimeout: 1\n    verify:\n      command: echo $$ > {dir}/check.pid; sleep 30\n",
+    );
+    let (daemon, port) = Daemon::start_with_web("", &jobs);
+    let start = Instant::now();
+    let pid = loop {
+        let text = std::fs::read_to_string(daemon.path("check.pid")).unwrap_or_default();
+        if let Ok(pid) = text.trim().parse::<i32>() {
+            break pid;
+        }
+        assert!(start.elapsed() < LONG, "{}", daemon.log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let cancelled = http::post(port, "/jobs/held/cancel");
+    assert_eq!(cancelled.status, 200, "{}", cancelled.body);
+    let run = first_run(&daemon, port, "held");
+    assert_eq!(run["outcome"], "cancelled", "{run}");
+    assert_eq!(run["verification"]["outcome"], "failure", "{run}");
+    assert_eq!(
+        run["verification"]["exit_code"], -15,
+        "SIGTERM ended the check: {run}"
+    );
+    let took = run["verification"]["duration"]
+        .as_f64()
+        .expect("a duration");
+    assert!(
+        took < 20.0,
+        "the check was stopped, not waited for: {took} s"
+    );
+    assert!(
+        !support::daemon::group_alive(pid),
+        "the check's process group is gone"
+    );
+}
