@@ -11,6 +11,10 @@
 //! - `redact`: scrubbing recognizable secrets from archived output.
 //! - `jinja`: the Jinja2-compatible template engine (compile, render).
 //! - [`logging`]: the daemon's log output, including dictConfig sections.
+//! - [`pyjson`]: Python's JSON values and `str` as the original's
+//!   interpreter holds them (`json.loads`/`json.dumps`, lone surrogates,
+//!   `repr()`, `int()`/`float()` of text), shared by the job state and the
+//!   job commands.
 //! - [`jobcli`]: the job-facing commands (`state get`, `cursor`, `lock`,
 //!   `artifact`, ...), the client of the daemon's loopback job API.
 //! - [`config`]: the config model, loading, crontabs and validation.
@@ -63,6 +67,7 @@ pub mod logging;
 pub mod metrics;
 pub mod platform;
 pub(crate) mod pyfmt;
+pub mod pyjson;
 pub mod redact;
 pub mod report;
 pub mod scheduler;

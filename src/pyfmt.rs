@@ -247,6 +247,14 @@ fn json_str(out: &mut String, s: &str) {
 /// escapes `<`, `>`, `&` and `'`, as Jinja2's `tojson` filter does.
 pub fn write_json_string(out: &mut String, s: &str, html_safe: bool) {
     out.push('"');
+    write_json_chars(out, s, html_safe);
+    out.push('"');
+}
+
+/// Writes the inside of [`write_json_string`]'s string, without the
+/// quotes: a Python `str` holding lone surrogates writes its text runs
+/// with this and the surrogates between them as escapes of their own.
+pub fn write_json_chars(out: &mut String, s: &str, html_safe: bool) {
     let mut rest = s;
     loop {
         // Runs of characters written as they are are copied whole: most
@@ -263,7 +271,6 @@ pub fn write_json_string(out: &mut String, s: &str, html_safe: bool) {
         rest = chars.as_str();
         push_json_char(out, c, html_safe);
     }
-    out.push('"');
 }
 
 /// Writes one character of a JSON string the way [`write_json_string`]

@@ -14,8 +14,8 @@
 //! | rank | modules                               | why there                                            |
 //! |------|---------------------------------------|------------------------------------------------------|
 //! | 0    | platform, pyfmt, compat, cronexpr, redact | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
-//! | 1    | jinja, logging, jobcli                | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; the job-facing client commands, which need only Python's spellings and the OS |
-//! | 2    | config                                | the model, loading, validation                       |
+//! | 1    | jinja, logging, pyjson                | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; Python's JSON values and `str` (over pyfmt's float spelling), which the job state and the job commands share |
+//! | 2    | config, jobcli                        | the model, loading, validation; the job-facing client commands, which need only Python's JSON and the OS |
 //! | 3    | fingerprint, tls                      | the job-set id, computed from loaded config; the `https://` listener of the web API and the job endpoint |
 //! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
 //! | 5    | status, state                         | the state the edges publish (leadership, Kubernetes mode) on watch channels, for the gate, the API and the metrics to read; the durable store's files and record formats (peers) |
@@ -43,8 +43,9 @@ const LAYERS: &[(&str, u8)] = &[
     ("redact", 0),
     ("jinja", 1),
     ("logging", 1),
-    ("jobcli", 1),
+    ("pyjson", 1),
     ("config", 2),
+    ("jobcli", 2),
     ("fingerprint", 3),
     ("tls", 3),
     ("job", 4),

@@ -5,7 +5,8 @@
 //! original writes, this build reads; and the two daemons' document
 //! locks exclude each other.
 
-use cronstable::state::jobstate::{self, parse, PyJson};
+use cronstable::pyjson::{loads, PyDict, PyJson};
+use cronstable::state::jobstate;
 use cronstable::state::store::{Store, StoreSettings};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -75,7 +76,7 @@ fn run_original(python: &Path, root: &Path, body: &str) -> String {
 }
 
 fn v(text: &str) -> PyJson {
-    parse(text).expect("json")
+    loads(text).expect("json")
 }
 
 #[test]
@@ -185,7 +186,7 @@ fn this_build_reads_and_changes_what_the_original_wrote() {
         PyJson::Float(at) => at,
         other => panic!("{other:?}"),
     };
-    let body = jobstate::PyDict::from_iter([
+    let body = PyDict::from_iter([
         ("key", PyJson::from("k")),
         ("value", got.value.clone()),
         ("updatedAt", PyJson::Float(at)),
@@ -219,7 +220,7 @@ fn the_two_daemons_document_locks_exclude_each_other() {
                         .and_then(|b| b.get("value"))
                         .and_then(|v| v.to_py_int().ok())
                         .unwrap_or(0);
-                    let body = jobstate::PyDict::from_iter([
+                    let body = PyDict::from_iter([
                         ("key", PyJson::from("n")),
                         ("value", PyJson::Int(n + 1)),
                         ("updatedAt", PyJson::Float(0.0)),

@@ -54,7 +54,7 @@ impl RunContext {
 }
 
 fn py_repr(s: &str) -> String {
-    crate::state::jobstate::PyString::new(s).repr()
+    crate::pyjson::PyString::new(s).repr()
 }
 
 /// The live runs, by the digest of their token (a lookup by digest tells

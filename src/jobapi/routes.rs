@@ -7,7 +7,8 @@
 use super::locks::{self, AcquireRequest, Acquired, LockManager};
 use super::registry::{bearer, Registry, RunContext};
 use crate::config::job_api::JobApiSettings;
-use crate::state::jobstate::{self, Dumps, JobStateError, PyDict, PyJson, PyString};
+use crate::pyjson::{self, Dumps, PyDict, PyJson, PyString};
+use crate::state::jobstate::{self, JobStateError};
 use crate::state::store::Store;
 use axum::body::{Body, Bytes};
 use axum::extract::{Query, State};
@@ -212,7 +213,7 @@ async fn json_body(app: &App, body: Body) -> Result<PyDict, ApiError> {
     }
     let parsed = std::str::from_utf8(&bytes)
         .ok()
-        .and_then(|text| jobstate::parse(text).ok());
+        .and_then(|text| pyjson::loads(text).ok());
     match parsed {
         Some(PyJson::Dict(dict)) => Ok(dict),
         Some(_) => Err(ApiError::bad("request body must be a JSON object")),
@@ -684,7 +685,7 @@ mod tests {
     use super::*;
 
     fn dict(text: &str) -> PyDict {
-        match jobstate::parse(text) {
+        match pyjson::loads(text) {
             Ok(PyJson::Dict(d)) => d,
             other => panic!("not an object: {other:?}"),
         }

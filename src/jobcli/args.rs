@@ -9,8 +9,7 @@
 //! looks like a negative number is a value, not a flag.
 
 use super::model::{Action, LockSpec, Verb};
-use super::pynum::{py_float, py_int, IntError};
-use super::pystr::PyStr;
+use crate::pyjson::{float_of_text, int_of_text, IntError, PyString};
 use std::ffi::OsString;
 
 /// `--scope NAME | --global`, mutually exclusive.
@@ -35,11 +34,11 @@ pub struct ScopeFlags {
 impl ScopeFlags {
     /// The scope to send: `global`, the `--scope` text (even empty, which
     /// the server reads as the default), or None to leave it out.
-    pub fn scope(&self) -> Option<PyStr> {
+    pub fn scope(&self) -> Option<PyString> {
         if self.global {
-            return Some(PyStr::from("global"));
+            return Some(PyString::from("global"));
         }
-        self.scope.as_deref().map(PyStr::from_os)
+        self.scope.as_deref().map(PyString::from_os)
     }
 }
 
@@ -104,17 +103,17 @@ impl KvAction<'_> {
     pub fn invocation(&self) -> Invocation {
         let action = match self {
             KvAction::Get(a) => Action::KvGet {
-                key: PyStr::from_os(&a.key),
+                key: PyString::from_os(&a.key),
                 scope: a.scope.scope(),
             },
             KvAction::Set(a) => Action::KvSet {
-                key: PyStr::from_os(&a.key),
-                value: PyStr::from_os(&a.value),
+                key: PyString::from_os(&a.key),
+                value: PyString::from_os(&a.value),
                 json: a.json,
                 scope: a.scope.scope(),
             },
             KvAction::Delete(a) => Action::KvDelete {
-                key: PyStr::from_os(&a.key),
+                key: PyString::from_os(&a.key),
                 scope: a.scope.scope(),
             },
             KvAction::Keys(a) => Action::KvKeys {
@@ -181,7 +180,7 @@ impl CursorArgs {
     pub fn invocation(&self) -> Invocation {
         let action = self.action.as_ref().map(|a| match a {
             CursorAction::Get { name, scope } => Action::CursorGet {
-                name: PyStr::from_os(name),
+                name: PyString::from_os(name),
                 scope: scope.scope(),
             },
             CursorAction::Advance {
@@ -190,8 +189,8 @@ impl CursorArgs {
                 force,
                 scope,
             } => Action::CursorAdvance {
-                name: PyStr::from_os(name),
-                value: PyStr::from_os(value),
+                name: PyString::from_os(name),
+                value: PyString::from_os(value),
                 force: *force,
                 scope: scope.scope(),
             },
@@ -248,7 +247,7 @@ pub struct LockFlags {
 impl LockFlags {
     fn spec(&self) -> LockSpec {
         LockSpec {
-            name: PyStr::from_os(&self.name),
+            name: PyString::from_os(&self.name),
             permits: self.permits.clone(),
             wait: self.wait,
             timeout: self.timeout,
@@ -319,7 +318,7 @@ impl LockArgs {
                 command: command.clone(),
             },
             LockAction::Release { token } => Action::LockRelease {
-                token: PyStr::from_os(token),
+                token: PyString::from_os(token),
             },
         });
         Invocation::new(Verb::Lock, action)
@@ -390,7 +389,7 @@ impl ArtifactArgs {
     pub fn invocation(&self) -> Invocation {
         let action = self.action.as_ref().map(|a| match a {
             ArtifactAction::Put { name, file, scope } => Action::ArtifactPut {
-                name: PyStr::from_os(name),
+                name: PyString::from_os(name),
                 file: file.clone(),
                 scope: scope.scope(),
             },
@@ -399,7 +398,7 @@ impl ArtifactArgs {
                 output,
                 scope,
             } => Action::ArtifactGet {
-                name: PyStr::from_os(name),
+                name: PyString::from_os(name),
                 output: output.clone(),
                 scope: scope.scope(),
             },
@@ -440,7 +439,7 @@ pub struct IdempotentArgs {
 impl IdempotentArgs {
     /// The invocation.
     pub fn invocation(&self) -> Invocation {
-        let key = PyStr::from_os(&self.key);
+        let key = PyString::from_os(&self.key);
         let scope = self.scope.scope();
         let action = if self.release {
             Action::IdemRelease { key, scope }
@@ -484,7 +483,7 @@ impl SecretArgs {
     pub fn invocation(&self) -> Invocation {
         let action = self.action.as_ref().map(|a| match a {
             SecretAction::Get { name } => Action::SecretGet {
-                name: PyStr::from_os(name),
+                name: PyString::from_os(name),
             },
             SecretAction::List => Action::SecretList,
         });
@@ -554,7 +553,7 @@ impl XcomArgs {
     pub fn invocation(&self) -> Invocation {
         let action = self.action.as_ref().map(|a| match a {
             XcomAction::Push { key, file } => Action::XcomPush {
-                key: PyStr::from_os(key),
+                key: PyString::from_os(key),
                 file: file.clone(),
             },
             XcomAction::Pull {
@@ -563,8 +562,8 @@ impl XcomArgs {
                 map_index,
                 output,
             } => Action::XcomPull {
-                task: PyStr::from_os(task),
-                key: PyStr::from_os(key),
+                task: PyString::from_os(task),
+                key: PyString::from_os(key),
                 map_index: map_index.clone(),
                 output: output.clone(),
             },
@@ -631,26 +630,27 @@ pub fn split_at_dash_dash(args: Vec<OsString>) -> (Vec<OsString>, Option<Vec<OsS
 
 /// `type=int`: Python's `int(text)`, as canonical decimal text.
 fn parse_int(text: &str) -> Result<String, String> {
-    py_int(text).map_err(|e| match e {
+    int_of_text(text).map_err(|e| match e {
         IntError::Invalid | IntError::TooManyDigits(_) => {
-            format!("invalid int value: {}", PyStr::from(text).repr())
+            format!("invalid int value: {}", PyString::from(text).repr())
         }
     })
 }
 
 /// `type=float`: Python's `float(text)`.
 fn parse_float(text: &str) -> Result<f64, String> {
-    py_float(text).ok_or_else(|| format!("invalid float value: {}", PyStr::from(text).repr()))
+    float_of_text(text)
+        .ok_or_else(|| format!("invalid float value: {}", PyString::from(text).repr()))
 }
 
 /// The original's `_wait_seconds`: a finite float, a negative wait
 /// reading as no wait.
 fn parse_wait_seconds(text: &str) -> Result<f64, String> {
-    match py_float(text) {
+    match float_of_text(text) {
         Some(x) if x.is_finite() => Ok(if x > 0.0 { x } else { 0.0 }),
         _ => Err(format!(
             "SECONDS must be a finite number, not {}",
-            PyStr::from(text).repr()
+            PyString::from(text).repr()
         )),
     }
 }

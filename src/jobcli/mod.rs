@@ -10,16 +10,14 @@
 //! acquired, 4 not found, 5 idempotency key already claimed.
 //!
 //! Outputs, messages and wire bodies are the original's to the byte,
-//! which needs Python's readings and spellings: `int()`/`float()` of an
-//! argument ([`pynum`]), argv and JSON strings that hold lone surrogates
-//! ([`pystr`]), `json.loads`/`json.dumps` ([`pyjson`]).
+//! which needs Python's readings and spellings, the same ones the job
+//! API's server side judges by: `int()`/`float()` of an argument, argv
+//! and JSON strings that hold lone surrogates, `json.loads`/`json.dumps`
+//! ([`crate::pyjson`]).
 
 pub mod args;
 pub mod model;
 mod process;
-pub mod pyjson;
-pub mod pynum;
-pub mod pystr;
 mod transport;
 pub mod verbs;
 mod wire;

@@ -2,8 +2,7 @@
 //! the parsed [`Action`], the [`Request`]/[`Reply`] of the job API, and the
 //! two seams every verb runs over ([`Transport`] and [`Io`]).
 
-use super::pyjson::PyValue;
-use super::pystr::PyStr;
+use crate::pyjson::{PyJson, PyString};
 use std::ffi::{OsStr, OsString};
 
 /// Exit code: an error (a message on stderr).
@@ -71,7 +70,7 @@ impl Verb {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LockSpec {
     /// The lock's name.
-    pub name: PyStr,
+    pub name: PyString,
     /// `--permits`, canonical decimal text (any size: the server judges).
     pub permits: String,
     /// `--wait`.
@@ -81,7 +80,7 @@ pub struct LockSpec {
     /// `--ttl` (None: the server's default).
     pub ttl: Option<f64>,
     /// The scope (None: the job's own).
-    pub scope: Option<PyStr>,
+    pub scope: Option<PyString>,
 }
 
 /// One job command's action, its arguments as Python would hold them.
@@ -90,31 +89,31 @@ pub struct LockSpec {
 #[allow(missing_docs)]
 pub enum Action {
     KvGet {
-        key: PyStr,
-        scope: Option<PyStr>,
+        key: PyString,
+        scope: Option<PyString>,
     },
     KvSet {
-        key: PyStr,
-        value: PyStr,
+        key: PyString,
+        value: PyString,
         json: bool,
-        scope: Option<PyStr>,
+        scope: Option<PyString>,
     },
     KvDelete {
-        key: PyStr,
-        scope: Option<PyStr>,
+        key: PyString,
+        scope: Option<PyString>,
     },
     KvKeys {
-        scope: Option<PyStr>,
+        scope: Option<PyString>,
     },
     CursorGet {
-        name: PyStr,
-        scope: Option<PyStr>,
+        name: PyString,
+        scope: Option<PyString>,
     },
     CursorAdvance {
-        name: PyStr,
-        value: PyStr,
+        name: PyString,
+        value: PyString,
         force: bool,
-        scope: Option<PyStr>,
+        scope: Option<PyString>,
     },
     LockAcquire(LockSpec),
     LockRun {
@@ -122,41 +121,41 @@ pub enum Action {
         command: Vec<OsString>,
     },
     LockRelease {
-        token: PyStr,
+        token: PyString,
     },
     ArtifactPut {
-        name: PyStr,
+        name: PyString,
         file: Option<OsString>,
-        scope: Option<PyStr>,
+        scope: Option<PyString>,
     },
     ArtifactGet {
-        name: PyStr,
+        name: PyString,
         output: Option<OsString>,
-        scope: Option<PyStr>,
+        scope: Option<PyString>,
     },
     ArtifactList {
-        scope: Option<PyStr>,
+        scope: Option<PyString>,
     },
     IdemClaim {
-        key: PyStr,
+        key: PyString,
         ttl: f64,
-        scope: Option<PyStr>,
+        scope: Option<PyString>,
     },
     IdemRelease {
-        key: PyStr,
-        scope: Option<PyStr>,
+        key: PyString,
+        scope: Option<PyString>,
     },
     SecretGet {
-        name: PyStr,
+        name: PyString,
     },
     SecretList,
     XcomPush {
-        key: PyStr,
+        key: PyString,
         file: Option<OsString>,
     },
     XcomPull {
-        task: PyStr,
-        key: PyStr,
+        task: PyString,
+        key: PyString,
         map_index: Option<String>,
         output: Option<OsString>,
     },
@@ -184,7 +183,7 @@ pub enum Body {
     /// None.
     Empty,
     /// A JSON object (`Content-Type: application/json`).
-    Json(PyValue),
+    Json(PyJson),
     /// Raw bytes (`Content-Type: application/octet-stream`).
     Raw(Vec<u8>),
 }
@@ -197,7 +196,7 @@ pub struct Request {
     /// The path under the base URL (`/v1/kv/get`).
     pub path: &'static str,
     /// Query parameters in order; `None` values are left out.
-    pub query: Vec<(&'static str, Option<PyStr>)>,
+    pub query: Vec<(&'static str, Option<PyString>)>,
     /// The body.
     pub body: Body,
     /// The timeout, seconds.
@@ -205,7 +204,7 @@ pub struct Request {
 }
 
 impl Request {
-    pub(super) fn get(path: &'static str, query: Vec<(&'static str, Option<PyStr>)>) -> Request {
+    pub(super) fn get(path: &'static str, query: Vec<(&'static str, Option<PyString>)>) -> Request {
         Request {
             method: Method::Get,
             path,
@@ -215,7 +214,7 @@ impl Request {
         }
     }
 
-    pub(super) fn post(path: &'static str, body: PyValue) -> Request {
+    pub(super) fn post(path: &'static str, body: PyJson) -> Request {
         Request {
             method: Method::Post,
             path,
@@ -255,7 +254,7 @@ pub enum WriteFailure {
 /// The process's side of a command.
 pub trait Io {
     /// The value of an environment variable (None when unset).
-    fn env(&self, name: &str) -> Option<PyStr>;
+    fn env(&self, name: &str) -> Option<PyString>;
     /// All of stdin.
     fn read_stdin(&mut self) -> std::io::Result<Vec<u8>>;
     /// All of the file at `path`.

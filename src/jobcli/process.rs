@@ -3,8 +3,8 @@
 //! receives forwarded to it.
 
 use super::model::{Io, WriteFailure};
-use super::pystr::PyStr;
 use crate::platform;
+use crate::pyjson::PyString;
 use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 
@@ -21,8 +21,8 @@ impl<'rt> ProcessIo<'rt> {
 }
 
 impl Io for ProcessIo<'_> {
-    fn env(&self, name: &str) -> Option<PyStr> {
-        std::env::var_os(name).map(|v| PyStr::from_os(&v))
+    fn env(&self, name: &str) -> Option<PyString> {
+        std::env::var_os(name).map(|v| PyString::from_os(&v))
     }
 
     fn read_stdin(&mut self) -> std::io::Result<Vec<u8>> {

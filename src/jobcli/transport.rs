@@ -8,9 +8,9 @@
 use super::model::{
     Body, CliError, Method, Reply, Request, Transport, ENV_CACERT, ENV_TOKEN, ENV_URL,
 };
-use super::pystr::PyStr;
 use super::verbs::os_error_text;
 use super::wire;
+use crate::pyjson::{Dumps, PyString};
 use std::error::Error as StdError;
 use std::time::Duration;
 
@@ -21,17 +21,17 @@ const LONGEST_TIMEOUT: f64 = 2_147_483.0;
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Endpoint {
     /// `CRONSTABLE_STATE_URL`.
-    pub url: Option<PyStr>,
+    pub url: Option<PyString>,
     /// `CRONSTABLE_STATE_TOKEN`.
-    pub token: Option<PyStr>,
+    pub token: Option<PyString>,
     /// `CRONSTABLE_STATE_CACERT`.
-    pub cacert: Option<PyStr>,
+    pub cacert: Option<PyString>,
 }
 
 impl Endpoint {
     /// Reads the three variables.
     pub fn from_env() -> Endpoint {
-        let var = |name: &str| std::env::var_os(name).map(|v| PyStr::from_os(&v));
+        let var = |name: &str| std::env::var_os(name).map(|v| PyString::from_os(&v));
         Endpoint {
             url: var(ENV_URL),
             token: var(ENV_TOKEN),
@@ -41,7 +41,7 @@ impl Endpoint {
 
     /// The URL and token, both set and non-empty, or the original's
     /// message (which names the URL variable either way).
-    pub fn require(&self) -> Result<(&PyStr, &PyStr), CliError> {
+    pub fn require(&self) -> Result<(&PyString, &PyString), CliError> {
         match (&self.url, &self.token) {
             (Some(url), Some(token)) if !url.is_empty() && !token.is_empty() => Ok((url, token)),
             _ => Err(CliError(format!(
@@ -99,11 +99,11 @@ impl<'rt> HttpTransport<'rt> {
 }
 
 /// The certificates of the CA file, or the original's message.
-fn load_ca(path: &PyStr) -> Result<Vec<reqwest::Certificate>, CliError> {
+fn load_ca(path: &PyString) -> Result<Vec<reqwest::Certificate>, CliError> {
     let fail = |detail: String| {
         CliError(format!(
             "cannot load the CA bundle {ENV_CACERT} points at ({}): {detail}",
-            path.to_stderr_text()
+            path.backslashreplace()
         ))
     };
     let file = crate::platform::os_string_from_bytes(path.to_os_bytes());
@@ -119,7 +119,7 @@ impl Transport for HttpTransport<'_> {
     fn send(&mut self, request: Request) -> Result<Reply, CliError> {
         let (url, token) = self.endpoint.require()?;
         let (url, token) = (url.clone(), token.clone());
-        let base = url.to_stderr_text();
+        let base = url.backslashreplace();
         let what = format!("the cronstable state endpoint at {base}");
         let full = wire::request_url(&base, request.path, &request.query)?;
         let client = self.client()?;
@@ -144,7 +144,7 @@ impl Transport for HttpTransport<'_> {
             Body::Empty => builder,
             Body::Json(value) => builder
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(value.dumps()),
+                .body(value.dumps(Dumps::SPACED)),
             Body::Raw(bytes) => builder
                 .header(reqwest::header::CONTENT_TYPE, "application/octet-stream")
                 .body(bytes),
@@ -281,8 +281,8 @@ mod tests {
         ];
         for (url, token) in cases {
             let endpoint = Endpoint {
-                url: url.map(PyStr::from),
-                token: token.map(PyStr::from),
+                url: url.map(PyString::from),
+                token: token.map(PyString::from),
                 cacert: None,
             };
             assert_eq!(endpoint.require(), Err(CliError(message.to_owned())));
@@ -324,7 +324,7 @@ mod tests {
     fn an_unloadable_ca_names_the_variable_and_the_path() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.pem");
-        let path = PyStr::from(missing.to_string_lossy().into_owned());
+        let path = PyString::from(missing.to_string_lossy().into_owned());
         let err = load_ca(&path).err().unwrap();
         assert_eq!(
             err.0,
@@ -336,7 +336,7 @@ mod tests {
         );
         let junk = dir.path().join("junk.pem");
         std::fs::write(&junk, "not a certificate\n").unwrap();
-        let err = load_ca(&PyStr::from(junk.to_string_lossy().into_owned()))
+        let err = load_ca(&PyString::from(junk.to_string_lossy().into_owned()))
             .err()
             .unwrap();
         assert!(

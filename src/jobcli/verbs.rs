@@ -5,10 +5,13 @@
 //! verb's requests, outputs and exit codes are unit-tested with fakes.
 
 pub use super::model::*;
-use super::pyjson::{self, PyValue};
-use super::pynum::{py_float, py_int};
-use super::pystr::PyStr;
+use crate::pyjson::{self, float_of_text, int_of_text, Dumps, PyDict, PyJson, PyString};
 use std::ffi::OsStr;
+
+/// How deep `json.loads` lets the original client nest arrays and
+/// objects: Python's recursion limit (1000 frames), less the few the
+/// CLI's own calls have taken when it parses.
+const JSON_DEPTH: usize = 989;
 
 /// Runs one parsed command; returns its exit code. A failure is reported
 /// on stderr as `cronstable {command}: {message}` with exit 1; a missing
@@ -32,25 +35,35 @@ pub fn dispatch(verb: Verb, action: Option<&Action>, t: &mut dyn Transport, io: 
 
 /// A reply body as Python's `_parse_body` reads it: always an object
 /// (unparseable → `{}`, any other JSON value `v` → `{"value": v}`).
-pub fn parse_body(body: &[u8]) -> PyValue {
+pub fn parse_body(body: &[u8]) -> PyJson {
     if body.is_empty() {
-        return PyValue::Dict(Vec::new());
+        return PyJson::Dict(PyDict::new());
     }
-    match pyjson::loads_bytes(body) {
-        Some(dict @ PyValue::Dict(_)) => dict,
-        Some(other) => PyValue::Dict(vec![(PyStr::from("value"), other)]),
-        None => PyValue::Dict(Vec::new()),
+    match loads_bytes(body) {
+        Some(dict @ PyJson::Dict(_)) => dict,
+        Some(other) => PyJson::object([("value", other)]),
+        None => PyJson::Dict(PyDict::new()),
     }
+}
+
+/// Python's `json.loads(body)` for a `bytes` reply: UTF-8 (a leading BOM
+/// dropped, as `utf-8-sig` does); None when the bytes do not decode or do
+/// not parse. (Python would also detect UTF-16/32 by their NUL bytes; no
+/// server sends those, and here they read as unparseable.)
+fn loads_bytes(body: &[u8]) -> Option<PyJson> {
+    let body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
+    let text = std::str::from_utf8(body).ok()?;
+    pyjson::loads_with_depth(text, JSON_DEPTH).ok()
 }
 
 /// The body of a 2xx reply, or the endpoint's error: its `error` field
 /// when truthy, else `the state endpoint returned HTTP {status}`.
-pub fn ok(status: u16, data: PyValue) -> Result<PyValue, CliError> {
+pub fn ok(status: u16, data: PyJson) -> Result<PyJson, CliError> {
     if (200..300).contains(&status) {
         return Ok(data);
     }
     match data.get("error") {
-        Some(err) if err.truthy() => Err(CliError(err.py_str())),
+        Some(err) if err.is_truthy() => Err(CliError(err.py_str().backslashreplace())),
         _ => Err(CliError(format!(
             "the state endpoint returned HTTP {status}"
         ))),
@@ -59,10 +72,10 @@ pub fn ok(status: u16, data: PyValue) -> Result<PyValue, CliError> {
 
 /// What `_emit` prints: a string as it is, anything else (a missing value
 /// is `None`) as `json.dumps`, then a newline.
-pub fn emit(value: Option<&PyValue>) -> Vec<u8> {
+pub fn emit(value: Option<&PyJson>) -> Vec<u8> {
     let mut out = match value {
-        Some(PyValue::Str(s)) => s.to_os_bytes(),
-        Some(other) => other.dumps().into_bytes(),
+        Some(PyJson::Str(s)) => s.to_os_bytes(),
+        Some(other) => other.dumps(Dumps::SPACED).into_bytes(),
         None => b"null".to_vec(),
     };
     out.push(b'\n');
@@ -71,21 +84,21 @@ pub fn emit(value: Option<&PyValue>) -> Vec<u8> {
 
 /// A cursor value as `_typed_value` reads it: Python's `int()`, else
 /// `float()`, else the string itself.
-pub fn typed_value(raw: &PyStr) -> PyValue {
-    if let Some(text) = raw.as_text() {
-        if let Ok(int) = py_int(text) {
-            return PyValue::Int(int);
+pub fn typed_value(raw: &PyString) -> PyJson {
+    if let Some(text) = raw.as_str() {
+        if let Ok(int) = int_of_text(text) {
+            return PyJson::int_from_decimal(&int);
         }
-        if let Some(x) = py_float(text) {
-            return PyValue::Float(x);
+        if let Some(x) = float_of_text(text) {
+            return PyJson::Float(x);
         }
     }
-    PyValue::Str(raw.clone())
+    PyJson::Str(raw.clone())
 }
 
 /// Python's `str(exception)` for an `OSError`: `[Errno N] text`, with
 /// `: 'filename'` when the failing call named a file.
-pub fn os_error_text(err: &std::io::Error, filename: Option<&PyStr>) -> String {
+pub fn os_error_text(err: &std::io::Error, filename: Option<&PyString>) -> String {
     let Some(code) = err.raw_os_error() else {
         return err.to_string();
     };
@@ -100,14 +113,13 @@ pub fn os_error_text(err: &std::io::Error, filename: Option<&PyStr>) -> String {
 
 /// The values Python's `for x in value` yields: a list's items, a dict's
 /// keys, a string's characters; None for a value that is not iterable.
-fn py_iter(value: &PyValue) -> Option<Vec<PyValue>> {
+fn py_iter(value: &PyJson) -> Option<Vec<PyJson>> {
     match value {
-        PyValue::List(items) => Some(items.clone()),
-        PyValue::Dict(pairs) => Some(pairs.iter().map(|(k, _)| PyValue::Str(k.clone())).collect()),
-        PyValue::Str(s) => Some(
-            s.points()
-                .into_iter()
-                .map(|cp| PyValue::Str(PyStr::from_points(vec![cp])))
+        PyJson::List(items) => Some(items.clone()),
+        PyJson::Dict(dict) => Some(dict.keys().map(|k| PyJson::Str(k.clone())).collect()),
+        PyJson::Str(s) => Some(
+            s.code_points()
+                .map(|cp| PyJson::Str(PyString::from_code_points([cp])))
                 .collect(),
         ),
         _ => None,
@@ -120,7 +132,7 @@ fn unexpected_reply() -> CliError {
 
 /// `for x in data.get(field, [])`: the items (none when the field is
 /// missing); a value Python cannot iterate fails as the original would.
-fn items(data: &PyValue, field: &str) -> Result<Vec<PyValue>, CliError> {
+fn items(data: &PyJson, field: &str) -> Result<Vec<PyJson>, CliError> {
     match data.get(field) {
         None => Ok(Vec::new()),
         Some(value) => py_iter(value).ok_or_else(unexpected_reply),
@@ -129,13 +141,17 @@ fn items(data: &PyValue, field: &str) -> Result<Vec<PyValue>, CliError> {
 
 /// One `str(...)` line per item: the item itself, or its `field` when
 /// `field` is given (`entry.get(field)`, which needs an object).
-fn lines(items: &[PyValue], field: Option<&str>) -> Result<Vec<u8>, CliError> {
+fn lines(items: &[PyJson], field: Option<&str>) -> Result<Vec<u8>, CliError> {
     let mut out = Vec::new();
     for item in items {
         let text = match field {
-            None => item.py_str(),
+            None => item.py_str().backslashreplace(),
             Some(f) => match item {
-                PyValue::Dict(_) => item.get(f).unwrap_or(&PyValue::None).py_str(),
+                PyJson::Dict(_) => item
+                    .get(f)
+                    .unwrap_or(&PyJson::Null)
+                    .py_str()
+                    .backslashreplace(),
                 _ => return Err(unexpected_reply()),
             },
         };
@@ -145,12 +161,16 @@ fn lines(items: &[PyValue], field: Option<&str>) -> Result<Vec<u8>, CliError> {
     Ok(out)
 }
 
-fn opt(scope: &Option<PyStr>) -> PyValue {
-    PyValue::opt_str(scope.as_ref())
+fn opt(scope: &Option<PyString>) -> PyJson {
+    scope.clone().map_or(PyJson::Null, PyJson::Str)
 }
 
-fn concat(parts: &[&PyStr]) -> PyStr {
-    PyStr::from_points(parts.iter().flat_map(|p| p.points()).collect())
+fn concat(parts: &[&PyString]) -> PyString {
+    let mut out = PyString::default();
+    for part in parts {
+        out.push(*part);
+    }
+    out
 }
 
 fn write_stdout(io: &mut dyn Io, data: &[u8]) -> Result<(), CliError> {
@@ -174,10 +194,10 @@ fn read_input(
             .read_stdin()
             .map_err(|e| CliError(format!("cannot read stdin: {}", os_error_text(&e, None)))),
         Some(path) => io.read_file(path).map_err(|e| {
-            let name = PyStr::from_os(path);
+            let name = PyString::from_os(path);
             CliError(format!(
                 "cannot read {}: {}",
-                name.to_stderr_text(),
+                name.backslashreplace(),
                 os_error_text(&e, Some(&name))
             ))
         }),
@@ -196,12 +216,15 @@ fn write_output(
     match output {
         path if stdout(path) => write_stdout(io, data),
         Some(path) => io.write_file(path, data).map_err(|failure| {
-            let name = PyStr::from_os(path);
+            let name = PyString::from_os(path);
             let detail = match failure {
                 WriteFailure::Open(e) => os_error_text(&e, Some(&name)),
                 WriteFailure::Write(e) => os_error_text(&e, None),
             };
-            CliError(format!("cannot write {}: {detail}", name.to_stderr_text()))
+            CliError(format!(
+                "cannot write {}: {detail}",
+                name.backslashreplace()
+            ))
         }),
         None => write_stdout(io, data),
     }
@@ -226,13 +249,13 @@ fn not_found(io: &mut dyn Io, message: String) -> Result<u8, CliError> {
 fn lock_request(spec: &LockSpec) -> Request {
     let mut request = Request::post(
         "/v1/lock/acquire",
-        PyValue::dict([
+        PyJson::object([
             ("scope", opt(&spec.scope)),
-            ("name", PyValue::Str(spec.name.clone())),
-            ("permits", PyValue::Int(spec.permits.clone())),
-            ("wait", PyValue::Bool(spec.wait)),
-            ("blockSeconds", PyValue::Float(spec.timeout)),
-            ("ttl", spec.ttl.map_or(PyValue::None, PyValue::Float)),
+            ("name", PyJson::Str(spec.name.clone())),
+            ("permits", PyJson::int_from_decimal(&spec.permits)),
+            ("wait", PyJson::Bool(spec.wait)),
+            ("blockSeconds", PyJson::Float(spec.timeout)),
+            ("ttl", spec.ttl.map_or(PyJson::Null, PyJson::Float)),
         ]),
     );
     if spec.wait {
@@ -248,23 +271,23 @@ fn lock_request(spec: &LockSpec) -> Request {
 fn lock_acquire(
     spec: &LockSpec,
     t: &mut dyn Transport,
-) -> Result<(bool, Option<PyValue>), CliError> {
+) -> Result<(bool, Option<PyJson>), CliError> {
     let reply = t.send(lock_request(spec))?;
     let data = ok(reply.status, parse_body(&reply.body))?;
-    let acquired = data.get("acquired").is_some_and(PyValue::truthy);
-    let token = data.get("token").filter(|v| **v != PyValue::None).cloned();
+    let acquired = data.get("acquired").is_some_and(PyJson::is_truthy);
+    let token = data.get("token").filter(|v| **v != PyJson::Null).cloned();
     Ok((acquired, token))
 }
 
-fn lock_release(token: PyValue, t: &mut dyn Transport) -> Result<(), CliError> {
+fn lock_release(token: PyJson, t: &mut dyn Transport) -> Result<(), CliError> {
     let reply = t.send(Request::post(
         "/v1/lock/release",
-        PyValue::dict([("token", token)]),
+        PyJson::object([("token", token)]),
     ))?;
     ok(reply.status, parse_body(&reply.body)).map(|_| ())
 }
 
-fn xcom_scope(io: &dyn Io) -> Result<PyStr, CliError> {
+fn xcom_scope(io: &dyn Io) -> Result<PyString, CliError> {
     match io.env(ENV_DAG_XCOM_SCOPE) {
         Some(scope) if !scope.is_empty() => Ok(scope),
         _ => Err(CliError(format!(
@@ -302,7 +325,7 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
                 "/v1/kv/get",
                 vec![("scope", scope.clone()), ("key", Some(key.clone()))],
             ),
-            format!("key not found: {}", key.to_stderr_text()),
+            format!("key not found: {}", key.backslashreplace()),
         ),
         Action::KvSet {
             key,
@@ -311,17 +334,17 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
             scope,
         } => {
             let value = if *json {
-                pyjson::loads(value).map_err(|e| {
+                pyjson::loads_with_depth(value, JSON_DEPTH).map_err(|e| {
                     CliError(format!("--json was given but VALUE is not valid JSON: {e}"))
                 })?
             } else {
-                PyValue::Str(value.clone())
+                PyJson::Str(value.clone())
             };
             let reply = t.send(Request::post(
                 "/v1/kv/set",
-                PyValue::dict([
+                PyJson::object([
                     ("scope", opt(scope)),
-                    ("key", PyValue::Str(key.clone())),
+                    ("key", PyJson::Str(key.clone())),
                     ("value", value),
                 ]),
             ))?;
@@ -331,10 +354,10 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
         Action::KvDelete { key, scope } => {
             let reply = t.send(Request::post(
                 "/v1/kv/delete",
-                PyValue::dict([("scope", opt(scope)), ("key", PyValue::Str(key.clone()))]),
+                PyJson::object([("scope", opt(scope)), ("key", PyJson::Str(key.clone()))]),
             ))?;
             let data = ok(reply.status, parse_body(&reply.body))?;
-            Ok(if data.get("existed").is_some_and(PyValue::truthy) {
+            Ok(if data.get("existed").is_some_and(PyJson::is_truthy) {
                 0
             } else {
                 EXIT_NOT_FOUND
@@ -353,7 +376,7 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
                 "/v1/cursor/get",
                 vec![("scope", scope.clone()), ("name", Some(name.clone()))],
             ),
-            format!("cursor not set: {}", name.to_stderr_text()),
+            format!("cursor not set: {}", name.backslashreplace()),
         ),
         Action::CursorAdvance {
             name,
@@ -363,11 +386,11 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
         } => {
             let reply = t.send(Request::post(
                 "/v1/cursor/advance",
-                PyValue::dict([
+                PyJson::object([
                     ("scope", opt(scope)),
-                    ("name", PyValue::Str(name.clone())),
+                    ("name", PyJson::Str(name.clone())),
                     ("value", typed_value(value)),
-                    ("force", PyValue::Bool(*force)),
+                    ("force", PyJson::Bool(*force)),
                 ]),
             ))?;
             let data = ok(reply.status, parse_body(&reply.body))?;
@@ -377,17 +400,17 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
         Action::IdemClaim { key, ttl, scope } => {
             let reply = t.send(Request::post(
                 "/v1/idempotency/claim",
-                PyValue::dict([
+                PyJson::object([
                     ("scope", opt(scope)),
-                    ("key", PyValue::Str(key.clone())),
-                    ("ttl", PyValue::Float(*ttl)),
+                    ("key", PyJson::Str(key.clone())),
+                    ("ttl", PyJson::Float(*ttl)),
                 ]),
             ))?;
             let data = ok(reply.status, parse_body(&reply.body))?;
             // 0: this caller won the claim (do the work); 5: a prior
             // caller did. Distinct from 1 so an outage never reads as
             // "already done".
-            Ok(if data.get("fresh").is_some_and(PyValue::truthy) {
+            Ok(if data.get("fresh").is_some_and(PyJson::is_truthy) {
                 0
             } else {
                 EXIT_DUPLICATE
@@ -396,7 +419,7 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
         Action::IdemRelease { key, scope } => {
             let reply = t.send(Request::post(
                 "/v1/idempotency/release",
-                PyValue::dict([("scope", opt(scope)), ("key", PyValue::Str(key.clone()))]),
+                PyJson::object([("scope", opt(scope)), ("key", PyJson::Str(key.clone()))]),
             ))?;
             ok(reply.status, parse_body(&reply.body))?;
             Ok(0)
@@ -407,7 +430,10 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
                 vec![("name", Some(name.clone()))],
             ))?;
             if reply.status == 404 {
-                return not_found(io, format!("secret not staged: {}", name.to_stderr_text()));
+                return not_found(
+                    io,
+                    format!("secret not staged: {}", name.backslashreplace()),
+                );
             }
             let data = ok(reply.status, parse_body(&reply.body))?;
             write_stdout(io, &emit(data.get("value")))?;
@@ -423,7 +449,9 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
             let payload = read_input(io, file.as_deref(), none_or_dash)?;
             let reply = t.send(artifact_put(scope.clone(), name.clone(), payload))?;
             let data = ok(reply.status, parse_body(&reply.body))?;
-            let sha = data.get("sha256").map_or(String::new(), PyValue::py_str);
+            let sha = data
+                .get("sha256")
+                .map_or(String::new(), |v| v.py_str().backslashreplace());
             write_stdout(io, format!("{sha}\n").as_bytes())?;
             Ok(0)
         }
@@ -434,7 +462,10 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
         } => {
             let reply = t.send(artifact_get(scope.clone(), name.clone()))?;
             if reply.status == 404 {
-                return not_found(io, format!("artifact not found: {}", name.to_stderr_text()));
+                return not_found(
+                    io,
+                    format!("artifact not found: {}", name.backslashreplace()),
+                );
             }
             ok(reply.status, parse_reply_error(&reply))?;
             write_output(io, output.as_deref(), &reply.body, none_or_dash)?;
@@ -446,17 +477,17 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
             if !acquired {
                 io.stderr(&format!(
                     "lock not acquired: {}",
-                    spec.name.to_stderr_text()
+                    spec.name.backslashreplace()
                 ));
                 return Ok(EXIT_NOT_ACQUIRED);
             }
             // The hold token, for a later `cronstable lock release TOKEN`.
-            let token = token.unwrap_or(PyValue::None).py_str();
+            let token = token.unwrap_or(PyJson::Null).py_str().backslashreplace();
             write_stdout(io, format!("{token}\n").as_bytes())?;
             Ok(0)
         }
         Action::LockRelease { token } => {
-            lock_release(PyValue::Str(token.clone()), t)?;
+            lock_release(PyJson::Str(token.clone()), t)?;
             Ok(0)
         }
         Action::LockRun { spec, command } => {
@@ -470,7 +501,7 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
             if !acquired {
                 io.stderr(&format!(
                     "lock not acquired: {}",
-                    spec.name.to_stderr_text()
+                    spec.name.backslashreplace()
                 ));
                 return Ok(EXIT_NOT_ACQUIRED);
             }
@@ -486,7 +517,7 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
                 // command killed by signal N exits 256 - N.
                 Ok(code) => Ok((code & 0xff) as u8),
                 Err(err) => {
-                    let argv0 = PyStr::from_os(program);
+                    let argv0 = PyString::from_os(program);
                     Err(CliError(format!(
                         "cannot run {}: {}",
                         argv0.repr(),
@@ -506,7 +537,7 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
                 }
             };
             let payload = read_input(io, file.as_deref(), falsy_or_dash)?;
-            let name = concat(&[&task, &PyStr::from("/"), key]);
+            let name = concat(&[&task, &PyString::from("/"), key]);
             let reply = t.send(artifact_put(Some(scope), name, payload))?;
             ok(reply.status, parse_body(&reply.body))?;
             Ok(0)
@@ -519,10 +550,10 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
         } => {
             let scope = xcom_scope(io)?;
             let upstream = match map_index {
-                Some(index) => concat(&[task, &PyStr::from(format!("#{index}"))]),
+                Some(index) => concat(&[task, &PyString::from(format!("#{index}"))]),
                 None => task.clone(),
             };
-            let name = concat(&[&upstream, &PyStr::from("/"), key]);
+            let name = concat(&[&upstream, &PyString::from("/"), key]);
             let reply = t.send(artifact_get(Some(scope), name))?;
             if reply.status == 404 {
                 return not_found(
@@ -543,15 +574,15 @@ pub fn run_action(action: &Action, t: &mut dyn Transport, io: &mut dyn Io) -> Re
 
 /// The body of a reply that is read raw on success (an artifact), parsed
 /// only for its error.
-fn parse_reply_error(reply: &Reply) -> PyValue {
+fn parse_reply_error(reply: &Reply) -> PyJson {
     if (200..300).contains(&reply.status) {
-        PyValue::Dict(Vec::new())
+        PyJson::Dict(PyDict::new())
     } else {
         parse_body(&reply.body)
     }
 }
 
-fn artifact_put(scope: Option<PyStr>, name: PyStr, payload: Vec<u8>) -> Request {
+fn artifact_put(scope: Option<PyString>, name: PyString, payload: Vec<u8>) -> Request {
     Request {
         method: Method::Post,
         path: "/v1/artifact/put",
@@ -561,7 +592,7 @@ fn artifact_put(scope: Option<PyStr>, name: PyStr, payload: Vec<u8>) -> Request 
     }
 }
 
-fn artifact_get(scope: Option<PyStr>, name: PyStr) -> Request {
+fn artifact_get(scope: Option<PyString>, name: PyString) -> Request {
     Request::get(
         "/v1/artifact/get",
         vec![("scope", scope), ("name", Some(name))],
@@ -569,7 +600,7 @@ fn artifact_get(scope: Option<PyStr>, name: PyStr) -> Request {
 }
 
 fn artifact_list(
-    scope: Option<PyStr>,
+    scope: Option<PyString>,
     t: &mut dyn Transport,
     io: &mut dyn Io,
 ) -> Result<u8, CliError> {

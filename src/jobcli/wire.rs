@@ -4,7 +4,7 @@
 //! and the redirect target a 3xx names.
 
 use super::model::CliError;
-use super::pystr::PyStr;
+use crate::pyjson::{int_of_text, PyString};
 
 /// `urllib.parse.quote_plus(text)`: letters, digits and `_.-~` as they
 /// are, a space as `+`, every other byte of the UTF-8 encoding as `%XX`.
@@ -33,13 +33,13 @@ pub fn quote_plus(text: &str) -> String {
 pub fn request_url(
     base: &str,
     path: &str,
-    query: &[(&str, Option<PyStr>)],
+    query: &[(&str, Option<PyString>)],
 ) -> Result<String, CliError> {
     let mut url = format!("{}{path}", base.trim_end_matches('/'));
     let mut first = true;
     for (key, value) in query {
         let Some(value) = value else { continue };
-        let Some(text) = value.as_text() else {
+        let Some(text) = value.as_str() else {
             return Err(CliError(format!(
                 "{} is not valid UTF-8, so it cannot be sent to the state endpoint",
                 value.repr()
@@ -57,10 +57,9 @@ pub fn request_url(
 /// The `Authorization` header value for `token`, as the bytes to send
 /// (UTF-8); refused when it holds a character no header can carry (a
 /// control character other than tab, or a lone surrogate).
-pub fn authorization(token: &PyStr, what: &str) -> Result<Vec<u8>, CliError> {
+pub fn authorization(token: &PyString, what: &str) -> Result<Vec<u8>, CliError> {
     let unsendable = token
-        .points()
-        .into_iter()
+        .code_points()
         .any(|cp| matches!(cp, 0x00..=0x08 | 0x0a..=0x1f | 0x7f | 0xd800..=0xdfff));
     if unsendable {
         return Err(CliError(format!(
@@ -133,7 +132,7 @@ pub fn target(full: &str, what: &str) -> Result<Target, CliError> {
     let Some(scheme_end) = scheme_end else {
         return Err(invalid(format!(
             "unknown url type: {}",
-            PyStr::from(url).repr()
+            PyString::from(url).repr()
         )));
     };
     let scheme = match url[..scheme_end].to_ascii_lowercase().as_str() {
@@ -174,8 +173,8 @@ pub fn target(full: &str, what: &str) -> Result<Target, CliError> {
             let port = if text.is_empty() {
                 default_port
             } else {
-                let number = super::pynum::py_int(text)
-                    .map_err(|_| invalid(format!("nonnumeric port: '{text}'")))?;
+                let number =
+                    int_of_text(text).map_err(|_| invalid(format!("nonnumeric port: '{text}'")))?;
                 number.parse::<u16>().map_err(|_| {
                     CliError(format!(
                         "cannot reach {what}: port {number} is outside 0-65535"
@@ -193,8 +192,8 @@ pub fn target(full: &str, what: &str) -> Result<Target, CliError> {
         if let Some(c) = disallowed(part) {
             return Err(invalid(format!(
                 "URL can't contain control characters. {} (found at least {})",
-                PyStr::from(part).repr(),
-                PyStr::from(c.to_string()).repr()
+                PyString::from(part).repr(),
+                PyString::from(c.to_string()).repr()
             )));
         }
     }
@@ -222,7 +221,7 @@ pub fn redirect_error(
     let target = urljoin(full, location);
     Some(CliError(format!(
         "{what} redirects to {}, which this client does not follow",
-        PyStr::from(target).repr()
+        PyString::from(target).repr()
     )))
 }
 

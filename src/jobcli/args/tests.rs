@@ -72,8 +72,8 @@ fn action(args: &[&str]) -> Action {
         .unwrap_or_else(|| panic!("{args:?}: no action"))
 }
 
-fn s(text: &str) -> PyStr {
-    PyStr::from(text)
+fn s(text: &str) -> PyString {
+    PyString::from(text)
 }
 
 fn lock(name: &str) -> LockSpec {
@@ -489,7 +489,7 @@ fn arguments_that_are_not_utf8_are_kept_surrogate_escaped() {
     assert_eq!(
         inv.action,
         Some(Action::KvGet {
-            key: PyStr::Points(vec![0x6b, 0xdcff]),
+            key: PyString::from_code_points([0x6b, 0xdcff]),
             scope: None
         })
     );

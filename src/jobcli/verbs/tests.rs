@@ -50,8 +50,8 @@ struct FakeIo {
 }
 
 impl Io for FakeIo {
-    fn env(&self, name: &str) -> Option<PyStr> {
-        self.env.get(name).map(|v| PyStr::from(v.as_str()))
+    fn env(&self, name: &str) -> Option<PyString> {
+        self.env.get(name).map(|v| PyString::from(v.as_str()))
     }
     fn read_stdin(&mut self) -> std::io::Result<Vec<u8>> {
         Ok(std::mem::take(&mut self.stdin))
@@ -101,21 +101,21 @@ fn run(
     (code, t.sent)
 }
 
-fn s(text: &str) -> PyStr {
-    PyStr::from(text)
+fn s(text: &str) -> PyString {
+    PyString::from(text)
 }
 
-fn q(pairs: &[(&'static str, Option<&str>)]) -> Vec<(&'static str, Option<PyStr>)> {
+fn q(pairs: &[(&'static str, Option<&str>)]) -> Vec<(&'static str, Option<PyString>)> {
     pairs
         .iter()
-        .map(|(k, v)| (*k, v.map(PyStr::from)))
+        .map(|(k, v)| (*k, v.map(PyString::from)))
         .collect()
 }
 
 /// The JSON body of a request, as the bytes the transport sends.
 fn json_body(request: &Request) -> String {
     match &request.body {
-        Body::Json(value) => value.dumps(),
+        Body::Json(value) => value.dumps(Dumps::SPACED),
         other => panic!("not a JSON body: {other:?}"),
     }
 }
@@ -153,7 +153,7 @@ fn errors_are_prefixed_with_the_command() {
 fn state_get_prints_the_value_as_emit_does() {
     let get = |scope: Option<&str>| Action::KvGet {
         key: s("k"),
-        scope: scope.map(PyStr::from),
+        scope: scope.map(PyString::from),
     };
     let cases = [
         (
@@ -266,13 +266,59 @@ fn other_statuses_report_the_error_field_or_the_status() {
     }
 }
 
+/// The client's `json.loads` stops where the original client's does
+/// (its own calls take a few of Python's 1000 frames), for `--json` and
+/// replies alike.
+#[test]
+fn json_nests_as_deep_as_the_original_client_parses() {
+    let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    assert!(pyjson::loads_with_depth(&nested(JSON_DEPTH), JSON_DEPTH).is_ok());
+    let value = |n: usize| Action::KvSet {
+        key: s("k"),
+        value: s(&nested(n)),
+        json: true,
+        scope: None,
+    };
+    let ok_reply = || vec![reply(200, "{}")];
+    let mut io = FakeIo::default();
+    let (code, sent) = run(Verb::State, value(989), ok_reply(), &mut io);
+    assert_eq!((code, sent.len()), (0, 1));
+    let (code, sent) = run(Verb::State, value(990), ok_reply(), &mut io);
+    assert_eq!((code, sent.len()), (1, 0));
+    assert_eq!(
+        io.stderr,
+        [
+            "cronstable state: --json was given but VALUE is not valid JSON: maximum recursion \
+          depth exceeded while decoding a JSON array from a unicode string"
+        ]
+    );
+    let wrapped = |n: usize| parse_body(format!("{{\"value\": {}}}", nested(n - 1)).as_bytes());
+    assert_ne!(wrapped(989), PyJson::Dict(PyDict::new()));
+    assert_eq!(wrapped(990), PyJson::Dict(PyDict::new()));
+}
+
+/// Reply bodies are bytes: UTF-8 with an optional BOM, else unreadable.
+#[test]
+fn replies_decode_as_python_decodes_bytes() {
+    assert_eq!(
+        parse_body(b"\xef\xbb\xbf{\"a\": 1}"),
+        PyJson::object([("a", PyJson::Int(1))])
+    );
+    assert_eq!(parse_body(b"{\"a\": \xff}"), PyJson::Dict(PyDict::new()));
+    assert_eq!(parse_body(b"not json"), PyJson::Dict(PyDict::new()));
+    assert_eq!(
+        parse_body(b"5"),
+        PyJson::object([("value", PyJson::Int(5))])
+    );
+}
+
 #[test]
 fn state_set_sends_the_string_or_the_parsed_json() {
     let set = |value: &str, json: bool, scope: Option<&str>| Action::KvSet {
         key: s("k"),
         value: s(value),
         json,
-        scope: scope.map(PyStr::from),
+        scope: scope.map(PyString::from),
     };
     let ok_reply = || vec![reply(200, r#"{"ok": true, "updatedAt": 1.0}"#)];
     let mut io = FakeIo::default();
@@ -511,14 +557,14 @@ fn cursor_values_are_typed_as_python_types_them() {
         ("é", "\"\\u00e9\""),
     ];
     for (raw, want) in cases {
-        assert_eq!(typed_value(&s(raw)).dumps(), want, "{raw:?}");
+        assert_eq!(typed_value(&s(raw)).dumps(Dumps::SPACED), want, "{raw:?}");
     }
     // More digits than int() converts: float() reads them.
     let long = "9".repeat(4301);
-    assert_eq!(typed_value(&s(&long)).dumps(), "Infinity");
+    assert_eq!(typed_value(&s(&long)).dumps(Dumps::SPACED), "Infinity");
     // A surrogate-escaped argument stays a string.
     assert_eq!(
-        typed_value(&PyStr::Points(vec![0x31, 0xdcff])).dumps(),
+        typed_value(&PyString::from_code_points([0x31, 0xdcff])).dumps(Dumps::SPACED),
         "\"1\\udcff\""
     );
 }
@@ -1201,7 +1247,7 @@ fn names_with_surrogates_show_backslash_escaped_on_stderr() {
     let (code, _) = run(
         Verb::State,
         Action::KvDelete {
-            key: PyStr::Points(vec![0x6b, 0xdcff]),
+            key: PyString::from_code_points([0x6b, 0xdcff]),
             scope: None,
         },
         vec![reply(200, r#"{"existed": true}"#)],
@@ -1212,7 +1258,7 @@ fn names_with_surrogates_show_backslash_escaped_on_stderr() {
     let (_, sent) = run(
         Verb::State,
         Action::KvSet {
-            key: PyStr::Points(vec![0x6b, 0xdcff]),
+            key: PyString::from_code_points([0x6b, 0xdcff]),
             value: s("v"),
             json: false,
             scope: None,

@@ -14,10 +14,10 @@ fn quote_plus_is_form_encoding() {
 
 #[test]
 fn the_request_url_drops_absent_parameters() {
-    let q = |pairs: &[(&'static str, Option<&str>)]| -> Vec<(&'static str, Option<PyStr>)> {
+    let q = |pairs: &[(&'static str, Option<&str>)]| -> Vec<(&'static str, Option<PyString>)> {
         pairs
             .iter()
-            .map(|(k, v)| (*k, v.map(PyStr::from)))
+            .map(|(k, v)| (*k, v.map(PyString::from)))
             .collect()
     };
     assert_eq!(
@@ -50,7 +50,7 @@ fn the_request_url_drops_absent_parameters() {
         Ok("http://h:1/v1/kv/list?scope=".to_owned())
     );
     // A surrogate-escaped argument cannot be encoded.
-    let bad = vec![("scope", Some(PyStr::Points(vec![0x61, 0xdcff])))];
+    let bad = vec![("scope", Some(PyString::from_code_points([0x61, 0xdcff])))];
     assert_eq!(
         request_url("http://h:1", "/v1/kv/list", &bad),
         Err(CliError(
@@ -62,11 +62,11 @@ fn the_request_url_drops_absent_parameters() {
 #[test]
 fn the_token_must_fit_a_header() {
     assert_eq!(
-        authorization(&PyStr::from("abc\tdef"), "W"),
+        authorization(&PyString::from("abc\tdef"), "W"),
         Ok(b"Bearer abc\tdef".to_vec())
     );
     assert_eq!(
-        authorization(&PyStr::from("é"), "W"),
+        authorization(&PyString::from("é"), "W"),
         Ok(b"Bearer \xc3\xa9".to_vec())
     );
     let refused = CliError(
@@ -76,13 +76,13 @@ fn the_token_must_fit_a_header() {
     );
     for bad in ["abc\n", "a\rb", "\u{0}", "\u{7f}", "\u{1f}"] {
         assert_eq!(
-            authorization(&PyStr::from(bad), "W"),
+            authorization(&PyString::from(bad), "W"),
             Err(refused.clone()),
             "{bad:?}"
         );
     }
     assert_eq!(
-        authorization(&PyStr::Points(vec![0x61, 0xdcff]), "W"),
+        authorization(&PyString::from_code_points([0x61, 0xdcff]), "W"),
         Err(refused)
     );
 }

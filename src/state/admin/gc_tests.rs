@@ -566,15 +566,16 @@ fn store_with_history(dir: &std::path::Path) -> Store {
 
 #[test]
 fn lapsed_claims_and_idle_orphan_locks_go_and_nothing_else_does() {
-    use crate::state::jobstate::{self, parse};
+    use crate::pyjson::loads;
+    use crate::state::jobstate;
     let dir = tempfile::tempdir().expect("tmp");
     let store = store_with_history(dir.path());
     let base = store.base().to_path_buf();
     let now = crate::state::format::wall_now();
     let old = 30.0 * DAY;
     // Job-facing state, all of it old.
-    jobstate::kv_set(&store, "job", "k", &parse("1").expect("json"), 0).expect("kv");
-    jobstate::cursor_advance(&store, "job", "c", &parse("1").expect("json"), false, 0)
+    jobstate::kv_set(&store, "job", "k", &loads("1").expect("json"), 0).expect("kv");
+    jobstate::cursor_advance(&store, "job", "c", &loads("1").expect("json"), false, 0)
         .expect("cursor");
     jobstate::idempotency_claim(&store, "job", "permanent", 0.0).expect("claim");
     jobstate::idempotency_claim(&store, "job", "live", 10.0 * DAY).expect("claim");
@@ -608,9 +609,9 @@ fn lapsed_claims_and_idle_orphan_locks_go_and_nothing_else_does() {
     let leases = base.join("leases");
     std::fs::write(leases.join("bare.lock"), b"\0").expect("bare");
     // A deleted key's lock, and a young orphan.
-    jobstate::kv_set(&store, "job", "deleted", &parse("1").expect("json"), 0).expect("kv");
+    jobstate::kv_set(&store, "job", "deleted", &loads("1").expect("json"), 0).expect("kv");
     jobstate::kv_delete(&store, "job", "deleted").expect("delete");
-    jobstate::kv_set(&store, "job", "young", &parse("1").expect("json"), 0).expect("kv");
+    jobstate::kv_set(&store, "job", "young", &loads("1").expect("json"), 0).expect("kv");
     jobstate::kv_delete(&store, "job", "young").expect("delete");
     let kv = base.join("docs").join(fs_safe("kv/job"));
     for dir in [
@@ -661,7 +662,7 @@ fn lapsed_claims_and_idle_orphan_locks_go_and_nothing_else_does() {
     }
     assert_eq!(
         jobstate::kv_get(&store, "job", "k").expect("kv").value,
-        parse("1").expect("json")
+        loads("1").expect("json")
     );
 }
 

@@ -7,9 +7,9 @@
 //! sweeps blobs no record names.
 
 use super::error::JobStateError;
-use super::pyjson::{PyJson, PyString, PyText};
 use super::rules::{portability_error, require_scope};
 use super::ARTIFACT_STREAM_PREFIX;
+use crate::pyjson::{PyJson, PyString, PyText};
 use crate::state::format::wall_now;
 use crate::state::stats::Op;
 use crate::state::store::Store;

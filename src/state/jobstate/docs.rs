@@ -11,8 +11,8 @@
 //! raw UTF-8 from an orjson node reads the same).
 
 use super::error::JobStateError;
-use super::pyjson::{parse, Dumps, PyDict, PyJson, PyText};
 use super::rules::{portability_error, INT_MAX, INT_MIN};
+use crate::pyjson::{loads, Dumps, PyDict, PyJson, PyText};
 use crate::state::format::{fs_safe_bytes, SCHEMA_VERSION};
 use crate::state::lease::with_touched_lock;
 use crate::state::stats::Op;
@@ -61,7 +61,7 @@ pub fn doc_paths(
 /// an object.
 pub fn decode_document(bytes: &[u8]) -> Result<PyDict, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| e.to_string())?;
-    let value = parse(text).map_err(|e| e.to_string())?;
+    let value = loads(text).map_err(|e| e.to_string())?;
     if let Some(literal) = wide_int(&value) {
         return Err(format!(
             "integer literal {literal} is outside the portable signed/unsigned 64-bit range \

@@ -8,17 +8,16 @@
 //! its event loop) returning a [`JobStateError`] that carries the HTTP
 //! status and the original's exact text.
 //!
-//! Values are Python's JSON values ([`PyJson`]): a job's request is read
-//! as the original's `json.loads` reads it, judged by its rules (the
-//! fleet portability gate, the size limit measured as its default install
-//! encodes, Python's comparisons for cursors) and written as its default
-//! encoder writes.
+//! Values are Python's JSON values ([`PyJson`](crate::pyjson::PyJson)): a
+//! job's request is read as the original's `json.loads` reads it, judged
+//! by its rules (the fleet portability gate, the size limit measured as
+//! its default install encodes, Python's comparisons for cursors) and
+//! written as its default encoder writes.
 
 pub mod artifacts;
 pub mod docs;
 pub mod error;
 pub mod ops;
-pub mod pyjson;
 pub mod rules;
 
 pub use artifacts::{artifact_get, artifact_list, artifact_put, Fetched, Listed, Published};
@@ -27,7 +26,6 @@ pub use ops::{
     cursor_advance, cursor_get, idempotency_claim, idempotency_release, kv_delete, kv_get, kv_list,
     kv_set, Claim, KvEntry, Stored,
 };
-pub use pyjson::{parse, Dumps, PyDict, PyJson, PyString, PyText};
 
 /// The document namespace prefix of key/value state (`kv/<scope>`).
 pub const KV_NS_PREFIX: &str = "kv/";

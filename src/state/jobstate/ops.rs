@@ -5,9 +5,9 @@
 
 use super::docs::{delete_document, list_documents, mutate_document, read_document, DocChange};
 use super::error::JobStateError;
-use super::pyjson::{PyDict, PyJson, PyString, PyText};
 use super::rules::{check_size, claim_still_held, cursor_step, require_scope, Incomparable};
 use super::{CURSOR_NS_PREFIX, IDEM_NS_PREFIX, KV_NS_PREFIX};
+use crate::pyjson::{PyDict, PyJson, PyString, PyText};
 use crate::state::format::wall_now;
 use crate::state::store::Store;
 

@@ -5,7 +5,7 @@
 //! idempotency expiry. No I/O.
 
 use super::error::JobStateError;
-use super::pyjson::{Dumps, PyDict, PyJson, PyString, PyText};
+use crate::pyjson::{Dumps, PyDict, PyJson, PyString, PyText};
 use std::cmp::Ordering;
 
 /// The deepest nesting of a stored document every node can write back

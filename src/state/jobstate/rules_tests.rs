@@ -2,10 +2,10 @@
 //! `_check_size` verdicts were produced by its Python interpreter.
 
 use super::*;
-use crate::state::jobstate::pyjson::parse;
+use crate::pyjson::loads;
 
 fn v(text: &str) -> PyJson {
-    parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    loads(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
 }
 
 /// Python's `a > b` / `a == b` for every pair of VALUES: row `a`, column

@@ -7,6 +7,7 @@
 use super::artifacts::{blob_get, blob_path, blob_put, sha256_hex};
 use super::docs::{decode_document, encode_document, mutate_document, read_document, DocChange};
 use super::*;
+use crate::pyjson::{loads, Dumps, PyDict, PyJson};
 use crate::state::store::{Store, StoreSettings};
 use std::path::Path;
 use std::sync::Arc;
@@ -26,7 +27,7 @@ fn open_paced(dir: &Path, rate: f64) -> Store {
 }
 
 fn v(text: &str) -> PyJson {
-    parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    loads(text).unwrap_or_else(|e| panic!("{text:?}: {e}"))
 }
 
 fn ops(store: &Store) -> Vec<(&'static str, u64, u64)> {

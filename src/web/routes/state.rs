@@ -11,8 +11,9 @@
 
 use super::{ApiError, ApiResult, AppState};
 use crate::job::RunRecord;
+use crate::pyjson::{Dumps, PyDict, PyJson};
 use crate::state::inspect;
-use crate::state::jobstate::{self, Dumps, PyDict, PyJson};
+use crate::state::jobstate;
 use crate::state::records::{run_from_data, stream};
 use crate::state::store::Store;
 use axum::extract::{Path, Query, State};

@@ -1,7 +1,8 @@
-//! `json.loads` / `json.dumps` against CPython 3.11: every expected text
-//! below was produced by running the same input through Python
-//! (`json.dumps(json.loads(text))`, or `str()` of the `ValueError`).
+//! `json.loads` against CPython 3.11: every expected text below was
+//! produced by running the same input through Python
+//! (`json.dumps(json.loads(text))`, or `str()` of the exception).
 
+use super::super::Dumps;
 use super::*;
 
 const LOADS: &[(&str, Result<&str, &str>)] = &[
@@ -308,11 +309,11 @@ const LOADS: &[(&str, Result<&str, &str>)] = &[
 #[test]
 fn loads_and_dumps_like_python() {
     for (text, want) in LOADS {
-        let got = loads(&PyStr::from(*text)).map(|v| v.dumps());
+        let got = loads(*text).map(|v| v.dumps(Dumps::SPACED));
         match want {
             Ok(dumped) => assert_eq!(got.as_deref(), Ok(*dumped), "json.loads({text:?})"),
             Err(msg) => assert_eq!(
-                got.as_ref().map_err(|e| e.0.as_str()),
+                got.as_ref().map_err(LoadError::message),
                 Err(*msg),
                 "json.loads({text:?})"
             ),
@@ -322,14 +323,11 @@ fn loads_and_dumps_like_python() {
 
 #[test]
 fn integers_past_python_s_digit_limit_are_refused() {
-    let ok = "7".repeat(4300);
+    let ok = "7".repeat(INT_MAX_STR_DIGITS);
+    assert_eq!(loads(&ok), Ok(PyJson::BigInt(ok.clone())));
+    let long = format!("-{}", "1".repeat(INT_MAX_STR_DIGITS + 1));
     assert_eq!(
-        loads(&PyStr::from(ok.as_str())),
-        Ok(PyValue::Int(ok.clone()))
-    );
-    let long = format!("-{}", "1".repeat(4301));
-    assert_eq!(
-        loads(&PyStr::from(long.as_str())).map_err(|e| e.0),
+        loads(&long).map_err(|e| e.to_string()),
         Err(
             "Exceeds the limit (4300 digits) for integer string conversion: value has 4301 \
              digits; use sys.set_int_max_str_digits() to increase the limit"
@@ -339,7 +337,7 @@ fn integers_past_python_s_digit_limit_are_refused() {
     // A float has no such limit.
     let float = format!("1.{}", "1".repeat(5000));
     assert_eq!(
-        loads(&PyStr::from(float.as_str())).map(|v| v.dumps()),
+        loads(&float).map(|v| v.dumps(Dumps::SPACED)),
         Ok("1.1111111111111112".to_owned())
     );
 }
@@ -347,13 +345,20 @@ fn integers_past_python_s_digit_limit_are_refused() {
 #[test]
 fn nesting_stops_where_python_s_recursion_limit_does() {
     let nested = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
-    assert!(loads(&PyStr::from(nested(MAX_DEPTH).as_str())).is_ok());
+    assert!(loads(&nested(MAX_DEPTH)).is_ok());
+    let too_deep_array = Err(
+        "maximum recursion depth exceeded while decoding a JSON array from a unicode string"
+            .to_owned(),
+    );
     assert_eq!(
-        loads(&PyStr::from(nested(MAX_DEPTH + 1).as_str())).map_err(|e| e.0),
-        Err(
-            "maximum recursion depth exceeded while decoding a JSON array from a unicode string"
-                .to_owned()
-        )
+        loads(&nested(MAX_DEPTH + 1)).map_err(|e| e.to_string()),
+        too_deep_array
+    );
+    // A caller deeper in its own stack stops sooner.
+    assert!(loads_with_depth(&nested(989), 989).is_ok());
+    assert_eq!(
+        loads_with_depth(&nested(990), 989).map_err(|e| e.to_string()),
+        too_deep_array
     );
     let objects = format!(
         "{}1{}",
@@ -361,7 +366,7 @@ fn nesting_stops_where_python_s_recursion_limit_does() {
         "}".repeat(MAX_DEPTH + 1)
     );
     assert_eq!(
-        loads(&PyStr::from(objects.as_str())).map_err(|e| e.0),
+        loads(&objects).map_err(|e| e.to_string()),
         Err(
             "maximum recursion depth exceeded while decoding a JSON object from a unicode string"
                 .to_owned()
@@ -371,120 +376,104 @@ fn nesting_stops_where_python_s_recursion_limit_does() {
 
 #[test]
 fn lone_surrogates_survive_a_round_trip() {
-    let v = loads(&PyStr::from(r#"["\ud800", "a\udcffb"]"#)).unwrap();
+    let v = loads(r#"["\ud800", "a\udcffb"]"#).expect("loads");
     assert_eq!(
         v,
-        PyValue::List(vec![
-            PyValue::Str(PyStr::Points(vec![0xd800])),
-            PyValue::Str(PyStr::Points(vec![0x61, 0xdcff, 0x62])),
+        PyJson::List(vec![
+            PyJson::Str(PyString::from_code_points([0xd800])),
+            PyJson::Str(PyString::from_code_points([0x61, 0xdcff, 0x62])),
         ])
     );
-    assert_eq!(v.dumps(), r#"["\ud800", "a\udcffb"]"#);
+    assert_eq!(v.dumps(Dumps::SPACED), r#"["\ud800", "a\udcffb"]"#);
     // A surrogate already in the text (from argv) is a character like any
     // other inside a string, and refused outside one.
-    let raw = PyStr::Points(vec![0x22, 0xdcff, 0x22]);
-    assert_eq!(loads(&raw).map(|v| v.dumps()), Ok(r#""\udcff""#.to_owned()));
-    let bare = PyStr::Points(vec![0xdcff]);
+    let raw = PyString::from_code_points([0x22, 0xdcff, 0x22]);
     assert_eq!(
-        loads(&bare).map_err(|e| e.0),
+        loads(&raw).map(|v| v.dumps(Dumps::SPACED)),
+        Ok(r#""\udcff""#.to_owned())
+    );
+    let bare = PyString::from_code_points([0xdcff]);
+    assert_eq!(
+        loads(&bare).map_err(|e| e.to_string()),
         Err("Expecting value: line 1 column 1 (char 0)".to_owned())
     );
+    // A pair of escapes is one code point; a high escape before anything
+    // but a low one stays lone.
+    let PyJson::Str(pair) = loads(r#""\ud83d\ude00""#).expect("loads") else {
+        panic!("not a string");
+    };
+    assert_eq!(pair.as_str(), Some("\u{1f600}"));
+    let PyJson::Str(lone) = loads(r#""\ud800\u0041""#).expect("loads") else {
+        panic!("not a string");
+    };
+    assert_eq!(lone.code_points().collect::<Vec<_>>(), [0xd800, 0x41]);
 }
 
 #[test]
 fn positions_count_code_points_not_bytes() {
     assert_eq!(
-        loads(&PyStr::from("[\"é€😀\" x]")).map_err(|e| e.0),
+        loads("[\"é€😀\" x]").map_err(|e| e.to_string()),
         Err("Expecting ',' delimiter: line 1 column 8 (char 7)".to_owned())
     );
-}
-
-#[test]
-fn replies_decode_as_python_decodes_bytes() {
     assert_eq!(
-        loads_bytes(b"\xef\xbb\xbf{\"a\": 1}"),
-        Some(PyValue::dict([("a", PyValue::Int("1".into()))]))
+        loads("[\"é\",\n \"€\u{1}\"]").map_err(|e| e.to_string()),
+        Err("Invalid control character at: line 2 column 4 (char 9)".to_owned())
     );
-    assert_eq!(loads_bytes(b"{\"a\": \xff}"), None);
-    assert_eq!(loads_bytes(b"not json"), None);
-    assert_eq!(loads_bytes(b"5"), Some(PyValue::Int("5".into())));
+    let lone = PyString::from_code_points([0x5b, 0xd800, 0x5d]);
+    assert_eq!(
+        loads(&lone).map_err(|e| e.to_string()),
+        Err("Expecting value: line 1 column 2 (char 1)".to_owned())
+    );
 }
 
 #[test]
-fn truthiness_is_python_s() {
-    let falsy = [
-        PyValue::None,
-        PyValue::Bool(false),
-        PyValue::Int("0".into()),
-        PyValue::Float(0.0),
-        PyValue::Float(-0.0),
-        PyValue::str(""),
-        PyValue::List(vec![]),
-        PyValue::Dict(vec![]),
+fn what_python_refuses_is_refused() {
+    let long_int = "1".repeat(INT_MAX_STR_DIGITS + 1);
+    let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+    let bad = [
+        "",
+        " ",
+        "01",
+        "1.",
+        ".5",
+        "-",
+        "+1",
+        "1e",
+        "1e+",
+        "[1,]",
+        "{\"a\":1,}",
+        "{a:1}",
+        "\"\u{1}\"",
+        "\"abc",
+        "nan",
+        "inf",
+        "-NaN",
+        "[1 2]",
+        "\u{feff}1",
+        "\"\\x\"",
+        "\"\\u12\"",
+        "\"\\u12g4\"",
+        "tru",
+        "1 2",
+        "{\"a\" 1}",
+        "\u{b}1",
+        "\u{a0}1",
+        "[",
+        "{",
+        "\"\\ud800\\u12\"",
+        "-01",
+        &long_int,
+        &deep,
     ];
-    for v in falsy {
-        assert!(!v.truthy(), "{v:?}");
+    for input in bad {
+        assert!(loads(input).is_err(), "{input:?} was accepted");
     }
-    let truthy = [
-        PyValue::Bool(true),
-        PyValue::Int("-1".into()),
-        PyValue::Float(f64::NAN),
-        PyValue::Float(0.5),
-        PyValue::str("0"),
-        PyValue::List(vec![PyValue::None]),
-        PyValue::dict([("", PyValue::None)]),
-    ];
-    for v in truthy {
-        assert!(v.truthy(), "{v:?}");
-    }
-}
-
-/// `str()` and `repr()` from CPython 3.11.
-#[test]
-fn str_and_repr_like_python() {
-    let v = loads(&PyStr::from(
-        r#"{"a": [1, 2.5, null, true, false, "it's", "x\ny"], "b": {}, "c": 1e16, "d": NaN, "é": -Infinity}"#,
-    ))
-    .unwrap();
-    assert_eq!(
-        v.py_repr(),
-        r#"{'a': [1, 2.5, None, True, False, "it's", 'x\ny'], 'b': {}, 'c': 1e+16, 'd': nan, 'é': -inf}"#
-    );
-    assert_eq!(v.py_str(), v.py_repr());
-    assert_eq!(PyValue::str("plain").py_str(), "plain");
-    assert_eq!(PyValue::str("plain").py_repr(), "'plain'");
-    assert_eq!(PyValue::None.py_str(), "None");
-    assert_eq!(PyValue::Float(3.0).py_str(), "3.0");
-    assert_eq!(PyValue::Int("-7".into()).py_str(), "-7");
-}
-
-#[test]
-fn get_reads_string_keys_of_objects_only() {
-    let v = PyValue::dict([
-        ("value", PyValue::Int("1".into())),
-        ("ok", PyValue::Bool(true)),
-    ]);
-    assert_eq!(v.get("ok"), Some(&PyValue::Bool(true)));
-    assert_eq!(v.get("missing"), None);
-    assert_eq!(PyValue::List(vec![]).get("ok"), None);
-}
-
-#[test]
-fn dumps_uses_python_s_default_separators_and_floats() {
-    let body = PyValue::dict([
-        ("scope", PyValue::None),
-        ("key", PyValue::str("k é")),
-        ("value", PyValue::Float(1e16)),
-        ("ttl", PyValue::Float(0.0)),
-        ("permits", PyValue::Int("3".into())),
-        ("wait", PyValue::Bool(false)),
-        ("x", PyValue::Float(f64::INFINITY)),
-        ("y", PyValue::Float(f64::NAN)),
-        ("z", PyValue::Float(1e-5)),
-        ("w", PyValue::Float(-0.0)),
-    ]);
-    assert_eq!(
-        body.dumps(),
-        r#"{"scope": null, "key": "k \u00e9", "value": 1e+16, "ttl": 0.0, "permits": 3, "wait": false, "x": Infinity, "y": NaN, "z": 1e-05, "w": -0.0}"#
-    );
+    let max_int = "9".repeat(INT_MAX_STR_DIGITS);
+    assert!(matches!(loads(&max_int), Ok(PyJson::BigInt(_))));
+    assert!(matches!(
+        loads(&format!("-{max_int}")),
+        Ok(PyJson::BigInt(_))
+    ));
+    let deepest = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+    assert!(loads(&deepest).is_ok());
 }

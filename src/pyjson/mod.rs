@@ -1,23 +1,31 @@
-//! JSON values as the original's Python sees them. A job's values reach
-//! the original through `json.loads`, which accepts more than JSON proper
-//! (`NaN`, `Infinity`, integers of any width, strings with lone
-//! surrogates) and which keeps the `int`/`float` distinction; its
-//! portability gate, size limit, cursor comparisons and error texts all
-//! judge those Python values. [`PyJson`] holds exactly them, [`parse`]
-//! reads them as `json.loads` does, and [`PyJson::dumps`] writes them as
-//! `json.dumps` does (ASCII-only, as the original's default install).
+//! Python's JSON values, as the original's interpreter holds them. Both
+//! ends of the job API talk to Python through its `json` module: the
+//! server reads a job's request with `json.loads` and judges the Python
+//! values it gets (portability, size, cursor comparisons, error texts);
+//! the client parses `state set --json VALUE` and every reply with
+//! `json.loads`, writes request bodies and printed values with
+//! `json.dumps`, and prints `str()`/`repr()` of values in its messages.
+//! That `json` accepts more than JSON proper (`NaN`, `Infinity`, integers
+//! of any width, strings with lone surrogates) and keeps the
+//! `int`/`float` distinction, so one model serves both ends here:
 //!
-//! Strings are [`PyString`]: Python's code points, lone surrogates
-//! included, kept as generalized UTF-8 (the bytes Python's
-//! `encode("utf-8", "surrogatepass")` writes, which also name files).
+//! - [`PyString`]: a `str`, lone surrogates included, with `repr()`,
+//!   `strip()`, Python's ordering, and `surrogateescape` to and from OS
+//!   bytes;
+//! - [`PyJson`] and [`PyDict`]: a value of `json.loads`; [`loads`] reads
+//!   one as `json.loads` does, with CPython's error texts, and
+//!   [`PyJson::dumps`] writes one as `json.dumps` does (ASCII-only, as the
+//!   original's default install);
+//! - [`int_of_text`], [`float_of_text`], [`PyJson::to_py_int`] and
+//!   [`PyJson::to_py_float`]: Python's `int()` and `float()`.
 
-mod convert;
+mod number;
 mod parse;
 mod string;
 
-pub use convert::PyConvError;
-pub use parse::{parse, ParseError, MAX_INT_DIGITS, MAX_PARSE_DEPTH};
-pub use string::{py_isspace, PyString, PyText};
+pub use number::{float_of_text, int_of_text, IntError, PyConvError, INT_MAX_STR_DIGITS};
+pub use parse::{loads, loads_with_depth, LoadError, MAX_DEPTH};
+pub use string::{PyString, PyText};
 
 use crate::pyfmt::py_float;
 use std::fmt::Write;
@@ -63,6 +71,11 @@ impl PyDict {
         self.0.iter().map(|(k, v)| (k, v))
     }
 
+    /// The keys, in order (what Python's `for k in d` yields).
+    pub fn keys(&self) -> impl Iterator<Item = &PyString> {
+        self.0.iter().map(|(k, _)| k)
+    }
+
     /// How many entries.
     pub fn len(&self) -> usize {
         self.0.len()
@@ -85,8 +98,8 @@ impl<K: Into<PyString>> FromIterator<(K, PyJson)> for PyDict {
 }
 
 /// A value of Python's `json.loads`. `PartialEq` is structural (a float
-/// is never equal to an int here); [`crate::state::jobstate::rules::py_eq`]
-/// is Python's `==`.
+/// is never equal to an int here); `state::jobstate::rules::py_eq` is
+/// Python's `==`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PyJson {
     /// `None`.
@@ -95,8 +108,9 @@ pub enum PyJson {
     Bool(bool),
     /// An `int` that fits in 128 bits.
     Int(i128),
-    /// An `int` beyond 128 bits, as its decimal digits (with a leading
-    /// `-` when negative). Never portable; kept to name it in errors.
+    /// An `int` beyond 128 bits, as its canonical decimal digits (with a
+    /// leading `-` when negative). Never portable; kept to send it on and
+    /// to name it in errors.
     BigInt(String),
     /// A `float` (non-finite ones too: `json.loads` reads `NaN`).
     Float(f64),
@@ -164,7 +178,8 @@ impl Dumps {
         sort_keys: true,
         compact: true,
     };
-    /// `json.dumps(obj)` with its default separators.
+    /// `json.dumps(obj)` with its default separators (the client's
+    /// request bodies and printed values).
     pub const SPACED: Dumps = Dumps {
         sort_keys: false,
         compact: false,
@@ -193,12 +208,13 @@ impl PyJson {
         }
     }
 
-    /// The value of `key`, if this is a dict holding it.
+    /// The value of `key`, if this is a dict holding it (`dict.get`; None
+    /// for a value that is not a dict).
     pub fn get(&self, key: &(impl PyText + ?Sized)) -> Option<&PyJson> {
         self.as_dict()?.get(key)
     }
 
-    /// Python's truthiness (`bool(x)`).
+    /// Python's truthiness (`bool(x)`: NaN is true).
     pub fn is_truthy(&self) -> bool {
         match self {
             PyJson::Null => false,
@@ -225,7 +241,8 @@ impl PyJson {
         }
     }
 
-    /// Python's `repr()`.
+    /// Python's `repr()`: `None`, `True`, `1.0`, `'text'`, `[1, 'a']`,
+    /// `{'k': None}`.
     pub fn repr(&self) -> String {
         let mut out = String::new();
         self.write_repr(&mut out);
@@ -299,7 +316,7 @@ impl PyJson {
                 out.push_str(if *x > 0.0 { "Infinity" } else { "-Infinity" })
             }
             PyJson::Float(x) => out.push_str(&py_float(*x)),
-            PyJson::Str(s) => write_json_string(out, s),
+            PyJson::Str(s) => s.write_json(out),
             PyJson::List(items) => {
                 out.push('[');
                 for (i, item) in items.iter().enumerate() {
@@ -320,7 +337,7 @@ impl PyJson {
                     if i > 0 {
                         out.push_str(if style.compact { "," } else { ", " });
                     }
-                    write_json_string(out, k);
+                    k.write_json(out);
                     out.push_str(if style.compact { ":" } else { ": " });
                     v.write_json(out, style);
                 }
@@ -386,38 +403,6 @@ impl PyJson {
             ),
         }
     }
-}
-
-/// Writes `s` as an ASCII-only JSON string (Python's `ensure_ascii`):
-/// the short escapes, `\u00XX` for other controls and DEL, `\uXXXX`
-/// (lowercase, surrogate pairs above U+FFFF) beyond ASCII.
-fn write_json_string(out: &mut String, s: &PyString) {
-    out.push('"');
-    for cp in s.code_points() {
-        match cp {
-            0x22 => out.push_str("\\\""),
-            0x5c => out.push_str("\\\\"),
-            0x0a => out.push_str("\\n"),
-            0x0d => out.push_str("\\r"),
-            0x09 => out.push_str("\\t"),
-            0x08 => out.push_str("\\b"),
-            0x0c => out.push_str("\\f"),
-            0x20..=0x7e => out.push(char::from(cp as u8)),
-            0x10000.. => {
-                let v = cp - 0x10000;
-                let _ = write!(
-                    out,
-                    "\\u{:04x}\\u{:04x}",
-                    0xd800 + (v >> 10),
-                    0xdc00 + (v & 0x3ff)
-                );
-            }
-            _ => {
-                let _ = write!(out, "\\u{cp:04x}");
-            }
-        }
-    }
-    out.push('"');
 }
 
 #[cfg(test)]

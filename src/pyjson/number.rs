@@ -1,12 +1,16 @@
-//! Python's `int(text)` and `float(text)` readings of a command-line
-//! argument: the original parses `cursor advance` values, `--permits`,
-//! `--ttl`, `--timeout` and `--map-index` with them, so `" 7 "`, `"1_000"`,
-//! `"١٢"` (Arabic-Indic digits), `"inf"` and `"-nan"` must read here as
-//! they read there.
+//! Python's `int()` and `float()`, of text and of JSON values. The
+//! original reads numbers both ways: the client parses `cursor advance`
+//! values, `--permits`, `--ttl`, `--timeout` and `--map-index` with
+//! `int(text)`/`float(text)`, and the server takes `float(body["ttl"])`
+//! and `int(body["permits"])` of whatever JSON a job sent. So `" 7 "`,
+//! `"1_000"`, `"١٢"` (Arabic-Indic digits), `"inf"` and `"-nan"` must read
+//! here as they read there, and a list must fail as a `TypeError` does.
 
-/// The most digits Python 3.11 converts from text to an int
+use super::PyJson;
+
+/// The most digits Python 3.11 converts between text and an int
 /// (`sys.get_int_max_str_digits()` default); a longer literal is a
-/// `ValueError` there.
+/// `ValueError` there, in `int()` and in `json.loads` alike.
 pub const INT_MAX_STR_DIGITS: usize = 4300;
 
 /// The code points of the "0" of every run of ten Unicode decimal digits
@@ -23,7 +27,7 @@ const DIGIT_ZEROS: [u32; 66] = [
 
 /// The decimal value of a Unicode decimal digit (any script), as Python's
 /// `unicodedata.decimal` gives it.
-pub fn decimal_digit(c: char) -> Option<u8> {
+fn decimal_digit(c: char) -> Option<u8> {
     let cp = c as u32;
     if c.is_ascii_digit() {
         return Some((cp - 0x30) as u8);
@@ -48,7 +52,7 @@ fn strip(text: &str) -> &str {
     text.trim_matches(char::is_whitespace)
 }
 
-/// Why `int(text)` refused a text.
+/// Why `int(text)` refused a text (both are Python's `ValueError`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IntError {
     /// Not an integer literal (`invalid literal for int() with base 10`).
@@ -60,8 +64,8 @@ pub enum IntError {
 /// Python's `int(text)` (base 10): surrounding whitespace, one sign,
 /// digits of any script with single `_` between digits. Returns the value
 /// as canonical decimal text (no leading zeros, no `-0`), so integers of
-/// any size survive to the JSON body as Python would send them.
-pub fn py_int(text: &str) -> Result<String, IntError> {
+/// any size survive to a JSON body as Python would send them.
+pub fn int_of_text(text: &str) -> Result<String, IntError> {
     let body = strip(text);
     let (negative, digits) = match body.as_bytes().first() {
         Some(b'-') => (true, &body[1..]),
@@ -115,7 +119,7 @@ fn ascii_digits(digits: &str) -> Option<String> {
 /// `nan` in any case with an optional sign; decimal and exponent forms
 /// with digits of any script and single `_` between digits. None when
 /// Python raises `ValueError`.
-pub fn py_float(text: &str) -> Option<f64> {
+pub fn float_of_text(text: &str) -> Option<f64> {
     let body = strip(text);
     let mut ascii = String::with_capacity(body.len());
     let chars: Vec<char> = body.chars().collect();
@@ -157,9 +161,77 @@ pub fn py_float(text: &str) -> Option<f64> {
     ascii.parse::<f64>().ok()
 }
 
+/// Why a conversion of [`PyJson::to_py_float`] or [`PyJson::to_py_int`]
+/// failed, by the Python exception it raises (the callers word each
+/// differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PyConvError {
+    /// `TypeError` (None, a list, a dict).
+    Type,
+    /// `ValueError` (a string that is not a number, `int(nan)`).
+    Value,
+    /// `OverflowError` (an int too big for a float, `int(inf)`).
+    Overflow,
+}
+
+impl PyJson {
+    /// An `int` of canonical decimal text (as [`int_of_text`] returns
+    /// it): 128 bits when it fits, else kept as its digits (the only case
+    /// that allocates, which the parser's every integer relies on).
+    pub fn int_from_decimal(digits: &str) -> PyJson {
+        match digits.parse::<i128>() {
+            Ok(n) => PyJson::Int(n),
+            Err(_) => PyJson::BigInt(digits.to_owned()),
+        }
+    }
+
+    /// Python's `float(x)`.
+    pub fn to_py_float(&self) -> Result<f64, PyConvError> {
+        match self {
+            PyJson::Null | PyJson::List(_) | PyJson::Dict(_) => Err(PyConvError::Type),
+            PyJson::Bool(b) => Ok(if *b { 1.0 } else { 0.0 }),
+            // Both casts round to nearest, ties to even, as Python does.
+            PyJson::Int(n) => Ok(*n as f64),
+            PyJson::BigInt(digits) => digits
+                .parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or(PyConvError::Overflow),
+            PyJson::Float(x) => Ok(*x),
+            PyJson::Str(s) => s.as_str().and_then(float_of_text).ok_or(PyConvError::Value),
+        }
+    }
+
+    /// Python's `int(x)`, saturated to the 128-bit range (an `int` that
+    /// wide only ever fails a range check anyway).
+    pub fn to_py_int(&self) -> Result<i128, PyConvError> {
+        let saturated = |negative: bool| if negative { i128::MIN } else { i128::MAX };
+        match self {
+            PyJson::Null | PyJson::List(_) | PyJson::Dict(_) => Err(PyConvError::Type),
+            PyJson::Bool(b) => Ok(i128::from(*b)),
+            PyJson::Int(n) => Ok(*n),
+            PyJson::BigInt(digits) => Ok(saturated(digits.starts_with('-'))),
+            PyJson::Float(x) if x.is_nan() => Err(PyConvError::Value),
+            PyJson::Float(x) if x.is_infinite() => Err(PyConvError::Overflow),
+            // `as` truncates toward zero and saturates.
+            PyJson::Float(x) => Ok(*x as i128),
+            PyJson::Str(s) => {
+                let digits = s
+                    .as_str()
+                    .and_then(|text| int_of_text(text).ok())
+                    .ok_or(PyConvError::Value)?;
+                Ok(digits
+                    .parse::<i128>()
+                    .unwrap_or_else(|_| saturated(digits.starts_with('-'))))
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pyjson::loads;
 
     #[test]
     fn digits_of_every_script_read_as_python_reads_them() {
@@ -247,19 +319,19 @@ mod tests {
     #[test]
     fn int_reads_as_python() {
         for (text, want) in INTS {
-            assert_eq!(py_int(text).ok().as_deref(), *want, "int({text:?})");
+            assert_eq!(int_of_text(text).ok().as_deref(), *want, "int({text:?})");
         }
     }
 
     #[test]
     fn int_refuses_more_digits_than_python_converts() {
         let long = "1".repeat(INT_MAX_STR_DIGITS);
-        assert_eq!(py_int(&long).as_deref(), Ok(long.as_str()));
+        assert_eq!(int_of_text(&long).as_deref(), Ok(long.as_str()));
         let longer = "1".repeat(INT_MAX_STR_DIGITS + 1);
-        assert_eq!(py_int(&longer), Err(IntError::TooManyDigits(4301)));
+        assert_eq!(int_of_text(&longer), Err(IntError::TooManyDigits(4301)));
         // Underscores are not digits.
         let spaced = format!("{}_1", "1".repeat(INT_MAX_STR_DIGITS - 1));
-        assert!(py_int(&spaced).is_ok());
+        assert!(int_of_text(&spaced).is_ok());
     }
 
     /// (text, Python's `repr(float(text))` or None for ValueError); the
@@ -331,8 +403,62 @@ mod tests {
     #[test]
     fn float_reads_as_python() {
         for (text, want) in FLOATS {
-            let got = py_float(text).map(crate::pyfmt::py_float);
+            let got = float_of_text(text).map(crate::pyfmt::py_float);
             assert_eq!(got.as_deref(), *want, "float({text:?})");
         }
+    }
+
+    #[test]
+    fn values_convert_as_python_s_float_and_int() {
+        use PyConvError::*;
+        let float = |s: &str| loads(s).expect("loads").to_py_float();
+        assert_eq!(float("null"), Err(Type));
+        assert_eq!(float("[]"), Err(Type));
+        assert_eq!(float("{}"), Err(Type));
+        assert_eq!(float("true"), Ok(1.0));
+        assert_eq!(float("3"), Ok(3.0));
+        assert_eq!(float("2.5"), Ok(2.5));
+        assert_eq!(float("\"5\""), Ok(5.0));
+        assert_eq!(float("\" -1_000.5e1 \""), Ok(-10005.0));
+        assert_eq!(float("\"Infinity\""), Ok(f64::INFINITY));
+        assert_eq!(float("\"-inf\""), Ok(f64::NEG_INFINITY));
+        assert!(float("\"nan\"").is_ok_and(f64::is_nan));
+        assert_eq!(float("\"\\u0661.5\""), Ok(1.5));
+        assert_eq!(float("\"\\u001c1\""), Err(Value));
+        assert_eq!(float("\"\\ud800\""), Err(Value));
+        assert_eq!(float("\"x\""), Err(Value));
+        assert_eq!(float("\"1__0\""), Err(Value));
+        assert_eq!(float("\"_1\""), Err(Value));
+        assert_eq!(float("\"\""), Err(Value));
+        assert_eq!(float("\".\""), Err(Value));
+        assert_eq!(float("\".5\""), Ok(0.5));
+        assert_eq!(float("\"5.\""), Ok(5.0));
+        assert_eq!(float(&"9".repeat(400)), Err(Overflow));
+        assert_eq!(float(&"9".repeat(300)), Ok(1e300));
+        let int = |s: &str| loads(s).expect("loads").to_py_int();
+        assert_eq!(int("null"), Err(Type));
+        assert_eq!(int("true"), Ok(1));
+        assert_eq!(int("2.7"), Ok(2));
+        assert_eq!(int("-2.7"), Ok(-2));
+        assert_eq!(int("\" 12 \""), Ok(12));
+        assert_eq!(int("\"1_000\""), Ok(1000));
+        assert_eq!(int("\"\\u0661\\u0662\""), Ok(12));
+        assert_eq!(int("\"\\u001f1\""), Err(Value));
+        assert_eq!(int("\"5.0\""), Err(Value));
+        assert_eq!(int("\"\""), Err(Value));
+        assert_eq!(int("\"1_\""), Err(Value));
+        assert_eq!(int("NaN"), Err(Value));
+        assert_eq!(int("Infinity"), Err(Overflow));
+        assert_eq!(int(&"9".repeat(50)), Ok(i128::MAX));
+        assert_eq!(int(&format!("-{}", "9".repeat(50))), Ok(i128::MIN));
+        assert_eq!(int(&format!("\"-{}\"", "9".repeat(50))), Ok(i128::MIN));
+        assert_eq!(int("1e300"), Ok(i128::MAX));
+    }
+
+    #[test]
+    fn decimal_text_becomes_an_int_of_any_width() {
+        assert_eq!(PyJson::int_from_decimal("-7"), PyJson::Int(-7));
+        let wide = "9".repeat(40);
+        assert_eq!(PyJson::int_from_decimal(&wide), PyJson::BigInt(wide));
     }
 }
