@@ -1,5 +1,4 @@
 use super::*;
-use crate::state::store::StoreSettings;
 use std::collections::HashMap;
 
 fn t(secs: i64) -> DateTime<Utc> {
@@ -127,13 +126,7 @@ fn only_a_record_naming_another_host_is_foreign() {
 }
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(&StoreSettings {
-        root: dir.to_path_buf(),
-        deployment_id: "default".into(),
-        topology: None,
-        max_ops_per_second: 0.0,
-    })
-    .expect("opens")
+    Store::open_for_tests(dir)
 }
 
 fn ladders<'a>(store: &'a Store, host: &'a str) -> Ladders<'a> {

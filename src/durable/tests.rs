@@ -3,7 +3,6 @@ use super::rehydrate;
 use super::*;
 use crate::scheduler::pause::{PauseMark, PauseWindow};
 use crate::state::records;
-use crate::state::store::StoreSettings;
 use chrono::{DateTime, SubsecRound, TimeDelta, TimeZone, Utc};
 
 /// Now, to the microsecond (what the records keep).
@@ -14,15 +13,7 @@ use serde_json::json;
 use std::collections::HashMap;
 
 fn store(dir: &std::path::Path) -> Arc<Store> {
-    Arc::new(
-        Store::open(&StoreSettings {
-            root: dir.to_path_buf(),
-            deployment_id: "default".into(),
-            topology: None,
-            max_ops_per_second: 0.0,
-        })
-        .expect("opens"),
-    )
+    Arc::new(Store::open_for_tests(dir))
 }
 
 fn load(yaml: &str) -> crate::config::LoadedConfig {

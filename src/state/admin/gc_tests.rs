@@ -548,13 +548,7 @@ fn config_scopes_keep_their_artifact_streams() {
 /// A store whose manifest history spans the grace (so a pass is not
 /// deferred), with this host's config naming `job`.
 fn store_with_history(dir: &std::path::Path) -> Store {
-    let store = Store::open(&crate::state::store::StoreSettings {
-        root: dir.to_path_buf(),
-        deployment_id: "default".to_owned(),
-        topology: None,
-        max_ops_per_second: 0.0,
-    })
-    .expect("open");
+    let store = Store::open_for_tests(dir);
     let now = crate::state::format::wall_now();
     for at in [now - 10.0 * DAY, now - DAY] {
         store

@@ -157,18 +157,12 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Store, StoreSettings};
+    use super::super::Store;
     use serde_json::json;
     use std::ops::ControlFlow;
 
     fn open(dir: &std::path::Path) -> Store {
-        Store::open(&StoreSettings {
-            root: dir.to_path_buf(),
-            deployment_id: "default".to_owned(),
-            topology: None,
-            max_ops_per_second: 0.0,
-        })
-        .expect("open")
+        Store::open_for_tests(dir)
     }
 
     #[test]

@@ -146,17 +146,11 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Store, StoreSettings};
+    use super::super::Store;
     use crate::state::lease::LeaseRecord;
 
     fn open(dir: &std::path::Path) -> Store {
-        Store::open(&StoreSettings {
-            root: dir.to_path_buf(),
-            deployment_id: "default".to_owned(),
-            topology: None,
-            max_ops_per_second: 0.0,
-        })
-        .expect("open")
+        Store::open_for_tests(dir)
     }
 
     #[test]

@@ -635,4 +635,19 @@ mod latest;
 mod lease;
 
 #[cfg(test)]
+impl Store {
+    /// A store at `root` with the default deployment id and no pacing:
+    /// what the unit tests of the store and its users open.
+    pub(crate) fn open_for_tests(root: &std::path::Path) -> Store {
+        Store::open(&StoreSettings {
+            root: root.to_path_buf(),
+            deployment_id: "default".into(),
+            topology: None,
+            max_ops_per_second: 0.0,
+        })
+        .expect("a test store opens")
+    }
+}
+
+#[cfg(test)]
 mod tests;

@@ -1,14 +1,8 @@
 use super::*;
 use serde_json::json;
 
-fn open(dir: &Path) -> Store {
-    Store::open(&StoreSettings {
-        root: dir.to_path_buf(),
-        deployment_id: "default".into(),
-        topology: None,
-        max_ops_per_second: 0.0,
-    })
-    .expect("opens")
+fn open(dir: &std::path::Path) -> Store {
+    Store::open_for_tests(dir)
 }
 
 #[test]
