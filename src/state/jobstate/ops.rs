@@ -54,11 +54,24 @@ pub fn kv_get(
     scope: &(impl PyText + ?Sized),
     key: &(impl PyText + ?Sized),
 ) -> Result<Stored, JobStateError> {
+    read_stored(store, KV_NS_PREFIX, "key", scope, key)
+}
+
+/// The stored value of document `key` in namespace `prefix + scope`,
+/// read without a lock; absent (or unreadable) is the original's 404
+/// `"{what} {key!r} is not set in scope {scope!r}"`.
+fn read_stored(
+    store: &Store,
+    prefix: &str,
+    what: &str,
+    scope: &(impl PyText + ?Sized),
+    key: &(impl PyText + ?Sized),
+) -> Result<Stored, JobStateError> {
     require_scope(scope)?;
-    match read_document(store, &namespace(KV_NS_PREFIX, scope), key) {
+    match read_document(store, &namespace(prefix, scope), key) {
         Some(body) => Ok(Stored::of(&body)),
         None => Err(JobStateError::NotFound(format!(
-            "key {} is not set in scope {}",
+            "{what} {} is not set in scope {}",
             PyString::of(key).repr(),
             PyString::of(scope).repr()
         ))),
@@ -136,15 +149,7 @@ pub fn cursor_get(
     scope: &(impl PyText + ?Sized),
     name: &(impl PyText + ?Sized),
 ) -> Result<Stored, JobStateError> {
-    require_scope(scope)?;
-    match read_document(store, &namespace(CURSOR_NS_PREFIX, scope), name) {
-        Some(body) => Ok(Stored::of(&body)),
-        None => Err(JobStateError::NotFound(format!(
-            "cursor {} is not set in scope {}",
-            PyString::of(name).repr(),
-            PyString::of(scope).repr()
-        ))),
-    }
+    read_stored(store, CURSOR_NS_PREFIX, "cursor", scope, name)
 }
 
 /// Moves cursor `name` of `scope` to `value` if that is greater than
