@@ -262,12 +262,15 @@ fn query_value(params: &HashMap<String, String>, key: &str) -> Option<PyJson> {
     params.get(key).map(|v| PyJson::from(v.as_str()))
 }
 
-/// Runs blocking store work off this thread's event loop.
-async fn blocking<T: Send + 'static>(
+/// Runs store work for `path` on the blocking pool, off this thread's
+/// event loop; a store error becomes the route's error answer.
+async fn on_store<T: Send + 'static>(
+    app: &App,
     path: &str,
-    work: impl FnOnce() -> Result<T, JobStateError> + Send + 'static,
+    work: impl FnOnce(&Store) -> Result<T, JobStateError> + Send + 'static,
 ) -> Result<T, ApiError> {
-    match tokio::task::spawn_blocking(work).await {
+    let store = Arc::clone(&app.store);
+    match tokio::task::spawn_blocking(move || work(&store)).await {
         Ok(result) => result.map_err(|e| store_error(path, e)),
         Err(err) => Err(store_error(
             path,
@@ -314,8 +317,10 @@ async fn kv_get(
     let _permit = admit(&app)?;
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
     let key = required(query_value(&params, "key").as_ref(), "key")?;
-    let store = Arc::clone(&app.store);
-    let stored = blocking("/v1/kv/get", move || jobstate::kv_get(&store, &scope, &key)).await?;
+    let stored = on_store(&app, "/v1/kv/get", move |store| {
+        jobstate::kv_get(store, &scope, &key)
+    })
+    .await?;
     ok([("value", stored.value), ("updatedAt", stored.updated_at)])
 }
 
@@ -326,10 +331,9 @@ async fn kv_set(State(app): Shared, headers: HeaderMap, body: Body) -> Result<Re
     let scope = scope_of(&run, payload.get("scope"))?;
     let key = required(payload.get("key"), "key")?;
     let value = payload.remove("value").unwrap_or(PyJson::Null);
-    let store = Arc::clone(&app.store);
     let max = app.settings.max_value_bytes;
-    let updated_at = blocking("/v1/kv/set", move || {
-        jobstate::kv_set(&store, &scope, &key, &value, max)
+    let updated_at = on_store(&app, "/v1/kv/set", move |store| {
+        jobstate::kv_set(store, &scope, &key, &value, max)
     })
     .await?;
     ok([
@@ -348,9 +352,8 @@ async fn kv_delete(
     let payload = json_body(&app, body).await?;
     let scope = scope_of(&run, payload.get("scope"))?;
     let key = required(payload.get("key"), "key")?;
-    let store = Arc::clone(&app.store);
-    let existed = blocking("/v1/kv/delete", move || {
-        jobstate::kv_delete(&store, &scope, &key)
+    let existed = on_store(&app, "/v1/kv/delete", move |store| {
+        jobstate::kv_delete(store, &scope, &key)
     })
     .await?;
     ok([("existed", PyJson::Bool(existed))])
@@ -364,9 +367,11 @@ async fn kv_list(
     let run = authorize(&app, &headers)?;
     let _permit = admit(&app)?;
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
-    let store = Arc::clone(&app.store);
     let s = scope.clone();
-    let entries = blocking("/v1/kv/list", move || jobstate::kv_list(&store, &s)).await?;
+    let entries = on_store(&app, "/v1/kv/list", move |store| {
+        jobstate::kv_list(store, &s)
+    })
+    .await?;
     let keys = entries
         .into_iter()
         .map(|e| {
@@ -389,9 +394,8 @@ async fn cursor_get(
     let _permit = admit(&app)?;
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
     let name = required(query_value(&params, "name").as_ref(), "name")?;
-    let store = Arc::clone(&app.store);
-    let stored = blocking("/v1/cursor/get", move || {
-        jobstate::cursor_get(&store, &scope, &name)
+    let stored = on_store(&app, "/v1/cursor/get", move |store| {
+        jobstate::cursor_get(store, &scope, &name)
     })
     .await?;
     ok([("value", stored.value), ("updatedAt", stored.updated_at)])
@@ -411,10 +415,9 @@ async fn cursor_advance(
         return Err(ApiError::bad("value is required"));
     };
     let force = payload.get("force").is_some_and(PyJson::is_truthy);
-    let store = Arc::clone(&app.store);
     let max = app.settings.max_value_bytes;
-    let (value, advanced) = blocking("/v1/cursor/advance", move || {
-        jobstate::cursor_advance(&store, &scope, &name, &value, force, max)
+    let (value, advanced) = on_store(&app, "/v1/cursor/advance", move |store| {
+        jobstate::cursor_advance(store, &scope, &name, &value, force, max)
     })
     .await?;
     ok([("value", value), ("advanced", PyJson::Bool(advanced))])
@@ -443,9 +446,8 @@ async fn idem_claim(
     if !ttl.is_finite() {
         return Err(ApiError::bad("ttl must be a finite number"));
     }
-    let store = Arc::clone(&app.store);
-    let claim = blocking("/v1/idempotency/claim", move || {
-        jobstate::idempotency_claim(&store, &scope, &key, ttl)
+    let claim = on_store(&app, "/v1/idempotency/claim", move |store| {
+        jobstate::idempotency_claim(store, &scope, &key, ttl)
     })
     .await?;
     ok([
@@ -464,9 +466,8 @@ async fn idem_release(
     let payload = json_body(&app, body).await?;
     let scope = scope_of(&run, payload.get("scope"))?;
     let key = required(payload.get("key"), "key")?;
-    let store = Arc::clone(&app.store);
-    let released = blocking("/v1/idempotency/release", move || {
-        jobstate::idempotency_release(&store, &scope, &key)
+    let released = on_store(&app, "/v1/idempotency/release", move |store| {
+        jobstate::idempotency_release(store, &scope, &key)
     })
     .await?;
     ok([("released", PyJson::Bool(released))])
@@ -483,10 +484,9 @@ async fn artifact_put(
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
     let name = required(query_value(&params, "name").as_ref(), "name")?;
     let data = read_body(&app, body).await?;
-    let store = Arc::clone(&app.store);
     let max = app.settings.max_artifact_bytes;
-    let published = blocking("/v1/artifact/put", move || {
-        jobstate::artifact_put(&store, &scope, &name, &data, max)
+    let published = on_store(&app, "/v1/artifact/put", move |store| {
+        jobstate::artifact_put(store, &scope, &name, &data, max)
     })
     .await?;
     ok([
@@ -504,9 +504,8 @@ async fn artifact_get(
     let _permit = admit(&app)?;
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
     let name = required(query_value(&params, "name").as_ref(), "name")?;
-    let store = Arc::clone(&app.store);
-    let got = blocking("/v1/artifact/get", move || {
-        jobstate::artifact_get(&store, &scope, &name)
+    let got = on_store(&app, "/v1/artifact/get", move |store| {
+        jobstate::artifact_get(store, &scope, &name)
     })
     .await?;
     let mut response = Response::new(Body::from(got.data));
@@ -532,10 +531,9 @@ async fn artifact_list(
     let run = authorize(&app, &headers)?;
     let _permit = admit(&app)?;
     let scope = scope_of(&run, query_value(&params, "scope").as_ref())?;
-    let store = Arc::clone(&app.store);
     let s = scope.clone();
-    let entries = blocking("/v1/artifact/list", move || {
-        jobstate::artifact_list(&store, &s)
+    let entries = on_store(&app, "/v1/artifact/list", move |store| {
+        jobstate::artifact_list(store, &s)
     })
     .await?;
     let artifacts = entries
