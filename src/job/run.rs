@@ -49,6 +49,16 @@ impl Phase {
     }
 }
 
+/// What every process of one run (its command, then its check) is
+/// watched with: the run's cancel, the end of its instance, its live
+/// output and the values masked in it.
+struct RunWatch<'a> {
+    cancel: &'a CancelSignal,
+    ended: &'a watch::Sender<bool>,
+    live: &'a Arc<LiveOutput>,
+    masks: &'a Arc<[String]>,
+}
+
 /// Why a run is being cancelled from outside.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CancelKind {
@@ -232,6 +242,12 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 started_at,
             )
         };
+        let watch = RunWatch {
+            cancel: &cancel,
+            ended: &ended_tx,
+            live: &output,
+            masks: &masks,
+        };
         let mut record = match spawned {
             Err(reason) => {
                 tracing::error!(
@@ -260,17 +276,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 if let Some(observer) = &observer {
                     observer.started(&job);
                 }
-                let mut record = drive(
-                    &job,
-                    child,
-                    &cancel,
-                    &ended_tx,
-                    &output,
-                    base,
-                    Arc::clone(&masks),
-                    Phase::Command,
-                )
-                .await;
+                let mut record = drive(&job, child, &watch, base, Phase::Command).await;
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }
@@ -282,49 +288,14 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
             &record.stderr,
         );
         if let Some(check) = &job.verify {
-            match verify::precondition(&record, cancel.requested().is_some()) {
-                verify::Precondition::Run => {
-                    verifying.store(true, Ordering::SeqCst);
-                    let check_job = verify::check_job(&job, check);
-                    let started = Utc::now();
-                    let checked = match spawn_command(&check_job, &request.extra_env) {
-                        Err(reason) => {
-                            tracing::error!(
-                                target: "cronstable::job",
-                                "Job {}: could not start its verify check: {reason}",
-                                job.name
-                            );
-                            None
-                        }
-                        Ok(child) => {
-                            let base = RunRecord::begun(
-                                request.run_id,
-                                job.name.clone(),
-                                request.trigger,
-                                request.attempt,
-                                started,
-                            );
-                            Some(
-                                drive(
-                                    &check_job,
-                                    child,
-                                    &cancel,
-                                    &ended_tx,
-                                    &output,
-                                    base,
-                                    Arc::clone(&masks),
-                                    Phase::Verify(check.timeout),
-                                )
-                                .await,
-                            )
-                        }
-                    };
-                    verifying.store(false, Ordering::SeqCst);
-                    verify::apply(&mut record, checked.as_ref(), Utc::now());
-                }
-                verify::Precondition::Skip(skipped) => record.verification = Some(skipped),
-                verify::Precondition::Nothing => {}
-            }
+            let after_check = RunAfter {
+                run_id: request.run_id,
+                trigger: request.trigger,
+                attempt: request.attempt,
+                extra_env: &request.extra_env,
+                verifying: &verifying,
+            };
+            run_check(&job, check, &after_check, &watch, &mut record).await;
         }
         let _ = ended_tx.send(true);
         // Every reader has finished or been stopped: live viewers get the
@@ -336,6 +307,60 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         record
     });
     (handle, task)
+}
+
+/// Who a run's check belongs to (its record carries the run's identity)
+/// and the run's job-endpoint variables, which the check gets too.
+struct RunAfter<'a> {
+    run_id: u64,
+    trigger: Trigger,
+    attempt: u32,
+    extra_env: &'a [(String, String)],
+    /// Set while the check runs (`GET /jobs` shows it).
+    verifying: &'a AtomicBool,
+}
+
+/// Runs the `verify` check of the run that ended as `record`, when
+/// [`verify::precondition`] says so, and records its outcome on it.
+async fn run_check(
+    job: &JobConfig,
+    check: &crate::config::job::Verify,
+    run: &RunAfter<'_>,
+    watch: &RunWatch<'_>,
+    record: &mut RunRecord,
+) {
+    match verify::precondition(record, watch.cancel.requested().is_some()) {
+        verify::Precondition::Nothing => {}
+        verify::Precondition::Skip(skipped) => record.verification = Some(skipped),
+        verify::Precondition::Run => {
+            run.verifying.store(true, Ordering::SeqCst);
+            let check_job = verify::check_job(job, check);
+            let started = Utc::now();
+            let checked = match spawn_command(&check_job, run.extra_env) {
+                Err(reason) => {
+                    tracing::error!(
+                        target: "cronstable::job",
+                        "Job {}: could not start its verify check: {reason}",
+                        job.name
+                    );
+                    None
+                }
+                Ok(child) => {
+                    let base = RunRecord::begun(
+                        run.run_id,
+                        job.name.clone(),
+                        run.trigger,
+                        run.attempt,
+                        started,
+                    );
+                    let phase = Phase::Verify(check.timeout);
+                    Some(drive(&check_job, child, watch, base, phase).await)
+                }
+            };
+            run.verifying.store(false, Ordering::SeqCst);
+            verify::apply(record, checked.as_ref(), Utc::now());
+        }
+    }
 }
 
 /// Builds and spawns the job's process in a session of its own.
@@ -402,17 +427,19 @@ enum Stop {
 }
 
 /// Runs the started child to its end and builds the record.
-#[allow(clippy::too_many_arguments)]
 async fn drive(
     job: &JobConfig,
     mut child: JobChild,
-    cancel: &CancelSignal,
-    ended: &watch::Sender<bool>,
-    live: &Arc<LiveOutput>,
+    watch: &RunWatch<'_>,
     base: RunRecord,
-    masks: Arc<[String]>,
     phase: Phase,
 ) -> RunRecord {
+    let RunWatch {
+        cancel,
+        ended,
+        live,
+        masks,
+    } = *watch;
     let pid = child.id();
     let (stdout_name, stderr_name, output_name) = phase.streams();
     let mut readers: Vec<Reader> = Vec::new();
@@ -422,11 +449,17 @@ async fn drive(
             stderr_name,
             err,
             Arc::clone(live),
-            Arc::clone(&masks),
+            Arc::clone(masks),
         ));
     }
     if let Some(out) = child.stdout.take() {
-        readers.push(start_reader(job, stdout_name, out, Arc::clone(live), masks));
+        readers.push(start_reader(
+            job,
+            stdout_name,
+            out,
+            Arc::clone(live),
+            Arc::clone(masks),
+        ));
     }
     let limit = match phase {
         Phase::Command => job.execution_timeout,
