@@ -165,6 +165,35 @@ pub struct RebootFact {
     pub at: DateTime<Utc>,
 }
 
+/// The key of `host`'s marker of `job` in [`Facts::reboot`]: the job
+/// name, a newline, the host. A host (a pod name) has no newline, so the
+/// last newline splits any key back into its two parts.
+pub fn reboot_key(job: &str, host: &str) -> String {
+    format!("{job}\n{host}")
+}
+
+impl Facts {
+    /// Whether the document holds a marker of `job` covering this boot
+    /// of `host` for `digest` ([`RebootFact::covers`]): this host's own,
+    /// or the one marker per job an older document kept.
+    pub fn reboot_covers(
+        &self,
+        job: &str,
+        host: &str,
+        boot: Option<&str>,
+        bt: Option<f64>,
+        digest: &str,
+    ) -> bool {
+        [
+            self.reboot.get(&reboot_key(job, host)),
+            self.reboot.get(job),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|m| m.covers(host, boot, bt, digest))
+    }
+}
+
 impl RebootFact {
     /// Whether this marker covers the current boot of `host` for `digest`
     /// (the boot ids equal when both are known, else the boot times
@@ -189,7 +218,10 @@ pub struct Facts {
     pub retries: BTreeMap<String, RetryFact>,
     /// Per job, its last success or failure.
     pub outcomes: BTreeMap<String, OutcomeFact>,
-    /// Per `@reboot` job, the newest marker.
+    /// The newest `@reboot` marker per job and host, under
+    /// [`reboot_key`] (an `EveryNode` job runs on every pod, and each
+    /// pod's marker must survive the others'). Documents written before
+    /// hold one marker per job under the bare job name; those still count.
     pub reboot: BTreeMap<String, RebootFact>,
     /// The counters snapshot (`{"buckets": [...], "jobs": {...}}`).
     pub counters: Option<Value>,
@@ -218,7 +250,7 @@ pub struct Delta {
     pub retries: BTreeMap<String, RetryOp>,
     /// Last outcomes.
     pub outcomes: BTreeMap<String, OutcomeFact>,
-    /// `@reboot` markers.
+    /// `@reboot` markers, under [`reboot_key`].
     pub reboot: BTreeMap<String, RebootFact>,
     /// A newer counters snapshot.
     pub counters: Option<Value>,

@@ -381,3 +381,37 @@ fn a_reboot_marker_covers_only_its_host_boot_and_definition() {
         "nothing known: every start is a boot"
     );
 }
+
+#[test]
+fn every_hosts_reboot_marker_survives_the_others_and_old_documents_still_count() {
+    let marker = |host: &str, at: i64| RebootFact {
+        host: host.into(),
+        boot: Some("b1".into()),
+        bt: Some(1000.0),
+        digest: "d".into(),
+        at: t(at),
+    };
+    let mut facts = Facts::default();
+    for (host, at) in [("pod-1", 1), ("pod-2", 2), ("pod-3", 3)] {
+        let mut delta = Delta::default();
+        delta
+            .reboot
+            .insert(reboot_key("everywhere", host), marker(host, at));
+        facts.apply(&delta);
+    }
+    // Each pod's run of an EveryNode job is remembered, whichever landed last.
+    for host in ["pod-1", "pod-2", "pod-3"] {
+        assert!(
+            facts.reboot_covers("everywhere", host, Some("b1"), None, "d"),
+            "{host}"
+        );
+    }
+    assert!(!facts.reboot_covers("everywhere", "pod-4", Some("b1"), None, "d"));
+    assert!(!facts.reboot_covers("other", "pod-1", Some("b1"), None, "d"));
+    // A document written before kept one marker per job under its name.
+    let mut old = Facts::default();
+    old.reboot.insert("boot".into(), marker("pod-2", 5));
+    assert!(old.reboot_covers("boot", "pod-2", Some("b1"), None, "d"));
+    assert!(!old.reboot_covers("boot", "pod-1", Some("b1"), None, "d"));
+    assert_eq!(reboot_key("a\nb", "pod"), "a\nb\npod");
+}

@@ -387,10 +387,7 @@ fn rehydrated(
         .filter(|j| matches!(j.schedule.parsed, Schedule::Reboot))
         .filter(|j| {
             let digest = digests.get(&j.name).map(String::as_str).unwrap_or("");
-            facts
-                .reboot
-                .get(&j.name)
-                .is_some_and(|m| m.covers(host, boot.as_deref(), bt, digest))
+            facts.reboot_covers(&j.name, host, boot.as_deref(), bt, digest)
         })
         .map(|j| j.name.clone())
         .collect();

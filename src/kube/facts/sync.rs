@@ -5,7 +5,7 @@
 //! is bounded by [`super::FactsSettings::deadline`]; a failure only
 //! delays what waits to the next pass.
 
-use super::doc::{Delta, Facts, OutcomeFact, RebootFact, RetryOp, BUDGET};
+use super::doc::{reboot_key, Delta, Facts, OutcomeFact, RebootFact, RetryOp, BUDGET};
 use crate::scheduler::durable::{DurableError, DurableEvent, RetryConsume};
 use crate::scheduler::history::RealOutcome;
 use crate::scheduler::pause::PauseMark;
@@ -378,7 +378,7 @@ fn fold(state: &mut State, op: Op) {
         }
         Op::Outcome(job, fact) => delta.outcome(&job, fact),
         Op::Reboot(job, fact) => {
-            delta.reboot.insert(job, fact);
+            delta.reboot.insert(reboot_key(&job, &fact.host), fact);
         }
         Op::Counters(snapshot) => delta.counters = Some(snapshot),
         Op::Flush(waiter) => state.waiters.push(waiter),
