@@ -125,6 +125,8 @@ pub struct JobConfig {
     pub statsd: Option<Statsd>,
     /// The check run after each successful run, when set.
     pub verify: Option<Verify>,
+    /// Per-run caps (`resourceLimits`), when any cap is set.
+    pub resource_limits: Option<super::limits::ResourceLimits>,
     /// The merged spec this job was resolved from. Kept while a config is
     /// assembled (whole-config rules read it); the scheduler drops it when
     /// it installs the job, since nothing at run time needs it.

@@ -189,6 +189,10 @@ pub fn resolve_job(
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),
         statsd: spec.statsd.clone(),
         verify: resolved_verify(&spec)?,
+        resource_limits: match &spec.resource_limits {
+            Some(block) => super::limits::resolve(block).map_err(|e| rule(e.key, e.message))?,
+            None => None,
+        },
         user: spec.user.clone(),
         group: spec.group.clone(),
         spec: Some(spec),
