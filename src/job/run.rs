@@ -403,6 +403,7 @@ fn spawn_command(job: &JobConfig, extra_env: &[(String, String)]) -> Result<JobC
         capture_stdout: job.capture_stdout,
         capture_stderr: job.capture_stderr,
         run_as: job.run_as.as_ref(),
+        cgroup: None,
     };
     let child =
         platform::spawn_job(&spec).map_err(|e| format!("{}: {e}", program.to_string_lossy()))?;
