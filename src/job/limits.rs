@@ -202,6 +202,12 @@ impl LimitsRecord {
     }
 }
 
+impl serde::Serialize for LimitsRecord {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(serializer)
+    }
+}
+
 /// The record of a run capped by `caps`: `unenforced` names the caps that
 /// did not apply, `contained` says the run had a cgroup, `mechanism` is
 /// the backend's. The record names a mechanism only while some configured

@@ -2,6 +2,7 @@
 //! deadlines, cancellation, and how the outcome is judged.
 
 pub mod capture;
+pub mod contain;
 pub mod limits;
 pub(crate) mod outcome;
 pub(crate) mod run;

@@ -107,6 +107,9 @@ pub struct RunRecord {
     /// has a check; `{"outcome": "skipped", ...}` when the run failed
     /// before it.
     pub verification: Option<serde_json::Value>,
+    /// The run's caps and what the kernel did with them, for a job with
+    /// `resourceLimits`.
+    pub limits: Option<super::limits::LimitsRecord>,
 }
 
 impl RunRecord {
@@ -139,6 +142,7 @@ impl RunRecord {
             skip_reason: None,
             interrupted: false,
             verification: None,
+            limits: None,
         }
     }
 }

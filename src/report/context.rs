@@ -39,6 +39,8 @@ pub struct RunContext {
     /// The `verify` check's record (the shape `GET /jobs/{name}/runs`
     /// shows), when the job has a check.
     pub verification: Option<serde_json::Value>,
+    /// The run's limits record, for a job with `resourceLimits`.
+    pub limits: Option<crate::job::limits::LimitsRecord>,
     /// The template variables (see [`RunContext::vars`]).
     vars: Value,
 }
@@ -60,6 +62,7 @@ impl RunContext {
             host: host_name().to_owned(),
             started_at: python_isoformat(record.started_at),
             verification: record.verification.clone(),
+            limits: record.limits.clone(),
             vars: Value::UNDEFINED,
         };
         ctx.vars = ctx.build_vars(&job.environment);
@@ -113,10 +116,17 @@ impl RunContext {
             "cpu_user_seconds",
             "cpu_system_seconds",
             "max_rss_bytes",
-            "limits",
         ] {
             vars.insert(key.into(), none.clone());
         }
+        // The run's caps and what the kernel did with them (None without
+        // resourceLimits).
+        vars.insert(
+            "limits".into(),
+            self.limits
+                .as_ref()
+                .map_or_else(|| none.clone(), |l| json_to_template(&l.to_json())),
+        );
         Value::from(vars)
     }
 

@@ -78,6 +78,9 @@ pub fn run_data(run: &RunRecord) -> Value {
     if let Some(verification) = &run.verification {
         data["verification"] = verification.clone();
     }
+    if let Some(limits) = &run.limits {
+        data["limits"] = limits.to_json();
+    }
     data
 }
 
@@ -116,6 +119,9 @@ pub fn run_from_data(job: &str, data: &Map<String, Value>) -> Option<RunRecord> 
         _ => return None,
     }
     run.verification = data.get("verification").cloned();
+    run.limits = data
+        .get("limits")
+        .and_then(crate::job::limits::LimitsRecord::from_json);
     Some(run)
 }
 

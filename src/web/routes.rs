@@ -615,12 +615,21 @@ async fn job_logs(State(state): State<AppState>, Path(name): Path<String>) -> Ap
 /// version, so every job answers as one that never opted in.
 async fn job_resources(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
     let job = state.control.job(&name).await?;
+    // Capped runs stay in without monitoring, so their limits show: the
+    // last 20, in the ledger's shape.
+    let runs = state.control.runs(&name).await?;
+    let capped: Vec<&crate::job::RunRecord> = runs.iter().filter(|r| r.limits.is_some()).collect();
+    let recent: Vec<Value> = capped[capped.len().saturating_sub(20)..]
+        .iter()
+        .map(|r| crate::state::records::run_data(r))
+        .collect();
     Ok(Json(json!({
         "name": job.config.name,
         "monitored": false,
         "interval": 1.0,
+        "limits": job.config.resource_limits.as_ref().map(|caps| caps.payload()),
         "live": [],
-        "runs": [],
+        "runs": recent,
     }))
     .into_response())
 }
@@ -743,7 +752,15 @@ async fn node(State(state): State<AppState>) -> Response {
         .await
         .ok()
         .flatten();
-    Json(json!({"node_name": identity(&state), "resources": resources})).into_response()
+    // Whether this host can enforce `resourceLimits`: a cached read-only
+    // probe before the first capped run, the setup's result after.
+    let limits = tokio::task::spawn_blocking(|| {
+        crate::job::limits::capability_json(&crate::job::contain::manager().capability())
+    })
+    .await
+    .unwrap_or(Value::Null);
+    Json(json!({"node_name": identity(&state), "resources": resources, "limits": limits}))
+        .into_response()
 }
 
 /// `GET /node/history`: the background-sampled ring.

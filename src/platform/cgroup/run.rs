@@ -415,11 +415,17 @@ impl RunCgroup {
     /// child cgroup of it). A process already gone counts as joined: its
     /// marker said so.
     fn is_member(&self, pid: u32) -> bool {
-        let Ok(text) = self
-            .shared
-            .fs
-            .read(&self.proc.join(pid.to_string()).join("cgroup"))
-        else {
+        let dir = self.proc.join(pid.to_string());
+        // An exited (zombie) process no longer shows its cgroup: trust the
+        // marker, as for one already gone.
+        let zombie = self.shared.fs.read(&dir.join("stat")).map_or(true, |stat| {
+            stat.rsplit_once(')')
+                .is_none_or(|(_, rest)| rest.trim_start().starts_with(['Z', 'X']))
+        });
+        if zombie {
+            return true;
+        }
+        let Ok(text) = self.shared.fs.read(&dir.join("cgroup")) else {
             return true;
         };
         let inside = |rel: &str, want: &str| {
@@ -440,7 +446,9 @@ impl RunCgroup {
                     let mut fields = line.splitn(3, ':');
                     let (_, names, rel) = (fields.next(), fields.next(), fields.next());
                     names.is_some_and(|n| n.split(',').any(|c| c == *controller))
-                        && rel.is_some_and(|r| inside(r, want))
+                        // v1 shows an exiting process at "/": the
+                        // marker is the word then.
+                        && rel.is_some_and(|r| r.trim() == "/" || inside(r, want))
                 })
             }),
         }
