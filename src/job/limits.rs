@@ -311,9 +311,7 @@ pub fn converge_report(
     }
     let names = names.join(", ");
     let reason = capability.reason.as_deref().unwrap_or("unknown reason");
-    let mut parts = Vec::new();
-    let tail;
-    if capability.available {
+    let (lead, tail) = if capability.available {
         let missing: Vec<&str> = LimitResource::ALL
             .into_iter()
             .filter(|r| {
@@ -325,21 +323,25 @@ pub fn converge_report(
             .map(LimitResource::name)
             .collect();
         let plural = missing.len() > 1;
-        parts.push(format!(
-            "resourceLimits is set ({names}), but cronstable cannot enforce the {} cap{}: {reason}.",
-            words(&missing),
-            if plural { "s" } else { "" }
-        ));
-        tail = format!(
-            "Those jobs run without {}.",
-            if plural { "those caps" } else { "that cap" }
-        );
+        (
+            format!(
+                "resourceLimits is set ({names}), but cronstable cannot enforce the {} cap{}: \
+                 {reason}.",
+                words(&missing),
+                if plural { "s" } else { "" }
+            ),
+            format!(
+                "Those jobs run without {}.",
+                if plural { "those caps" } else { "that cap" }
+            ),
+        )
     } else {
-        parts.push(format!(
-            "resourceLimits is set ({names}), but cronstable cannot enforce it: {reason}."
-        ));
-        tail = "Those jobs run without caps.".into();
-    }
+        (
+            format!("resourceLimits is set ({names}), but cronstable cannot enforce it: {reason}."),
+            "Those jobs run without caps.".to_owned(),
+        )
+    };
+    let mut parts = vec![lead];
     if let Some(hint) = &capability.hint {
         parts.push(format!("{hint}."));
     }

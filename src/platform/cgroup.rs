@@ -7,6 +7,8 @@ mod join;
 mod run;
 mod v1;
 mod v2;
+#[cfg(test)]
+mod v2_tests;
 
 pub use fs::{CgroupFs, RealCgroupFs};
 pub use join::JoinStep;

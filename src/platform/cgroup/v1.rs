@@ -254,7 +254,7 @@ impl V1 {
             // A hierarchy no cap needs still tracks the run when it is the
             // first (pids): the kill and the member list read it.
             let needed = configured.iter().any(|r| controller(*r) == h.controller);
-            if !needed && !(dirs.is_empty() && h.controller == "pids") {
+            if !(needed || dirs.is_empty() && h.controller == "pids") {
                 continue;
             }
             let path = h.own.join(RUNS_DIR).join(&id);

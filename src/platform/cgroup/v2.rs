@@ -80,7 +80,7 @@ fn unavailable(reason: String, hint: Option<&str>) -> CgroupCapability {
 
 /// How to delegate the cpu controller to the cgroup `base`: a systemd
 /// unit gets the exact command.
-fn cpu_hint(base: &Path) -> String {
+pub(super) fn cpu_hint(base: &Path) -> String {
     let parts: Vec<String> = base
         .components()
         .map(|c| c.as_os_str().to_string_lossy().into_owned())
