@@ -88,7 +88,8 @@ fn a_run_past_its_memory_cap_is_killed_whole_with_the_reason_while_the_daemon_li
     let jobs = at_start(
         "hog",
         "python3 -c 'b = bytearray(200 << 20); import time; time.sleep(30)'; echo survived",
-        "    killTimeout: 30\n    resourceLimits:\n      memory: 64Mi\n",
+        "    killTimeout: 30\n    resourceLimits:\n      memory: 64Mi\n    onFailure:\n      \
+         report:\n        shell:\n          command: env > {dir}/report.tmp && mv {dir}/report.tmp {dir}/report.env\n",
     ) + &at_start("plain", "echo fine", "");
     let (daemon, port) = daemon(&jobs, &[]);
     require_enforcement!(port, &["memory"]);
@@ -113,6 +114,16 @@ fn a_run_past_its_memory_cap_is_killed_whole_with_the_reason_while_the_daemon_li
     // No graceful step, and well within the killTimeout a cancel would use.
     assert!(run["duration"].as_f64().is_some_and(|d| d < 20.0), "{run}");
     assert!(!daemon.log().contains("did not gracefully terminate"));
+    // The shell reporter says so too.
+    let env = daemon.wait_for_lines("report.env", 1, LONG);
+    for line in [
+        "CRONSTABLE_LIMITS_ENFORCED=1",
+        "CRONSTABLE_MEMORY_LIMIT_EXCEEDED=1",
+        "CRONSTABLE_FAIL_REASON=memory limit exceeded (64 MiB)",
+        "CRONSTABLE_RETCODE=-9",
+    ] {
+        assert!(env.iter().any(|l| l == line), "{line} not in {env:?}");
+    }
     // The daemon lives on, and so do its other jobs.
     assert!(daemon.running());
     assert_eq!(first_run(&daemon, port, "plain")["outcome"], "success");

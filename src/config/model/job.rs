@@ -155,17 +155,29 @@ merge_fields!(VerifySpec { command, timeout });
 pub struct ResourceLimitsSpec {
     /// CPUs, such as `0.5` or `2` (`max`: uncapped).
     #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[schemars(schema_with = "cap_schema")]
     pub cpu: Option<String>,
     /// Bytes, or a number with a K, M, G or T suffix (powers of 1024).
     #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[schemars(schema_with = "cap_schema")]
     pub memory: Option<String>,
     /// Processes and threads the run may have at once.
     #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[schemars(schema_with = "cap_schema")]
     pub processes: Option<String>,
     /// Refuse the run when a cap cannot be enforced (default false).
     #[serde(default, deserialize_with = "lenient::opt_bool")]
     pub required: Option<bool>,
 }
+/// A cap is text or a bare number (`cpu: 0.5` reads as `cpu: "0.5"`), so
+/// a CronJobSet may write either.
+fn cap_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [{"type": "string"}, {"type": "number"}],
+        "nullable": true,
+    })
+}
+
 merge_fields!(ResourceLimitsSpec {
     cpu,
     memory,
