@@ -30,6 +30,8 @@ pub trait CgroupFs: Send + Sync + std::fmt::Debug {
     fn open_write(&self, path: &Path) -> io::Result<OwnedFd>;
     /// Sends SIGKILL to `pid`.
     fn kill(&self, pid: i32) -> io::Result<()>;
+    /// How long ago `path` was last changed (a cgroup: made), if known.
+    fn age(&self, path: &Path) -> Option<std::time::Duration>;
 }
 
 /// The kernel's cgroupfs (and procfs), through plain system calls.
@@ -99,6 +101,15 @@ impl CgroupFs for RealCgroupFs {
         }
         // SAFETY: `high` was just returned to us and is owned by no one.
         Ok(unsafe { OwnedFd::from_raw_fd(high) })
+    }
+
+    fn age(&self, path: &Path) -> Option<std::time::Duration> {
+        std::fs::metadata(path)
+            .ok()?
+            .modified()
+            .ok()?
+            .elapsed()
+            .ok()
     }
 
     fn kill(&self, pid: i32) -> io::Result<()> {

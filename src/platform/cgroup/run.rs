@@ -215,6 +215,23 @@ impl Shared {
         }
     }
 
+    /// Removes the empty run cgroups an earlier daemon left in `runs`. One
+    /// with processes stays (it may be another cronstable's that shares
+    /// this cgroup), and so does a young one: another daemon may have just
+    /// made it for a child that has yet to join.
+    pub fn sweep(&self, runs: &Path) {
+        let Ok(names) = self.fs.subdirs(runs) else {
+            return;
+        };
+        for name in names {
+            let path = runs.join(name);
+            let old = self.fs.age(&path).is_some_and(|age| age >= SWEEP_AGE);
+            if old && self.tree_pids(&path).is_ok_and(|p| p.is_empty()) {
+                self.remove(&path);
+            }
+        }
+    }
+
     /// The pids listed in `path`'s `cgroup.procs`.
     pub fn pids(&self, path: &Path) -> io::Result<Vec<i32>> {
         let text = self.fs.read(&path.join("cgroup.procs"))?;
@@ -269,6 +286,10 @@ impl Shared {
         }
     }
 }
+
+/// How old an empty run cgroup must be before a starting daemon removes
+/// it as left over.
+const SWEEP_AGE: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Rounds of "kill every listed process" where the kernel has no
 /// `cgroup.kill`: a process that forked between the read and its kill

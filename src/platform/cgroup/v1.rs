@@ -208,14 +208,7 @@ impl V1 {
                     continue;
                 }
             }
-            if let Ok(names) = self.fs().subdirs(&runs) {
-                for name in names {
-                    let path = runs.join(name);
-                    if self.shared.tree_pids(&path).is_ok_and(|p| p.is_empty()) {
-                        self.shared.remove(&path);
-                    }
-                }
-            }
+            self.shared.sweep(&runs);
             usable.push(h);
         }
         cap.available = !cap.resources.is_empty();

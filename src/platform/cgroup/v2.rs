@@ -324,7 +324,7 @@ impl V2 {
         state.cpu_base = self.enabled(&base).contains("cpu");
         self.weighting
             .store(self.enabled(&runs).contains("cpu"), Ordering::SeqCst);
-        self.sweep(&runs);
+        self.shared.sweep(&runs);
         state.fix_oom_adj = self
             .fs()
             .read(&self.proc.join("self/oom_score_adj"))
@@ -402,20 +402,6 @@ impl V2 {
             return Err(("processes keep arriving in it".into(), false));
         }
         Err((last, false))
-    }
-
-    /// Removes the empty run cgroups an earlier daemon left. One with
-    /// processes stays: it may belong to another cronstable in this cgroup.
-    fn sweep(&self, runs: &Path) {
-        let Ok(names) = self.fs().subdirs(runs) else {
-            return;
-        };
-        for name in names {
-            let path = runs.join(name);
-            if self.shared.tree_pids(&path).is_ok_and(|p| p.is_empty()) {
-                self.shared.remove(&path);
-            }
-        }
     }
 
     /// Whether `pids.events` counts only limits at or below its cgroup

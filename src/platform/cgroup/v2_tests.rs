@@ -24,6 +24,8 @@ struct Model {
     writes: Vec<(PathBuf, String)>,
     /// systemd did not mark the cgroup delegated (`trusted.delegate`).
     undelegated: bool,
+    /// Cgroups made a moment ago.
+    young: BTreeSet<PathBuf>,
 }
 
 #[derive(Debug)]
@@ -214,6 +216,11 @@ impl CgroupFs for ModelFs {
     fn kill(&self, pid: i32) -> io::Result<()> {
         self.model().killed.push(pid);
         Ok(())
+    }
+
+    fn age(&self, path: &Path) -> Option<std::time::Duration> {
+        let young = self.model().young.contains(path);
+        Some(std::time::Duration::from_secs(if young { 1 } else { 3600 }))
     }
 }
 
@@ -671,4 +678,25 @@ fn cpu_stays_on_while_a_run_has_a_cpu_cap() {
     run.finish();
     backend.collect();
     assert!(!backend.weighting(), "the last CPU cap ended");
+}
+
+#[test]
+fn setup_removes_old_empty_run_cgroups_only() {
+    let host = Host::new();
+    let runs = host.base().join("runs");
+    host.fs.mkdir(&runs).unwrap();
+    for name in ["old-empty", "old-busy", "young-empty"] {
+        host.fs.mkdir(&runs.join(name)).unwrap();
+    }
+    host.fs.set_procs(&runs.join("old-busy"), &[300]);
+    host.fs.model().young.insert(runs.join("young-empty"));
+    let mut backend = host.backend();
+    quick(&mut backend);
+    assert!(backend.setup(false).available);
+    assert!(!runs.join("old-empty").exists());
+    assert!(runs.join("old-busy").exists(), "another daemon's run");
+    assert!(
+        runs.join("young-empty").exists(),
+        "another daemon's child may join it yet"
+    );
 }
