@@ -2,11 +2,13 @@
 """What a cgroup per run costs a launch (resourceLimits).
 
 Runs the daemon on the lateness workload of scripts/bench.py (N jobs a
-second, each a tiny C probe that prints when it ran) twice per round:
-once plain, once with `resourceLimits: {memory: 256Mi}` on every job, so
-each run is created in a cgroup of its own, joined between fork and exec,
-and its cgroup read and removed when it ends. Rounds alternate which goes
-first. Prints, per variant, the lateness (median / p95 / max of each
+second, each a tiny C probe that prints when it ran) three times per
+round: plain; with `resourceLimits: {memory: 256Mi}` on every job but the
+daemon pointed at a cgroup root with nothing in it (the caps are
+recorded as unenforced and the run is spawned as usual, so this isolates
+the bookkeeping); and with the caps enforced, so each run is created in a
+cgroup of its own, joined between fork and exec, and its cgroup read and
+removed when it ends. Rounds rotate which goes first. Prints, per variant, the lateness (median / p95 / max of each
 fire's offset into its second) and the daemon's CPU per launch (its CPU
 time over the window divided by the launches in it), plus what the
 daemon says it could cap (GET /node is not used: the daemon runs without
@@ -42,13 +44,25 @@ def config(jobs, probe, capped):
     return text
 
 
-def run(binary, tmp, jobs, seconds, probe, capped):
+VARIANTS = {
+    "plain": "no caps",
+    "unenforced": "caps, no cgroup (unusable root)",
+    "cgroup": "cgroup per run",
+}
+
+
+def run(binary, tmp, jobs, seconds, probe, variant):
     """One daemon on the workload: lateness stats, CPU µs per launch, and
     the daemon's verdict on caps."""
-    label = "capped" if capped else "plain"
+    label = variant
     cfg = os.path.join(tmp, f"{label}-{jobs}.yaml")
     with open(cfg, "w") as f:
-        f.write(config(jobs, probe, capped))
+        f.write(config(jobs, probe, variant != "plain"))
+    env = dict(bench.DAEMON_ENV)
+    if variant == "unenforced":
+        empty = os.path.join(tmp, "no-cgroups")
+        os.makedirs(empty, exist_ok=True)
+        env["CRONSTABLE_CGROUP_ROOT"] = empty
     out = os.path.join(tmp, f"stamps-{label}-{jobs}")
     err = out + ".err"
     with open(out, "w") as stamps, open(err, "w") as errors:
@@ -57,7 +71,7 @@ def run(binary, tmp, jobs, seconds, probe, capped):
             stdin=subprocess.DEVNULL,
             stdout=stamps,
             stderr=errors,
-            env=bench.DAEMON_ENV,
+            env=env,
         )
         try:
             deadline = time.time() + 120
@@ -101,10 +115,11 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             for r in range(args.rounds):
-                order = [False, True] if r % 2 == 0 else [True, False]
-                for capped in order:
-                    stats, us, verdict = run(args.binary, tmp, n, args.seconds, probe, capped)
-                    key = (n, capped)
+                names = list(VARIANTS)
+                order = names[r % 3:] + names[: r % 3]
+                for variant in order:
+                    stats, us, verdict = run(args.binary, tmp, n, args.seconds, probe, variant)
+                    key = (n, variant)
                     slot = results.setdefault(key, {"median": [], "p95": [], "max": [], "missed": [], "us": []})
                     slot["median"] += stats[f"late_{n}_median_ms"]
                     slot["p95"] += stats[f"late_{n}_p95_ms"]
@@ -113,16 +128,16 @@ def main():
                     slot["us"].append(us)
                     if verdict:
                         verdicts.add(verdict)
-                    bench.log(f"{n}/s {'capped' if capped else 'plain'}: p95 "
+                    bench.log(f"{n}/s {variant}: p95 "
                               f"{stats[f'late_{n}_p95_ms'][0]:.2f} ms, {us:.0f} µs CPU/launch")
     print("| jobs/s | variant | lateness median / p95 / max (ms) | missed | daemon CPU per launch (µs) |")
     print("| --- | --- | --- | --- | --- |")
     for n in sizes:
-        for capped in (False, True):
-            s = results[(n, capped)]
+        for variant, title in VARIANTS.items():
+            s = results[(n, variant)]
             med = statistics.median
             print(
-                f"| {n} | {'cgroup per run' if capped else 'no cgroup'} | "
+                f"| {n} | {title} | "
                 f"{med(s['median']):.2f} / {med(s['p95']):.2f} / {med(s['max']):.2f} | "
                 f"{sum(s['missed'])} | {med(s['us']):.0f} (runs: {', '.join(f'{u:.0f}' for u in s['us'])}) |"
             )
