@@ -411,17 +411,54 @@ pub fn converge_soon(jobs: &[std::sync::Arc<JobConfig>]) {
     }
 }
 
-/// [`RunLimits::finish`] off the reactor (rmdir can block).
+/// [`RunLimits::finish`] off the reactor (rmdir can block), on the one
+/// thread that finishes every run's cgroup: a blocking-pool thread per
+/// run would leave a hundred idle threads behind a burst of runs, and each
+/// makes every later fork of the daemon dearer.
 pub async fn finish(limits: Option<RunLimits>) -> Option<LimitsRecord> {
     let mut limits = limits?;
-    match tokio::task::spawn_blocking(move || limits.finish()).await {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let work: Finish = Box::new(move || {
+        let _ = tx.send(limits.finish());
+    });
+    if let Err(std::sync::mpsc::SendError(work)) = finisher().send(work) {
+        // The thread is gone (it could not be started): finish here.
+        work();
+    }
+    match rx.await {
         Ok(record) => record,
-        Err(err) => {
+        Err(_) => {
             tracing::warn!(
                 target: "cronstable::limits",
-                "could not read the resource limits of a run: {err}"
+                "could not read the resource limits of a run: its finisher stopped"
             );
             None
         }
     }
+}
+
+type Finish = Box<dyn FnOnce() + Send>;
+
+/// The queue of the thread that finishes runs' cgroups, started on first
+/// use.
+fn finisher() -> std::sync::mpsc::Sender<Finish> {
+    static QUEUE: OnceLock<Mutex<std::sync::mpsc::Sender<Finish>>> = OnceLock::new();
+    let queue = QUEUE.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Finish>();
+        let started = std::thread::Builder::new()
+            .name("cronstable-cgroups".into())
+            .spawn(move || {
+                for work in rx {
+                    work();
+                }
+            });
+        if let Err(err) = started {
+            tracing::warn!(
+                target: "cronstable::limits",
+                "could not start the cgroup finisher thread ({err}); finishing runs inline"
+            );
+        }
+        Mutex::new(tx)
+    });
+    queue.lock().unwrap_or_else(|p| p.into_inner()).clone()
 }
