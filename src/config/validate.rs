@@ -189,6 +189,7 @@ pub fn resolve_job(
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),
         statsd: spec.statsd.clone(),
         verify: resolved_verify(&spec)?,
+        monitor: resolved_monitor(&spec),
         user: spec.user.clone(),
         group: spec.group.clone(),
         spec: Some(spec),
@@ -451,14 +452,24 @@ fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
     if spec.sla.as_ref().is_some_and(|s| s.any_set()) {
         return Err(not_yet("sla", "SLA monitoring (sla/onLate)"));
     }
-    if spec
-        .monitor_resources
-        .as_ref()
-        .is_some_and(|m| m.enabled.unwrap_or(true))
-    {
-        return Err(not_yet("monitorResources", "resource monitoring"));
-    }
     Ok(())
+}
+
+/// `monitorResources` resolved: the bool form takes the defaults, the map
+/// form is on unless `enabled: false` (writing the map at all opts in).
+/// Its ranges are checked with the other numeric rules ([`check_ranges`]).
+fn resolved_monitor(spec: &JobSpec) -> Option<super::job::Monitor> {
+    let m = spec.monitor_resources.as_ref()?;
+    if !m.enabled.unwrap_or(true) {
+        return None;
+    }
+    Some(super::job::Monitor {
+        interval: m.interval.unwrap_or(super::job::MONITOR_DEFAULT_INTERVAL),
+        history: m
+            .history
+            .and_then(|h| usize::try_from(h).ok())
+            .unwrap_or(super::job::MONITOR_DEFAULT_HISTORY),
+    })
 }
 
 fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Warnings) {

@@ -1,0 +1,278 @@
+//! The resource sampler: one thread for the whole daemon that wakes when
+//! the earliest monitored run is due, reads `/proc` once for every run due
+//! at that instant, and folds each run's processes into its [`Account`].
+//!
+//! A run is watched through a [`Source`]. Today that is its session: the
+//! run's first process leads a session of its own (session id = its pid)
+//! and every process it starts stays in it unless it calls `setsid`. A
+//! run that gets a cgroup of its own can later be read from the cgroup's
+//! totals instead (`Reading::Totals`), which also count processes that
+//! left the session or lived between two samples; the account already
+//! folds both kinds of reading.
+
+use super::monitor::{Account, LiveReading, MemberReading, Point, Reading, ResourceUsage};
+use crate::platform::{self, ProcessStat};
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Where a run's usage is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The processes of session `sid` (the run's first process's pid),
+    /// read from `/proc`.
+    Session(u32),
+}
+
+/// One monitored run: its source, its account and when it is next due.
+#[derive(Debug)]
+pub struct Monitor {
+    source: Source,
+    interval: Duration,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    account: Account,
+    due: Instant,
+    stopped: bool,
+}
+
+/// The longest wait between samples. The config accepts any interval
+/// from 0.1 up, infinity included; beyond this, a run is in effect read
+/// at its start and at its end only.
+const FAR: Duration = Duration::from_secs(86_400 * 365);
+
+impl Monitor {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while folding leaves plain numbers behind: keep going.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The live readings, None before the first sample.
+    pub fn live(&self) -> Option<LiveReading> {
+        self.lock().account.live()
+    }
+
+    /// The run-so-far chart series, None when none is kept or nothing
+    /// was sampled yet.
+    pub fn series(&self) -> Option<Vec<Point>> {
+        self.lock().account.series()
+    }
+
+    /// Stops sampling, takes a last reading of the processes the run
+    /// still has, and returns its usage (None when nothing was ever
+    /// read). Idempotent.
+    pub fn finish(self: &Arc<Self>) -> Option<ResourceUsage> {
+        ticker().forget(self);
+        let mut state = self.lock();
+        if !state.stopped {
+            state.stopped = true;
+            // Only the processes already known are read again: a whole
+            // pass over /proc for each ending run would cost more than
+            // the samples themselves. A process started since the last
+            // sample is missed, as it would be between samples anyway.
+            let Source::Session(sid) = self.source;
+            let known: Vec<(u32, u64)> = state.account.members().collect();
+            let still: Vec<ProcessStat> = known
+                .into_iter()
+                .filter_map(|(pid, start)| {
+                    platform::process_stat(pid)
+                        .filter(|p| p.start_ticks == start && p.session == sid)
+                })
+                .collect();
+            fold(&mut state.account, &still);
+        }
+        state.account.usage()
+    }
+
+    /// Folds this sample of the run's session (from one pass over the
+    /// process table) and schedules the next.
+    fn sample(&self, table: &HashMap<u32, Vec<ProcessStat>>, now: Instant) {
+        let mut state = self.lock();
+        if state.stopped {
+            return;
+        }
+        let Source::Session(sid) = self.source;
+        let members = table.get(&sid).map(Vec::as_slice).unwrap_or_default();
+        fold(&mut state.account, members);
+        state.due = now.checked_add(self.interval).unwrap_or(now + FAR);
+    }
+}
+
+/// Folds the processes read in one sample into `account`.
+fn fold(account: &mut Account, processes: &[ProcessStat]) {
+    let members = processes
+        .iter()
+        .map(|p| MemberReading {
+            pid: p.pid,
+            start: p.start_ticks,
+            ppid: p.ppid,
+            own: (p.user, p.system),
+            children: (p.children_user, p.children_system),
+            rss: p.rss_bytes,
+        })
+        .collect();
+    let mono = monotonic_seconds();
+    let wall = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    account.fold(&Reading::Members(members), mono, wall);
+}
+
+/// Seconds on a monotonic clock (since the first call).
+fn monotonic_seconds() -> f64 {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    ORIGIN.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
+/// Starts sampling a run from `source` every `interval` seconds, keeping
+/// `history` chart points; the first sample is taken at once.
+pub fn watch(source: Source, interval: f64, history: usize) -> Arc<Monitor> {
+    let interval = Duration::try_from_secs_f64(interval)
+        .unwrap_or(FAR)
+        .min(FAR);
+    let monitor = Arc::new(Monitor {
+        source,
+        interval,
+        state: Mutex::new(State {
+            account: Account::new(history),
+            due: Instant::now(),
+            stopped: false,
+        }),
+    });
+    ticker().add(Arc::clone(&monitor));
+    monitor
+}
+
+/// The sampler of a run whose command started as `pid`, when the job
+/// has `monitorResources` on (`monitor`).
+pub fn for_run(
+    monitor: Option<&crate::config::job::Monitor>,
+    pid: Option<u32>,
+) -> Option<Arc<Monitor>> {
+    let (m, pid) = (monitor?, pid?);
+    Some(watch(Source::Session(pid), m.interval, m.history))
+}
+
+/// The daemon's one sampling thread and the runs it watches.
+struct Ticker {
+    runs: Mutex<Vec<Arc<Monitor>>>,
+    wake: Condvar,
+}
+
+fn ticker() -> &'static Ticker {
+    static TICKER: OnceLock<&'static Ticker> = OnceLock::new();
+    TICKER.get_or_init(|| {
+        let ticker: &'static Ticker = Box::leak(Box::new(Ticker {
+            runs: Mutex::new(Vec::new()),
+            wake: Condvar::new(),
+        }));
+        let spawned = std::thread::Builder::new()
+            .name("cronstable-sampler".into())
+            .spawn(move || ticker.run());
+        if let Err(err) = spawned {
+            // Monitoring is observability only: runs go on unsampled.
+            tracing::warn!(
+                target: "cronstable::job",
+                "resource monitoring is unavailable: cannot start its sampling thread: {err}"
+            );
+        }
+        ticker
+    })
+}
+
+impl Ticker {
+    fn runs(&self) -> MutexGuard<'_, Vec<Arc<Monitor>>> {
+        self.runs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn add(&self, monitor: Arc<Monitor>) {
+        self.runs().push(monitor);
+        self.wake.notify_one();
+    }
+
+    fn forget(&self, monitor: &Arc<Monitor>) {
+        self.runs().retain(|m| !Arc::ptr_eq(m, monitor));
+    }
+
+    /// Sleeps until the earliest run is due (or a run is added), then
+    /// samples every run due, with one pass over the process table.
+    fn run(&self) {
+        let mut runs = self.runs();
+        loop {
+            let now = Instant::now();
+            let earliest = runs.iter().map(|m| m.lock().due).min();
+            match earliest {
+                None => {
+                    runs = self.wake.wait(runs).unwrap_or_else(|e| e.into_inner());
+                    continue;
+                }
+                Some(at) if at > now => {
+                    runs = self
+                        .wake
+                        .wait_timeout(runs, at - now)
+                        .map(|(g, _)| g)
+                        .unwrap_or_else(|e| e.into_inner().0);
+                    continue;
+                }
+                Some(_) => {}
+            }
+            let due: Vec<Arc<Monitor>> = runs
+                .iter()
+                .filter(|m| m.lock().due <= now)
+                .cloned()
+                .collect();
+            // The pass over /proc happens without the list locked, so a
+            // run starting or ending meanwhile is not held up.
+            drop(runs);
+            let sessions: Vec<u32> = due
+                .iter()
+                .map(|m| match m.source {
+                    Source::Session(sid) => sid,
+                })
+                .collect();
+            let mut table: HashMap<u32, Vec<ProcessStat>> = HashMap::new();
+            let processes = platform::session_processes(|sid| sessions.contains(&sid));
+            for p in processes.into_iter().flatten() {
+                table.entry(p.session).or_default().push(p);
+            }
+            let now = Instant::now();
+            for monitor in &due {
+                monitor.sample(&table, now);
+            }
+            runs = self.runs();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_test_process_session_is_sampled_and_finished() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        // This process's own session: the monitor must see at least it.
+        let sid = platform::process_stat(std::process::id())
+            .map(|p| p.session)
+            .expect("linux has /proc");
+        let monitor = watch(Source::Session(sid), 0.1, 10);
+        let spin = Instant::now();
+        while spin.elapsed() < Duration::from_millis(350) {
+            std::hint::black_box(spin.elapsed());
+        }
+        let live = monitor.live().expect("sampled by now");
+        assert!(live.rss_bytes > 0);
+        let usage = monitor.finish().expect("a usage");
+        assert!(usage.samples >= 2, "{usage:?}");
+        assert!(usage.cpu_total_seconds() > 0.0);
+        assert!(monitor.series().is_some());
+        let again = monitor.finish().expect("idempotent");
+        assert_eq!(again.samples, usage.samples);
+    }
+}
