@@ -164,6 +164,9 @@ pub struct JobSnapshot {
     pub owner: Option<Option<String>>,
     /// A running instance's `verify` check is running.
     pub verifying: bool,
+    /// The live CPU and memory of the running instances that are
+    /// resource-monitored and have been sampled, added up.
+    pub running_resources: Option<crate::job::monitor::LiveTotal>,
 }
 
 /// What `GET /status` shows, for every job at once: the job table itself
@@ -308,6 +311,14 @@ pub enum Control {
         job: String,
         /// Answer.
         reply: oneshot::Sender<Result<Option<Arc<LiveOutput>>, ControlError>>,
+    },
+    /// The job and its running instances (`GET /jobs/{name}/resources`
+    /// reads their samplers).
+    Running {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Result<(Arc<JobConfig>, Vec<crate::job::RunHandle>), ControlError>>,
     },
     /// Every configured job's retained runs, oldest first, reduced to
     /// what the activity heatmap plots.
@@ -482,6 +493,15 @@ impl ControlHandle {
     pub async fn logs(&self, name: &str) -> Result<Option<Arc<LiveOutput>>, ControlError> {
         let job = name.to_owned();
         self.ask(|reply| Control::Logs { job, reply }).await?
+    }
+
+    /// The job's config and its instances still running.
+    pub async fn running(
+        &self,
+        name: &str,
+    ) -> Result<(Arc<JobConfig>, Vec<crate::job::RunHandle>), ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Running { job, reply }).await?
     }
 
     /// Every job's retained runs, reduced for the activity heatmap.
