@@ -263,6 +263,10 @@ pub enum JobsAnswer {
     },
 }
 
+/// A job and its instances still running (their handles, which read
+/// their resource samplers).
+pub type RunningJob = (Arc<JobConfig>, Vec<crate::job::RunHandle>);
+
 /// One run as the activity heatmap plots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivityRow {
@@ -318,7 +322,7 @@ pub enum Control {
         /// Job name.
         job: String,
         /// Answer.
-        reply: oneshot::Sender<Result<(Arc<JobConfig>, Vec<crate::job::RunHandle>), ControlError>>,
+        reply: oneshot::Sender<Result<RunningJob, ControlError>>,
     },
     /// Every configured job's retained runs, oldest first, reduced to
     /// what the activity heatmap plots.
@@ -496,10 +500,7 @@ impl ControlHandle {
     }
 
     /// The job's config and its instances still running.
-    pub async fn running(
-        &self,
-        name: &str,
-    ) -> Result<(Arc<JobConfig>, Vec<crate::job::RunHandle>), ControlError> {
+    pub async fn running(&self, name: &str) -> Result<RunningJob, ControlError> {
         let job = name.to_owned();
         self.ask(|reply| Control::Running { job, reply }).await?
     }
