@@ -2,6 +2,13 @@
 //! the earliest monitored run is due, reads `/proc` once for every run due
 //! at that instant, and folds each run's processes into its [`Account`].
 //!
+//! Samples fall on a grid: every run with interval `i` is due at the
+//! multiples of `i` since the sampler's clock began, whenever it started,
+//! so all the runs of one interval share each pass over `/proc` (runs
+//! that start a few milliseconds apart would otherwise each cost a pass
+//! of their own). A run's first reading, as it starts, reads its first
+//! process alone: one small file, not a pass.
+//!
 //! A run is watched through a [`Source`]. Today that is its session: the
 //! run's first process leads a session of its own (session id = its pid)
 //! and every process it starts stays in it unless it calls `setsid`. A
@@ -35,7 +42,8 @@ pub struct Monitor {
 #[derive(Debug)]
 struct State {
     account: Account,
-    due: Instant,
+    /// The next grid instant to sample at; None until the first reading.
+    due: Option<Instant>,
     stopped: bool,
 }
 
@@ -90,15 +98,57 @@ impl Monitor {
     /// Folds this sample of the run's session (from one pass over the
     /// process table) and schedules the next.
     fn sample(&self, table: &HashMap<u32, Vec<ProcessStat>>, now: Instant) {
+        let Source::Session(sid) = self.source;
+        let members = table.get(&sid).map(Vec::as_slice).unwrap_or_default();
+        self.fold_and_schedule(members, now);
+    }
+
+    /// The first reading, as the run starts: its first process alone (a
+    /// process it starts meanwhile is seen at the next pass, and its time
+    /// reaches the first process's count of reaped children if it ends
+    /// before that).
+    fn first_reading(&self, now: Instant) {
+        let Source::Session(sid) = self.source;
+        let root: Vec<ProcessStat> = platform::process_stat(sid)
+            .filter(|p| p.session == sid)
+            .into_iter()
+            .collect();
+        self.fold_and_schedule(&root, now);
+    }
+
+    fn fold_and_schedule(&self, processes: &[ProcessStat], now: Instant) {
         let mut state = self.lock();
         if state.stopped {
             return;
         }
-        let Source::Session(sid) = self.source;
-        let members = table.get(&sid).map(Vec::as_slice).unwrap_or_default();
-        fold(&mut state.account, members);
-        state.due = now.checked_add(self.interval).unwrap_or(now + FAR);
+        fold(&mut state.account, processes);
+        state.due = Some(next_tick(now, self.interval));
     }
+
+    /// Whether the run waits for its first reading.
+    fn fresh(&self) -> bool {
+        let state = self.lock();
+        state.due.is_none() && !state.stopped
+    }
+}
+
+/// The first grid instant after `now` for `interval`: the next multiple
+/// of `interval` since the sampler's clock began.
+fn next_tick(now: Instant, interval: Duration) -> Instant {
+    let origin = clock_origin();
+    let step = interval.as_secs_f64();
+    let elapsed = now.saturating_duration_since(origin).as_secs_f64();
+    let ticks = (elapsed / step).floor() + 1.0;
+    Duration::try_from_secs_f64(ticks * step)
+        .ok()
+        .and_then(|offset| origin.checked_add(offset))
+        .unwrap_or_else(|| now.checked_add(FAR).unwrap_or(now))
+}
+
+/// The instant the sampler's clock began (its first use).
+fn clock_origin() -> Instant {
+    static ORIGIN: OnceLock<Instant> = OnceLock::new();
+    *ORIGIN.get_or_init(Instant::now)
 }
 
 /// Folds the processes read in one sample into `account`.
@@ -122,24 +172,24 @@ fn fold(account: &mut Account, processes: &[ProcessStat]) {
     account.fold(&Reading::Members(members), mono, wall);
 }
 
-/// Seconds on a monotonic clock (since the first call).
+/// Seconds on a monotonic clock (since the sampler's clock began).
 fn monotonic_seconds() -> f64 {
-    static ORIGIN: OnceLock<Instant> = OnceLock::new();
-    ORIGIN.get_or_init(Instant::now).elapsed().as_secs_f64()
+    clock_origin().elapsed().as_secs_f64()
 }
 
 /// Starts sampling a run from `source` every `interval` seconds, keeping
 /// `history` chart points; the first sample is taken at once.
 pub fn watch(source: Source, interval: f64, history: usize) -> Arc<Monitor> {
+    // At least a millisecond (the config's floor is 0.1 s), at most FAR.
     let interval = Duration::try_from_secs_f64(interval)
         .unwrap_or(FAR)
-        .min(FAR);
+        .clamp(Duration::from_millis(1), FAR);
     let monitor = Arc::new(Monitor {
         source,
         interval,
         state: Mutex::new(State {
             account: Account::new(history),
-            due: Instant::now(),
+            due: None,
             stopped: false,
         }),
     });
@@ -199,12 +249,25 @@ impl Ticker {
     }
 
     /// Sleeps until the earliest run is due (or a run is added), then
-    /// samples every run due, with one pass over the process table.
+    /// samples every run due, with one pass over the process table; a
+    /// run just added gets its first reading at once.
     fn run(&self) {
         let mut runs = self.runs();
         loop {
+            let fresh: Vec<Arc<Monitor>> = runs.iter().filter(|m| m.fresh()).cloned().collect();
+            if !fresh.is_empty() {
+                drop(runs);
+                let now = Instant::now();
+                for monitor in &fresh {
+                    monitor.first_reading(now);
+                }
+                runs = self.runs();
+                continue;
+            }
             let now = Instant::now();
-            let earliest = runs.iter().map(|m| m.lock().due).min();
+            // A run stopped before its first reading has no due instant:
+            // it is about to leave the list.
+            let earliest = runs.iter().filter_map(|m| m.lock().due).min();
             match earliest {
                 None => {
                     runs = self.wake.wait(runs).unwrap_or_else(|e| e.into_inner());
@@ -222,7 +285,7 @@ impl Ticker {
             }
             let due: Vec<Arc<Monitor>> = runs
                 .iter()
-                .filter(|m| m.lock().due <= now)
+                .filter(|m| m.lock().due.is_some_and(|at| at <= now))
                 .cloned()
                 .collect();
             // The pass over /proc happens without the list locked, so a
@@ -251,6 +314,21 @@ impl Ticker {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_of_one_interval_fall_on_the_same_ticks() {
+        let second = Duration::from_secs(1);
+        let origin = clock_origin();
+        let a = next_tick(origin + Duration::from_millis(10), second);
+        let b = next_tick(origin + Duration::from_millis(990), second);
+        assert_eq!(a, b, "started 980 ms apart, sampled together");
+        assert_eq!(a, origin + second);
+        assert_eq!(next_tick(origin + second, second), origin + 2 * second, "strictly after");
+        let half = Duration::from_millis(500);
+        assert_eq!(next_tick(origin + Duration::from_millis(1200), half), origin + 3 * half);
+        let far = next_tick(origin, FAR);
+        assert!(far > origin + Duration::from_secs(86_400));
+    }
 
     #[test]
     fn this_test_process_session_is_sampled_and_finished() {
