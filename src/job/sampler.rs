@@ -19,8 +19,8 @@
 
 use super::monitor::{Account, LiveReading, MemberReading, Point, Reading, ResourceUsage};
 use crate::platform::{self, ProcessStat};
-use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Where a run's usage is read from.
@@ -193,7 +193,7 @@ pub fn watch(source: Source, interval: f64, history: usize) -> Arc<Monitor> {
             stopped: false,
         }),
     });
-    ticker().add(Arc::clone(&monitor));
+    ticker().add(&monitor);
     monitor
 }
 
@@ -207,9 +207,11 @@ pub fn for_run(
     Some(watch(Source::Session(pid), m.interval, m.history))
 }
 
-/// The daemon's one sampling thread and the runs it watches.
+/// The daemon's one sampling thread and the runs it watches. It holds
+/// them weakly: a run whose handle and task are gone (never finished, as
+/// when its task was aborted) drops out by itself.
 struct Ticker {
-    runs: Mutex<Vec<Arc<Monitor>>>,
+    runs: Mutex<Vec<Weak<Monitor>>>,
     wake: Condvar,
 }
 
@@ -235,33 +237,36 @@ fn ticker() -> &'static Ticker {
 }
 
 impl Ticker {
-    fn runs(&self) -> MutexGuard<'_, Vec<Arc<Monitor>>> {
+    fn runs(&self) -> MutexGuard<'_, Vec<Weak<Monitor>>> {
         self.runs.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn add(&self, monitor: Arc<Monitor>) {
-        self.runs().push(monitor);
+    fn add(&self, monitor: &Arc<Monitor>) {
+        self.runs().push(Arc::downgrade(monitor));
         self.wake.notify_one();
     }
 
     fn forget(&self, monitor: &Arc<Monitor>) {
-        self.runs().retain(|m| !Arc::ptr_eq(m, monitor));
+        self.runs()
+            .retain(|m| m.strong_count() > 0 && !std::ptr::eq(m.as_ptr(), Arc::as_ptr(monitor)));
     }
 
     /// Sleeps until the earliest run is due (or a run is added), then
     /// samples every run due, with one pass over the process table; a
     /// run just added gets its first reading at once.
     fn run(&self) {
-        let mut runs = self.runs();
+        let mut list = self.runs();
         loop {
-            let fresh: Vec<Arc<Monitor>> = runs.iter().filter(|m| m.fresh()).cloned().collect();
+            list.retain(|m| m.strong_count() > 0);
+            let runs: Vec<Arc<Monitor>> = list.iter().filter_map(Weak::upgrade).collect();
+            let fresh: Vec<&Arc<Monitor>> = runs.iter().filter(|m| m.fresh()).collect();
             if !fresh.is_empty() {
-                drop(runs);
+                drop(list);
                 let now = Instant::now();
-                for monitor in &fresh {
+                for monitor in fresh {
                     monitor.first_reading(now);
                 }
-                runs = self.runs();
+                list = self.runs();
                 continue;
             }
             let now = Instant::now();
@@ -270,13 +275,15 @@ impl Ticker {
             let earliest = runs.iter().filter_map(|m| m.lock().due).min();
             match earliest {
                 None => {
-                    runs = self.wake.wait(runs).unwrap_or_else(|e| e.into_inner());
+                    drop(runs);
+                    list = self.wake.wait(list).unwrap_or_else(|e| e.into_inner());
                     continue;
                 }
                 Some(at) if at > now => {
-                    runs = self
+                    drop(runs);
+                    list = self
                         .wake
-                        .wait_timeout(runs, at - now)
+                        .wait_timeout(list, at - now)
                         .map(|(g, _)| g)
                         .unwrap_or_else(|e| e.into_inner().0);
                     continue;
@@ -284,14 +291,13 @@ impl Ticker {
                 Some(_) => {}
             }
             let due: Vec<Arc<Monitor>> = runs
-                .iter()
+                .into_iter()
                 .filter(|m| m.lock().due.is_some_and(|at| at <= now))
-                .cloned()
                 .collect();
             // The pass over /proc happens without the list locked, so a
             // run starting or ending meanwhile is not held up.
-            drop(runs);
-            let sessions: Vec<u32> = due
+            drop(list);
+            let sessions: HashSet<u32> = due
                 .iter()
                 .map(|m| match m.source {
                     Source::Session(sid) => sid,
@@ -306,7 +312,8 @@ impl Ticker {
             for monitor in &due {
                 monitor.sample(&table, now);
             }
-            runs = self.runs();
+            drop(due);
+            list = self.runs();
         }
     }
 }
@@ -323,9 +330,16 @@ mod tests {
         let b = next_tick(origin + Duration::from_millis(990), second);
         assert_eq!(a, b, "started 980 ms apart, sampled together");
         assert_eq!(a, origin + second);
-        assert_eq!(next_tick(origin + second, second), origin + 2 * second, "strictly after");
+        assert_eq!(
+            next_tick(origin + second, second),
+            origin + 2 * second,
+            "strictly after"
+        );
         let half = Duration::from_millis(500);
-        assert_eq!(next_tick(origin + Duration::from_millis(1200), half), origin + 3 * half);
+        assert_eq!(
+            next_tick(origin + Duration::from_millis(1200), half),
+            origin + 3 * half
+        );
         let far = next_tick(origin, FAR);
         assert!(far > origin + Duration::from_secs(86_400));
     }
