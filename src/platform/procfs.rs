@@ -211,6 +211,12 @@ fn read_stat_into(pid: &str, path: &mut String, buf: &mut String) -> bool {
 /// Every process whose session `wanted` accepts, from one pass over
 /// `/proc`; None when `/proc` cannot be listed. Processes that exit
 /// during the pass are skipped.
+///
+/// A process's session is asked with `getsid` (one system call, which
+/// Linux answers for any process) and only the processes of a wanted
+/// session have their `stat` file read: opening and formatting a `stat`
+/// file costs several times more, and most of a host's processes belong
+/// to no run.
 #[cfg(target_os = "linux")]
 pub fn session_processes(wanted: impl Fn(u32) -> bool) -> Option<Vec<ProcessStat>> {
     let (ticks, page) = proc_units();
@@ -219,15 +225,20 @@ pub fn session_processes(wanted: impl Fn(u32) -> bool) -> Option<Vec<ProcessStat
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        else {
+        let Some(text) = name.to_str() else { continue };
+        let Ok(pid) = text.parse::<libc::pid_t>() else {
             continue;
         };
-        if !read_stat_into(pid, &mut path, &mut buf) {
+        // SAFETY: getsid takes a plain integer and touches no memory.
+        let sid = unsafe { libc::getsid(pid) };
+        if sid < 0 || !wanted(sid.unsigned_abs()) {
             continue;
         }
+        if !read_stat_into(text, &mut path, &mut buf) {
+            continue;
+        }
+        // The file decides: a pid that exited and was reused in between
+        // shows its new process's session there.
         if let Some(stat) = parse_process_stat(&buf, ticks, page) {
             if wanted(stat.session) {
                 out.push(stat);
