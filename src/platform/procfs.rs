@@ -193,19 +193,28 @@ fn proc_units() -> (f64, u64) {
     (ticks.max(0) as f64, u64::try_from(page).unwrap_or(0))
 }
 
-/// Reads `/proc/<pid>/stat` into `buf` (cleared first); false when the
-/// process is gone or unreadable.
+/// Reads and parses `/proc/<pid>/stat` (`path` is scratch space); None
+/// when the process is gone or unreadable. Three system calls: open, one
+/// read into a buffer larger than any `stat` line, close (reading to the
+/// end through `read_to_string` would add a size probe, a seek and a
+/// second read to every file of every pass).
 #[cfg(target_os = "linux")]
-fn read_stat_into(pid: &str, path: &mut String, buf: &mut String) -> bool {
+fn read_stat(pid: &str, path: &mut String, (ticks, page): (f64, u64)) -> Option<ProcessStat> {
     use std::io::Read;
     path.clear();
     path.push_str("/proc/");
     path.push_str(pid);
     path.push_str("/stat");
-    buf.clear();
-    std::fs::File::open(&*path)
-        .and_then(|mut f| f.read_to_string(buf))
-        .is_ok()
+    let mut file = std::fs::File::open(&*path).ok()?;
+    let mut buf = [0u8; 1024];
+    let n = file.read(&mut buf).ok()?;
+    if n < buf.len() {
+        return parse_process_stat(&String::from_utf8_lossy(&buf[..n]), ticks, page);
+    }
+    // Longer than any line the kernel writes today: read the rest.
+    let mut all = buf.to_vec();
+    file.read_to_end(&mut all).ok()?;
+    parse_process_stat(&String::from_utf8_lossy(&all), ticks, page)
 }
 
 /// Every process whose session `wanted` accepts, from one pass over
@@ -219,9 +228,8 @@ fn read_stat_into(pid: &str, path: &mut String, buf: &mut String) -> bool {
 /// to no run.
 #[cfg(target_os = "linux")]
 pub fn session_processes(wanted: impl Fn(u32) -> bool) -> Option<Vec<ProcessStat>> {
-    let (ticks, page) = proc_units();
+    let units = proc_units();
     let mut path = String::with_capacity(32);
-    let mut buf = String::with_capacity(512);
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let name = entry.file_name();
@@ -234,12 +242,9 @@ pub fn session_processes(wanted: impl Fn(u32) -> bool) -> Option<Vec<ProcessStat
         if sid < 0 || !wanted(sid.unsigned_abs()) {
             continue;
         }
-        if !read_stat_into(text, &mut path, &mut buf) {
-            continue;
-        }
         // The file decides: a pid that exited and was reused in between
         // shows its new process's session there.
-        if let Some(stat) = parse_process_stat(&buf, ticks, page) {
+        if let Some(stat) = read_stat(text, &mut path, units) {
             if wanted(stat.session) {
                 out.push(stat);
             }
@@ -257,11 +262,7 @@ pub fn session_processes(_wanted: impl Fn(u32) -> bool) -> Option<Vec<ProcessSta
 /// One process's `/proc/<pid>/stat`, None when it is gone.
 #[cfg(target_os = "linux")]
 pub fn process_stat(pid: u32) -> Option<ProcessStat> {
-    let (ticks, page) = proc_units();
-    let (mut path, mut buf) = (String::new(), String::new());
-    read_stat_into(&pid.to_string(), &mut path, &mut buf)
-        .then(|| parse_process_stat(&buf, ticks, page))
-        .flatten()
+    read_stat(&pid.to_string(), &mut String::new(), proc_units())
 }
 
 /// Without `/proc` no process can be read.
