@@ -274,6 +274,54 @@ fn sampled_cpu_and_peak_memory_match_what_proc_says_on_every_surface() {
 }
 
 #[test]
+fn a_monitored_runs_numbers_chart_and_counters_survive_a_restart_with_a_store() {
+    let shared = tempfile::tempdir().unwrap();
+    let state = format!(
+        "state:\n  path: {}\n",
+        shared.path().join("store").display()
+    );
+    // `@reboot` runs once per boot with a store: the second daemon only
+    // reads the run back.
+    let job = "  - name: busy\n    schedule: '@reboot'\n    \
+               command: i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 1\n    \
+               monitorResources:\n      interval: 0.2\n";
+    let (mut first, port) = Daemon::start_with_web(&state, job);
+    let before = finished_run(&first, port, "busy")["resources"].clone();
+    assert!(
+        before["samples"].as_u64().is_some_and(|n| n >= 2),
+        "{before}"
+    );
+    let chart = http::get(port, "/jobs/busy/resources").json()["runs"][0]["resources"].clone();
+    assert!(
+        chart["series"].as_array().is_some_and(|s| s.len() >= 2),
+        "{chart}"
+    );
+    first.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(first.wait_exit(LONG), Some(0), "{}", first.log());
+
+    let (second, port) = Daemon::start_with_web(&state, job);
+    let runs = poll(&second, port, "/jobs/busy/runs", |b| {
+        b["runs"].as_array().is_some_and(|r| !r.is_empty())
+    });
+    assert_eq!(runs["runs"].as_array().map(Vec::len), Some(1), "{runs}");
+    assert_eq!(
+        runs["runs"][0]["resources"], before,
+        "the ledger kept the summary"
+    );
+    let after = http::get(port, "/jobs/busy/resources").json();
+    assert_eq!(after["runs"][0]["resources"], chart, "and the chart");
+    let metrics = http::get(port, "/metrics").body;
+    let user = metrics.lines().find_map(|l| {
+        l.strip_prefix("cronstable_job_cpu_seconds_total{job_name=\"busy\",mode=\"user\"} ")
+    });
+    assert_eq!(
+        user.and_then(|v| v.parse::<f64>().ok()),
+        before["cpu_user_seconds"].as_f64(),
+        "the CPU counter was seeded from the store:\n{metrics}"
+    );
+}
+
+#[test]
 fn monitor_resources_settings_are_checked_at_load() {
     let dir = tempfile::tempdir().unwrap();
     for (setting, says) in [
