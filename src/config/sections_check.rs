@@ -250,9 +250,14 @@ pub fn check_cross_sections(
         ));
     }
     let push_jobs = offenders(&|j| {
-        [&j.on_success, &j.on_failure, &j.on_permanent_failure]
-            .iter()
-            .any(|r| r.push.as_ref().is_some_and(|p| p.enabled == Some(true)))
+        [
+            &j.on_success,
+            &j.on_failure,
+            &j.on_permanent_failure,
+            &j.on_late,
+        ]
+        .iter()
+        .any(|r| r.push.as_ref().is_some_and(|p| p.enabled == Some(true)))
     });
     if let Some(first) = jobs.iter().find(|j| push_jobs.contains(&j.name)) {
         return Err(ConfigError::config(

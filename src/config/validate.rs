@@ -171,6 +171,8 @@ pub fn resolve_job(
         on_failure: shared_report(on_failure.and_then(|h| h.report.as_ref())),
         on_permanent_failure: report_of(&spec.on_permanent_failure),
         on_success: report_of(&spec.on_success),
+        sla: resolved_sla(&spec),
+        on_late: report_of(&spec.on_late),
         on_missed: spec.on_missed.unwrap_or(super::model::OnMissed::Skip),
         starting_deadline_seconds: spec.starting_deadline_seconds,
         catchup_jitter_seconds: spec.catchup_jitter_seconds.unwrap_or(0),
@@ -376,6 +378,10 @@ fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
                 .as_ref()
                 .and_then(|h| h.report.as_ref()),
         ),
+        (
+            "onLate",
+            spec.on_late.as_ref().and_then(|h| h.report.as_ref()),
+        ),
     ];
     for (hook, report) in hooks {
         if let Some(report) = report {
@@ -441,6 +447,18 @@ fn resolved_verify(spec: &JobSpec) -> Result<Option<super::job::Verify>, RuleErr
     Ok(Some(super::job::Verify { command, timeout }))
 }
 
+/// The `sla` thresholds that are set (their ranges are checked earlier,
+/// by the numeric rules), or None when no check is on.
+fn resolved_sla(spec: &JobSpec) -> Option<super::job::SlaThresholds> {
+    let sla = spec.sla.as_ref().filter(|s| s.any_set())?;
+    let seconds = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+    Some(super::job::SlaThresholds {
+        max_time_since_success: seconds(sla.max_time_since_success_seconds),
+        late_after: seconds(sla.late_after_seconds),
+        max_runtime: seconds(sla.max_runtime_seconds),
+    })
+}
+
 fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
     let not_yet = |key: &str, what: &str| {
         rule(
@@ -448,9 +466,6 @@ fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
             format!("{what} is not supported yet by this version of cronstable"),
         )
     };
-    if spec.sla.as_ref().is_some_and(|s| s.any_set()) {
-        return Err(not_yet("sla", "SLA monitoring (sla/onLate)"));
-    }
     if spec
         .monitor_resources
         .as_ref()
@@ -477,6 +492,7 @@ fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Wa
         spec.on_permanent_failure
             .as_ref()
             .and_then(|h| h.report.as_ref()),
+        spec.on_late.as_ref().and_then(|h| h.report.as_ref()),
     ];
     if hooks
         .iter()

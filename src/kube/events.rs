@@ -295,6 +295,8 @@ impl Reporter for EventingReporter {
             Hook::Success => None,
             Hook::Failure => Some(("RunFailed", "failed")),
             Hook::PermanentFailure => Some(("RunPermanentlyFailed", "failed with no retry left")),
+            // Breaches come through report_late.
+            Hook::Late => None,
         };
         if let Some((reason, verb)) = event {
             if let Some((key, uid, own)) = self.owner(&job.name) {
@@ -309,6 +311,22 @@ impl Reporter for EventingReporter {
             }
         }
         self.inner.report(hook, job, record)
+    }
+
+    fn report_late(&self, job: &JobConfig, breach: crate::report::SlaBreach) -> ReportFuture {
+        if let Some((key, uid, own)) = self.owner(&job.name) {
+            let _ = self.sink.send(EventRequest {
+                regarding: set_reference(&key, uid.as_deref()),
+                reason: "SlaBreached",
+                action: "Monitor",
+                note: format!(
+                    "Job {own} is overdue ({}): observed {:.0}s exceeds the threshold of {}s",
+                    breach.check, breach.observed_seconds, breach.threshold_seconds
+                ),
+                every_replica: false,
+            });
+        }
+        self.inner.report_late(job, breach)
     }
 }
 

@@ -22,7 +22,7 @@ use crate::job::RunRecord;
 /// The variables a report template sees for one run; public so templates
 /// can be rendered against a real run's context outside the crate (the
 /// `template_render` fuzz target).
-pub use context::RunContext;
+pub use context::{RunContext, SlaBreach};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -37,6 +37,8 @@ pub enum Hook {
     Failure,
     /// A failure with no retry left (`onPermanentFailure`).
     PermanentFailure,
+    /// An SLA breach (`onLate`): not a run, see [`Reporter::report_late`].
+    Late,
 }
 
 /// Why one reporter's delivery failed. `Display` is the text after
@@ -75,6 +77,13 @@ pub type ReportFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 pub trait Reporter: Send + Sync {
     /// Reports `record` of `job` for `hook`.
     fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture;
+
+    /// Reports an SLA breach of `job` to its `onLate` reporters. A
+    /// reporter that only tells runs apart ignores it.
+    fn report_late(&self, job: &JobConfig, breach: SlaBreach) -> ReportFuture {
+        let _ = (job, breach);
+        Box::pin(async {})
+    }
 }
 
 impl Hook {
@@ -84,6 +93,7 @@ impl Hook {
             Hook::Success => "success",
             Hook::Failure => "failure",
             Hook::PermanentFailure => "permanent failure",
+            Hook::Late => "SLA breach",
         }
     }
 
@@ -93,6 +103,7 @@ impl Hook {
             Hook::Success => &job.on_success,
             Hook::Failure => &job.on_failure,
             Hook::PermanentFailure => &job.on_permanent_failure,
+            Hook::Late => &job.on_late,
         }
     }
 }
@@ -180,6 +191,23 @@ impl Reporter for Dispatcher {
         let ctx = Arc::new(RunContext::new(hook, job, record));
         Box::pin(async move {
             logged.await;
+            deliver_all(ctx, deliveries).await;
+        })
+    }
+
+    fn report_late(&self, job: &JobConfig, breach: SlaBreach) -> ReportFuture {
+        let deliveries = Delivery::planned(&job.on_late);
+        if deliveries.is_empty() {
+            return Box::pin(async {});
+        }
+        let ctx = Arc::new(RunContext::late(job, breach));
+        Box::pin(async move {
+            tracing::info!(
+                target: "cronstable::report",
+                "Cron job {}: reporting SLA breach ({})",
+                ctx.name,
+                ctx.sla.as_ref().map_or("", |b| b.check)
+            );
             deliver_all(ctx, deliveries).await;
         })
     }

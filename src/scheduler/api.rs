@@ -402,6 +402,7 @@ impl Scheduler {
                     reboot_pending: self.reboot_pending(&job.name),
                     owner: if owners { self.gate.owner(job) } else { None },
                     verifying: live.iter().any(|r| r.verifying()),
+                    sla: self.sla_view(job),
                 }
             })
             .collect()
@@ -511,7 +512,8 @@ impl Scheduler {
                     job_set_id: &self.job_set_id,
                     jobs: Vec::new(),
                 };
-                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows);
+                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows)
+                    .with_sla(self.sla_series());
             }
         }
         let mut horizon: Option<DateTime<Utc>> = None;
@@ -568,6 +570,6 @@ impl Scheduler {
         let stamp = self.stamp(now, horizon);
         self.api.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
         self.api.metrics_last_rows = Some(snapshot.rows());
-        snapshot
+        snapshot.with_sla(self.sla_series())
     }
 }

@@ -164,6 +164,8 @@ pub struct JobSnapshot {
     pub owner: Option<Option<String>>,
     /// A running instance's `verify` check is running.
     pub verifying: bool,
+    /// The `sla` checks, for a job with any.
+    pub sla: Option<super::sla::SlaView>,
 }
 
 /// What `GET /status` shows, for every job at once: the job table itself
