@@ -398,7 +398,7 @@ fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
 
 /// Checks every template of a report block at load time, so a broken
 /// template is a configuration error rather than a failed report later.
-fn check_templates(report: &Report) -> Result<(), TemplateError> {
+pub(crate) fn check_templates(report: &Report) -> Result<(), TemplateError> {
     if let Some(mail) = &report.mail {
         if let Some(s) = &mail.subject {
             jinja::compile("mail.subject", s)?;
@@ -423,8 +423,6 @@ fn check_templates(report: &Report) -> Result<(), TemplateError> {
     Ok(())
 }
 
-/// Features the schema accepts but this version cannot honor yet: a job that
-/// turns one on is refused rather than silently run without it.
 /// `verify` with its default timeout, checked with the original's texts
 /// (an empty command, or a timeout that is not a finite positive number).
 fn resolved_verify(spec: &JobSpec) -> Result<Option<super::job::Verify>, RuleError> {
@@ -459,6 +457,8 @@ fn resolved_sla(spec: &JobSpec) -> Option<super::job::SlaThresholds> {
     })
 }
 
+/// Features the schema accepts but this version cannot honor yet: a job that
+/// turns one on is refused rather than silently run without it.
 fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
     let not_yet = |key: &str, what: &str| {
         rule(

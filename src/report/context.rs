@@ -42,8 +42,30 @@ pub struct RunContext {
     pub verification: Option<serde_json::Value>,
     /// The breach an `onLate` report is about (`None` for a run).
     pub sla: Option<SlaBreach>,
+    /// The daemon event a `notify` report is about (`None` for a run).
+    pub event: Option<DaemonEvent>,
     /// The template variables (see [`RunContext::vars`]).
     vars: Value,
+}
+
+/// A daemon event, as a `notify` report tells it (a leadership change,
+/// a loss of quorum): not a run of any job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DaemonEvent {
+    /// The event's name (`leader_change`, `quorum_loss`), which a
+    /// `notify.events` allow-list names.
+    pub event: &'static str,
+    /// False for an event worth an alert.
+    pub success: bool,
+    /// What it concerns (the node's name): the `name` variable.
+    pub name: String,
+    /// One line: `node a acquired scheduled-job leadership`.
+    pub subject: String,
+    /// A sentence or two.
+    pub message: String,
+    /// The event's own variables (`role`, `is_leader`, `leader`,
+    /// `quorate`), in the templates beside the standard ones.
+    pub fields: Vec<(&'static str, serde_json::Value)>,
 }
 
 /// One SLA breach, as an `onLate` report tells it.
@@ -77,6 +99,7 @@ impl RunContext {
             started_at: Some(python_isoformat(record.started_at)),
             verification: record.verification.clone(),
             sla: None,
+            event: None,
             vars: Value::UNDEFINED,
         };
         ctx.vars = ctx.build_vars(&job.environment);
@@ -103,6 +126,34 @@ impl RunContext {
             started_at: None,
             verification: None,
             sla: Some(breach),
+            event: None,
+            vars: Value::UNDEFINED,
+        };
+        ctx.vars = ctx.build_vars(&[]);
+        ctx
+    }
+
+    /// The context of a `notify` report: no job and no run (an empty
+    /// command and schedule, the default shell, no output or exit code;
+    /// `fail_reason` is the message of an alert), plus `event`, `subject`,
+    /// `message` and the event's own variables.
+    pub fn event(event: DaemonEvent) -> RunContext {
+        let mut ctx = RunContext {
+            hook: Hook::Event,
+            name: event.name.clone(),
+            success: event.success,
+            fail_reason: (!event.success).then(|| event.message.clone()),
+            retcode: None,
+            stdout: None,
+            stderr: None,
+            command: Command::Shell(String::new()),
+            shell: crate::platform::DEFAULT_SHELL.to_owned(),
+            schedule: String::new(),
+            host: host_name().to_owned(),
+            started_at: None,
+            verification: None,
+            sla: None,
+            event: Some(event),
             vars: Value::UNDEFINED,
         };
         ctx.vars = ctx.build_vars(&[]);
@@ -113,6 +164,7 @@ impl RunContext {
     pub fn texts(&self) -> &'static super::templates::DefaultTexts {
         match self.hook {
             Hook::Late => &super::templates::LATE_TEXTS,
+            Hook::Event => &super::templates::EVENT_TEXTS,
             _ => &super::templates::RUN_TEXTS,
         }
     }
@@ -161,9 +213,9 @@ impl RunContext {
         vars.insert("exit_code".into(), Value::from(self.retcode));
         vars.insert("command".into(), command);
         vars.insert("shell".into(), Value::from(self.shell.as_str()));
-        let environment = if self.sla.is_some() {
-            // A breach has no process environment; the host is there so a
-            // fingerprint that names it still renders.
+        let environment = if self.sla.is_some() || self.event.is_some() {
+            // A breach or an event has no process environment; the host
+            // is there so a fingerprint that names it still renders.
             Value::from(BTreeMap::from([("HOSTNAME".to_owned(), self.host.clone())]))
         } else {
             template_environment(job_env, &self.host)
@@ -196,6 +248,14 @@ impl RunContext {
                 "last_success_at".into(),
                 Value::from(b.last_success_at.map(python_isoformat)),
             );
+        }
+        if let Some(e) = &self.event {
+            vars.insert("event".into(), Value::from(e.event));
+            vars.insert("subject".into(), Value::from(e.subject.as_str()));
+            vars.insert("message".into(), Value::from(e.message.as_str()));
+            for (key, value) in &e.fields {
+                vars.insert((*key).to_owned(), json_to_template(value));
+            }
         }
         Value::from(vars)
     }

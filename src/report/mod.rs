@@ -22,7 +22,7 @@ use crate::job::RunRecord;
 /// The variables a report template sees for one run; public so templates
 /// can be rendered against a real run's context outside the crate (the
 /// `template_render` fuzz target).
-pub use context::{RunContext, SlaBreach};
+pub use context::{DaemonEvent, RunContext, SlaBreach};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,6 +39,8 @@ pub enum Hook {
     PermanentFailure,
     /// An SLA breach (`onLate`): not a run, see [`Reporter::report_late`].
     Late,
+    /// A daemon event (`notify`): see [`Reporter::report_event`].
+    Event,
 }
 
 /// Why one reporter's delivery failed. `Display` is the text after
@@ -84,6 +86,12 @@ pub trait Reporter: Send + Sync {
         let _ = (job, breach);
         Box::pin(async {})
     }
+
+    /// Reports a daemon event to the `notify` block's reporters `report`.
+    fn report_event(&self, report: &Report, event: DaemonEvent) -> ReportFuture {
+        let _ = (report, event);
+        Box::pin(async {})
+    }
 }
 
 impl Hook {
@@ -94,12 +102,15 @@ impl Hook {
             Hook::Failure => "failure",
             Hook::PermanentFailure => "permanent failure",
             Hook::Late => "SLA breach",
+            Hook::Event => "event",
         }
     }
 
-    /// The job's report block for this hook.
+    /// The job's report block for this hook (an event has none: it gets
+    /// the job's `onFailure` block, which no caller asks for).
     pub fn report_of(self, job: &JobConfig) -> &Report {
         match self {
+            Hook::Event => &job.on_failure,
             Hook::Success => &job.on_success,
             Hook::Failure => &job.on_failure,
             Hook::PermanentFailure => &job.on_permanent_failure,
@@ -211,6 +222,25 @@ impl Reporter for Dispatcher {
             deliver_all(ctx, deliveries).await;
         })
     }
+
+    fn report_event(&self, report: &Report, event: DaemonEvent) -> ReportFuture {
+        let deliveries = Delivery::planned(report);
+        if deliveries.is_empty() {
+            return Box::pin(async {});
+        }
+        let ctx = Arc::new(RunContext::event(event));
+        Box::pin(async move {
+            if let Some(e) = &ctx.event {
+                tracing::info!(
+                    target: "cronstable::report",
+                    "Reporting {} event: {}",
+                    e.event,
+                    e.subject
+                );
+            }
+            deliver_all(ctx, deliveries).await;
+        })
+    }
 }
 
 /// Runs every delivery as its own task (a panic in one is contained like
@@ -236,12 +266,19 @@ async fn deliver_all(ctx: Arc<RunContext>, deliveries: Vec<Delivery>) {
             },
             Err(err) => ReportError::Stopped(err),
         };
-        tracing::error!(
-            target: "cronstable::report",
-            "Problem reporting job {} {}: {reporter} reporter: {problem}",
-            ctx.name,
-            ctx.hook.describe()
-        );
+        match &ctx.event {
+            Some(event) => tracing::error!(
+                target: "cronstable::report",
+                "Problem reporting {} event: {reporter} reporter: {problem}",
+                event.event
+            ),
+            None => tracing::error!(
+                target: "cronstable::report",
+                "Problem reporting job {} {}: {reporter} reporter: {problem}",
+                ctx.name,
+                ctx.hook.describe()
+            ),
+        }
     }
 }
 

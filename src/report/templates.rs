@@ -116,6 +116,39 @@ pub const LATE_WEBHOOK_BODY: &str = concat!(
 /// job, apart from its run failures.
 pub const LATE_FINGERPRINT: [&str; 3] = ["cronstable", "sla", "{{ name }}"];
 
+macro_rules! event_subject {
+    () => {
+        "cronstable {{ event }}: {{ subject }}"
+    };
+}
+
+macro_rules! event_body {
+    () => {
+        "{{ message }}\n"
+    };
+}
+
+/// Default `notify` mail subject: `cronstable <event>: <subject>`.
+pub const EVENT_SUBJECT: &str = event_subject!();
+
+/// Default `notify` mail body: the event's message.
+pub const EVENT_BODY: &str = event_body!();
+
+/// Default `notify` Sentry message: the subject, a newline, the body.
+pub const EVENT_SENTRY_BODY: &str = concat!(event_subject!(), "\n", event_body!());
+
+/// Default `notify` webhook body: the subject and body as `{"text": ...}`.
+pub const EVENT_WEBHOOK_BODY: &str = concat!(
+    "{\"text\": {% filter tojson %}",
+    event_subject!(),
+    "\n",
+    event_body!(),
+    "{% endfilter %}}"
+);
+
+/// Default `notify` Sentry fingerprint: one issue per event and node.
+pub const EVENT_FINGERPRINT: [&str; 3] = ["cronstable", "{{ event }}", "{{ name }}"];
+
 /// The templates a reporter falls back on when its block leaves one unset;
 /// they differ by what is reported (a run, or an SLA breach).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +173,15 @@ pub const RUN_TEXTS: DefaultTexts = DefaultTexts {
     sentry_body: DEFAULT_SENTRY_BODY,
     fingerprint: &DEFAULT_FINGERPRINT,
     webhook_body: DEFAULT_WEBHOOK_BODY,
+};
+
+/// The defaults of the `notify` block.
+pub const EVENT_TEXTS: DefaultTexts = DefaultTexts {
+    subject: EVENT_SUBJECT,
+    body: EVENT_BODY,
+    sentry_body: EVENT_SENTRY_BODY,
+    fingerprint: &EVENT_FINGERPRINT,
+    webhook_body: EVENT_WEBHOOK_BODY,
 };
 
 /// The defaults of `onLate`. The Sentry message keeps the run wording, as
