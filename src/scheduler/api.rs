@@ -483,6 +483,10 @@ impl Scheduler {
         if self.gate.clustered() {
             return None;
         }
+        if self.sla.any_latched() {
+            // A latched breach's observed seconds move with the clock.
+            return None;
+        }
         Some(Stamp {
             generation: self.api.generation,
             taken: now,

@@ -260,6 +260,13 @@ impl Monitor {
         }
     }
 
+    /// Whether any check of any job is latched in breach now.
+    pub fn any_latched(&self) -> bool {
+        self.jobs
+            .values()
+            .any(|t| t.latched.iter().any(Option::is_some))
+    }
+
     /// The last success known for `name`.
     pub fn last_success(&self, name: &str) -> Option<DateTime<Utc>> {
         self.jobs.get(name).and_then(|t| t.last_success)

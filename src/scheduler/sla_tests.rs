@@ -91,6 +91,7 @@ fn staleness_measures_from_first_sight_then_from_the_last_success() {
     }
     // Latched: nothing fires again while it persists.
     assert!(m.evaluate([facts("a", &s)], t(500)).is_empty());
+    assert!(m.any_latched());
     // A success clears it at the next pass, with no report.
     m.succeeded("a", t(510), t(510));
     let tr = m.evaluate([facts("a", &s)], t(520));
@@ -99,6 +100,7 @@ fn staleness_measures_from_first_sight_then_from_the_last_success() {
         [("a".to_owned(), Check::MaxTimeSinceSuccess)]
     );
     assert!(breached(&tr).is_empty());
+    assert!(!m.any_latched());
     // And it ages from that success.
     assert!(m.evaluate([facts("a", &s)], t(610)).is_empty());
     let tr = m.evaluate([facts("a", &s)], t(611));
