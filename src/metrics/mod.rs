@@ -4,5 +4,6 @@ pub mod cluster;
 pub(crate) mod encode;
 pub mod kube;
 pub mod prometheus;
+pub mod sla;
 pub mod state;
 pub(crate) mod statsd;

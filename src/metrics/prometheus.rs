@@ -140,6 +140,8 @@ struct Scrape {
     /// The durable store's counters, read when the scrape was taken (None
     /// without an open store).
     state: Option<StateFacts>,
+    /// The late-run series (see [`super::sla`]), empty without checks.
+    sla: Arc<Vec<super::sla::SlaSeries>>,
     /// When it was taken: the instant the cluster gauges are judged at,
     /// so the encoded text is a function of the scrape alone.
     taken: std::time::Instant,
@@ -166,6 +168,7 @@ impl Scrape {
             && self.kube == other.kube
             && self.cluster == other.cluster
             && self.state == other.state
+            && self.sla == other.sla
             && self.cluster_facts == other.cluster_facts
             && (Arc::ptr_eq(&self.jobs, &other.jobs)
                 || (self.jobs.len() == other.jobs.len()
@@ -323,6 +326,7 @@ impl Scrape {
             kube: None,
             cluster: None,
             state: None,
+            sla: Arc::new(Vec::new()),
             taken,
             cluster_facts: None,
             jobs,
@@ -471,6 +475,7 @@ impl Snapshot {
             kube,
             cluster,
             state: s.state.clone(),
+            sla: Arc::clone(&s.sla),
             taken,
             jobs: Arc::clone(&s.jobs),
         }))
@@ -491,6 +496,27 @@ impl Snapshot {
             kube: s.kube.clone(),
             cluster: s.cluster.clone(),
             state,
+            sla: Arc::clone(&s.sla),
+            taken: s.taken,
+            jobs: Arc::clone(&s.jobs),
+        }))
+    }
+
+    /// This snapshot with the late-run series the scheduler's monitor
+    /// holds (sorted by job, then check).
+    pub fn with_sla(&self, sla: Vec<super::sla::SlaSeries>) -> Snapshot {
+        let s = &*self.0;
+        Snapshot(Arc::new(Scrape {
+            version: s.version.clone(),
+            job_set_id: s.job_set_id.clone(),
+            start_time: s.start_time,
+            last_reload_ok: s.last_reload_ok,
+            last_reload_success: s.last_reload_success,
+            cluster_facts: s.cluster_facts.clone(),
+            kube: s.kube.clone(),
+            cluster: s.cluster.clone(),
+            state: s.state.clone(),
+            sla: Arc::new(sla),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
         }))
@@ -634,6 +660,8 @@ fn write(
     });
     let starts = job_text::write_families(&mut out, format, jobs, &reuse, copy_from.as_ref());
     let mut tail = Registry::default();
+    // The late-run families close the per-job ones.
+    tail.register_collector(Box::new(super::sla::SlaFamilies(Arc::clone(&scrape.sla))));
     // The original's order: the store's families after the jobs', before
     // the cluster's.
     if let Some(state) = &scrape.state {

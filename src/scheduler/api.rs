@@ -418,6 +418,7 @@ impl Scheduler {
                     running_resources: crate::job::monitor::LiveTotal::of(
                         live.iter().filter_map(|r| r.monitor()?.live()),
                     ),
+                    sla: self.sla_view(job),
                 }
             })
             .collect()
@@ -498,6 +499,10 @@ impl Scheduler {
         if self.gate.clustered() {
             return None;
         }
+        if self.sla.any_latched() {
+            // A latched breach's observed seconds move with the clock.
+            return None;
+        }
         Some(Stamp {
             generation: self.api.generation,
             taken: now,
@@ -527,7 +532,8 @@ impl Scheduler {
                     job_set_id: &self.job_set_id,
                     jobs: Vec::new(),
                 };
-                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows);
+                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows)
+                    .with_sla(self.sla_series());
             }
         }
         let mut horizon: Option<DateTime<Utc>> = None;
@@ -584,6 +590,6 @@ impl Scheduler {
         let stamp = self.stamp(now, horizon);
         self.api.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
         self.api.metrics_last_rows = Some(snapshot.rows());
-        snapshot
+        snapshot.with_sla(self.sla_series())
     }
 }

@@ -167,6 +167,8 @@ pub struct JobSnapshot {
     /// The live CPU and memory of the running instances that are
     /// resource-monitored and have been sampled, added up.
     pub running_resources: Option<crate::job::monitor::LiveTotal>,
+    /// The `sla` checks, for a job with any.
+    pub sla: Option<super::sla::SlaView>,
 }
 
 /// What `GET /status` shows, for every job at once: the job table itself

@@ -20,6 +20,7 @@ pub mod failover;
 mod failover_tests;
 mod finish;
 pub(crate) mod history;
+mod late;
 mod launch;
 mod next_fire;
 pub mod pause;
@@ -29,6 +30,7 @@ pub(crate) mod retry;
 mod retry_resume;
 pub mod sections;
 pub mod shutdown;
+pub mod sla;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tick;
@@ -186,6 +188,10 @@ pub struct Scheduler {
     /// The job endpoint's run identities ([`ports::NoRunGrants`] without
     /// one).
     grants: Arc<dyn ports::RunGrants>,
+    /// Late-run detection: the checks' latches and what they measure.
+    sla: sla::Monitor,
+    /// The wall-clock minute the SLA checks were last evaluated in.
+    sla_minute: Option<DateTime<Utc>>,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -234,6 +240,8 @@ impl Scheduler {
             pause_sync: pause_sync::PauseSync::default(),
             api: api_cache::ApiCaches::default(),
             grants: Arc::new(ports::NoRunGrants),
+            sla: sla::Monitor::default(),
+            sla_minute: None,
         };
         scheduler.install_jobs(initial);
         // The first load's outcome counts as a change to follow.
@@ -315,6 +323,7 @@ impl Scheduler {
             .retain(|name, _| by_name.contains_key(name));
         self.last_output
             .retain(|name, _| by_name.contains_key(name));
+        self.sla.retain(|name| by_name.contains_key(name));
         let jobs = Arc::clone(&self.jobs);
         self.counters()
             .retain_jobs(jobs.iter().map(|j| j.name.as_str()));
@@ -355,6 +364,9 @@ impl Scheduler {
         // Nothing at or before the start instant is due: the first pass is
         // the first boundary after it.
         self.evaluated = tick::floor(self.clock.now(), self.cadence());
+        // The SLA series exist from the start; checks are measured again
+        // once every wall-clock minute.
+        self.sla_tick();
         let cause = loop {
             let sleep = self
                 .clock
@@ -367,6 +379,7 @@ impl Scheduler {
                         self.swap(set, started);
                     }
                     self.launch_passed_boundaries();
+                    self.sla_tick();
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),

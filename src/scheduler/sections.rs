@@ -8,7 +8,7 @@
 //! whichever source loaded it; it lives beside the ports because both
 //! sources (`source`, `kube`) sit above them.
 
-use crate::config::model::{ClusterConfig, WebConfig};
+use crate::config::model::{ClusterConfig, NotifyConfig, WebConfig};
 use crate::config::sections::Sections;
 use crate::config::web_buckets;
 use tokio::sync::watch;
@@ -30,6 +30,7 @@ pub struct LoadOutcome {
 pub struct LiveSections {
     web: watch::Sender<Option<WebConfig>>,
     cluster: watch::Sender<Option<ClusterConfig>>,
+    notify: watch::Sender<Option<NotifyConfig>>,
     loads: watch::Sender<LoadOutcome>,
 }
 
@@ -40,6 +41,7 @@ impl LiveSections {
         let live = LiveSections {
             web: watch::channel(None).0,
             cluster: watch::channel(None).0,
+            notify: watch::channel(None).0,
             loads: watch::channel(LoadOutcome {
                 last_ok: true,
                 last_success: loaded_at,
@@ -61,6 +63,12 @@ impl LiveSections {
     /// on every reload that changes it.
     pub fn cluster(&self) -> watch::Receiver<Option<ClusterConfig>> {
         self.cluster.subscribe()
+    }
+
+    /// The `notify` section in force (None: no notifications); a reload
+    /// takes effect for the next event.
+    pub fn notify(&self) -> watch::Receiver<Option<NotifyConfig>> {
+        self.notify.subscribe()
     }
 
     /// What the loads say (see [`LoadOutcome`]); changes on every load.
@@ -94,6 +102,10 @@ impl LiveSections {
         publish(
             &self.cluster,
             sections.cluster.as_ref().map(|c| c.value.clone()),
+        );
+        publish(
+            &self.notify,
+            sections.notify.as_ref().map(|n| n.value.clone()),
         );
     }
 }
