@@ -36,6 +36,7 @@ EXPECTED_SECONDS = {
     "kube_chart_install": 43,
     "kube_real": 32,
     "cluster_etcd": 29,
+    "resources": 6,
 }
 DEFAULT_SECONDS = 10
 
