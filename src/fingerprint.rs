@@ -263,6 +263,24 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
             ])),
         );
     }
+    if let Some(caps) = &job.resource_limits {
+        // The normalized numbers, so `512M` and 536870912 hash alike.
+        put(
+            "resourceLimits",
+            Canon::Object(BTreeMap::from([
+                ("cpu".into(), Canon::opt(caps.cpu, Canon::float)),
+                (
+                    "memory".into(),
+                    Canon::opt(caps.memory, |m| Canon::int(m as i64)),
+                ),
+                (
+                    "processes".into(),
+                    Canon::opt(caps.processes, |p| Canon::int(p as i64)),
+                ),
+                ("required".into(), Canon::Bool(caps.required)),
+            ])),
+        );
+    }
     Canon::Object(o)
 }
 

@@ -95,6 +95,8 @@ jobs:
         "CRONSTABLE_SLA_THRESHOLD_SECONDS",
         "CRONSTABLE_SLA_OBSERVED_SECONDS",
         "CRONSTABLE_LAST_SUCCESS_AT",
+        "CRONSTABLE_LIMITS_ENFORCED",
+        "CRONSTABLE_MEMORY_LIMIT_EXCEEDED",
     ] {
         assert_eq!(get(empty), "", "{empty}");
     }

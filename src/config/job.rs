@@ -131,6 +131,8 @@ pub struct JobConfig {
     pub verify: Option<Verify>,
     /// CPU and memory sampling of each run, when `monitorResources` is on.
     pub monitor: Option<Monitor>,
+    /// Per-run caps (`resourceLimits`), when any cap is set.
+    pub resource_limits: Option<super::limits::ResourceLimits>,
     /// The merged spec this job was resolved from. Kept while a config is
     /// assembled (whole-config rules read it); the scheduler drops it when
     /// it installs the job, since nothing at run time needs it.

@@ -9,6 +9,7 @@ pub(crate) mod error;
 pub(crate) mod interpolate;
 pub(crate) mod job;
 pub mod job_api;
+pub mod limits;
 pub(crate) mod load;
 pub(crate) mod locate;
 pub(crate) mod merge;

@@ -191,6 +191,10 @@ pub fn resolve_job(
         statsd: spec.statsd.clone(),
         verify: resolved_verify(&spec)?,
         monitor: resolved_monitor(&spec),
+        resource_limits: match &spec.resource_limits {
+            Some(block) => super::limits::resolve(block).map_err(|e| rule(e.key, e.message))?,
+            None => None,
+        },
         user: spec.user.clone(),
         group: spec.group.clone(),
         spec: Some(spec),

@@ -4,6 +4,8 @@
 
 pub mod capture;
 pub mod monitor;
+pub mod contain;
+pub mod limits;
 pub(crate) mod outcome;
 pub(crate) mod run;
 pub mod sampler;

@@ -110,6 +110,9 @@ pub struct RunRecord {
     /// The sampled CPU and memory of the run's processes, when the job
     /// has `monitorResources` on and a sample read something.
     pub resources: Option<super::monitor::ResourceUsage>,
+    /// The run's caps and what the kernel did with them, for a job with
+    /// `resourceLimits`.
+    pub limits: Option<super::limits::LimitsRecord>,
 }
 
 impl RunRecord {
@@ -143,6 +146,7 @@ impl RunRecord {
             interrupted: false,
             verification: None,
             resources: None,
+            limits: None,
         }
     }
 }

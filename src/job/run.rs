@@ -3,6 +3,7 @@
 //! SIGTERM, `killTimeout`, SIGKILL sequence, and produce its [`RunRecord`].
 
 use super::capture::LiveOutput;
+use super::contain::{self, RunLimits};
 use super::outcome::{fail_reason, RunRecord, Trigger, START_FAILED_RETCODE, TIMEOUT_RETCODE};
 use super::verify;
 use output::{start_reader, wait_readers, Reader};
@@ -126,6 +127,7 @@ pub struct RunHandle {
     output: Arc<LiveOutput>,
     verifying: Arc<AtomicBool>,
     monitor: Option<Arc<super::sampler::Monitor>>,
+    cgroup: Option<Arc<platform::CgroupPlace>>,
 }
 
 impl RunHandle {
@@ -133,6 +135,12 @@ impl RunHandle {
     /// on and its command started.
     pub fn monitor(&self) -> Option<&Arc<super::sampler::Monitor>> {
         self.monitor.as_ref()
+    }
+
+    /// Where the run's cgroup is (a run with resource limits, or any run
+    /// while CPU weighting is on), for readers of its usage.
+    pub fn cgroup(&self) -> Option<&platform::CgroupPlace> {
+        self.cgroup.as_deref()
     }
 
     /// Whether the run's `verify` check is running now.
@@ -224,9 +232,11 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     // Spawning returns once the child has exec'd (posix_spawn): the pid is
     // known before the scheduler records the instance, so the API never
     // shows a running instance without its pid.
-    let spawned = spawn_command(&job, &request.extra_env);
+    let mut contained = contain::manager().prepare(&job);
+    let spawned = spawn_contained(&job, &request.extra_env, contained.as_mut());
     let pid = spawned.as_ref().ok().map(JobChild::id);
     let monitor = super::sampler::for_run(job.monitor.as_ref(), pid);
+    let cgroup = contained.as_ref().and_then(RunLimits::place).map(Arc::new);
     let handle = RunHandle {
         run_id: request.run_id,
         pid,
@@ -238,6 +248,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         output: Arc::clone(&output),
         verifying: Arc::clone(&verifying),
         monitor: monitor.clone(),
+        cgroup,
     };
     let masks: Arc<[String]> = request.masks.into();
     let task = tokio::spawn(async move {
@@ -259,11 +270,15 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         };
         let mut record = match spawned {
             Err(reason) => {
-                tracing::error!(
-                    target: "cronstable::job",
-                    "Job {}: could not start its command: {reason}",
-                    job.name
-                );
+                // A refused run was explained when its caps were found
+                // unenforceable; it is no launch error.
+                if !contained.as_ref().is_some_and(RunLimits::refused) {
+                    tracing::error!(
+                        target: "cronstable::job",
+                        "Job {}: could not start its command: {reason}",
+                        job.name
+                    );
+                }
                 let _ = ended_tx.send(true);
                 RunRecord {
                     retcode: START_FAILED_RETCODE,
@@ -285,18 +300,28 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 if let Some(observer) = &observer {
                     observer.started(&job);
                 }
-                let mut record = drive(&job, child, &watch, base, Phase::Command).await;
+                let phase = Phase::Command;
+                let mut record = drive(&job, child, &watch, base, phase, contained.as_ref()).await;
                 record.resources = monitor.as_ref().and_then(|m| m.finish());
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }
         };
-        record.fail_reason = fail_reason(
-            &job.fails_when,
-            record.retcode,
-            &record.stdout,
-            &record.stderr,
-        );
+        // The caps' record is final before the check: a run its memory
+        // cap ended is a failure, and its check is skipped.
+        record.limits = contain::finish(contained).await;
+        record.fail_reason = record
+            .limits
+            .as_ref()
+            .and_then(super::limits::LimitsRecord::failure)
+            .or_else(|| {
+                fail_reason(
+                    &job.fails_when,
+                    record.retcode,
+                    &record.stdout,
+                    &record.stderr,
+                )
+            });
         if let Some(check) = &job.verify {
             let after_check = RunAfter {
                 run_id: request.run_id,
@@ -346,7 +371,10 @@ async fn run_check(
             run.verifying.store(true, Ordering::SeqCst);
             let check_job = verify::check_job(job, check);
             let started = Utc::now();
-            let checked = match spawn_command(&check_job, run.extra_env) {
+            // The check has caps of its own (the job's), in a cgroup of its own.
+            let mut contained = contain::manager().prepare(&check_job);
+            let spawned = spawn_contained(&check_job, run.extra_env, contained.as_mut());
+            let mut checked = match spawned {
                 Err(reason) => {
                     tracing::error!(
                         target: "cronstable::job",
@@ -364,17 +392,59 @@ async fn run_check(
                         started,
                     );
                     let phase = Phase::Verify(check.timeout);
-                    Some(drive(&check_job, child, watch, base, phase).await)
+                    let limits = contained.as_ref();
+                    Some(drive(&check_job, child, watch, base, phase, limits).await)
                 }
             };
+            let limits = contain::finish(contained).await;
+            if let Some(checked) = checked.as_mut() {
+                checked.limits = limits;
+            }
             run.verifying.store(false, Ordering::SeqCst);
             verify::apply(record, checked.as_ref(), Utc::now());
         }
     }
 }
 
+/// Spawns the command, in the run's container when it has one. A refused
+/// run never spawns: its error is the refusal. A child its required
+/// container could not take is killed (the run is then refused too).
+fn spawn_contained(
+    job: &JobConfig,
+    extra_env: &[(String, String)],
+    contained: Option<&mut RunLimits>,
+) -> Result<JobChild, String> {
+    let Some(limits) = contained else {
+        return spawn_command(job, extra_env, None);
+    };
+    let refusal = |limits: &RunLimits| {
+        limits
+            .record()
+            .and_then(|r| r.failure())
+            .unwrap_or_else(|| "resource limits could not be enforced".into())
+    };
+    if limits.refused() {
+        return Err(refusal(limits));
+    }
+    let spawned = spawn_command(job, extra_env, limits.join_step());
+    match &spawned {
+        Ok(child) => limits.attach(child.id()),
+        Err(_) => {
+            limits.spawn_failed();
+            if limits.refused() {
+                return Err(refusal(limits));
+            }
+        }
+    }
+    spawned
+}
+
 /// Builds and spawns the job's process in a session of its own.
-fn spawn_command(job: &JobConfig, extra_env: &[(String, String)]) -> Result<JobChild, String> {
+fn spawn_command(
+    job: &JobConfig,
+    extra_env: &[(String, String)],
+    cgroup: Option<platform::JoinStep>,
+) -> Result<JobChild, String> {
     let (program, args): (OsString, Vec<OsString>) = match &job.command {
         Command::Shell(text) => (job.shell.clone().into(), vec!["-c".into(), text.into()]),
         Command::Argv(argv) => {
@@ -413,6 +483,7 @@ fn spawn_command(job: &JobConfig, extra_env: &[(String, String)]) -> Result<JobC
         capture_stdout: job.capture_stdout,
         capture_stderr: job.capture_stderr,
         run_as: job.run_as.as_ref(),
+        cgroup,
     };
     let child =
         platform::spawn_job(&spec).map_err(|e| format!("{}: {e}", program.to_string_lossy()))?;
@@ -443,6 +514,7 @@ async fn drive(
     watch: &RunWatch<'_>,
     base: RunRecord,
     phase: Phase,
+    contained: Option<&RunLimits>,
 ) -> RunRecord {
     let RunWatch {
         cancel,
@@ -477,6 +549,7 @@ async fn drive(
     };
     let deadline = limit.map(|secs| Instant::now() + Duration::from_secs_f64(secs));
     let mut status: Option<ExitStatus> = None;
+    let mut oom_seen = false;
 
     let stop = loop {
         if status.is_some() && readers.iter().all(|r| r.task.is_finished()) {
@@ -493,6 +566,14 @@ async fn drive(
                 }
             },
             _ = wait_readers(&mut readers), if status.is_some() => {}
+            // cgroup v1: the memory cap was hit; the whole run ends now,
+            // with no graceful step (v2's kernel does this by itself).
+            _ = oom_wait(contained), if !oom_seen => {
+                oom_seen = true;
+                if let Some(limits) = contained {
+                    limits.oom_kill();
+                }
+            }
             _ = sleep_until_opt(deadline) => break Stop::TimedOut,
             _ = cancel.wait() => break Stop::Cancelled,
         }
@@ -518,11 +599,11 @@ async fn drive(
                 ),
             }
             record.timed_out = true;
-            cancel_sequence(job, &mut child, pid, &mut status).await;
+            cancel_sequence(job, &mut child, pid, &mut status, contained).await;
         }
         Stop::Cancelled => {
             record.cancelled = cancel.requested() == Some(CancelKind::Operator);
-            cancel_sequence(job, &mut child, pid, &mut status).await;
+            cancel_sequence(job, &mut child, pid, &mut status, contained).await;
         }
     }
     record.finished_at = Utc::now();
@@ -591,6 +672,13 @@ async fn drive(
     record
 }
 
+async fn oom_wait(contained: Option<&RunLimits>) {
+    match contained {
+        Some(limits) => limits.oom_fired().await,
+        None => std::future::pending().await,
+    }
+}
+
 async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(at) => tokio::time::sleep_until(at).await,
@@ -606,6 +694,7 @@ async fn cancel_sequence(
     child: &mut JobChild,
     pid: u32,
     status: &mut Option<ExitStatus>,
+    contained: Option<&RunLimits>,
 ) {
     send_stop(job, child, pid, status.is_some(), StopSignal::Terminate);
     if status.is_none() {
@@ -629,6 +718,12 @@ async fn cancel_sequence(
                 job.kill_timeout
             ),
         }
+    }
+    // A run in a cgroup: its kill first reaches every process in it, one
+    // that called setsid included; the group SIGKILL then follows for a
+    // process that left the cgroup but kept the group.
+    if let Some(limits) = contained {
+        limits.kill();
     }
     send_stop(job, child, pid, status.is_some(), StopSignal::Kill);
     if status.is_none() {

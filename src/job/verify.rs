@@ -107,7 +107,11 @@ pub fn apply(record: &mut RunRecord, checked: Option<&RunRecord>, now: DateTime<
         Some(check) => (check.retcode, Some(check.started_at), check.finished_at),
         None => (CHECK_START_FAILED, None, now),
     };
-    let reason = check_fail_reason(retcode);
+    // A check its own caps ended (or refused) fails for that reason.
+    let capped = checked.and_then(|c| c.limits.as_ref());
+    let reason = capped
+        .and_then(super::limits::LimitsRecord::failure)
+        .or_else(|| check_fail_reason(retcode));
     let (stdout, stderr) = match checked {
         Some(check) => (check.stdout.clone(), check.stderr.clone()),
         None => (StreamOutput::default(), StreamOutput::default()),
@@ -127,7 +131,7 @@ pub fn apply(record: &mut RunRecord, checked: Option<&RunRecord>, now: DateTime<
         "stdout_discarded": stdout.discarded,
         "stderr_discarded": stderr.discarded,
         "output_truncated": truncated,
-        "limits": Value::Null,
+        "limits": capped.map_or(Value::Null, super::limits::LimitsRecord::to_json),
     }));
     record.finished_at = record.finished_at.max(finished);
     if let Some(check) = checked {

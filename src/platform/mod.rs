@@ -22,6 +22,10 @@ mod text;
 pub use accounts::*;
 pub use allocator::*;
 pub use boot::*;
+pub use cgroup::{
+    CgroupBackend, CgroupCapability, CgroupCaps, CgroupFs, CgroupPlace, CgroupStats, JoinStep,
+    LimitResource, RealCgroupFs, RunCgroup, CGROUP_ROOT_ENV,
+};
 pub use clock::*;
 pub use files::*;
 pub use host::*;

@@ -33,6 +33,9 @@ pub struct JobSpawn<'a> {
     pub capture_stderr: bool,
     /// The account to run as (needs root).
     pub run_as: Option<&'a RunAs>,
+    /// The run's cgroup, joined between fork and exec, before the account
+    /// switch (see [`super::RunCgroup::join_step`]).
+    pub cgroup: Option<super::JoinStep>,
 }
 
 /// A captured output stream of a job.
@@ -121,7 +124,9 @@ pub fn spawn_job(spec: &JobSpawn<'_>) -> std::io::Result<JobChild> {
 #[cfg(unix)]
 fn spawn_job_untracked(spec: &JobSpawn<'_>) -> std::io::Result<JobChild> {
     #[cfg(target_os = "linux")]
-    if spec.run_as.is_none() && linux_spawn::available() {
+    // posix_spawn has no step between fork and exec: a job that joins a
+    // cgroup is forked, so it never runs outside its caps.
+    if spec.run_as.is_none() && spec.cgroup.is_none() && linux_spawn::available() {
         match linux_spawn::spawn(spec) {
             Err(linux_spawn::Unsupported) => {}
             Ok(result) => return result,
@@ -162,12 +167,16 @@ fn spawn_forked(spec: &JobSpawn<'_>) -> std::io::Result<JobChild> {
         _ => Vec::new(),
     };
     let ids = spec.run_as.map(|r| (r.uid, r.gid));
+    let join = spec.cgroup;
     // SAFETY: the closure runs in the forked child before exec and only
     // makes raw system calls on values prepared before the fork.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setsid() == -1 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(join) = &join {
+                join.enter()?;
             }
             if let Some((uid, gid)) = ids {
                 let rc = libc::setgroups(groups.len(), groups.as_ptr());

@@ -43,6 +43,8 @@ pub struct RunContext {
     /// The run's sampled CPU and memory, when the job is
     /// resource-monitored and a sample read something.
     pub resources: Option<crate::job::monitor::ResourceUsage>,
+    /// The run's limits record, for a job with `resourceLimits`.
+    pub limits: Option<crate::job::limits::LimitsRecord>,
     /// The breach an `onLate` report is about (`None` for a run).
     pub sla: Option<SlaBreach>,
     /// The daemon event a `notify` report is about (`None` for a run).
@@ -102,6 +104,7 @@ impl RunContext {
             started_at: Some(python_isoformat(record.started_at)),
             verification: record.verification.clone(),
             resources: record.resources.clone(),
+            limits: record.limits.clone(),
             sla: None,
             event: None,
             vars: Value::UNDEFINED,
@@ -130,6 +133,7 @@ impl RunContext {
             started_at: None,
             verification: None,
             resources: None,
+            limits: None,
             sla: Some(breach),
             event: None,
             vars: Value::UNDEFINED,
@@ -158,6 +162,7 @@ impl RunContext {
             started_at: None,
             verification: None,
             resources: None,
+            limits: None,
             sla: None,
             event: Some(event),
             vars: Value::UNDEFINED,
@@ -237,9 +242,15 @@ impl RunContext {
                 .as_ref()
                 .map_or_else(|| none.clone(), json_to_template),
         );
-        for key in ["run_id", "limits"] {
-            vars.insert(key.into(), none.clone());
-        }
+        vars.insert("run_id".into(), none.clone());
+        // The run's caps and what the kernel did with them (None without
+        // resourceLimits).
+        vars.insert(
+            "limits".into(),
+            self.limits
+                .as_ref()
+                .map_or_else(|| none.clone(), |l| json_to_template(&l.to_json())),
+        );
         let usage = self.resources.as_ref();
         let figures = [
             (
@@ -347,6 +358,44 @@ mod tests {
         assert_eq!(python_isoformat(t), "2026-06-18T12:34:56+00:00");
         let t = t + chrono::Duration::microseconds(1500);
         assert_eq!(python_isoformat(t), "2026-06-18T12:34:56.001500+00:00");
+    }
+
+    /// `limits` is None without caps, and the record's object with them;
+    /// the shell reporter's two variables follow it.
+    #[test]
+    fn the_limits_record_reaches_templates_and_the_shell_reporter() {
+        use crate::report::test_support::{job, record};
+        let job = job("j", "true");
+        let plain = RunContext::new(super::super::Hook::Failure, &job, &record("j", None, 0));
+        assert!(plain.vars().get_attr("limits").unwrap().is_none());
+        let env = crate::report::shell::environment(&plain);
+        let get = |env: &[(&str, String)], k: &str| {
+            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
+        };
+        assert_eq!(get(&env, "CRONSTABLE_LIMITS_ENFORCED").as_deref(), Some(""));
+        let mut capped = record("j", Some("memory limit exceeded (64 MiB)"), -9);
+        capped.limits = crate::job::limits::LimitsRecord::from_json(&serde_json::json!({
+            "enforced": true, "memory_exceeded": true, "memory_bytes": 67108864,
+        }));
+        let ctx = RunContext::new(super::super::Hook::Failure, &job, &capped);
+        let limits = ctx.vars().get_attr("limits").unwrap();
+        assert_eq!(
+            limits.get_attr("memory_exceeded").unwrap(),
+            Value::from(true)
+        );
+        assert_eq!(
+            limits.get_attr("memory_bytes").unwrap(),
+            Value::from(67108864)
+        );
+        let env = crate::report::shell::environment(&ctx);
+        assert_eq!(
+            get(&env, "CRONSTABLE_LIMITS_ENFORCED").as_deref(),
+            Some("1")
+        );
+        assert_eq!(
+            get(&env, "CRONSTABLE_MEMORY_LIMIT_EXCEEDED").as_deref(),
+            Some("1")
+        );
     }
 
     #[test]

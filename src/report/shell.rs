@@ -134,6 +134,21 @@ pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
         ("CRONSTABLE_SLA_THRESHOLD_SECONDS", threshold),
         ("CRONSTABLE_SLA_OBSERVED_SECONDS", observed),
         ("CRONSTABLE_LAST_SUCCESS_AT", last_success),
+        // Empty without resourceLimits; else whether every cap applied,
+        // and 1 when the memory cap ended the run.
+        (
+            "CRONSTABLE_LIMITS_ENFORCED",
+            ctx.limits
+                .as_ref()
+                .map_or_else(String::new, |l| flag(l.enforced)),
+        ),
+        (
+            "CRONSTABLE_MEMORY_LIMIT_EXCEEDED",
+            ctx.limits
+                .as_ref()
+                .filter(|l| l.memory_exceeded)
+                .map_or_else(String::new, |_| "1".into()),
+        ),
     ]
 }
 

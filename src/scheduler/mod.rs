@@ -308,6 +308,7 @@ impl Scheduler {
             }
         }
         self.jobs = Arc::new(table);
+        crate::job::contain::converge_soon(&self.jobs);
         self.api.table_installed(self.jobs.len());
         self.cadence = Self::cadence_of(&self.jobs);
         self.by_name = self

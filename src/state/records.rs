@@ -80,6 +80,9 @@ pub fn run_data(run: &RunRecord) -> Value {
     if let Some(verification) = &run.verification {
         data["verification"] = verification.clone();
     }
+    if let Some(limits) = &run.limits {
+        data["limits"] = limits.to_json();
+    }
     data
 }
 
@@ -121,6 +124,9 @@ pub fn run_from_data(job: &str, data: &Map<String, Value>) -> Option<RunRecord> 
     run.resources = data
         .get("resources")
         .and_then(crate::job::monitor::ResourceUsage::from_json);
+    run.limits = data
+        .get("limits")
+        .and_then(crate::job::limits::LimitsRecord::from_json);
     Some(run)
 }
 

@@ -734,7 +734,15 @@ async fn node(State(state): State<AppState>) -> Response {
         .await
         .ok()
         .flatten();
-    Json(json!({"node_name": identity(&state), "resources": resources})).into_response()
+    // Whether this host can enforce `resourceLimits`: a cached read-only
+    // probe before the first capped run, the setup's result after.
+    let limits = tokio::task::spawn_blocking(|| {
+        crate::job::limits::capability_json(&crate::job::contain::manager().capability())
+    })
+    .await
+    .unwrap_or(Value::Null);
+    Json(json!({"node_name": identity(&state), "resources": resources, "limits": limits}))
+        .into_response()
 }
 
 /// `GET /node/history`: the background-sampled ring.

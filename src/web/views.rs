@@ -118,6 +118,9 @@ pub struct JobDetail<'a> {
     enabled: bool,
     history: Vec<HistoryPoint>,
     last_run: Option<RunSummaryView<'a>>,
+    /// Jobs with `resourceLimits` only: the configured caps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<LimitsView>,
     name: &'a str,
     never_fires: bool,
     paused: Option<PausedView<'a>>,
@@ -147,6 +150,15 @@ pub struct JobDetail<'a> {
     /// Jobs with a `verify` check only.
     #[serde(skip_serializing_if = "Option::is_none")]
     verification: Option<VerificationView>,
+}
+
+/// `limits` of a job entry: the caps `resourceLimits` sets.
+#[derive(Debug, serde::Serialize)]
+struct LimitsView {
+    cpu: Option<f64>,
+    memory_bytes: Option<u64>,
+    processes: Option<u64>,
+    required: bool,
 }
 
 /// `verification` of a job entry: the job has a check, and whether one
@@ -341,6 +353,12 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
         }),
         timezone,
         utc: c.schedule.utc,
+        limits: c.resource_limits.as_ref().map(|caps| LimitsView {
+            cpu: caps.cpu,
+            memory_bytes: caps.memory,
+            processes: caps.processes,
+            required: caps.required,
+        }),
         verification: c.verify.as_ref().map(|_| VerificationView {
             configured: true,
             running: job.verifying,
@@ -674,6 +692,9 @@ pub fn run_entry(run: &RunRecord) -> Value {
         if let Some(verification) = &run.verification {
             map.insert("verification".into(), verification.clone());
         }
+        if let Some(limits) = &run.limits {
+            map.insert("limits".into(), limits.to_json());
+        }
         if let Some(reason) = &run.skip_reason {
             map.insert("skip_reason".into(), Value::from(reason.clone()));
             for key in ["exit_code", "started_at", "duration"] {
@@ -820,6 +841,9 @@ mod tests {
             if let Some(owner) = &job.owner {
                 // Under spread only; null while no quorum names an owner.
                 map.insert("clusterOwner".into(), json!(owner));
+            }
+            if let Some(caps) = &c.resource_limits {
+                map.insert("limits".into(), caps.payload());
             }
             if c.verify.is_some() {
                 map.insert(

@@ -51,12 +51,25 @@ impl Daemon {
     /// Like [`Daemon::start`], with the variables in `unset` removed from
     /// the daemon's environment.
     pub fn start_env(config: &str, unset: &[&str]) -> Daemon {
+        Daemon::start_with_vars(config, unset, &[])
+    }
+
+    /// Like [`Daemon::start`], with the variables in `unset` removed from
+    /// the daemon's environment and those in `set` set (a value may name
+    /// `{dir}`).
+    pub fn start_with_vars(config: &str, unset: &[&str], set: &[(&str, &str)]) -> Daemon {
         let dir = tempfile::tempdir().expect("temp dir");
         let text = config.replace("{dir}", &dir.path().display().to_string());
         std::fs::write(dir.path().join("cronstable.yaml"), text).expect("write config");
         let mut command = Command::new(env!("CARGO_BIN_EXE_cronstable"));
         for name in unset {
             command.env_remove(name);
+        }
+        for (name, value) in set {
+            command.env(
+                name,
+                value.replace("{dir}", &dir.path().display().to_string()),
+            );
         }
         let mut child = command
             .args(["-c", "cronstable.yaml", "-l", "DEBUG"])

@@ -147,6 +147,44 @@ pub struct VerifySpec {
 }
 merge_fields!(VerifySpec { command, timeout });
 
+/// Per-run CPU, memory and process caps (`resourceLimits`), as written:
+/// every cap is text (a number, `512Mi`, or `max` for none), read by
+/// `config::limits`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceLimitsSpec {
+    /// CPUs, such as `0.5` or `2` (`max`: uncapped).
+    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[schemars(schema_with = "cap_schema")]
+    pub cpu: Option<String>,
+    /// Bytes, or a number with a K, M, G or T suffix (powers of 1024).
+    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[schemars(schema_with = "cap_schema")]
+    pub memory: Option<String>,
+    /// Processes and threads the run may have at once.
+    #[serde(default, deserialize_with = "lenient::opt_string")]
+    #[schemars(schema_with = "cap_schema")]
+    pub processes: Option<String>,
+    /// Refuse the run when a cap cannot be enforced (default false).
+    #[serde(default, deserialize_with = "lenient::opt_bool")]
+    pub required: Option<bool>,
+}
+/// A cap is text or a bare number (`cpu: 0.5` reads as `cpu: "0.5"`), so
+/// a CronJobSet may write either.
+fn cap_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "anyOf": [{"type": "string"}, {"type": "number"}],
+        "nullable": true,
+    })
+}
+
+merge_fields!(ResourceLimitsSpec {
+    cpu,
+    memory,
+    processes,
+    required
+});
+
 /// Late-run thresholds watched by the SLA monitor.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -367,6 +405,9 @@ pub struct JobSpec {
     /// A check run after each successful run.
     #[serde(default)]
     pub verify: Option<VerifySpec>,
+    /// Per-run CPU, memory and process caps.
+    #[serde(default)]
+    pub resource_limits: Option<ResourceLimitsSpec>,
 }
 
 fn is_unset(v: &Nullable<String>) -> bool {
@@ -413,5 +454,6 @@ merge_fields!(JobSpec {
     priority,
     statsd,
     monitor_resources,
-    verify
+    verify,
+    resource_limits
 });

@@ -12,8 +12,9 @@ use std::collections::HashMap;
 
 /// `GET /jobs/{name}/resources`: the chart series of the job's running
 /// monitored instances (`live`, with their current readings) and of its
-/// newest monitored finished runs (`runs`, in the ledger's record shape,
-/// at most `limit`, default 20; `runs` is the older spelling).
+/// newest monitored or capped finished runs (`runs`, in the ledger's
+/// record shape, at most `limit`, default 20; `runs` is the older
+/// spelling), and the job's caps (`limits`, null without any).
 pub(super) async fn job_resources(
     State(state): State<AppState>,
     Path(name): Path<String>,
@@ -39,7 +40,11 @@ pub(super) async fn job_resources(
             }))
         })
         .collect();
-    let monitored: Vec<&RunRecord> = history.iter().filter(|r| r.resources.is_some()).collect();
+    // Capped runs count too, monitored or not, so their limits show.
+    let monitored: Vec<&RunRecord> = history
+        .iter()
+        .filter(|r| r.resources.is_some() || r.limits.is_some())
+        .collect();
     let runs: Vec<Value> = monitored[monitored.len().saturating_sub(limit)..]
         .iter()
         .map(|r| crate::state::records::run_data(r))
@@ -48,6 +53,7 @@ pub(super) async fn job_resources(
         "name": config.name,
         "monitored": config.monitor.is_some(),
         "interval": config.monitor.map_or(crate::config::job::MONITOR_DEFAULT_INTERVAL, |m| m.interval),
+        "limits": config.resource_limits.as_ref().map(|caps| caps.payload()),
         "live": live,
         "runs": runs,
     }))
