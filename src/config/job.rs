@@ -125,6 +125,8 @@ pub struct JobConfig {
     pub statsd: Option<Statsd>,
     /// The check run after each successful run, when set.
     pub verify: Option<Verify>,
+    /// The resource pool that admits its runs, when set.
+    pub pool: Option<JobPool>,
     /// The merged spec this job was resolved from. Kept while a config is
     /// assembled (whole-config rules read it); the scheduler drops it when
     /// it installs the job, since nothing at run time needs it.
@@ -146,3 +148,24 @@ pub struct Verify {
 
 /// The check's timeout when `verify.timeout` is not set.
 pub const VERIFY_DEFAULT_TIMEOUT: f64 = 60.0;
+
+/// A job's place in a resource pool: the pool's name and how its runs
+/// queue there (`pool`, `poolSlots`, `queuePriority`, `queueTimeout`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobPool {
+    /// The pool (defined in the `pools` section).
+    pub name: String,
+    /// Capacity one run occupies.
+    pub slots: u32,
+    /// Higher integers are admitted first.
+    pub priority: i64,
+    /// Longest wait in the queue, seconds (finite, positive).
+    pub timeout: f64,
+}
+
+/// `poolSlots` when not set.
+pub const POOL_SLOTS_DEFAULT: i64 = 1;
+/// `queuePriority` when not set.
+pub const QUEUE_PRIORITY_DEFAULT: i64 = 0;
+/// `queueTimeout` when not set, seconds.
+pub const QUEUE_TIMEOUT_DEFAULT: f64 = 3600.0;

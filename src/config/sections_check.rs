@@ -184,6 +184,7 @@ pub fn check_cross_sections(
             ));
         }
     }
+    check_pools(jobs, sections)?;
     let secret_jobs = offenders(&has_secrets);
     if let Some(first) = jobs.iter().find(|j| has_secrets(j)) {
         // Secrets are staged over the job endpoint (the original's texts).
@@ -278,6 +279,32 @@ pub fn check_cross_sections(
         let found = crate::logging::check_section(&logging.value)
             .map_err(|e| ConfigError::config(Location::source(&logging.source), e.to_string()))?;
         warnings.extend(found);
+    }
+    Ok(())
+}
+
+/// The pool rules across sections and jobs, in the original's order and
+/// words: pools need a `state` section; a job names a defined pool, and
+/// its `poolSlots` fit in it.
+fn check_pools(jobs: &[JobConfig], sections: &Sections) -> Result<(), ConfigError> {
+    if let (Some(first), None) = (sections.pools.first(), &sections.state) {
+        return Err(ConfigError::config(
+            Location::source(&first.source),
+            "pools require durable state",
+        ));
+    }
+    let table = sections.pool_table();
+    for job in jobs {
+        let Some(pool) = &job.pool else { continue };
+        let repr = crate::pyfmt::repr_str;
+        let message = match table.get(&pool.name) {
+            None => format!("job {}: unknown pool {}", repr(&job.name), repr(&pool.name)),
+            Some(conf) if pool.slots > conf.slots => {
+                format!("job {}: poolSlots exceeds pool capacity", repr(&job.name))
+            }
+            Some(_) => continue,
+        };
+        return Err(ConfigError::config(job.origin.clone(), message));
     }
     Ok(())
 }
