@@ -24,6 +24,7 @@ mod launch;
 mod next_fire;
 pub mod pause;
 mod pause_sync;
+pub mod pools;
 pub mod ports;
 pub(crate) mod retry;
 mod retry_resume;

@@ -126,7 +126,11 @@ mod tests {
             Ok(1000)
         );
         for (spec, name, text) in [
-            (PoolSpec::default(), "p", "required key 'slots' not found in pool 'p'"),
+            (
+                PoolSpec::default(),
+                "p",
+                "required key 'slots' not found in pool 'p'",
+            ),
             (
                 PoolSpec {
                     slots: Some(0),
@@ -168,7 +172,11 @@ mod tests {
                 "pool names must be non-empty and printable",
             ),
         ] {
-            assert_eq!(spec.resolve(name), Err(text.to_owned()), "{spec:?} {name:?}");
+            assert_eq!(
+                spec.resolve(name),
+                Err(text.to_owned()),
+                "{spec:?} {name:?}"
+            );
         }
         assert!(serde_yaml::from_str::<PoolsSection>("p:\n  slots: 1\n  size: 2\n").is_err());
         assert_eq!(
