@@ -15,6 +15,7 @@ pub mod gate;
 pub mod gossip;
 pub mod kubernetes;
 pub mod pauses;
+pub mod pools;
 pub mod records;
 pub mod slots;
 pub mod supervise;

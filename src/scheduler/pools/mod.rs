@@ -218,4 +218,10 @@ pub struct DispatchAnswer {
     pub admitted: Vec<Admitted>,
     /// Entries cancelled because their job changed (key, job).
     pub cancelled: Vec<(String, String)>,
+    /// The capacity admission works against after the pass.
+    pub slots: u32,
+    /// Slots held after the pass.
+    pub used: u32,
+    /// Entries waiting after the pass.
+    pub queued: usize,
 }
