@@ -51,11 +51,13 @@ impl Scheduler {
                 attempt,
                 claim,
             } => self.slot_answer(&job, trigger, attempt, claim),
+            Event::Pool(event) => self.pool_event(event),
         }
     }
 
     fn handle_finished(&mut self, record: RunRecord) {
         self.api.progressed();
+        self.pool_run_finished(record.run_id);
         self.keep_last_output(&record.job, record.run_id);
         if let Some(runs) = self.running.get_mut(&record.job) {
             runs.retain(|r| r.run_id != record.run_id);

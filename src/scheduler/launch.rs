@@ -150,7 +150,12 @@ impl Scheduler {
         if !self.depends_on_past_allows(&job) {
             return;
         }
-        if job.concurrency_policy == ConcurrencyPolicy::Forbid && self.is_running(&job.name) {
+        // A pooled fire queues even while an instance runs: Forbid keeps
+        // its entry waiting at the head instead (see `pooling`).
+        if job.concurrency_policy == ConcurrencyPolicy::Forbid
+            && self.is_running(&job.name)
+            && job.pool.is_none()
+        {
             self.warn_still_running(&job);
             return;
         }
@@ -218,6 +223,9 @@ impl Scheduler {
     /// job's cluster slot (`concurrencyScope: cluster` only), which
     /// answers later through [`Event::SlotAnswer`].
     pub(super) fn maybe_launch(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        if self.pool_intercepts(&job, trigger, attempt) {
+            return;
+        }
         if self.is_running(&job.name) {
             self.warn_still_running(&job);
             match job.concurrency_policy {

@@ -24,6 +24,7 @@ mod launch;
 mod next_fire;
 pub mod pause;
 mod pause_sync;
+pub mod pooling;
 pub mod pools;
 pub mod ports;
 pub(crate) mod retry;
@@ -85,6 +86,8 @@ enum Event {
         attempt: u32,
         claim: ports::SlotClaim,
     },
+    /// A resource pool operation answered (see [`pooling`]).
+    Pool(pooling::PoolEvent),
 }
 
 /// A job's armed retry ladder and its pending timer.
@@ -187,6 +190,10 @@ pub struct Scheduler {
     /// The job endpoint's run identities ([`ports::NoRunGrants`] without
     /// one).
     grants: Arc<dyn ports::RunGrants>,
+    /// The resource pools ([`ports::NoPools`] without a pool store).
+    pools: Box<dyn ports::Pools>,
+    /// What the scheduler keeps about pooled launches.
+    pooling: pooling::PoolState,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -235,6 +242,8 @@ impl Scheduler {
             pause_sync: pause_sync::PauseSync::default(),
             api: api_cache::ApiCaches::default(),
             grants: Arc::new(ports::NoRunGrants),
+            pools: Box::new(ports::NoPools::default()),
+            pooling: pooling::PoolState::default(),
         };
         scheduler.install_jobs(initial);
         // The first load's outcome counts as a change to follow.
@@ -246,6 +255,11 @@ impl Scheduler {
     /// (before [`Scheduler::run`]).
     pub fn set_run_grants(&mut self, grants: Arc<dyn ports::RunGrants>) {
         self.grants = grants;
+    }
+
+    /// Queues pooled jobs' launches in `pools` (before [`Scheduler::run`]).
+    pub fn set_pools(&mut self, pools: Box<dyn ports::Pools>) {
+        self.pools = pools;
     }
 
     /// The counters, with the latest load outcome taken in first (the
@@ -356,6 +370,8 @@ impl Scheduler {
         // Nothing at or before the start instant is due: the first pass is
         // the first boundary after it.
         self.evaluated = tick::floor(self.clock.now(), self.cadence());
+        let mut pool_service = tokio::time::interval(pools::SERVICE_EVERY);
+        pool_service.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let cause = loop {
             let sleep = self
                 .clock
@@ -373,6 +389,8 @@ impl Scheduler {
                 Some(request) = self.control_rx.recv() => self.control_request(request),
                 request = self.slots.next_yield() => self.slot_yield(request),
                 event = self.durable.next_event() => self.durable_event(event),
+                _ = pool_service.tick(), if self.pools_configured() => self.pool_service(),
+                ticket = self.pools.next_lost() => self.pool_lease_lost(ticket),
                 set = self.source.next() => {
                     self.api.changed();
                     // Boundaries that passed while the source worked are
@@ -471,6 +489,7 @@ impl Scheduler {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),
                 request = self.slots.next_yield() => self.slot_yield(request),
+                ticket = self.pools.next_lost() => self.pool_lease_lost(ticket),
                 cause = stop.recv() => {
                     // The manual: a second signal does not change the
                     // shutdown sequence. Say so, so the operator knows.
@@ -486,6 +505,7 @@ impl Scheduler {
         }
         // Slots the last runs gave back are still being released.
         self.slots.settle().await;
+        self.pools.settle().await;
         // The counters as they end, and every write still queued, land
         // before the process exits (bounded by the store).
         self.persist_counters(true);

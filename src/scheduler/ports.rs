@@ -411,10 +411,16 @@ pub trait Pools: Send {
         &mut self,
         gates: super::pools::Eligibility,
     ) -> BoxFuture<'static, Result<super::pools::DispatchAnswer, super::pools::PoolError>>;
-    /// Closes a claim this node holds (in the background; a close the
-    /// store refuses is tried again every renewal round, and the claim is
-    /// not renewed meanwhile).
-    fn close(&mut self, ticket: &super::pools::PoolTicket, how: super::pools::Closing);
+    /// Closes a claim this node holds. The close runs in the background
+    /// (a close the store refuses is tried again every renewal round, and
+    /// the claim is not renewed meanwhile); the future resolves once this
+    /// first attempt is over, for a caller that wants to look at the pool
+    /// after it.
+    fn close(
+        &mut self,
+        ticket: &super::pools::PoolTicket,
+        how: super::pools::Closing,
+    ) -> BoxFuture<'static, ()>;
     /// Cancels a waiting entry (an operator's request).
     fn cancel(
         &self,
@@ -465,7 +471,13 @@ impl Pools for NoPools {
     ) -> BoxFuture<'static, Result<super::pools::DispatchAnswer, super::pools::PoolError>> {
         Box::pin(std::future::ready(Err(no_pool_store())))
     }
-    fn close(&mut self, _ticket: &super::pools::PoolTicket, _how: super::pools::Closing) {}
+    fn close(
+        &mut self,
+        _ticket: &super::pools::PoolTicket,
+        _how: super::pools::Closing,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
     fn cancel(
         &self,
         _pool: &str,

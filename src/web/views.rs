@@ -122,6 +122,9 @@ pub struct JobDetail<'a> {
     never_fires: bool,
     paused: Option<PausedView<'a>>,
     pids: &'a [u32],
+    /// Pooled jobs only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pool: Option<PoolView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     priority: Option<crate::config::model::Priority>,
     #[serde(rename = "rebootPending", skip_serializing_if = "std::ops::Not::not")]
@@ -141,6 +144,23 @@ pub struct JobDetail<'a> {
     /// Jobs with a `verify` check only.
     #[serde(skip_serializing_if = "Option::is_none")]
     verification: Option<VerificationView>,
+}
+
+/// `pool` of a pooled job's entry: the original's `name`, `slots`,
+/// `priority`, `queued` (its waiting entries) and `queueUnavailable`,
+/// and (ours) `holders`, its running claims.
+#[derive(Debug, serde::Serialize)]
+struct PoolView<'a> {
+    holders: &'a [Value],
+    name: &'a str,
+    priority: i64,
+    #[serde(
+        rename = "queueUnavailable",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    queue_unavailable: bool,
+    queued: &'a [Value],
+    slots: u32,
 }
 
 /// `verification` of a job entry: the job has a check, and whether one
@@ -244,6 +264,20 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
             until: iso(p.until),
         }),
         pids: &job.pids,
+        pool: c.pool.as_ref().map(|pool| {
+            let (queued, holders, unavailable) = match &job.pool {
+                Some(seen) => (&seen.queued[..], &seen.holders[..], seen.unavailable),
+                None => (&[][..], &[][..], false),
+            };
+            PoolView {
+                holders,
+                name: &pool.name,
+                priority: pool.priority,
+                queue_unavailable: unavailable,
+                queued,
+                slots: pool.slots,
+            }
+        }),
         priority: c
             .schedule
             .parsed
@@ -368,6 +402,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         reboot_pending,
         owner,
         verifying,
+        pool,
     } = a;
     Arc::ptr_eq(config, &b.config)
         && *pids == b.pids
@@ -382,6 +417,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         && *reboot_pending == b.reboot_pending
         && *owner == b.owner
         && *verifying == b.verifying
+        && *pool == b.pool
 }
 
 /// A job's entry serialized with its countdown cut out: the text before
@@ -784,6 +820,7 @@ mod tests {
             reboot_pending: false,
             owner: None,
             verifying: false,
+            pool: None,
         };
         tweak(&mut snap);
         snap

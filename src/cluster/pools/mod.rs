@@ -335,11 +335,13 @@ impl Pools for StorePools {
             let owner = inner.owner();
             let started = tokio::time::Instant::now();
             let claim_owner = owner.clone();
-            let (pass, gauges) = inner
+            let name = pool.clone();
+            let (pass, gauges, view) = inner
                 .change(&pool, Some(conf), move |doc, now| {
                     let mut gates = gates;
                     let pass = doc.dispatch(&mut gates, &claim_owner, now);
-                    Ok((pass, (doc.slots, doc.used(), doc.queued())))
+                    let view = pool_view(&name, conf, doc);
+                    Ok((pass, (doc.slots, doc.used(), doc.queued()), view))
                 })
                 .await?;
             let deadline = started
@@ -368,23 +370,26 @@ impl Pools for StorePools {
                 slots: gauges.0,
                 used: gauges.1,
                 queued: gauges.2,
+                view,
             })
         })
     }
 
-    fn close(&mut self, ticket: &PoolTicket, how: Closing) {
+    fn close(&mut self, ticket: &PoolTicket, how: Closing) -> BoxFuture<'static, ()> {
         {
             let mut held = lock(&self.inner.held);
             if !held.contains_key(ticket) {
                 // Lost already: the claim is not ours to close.
-                return;
+                return Box::pin(std::future::ready(()));
             }
             held.insert(ticket.clone(), Held::Closing(how.clone()));
         }
         let inner = Arc::clone(&self.inner);
         let ticket = ticket.clone();
+        let (done_tx, done) = tokio::sync::oneshot::channel::<()>();
         self.closes.retain(|c| !c.is_finished());
         self.closes.push(tokio::spawn(async move {
+            let _done = done_tx;
             let closing = ticket.clone();
             let result = inner
                 .change(&ticket.pool, None, move |doc, now| {
@@ -403,6 +408,9 @@ impl Pools for StorePools {
                 ),
             }
         }));
+        Box::pin(async move {
+            let _ = done.await;
+        })
     }
 
     fn cancel(&self, pool: &str, key: &str) -> BoxFuture<'static, Result<Entry, PoolError>> {

@@ -101,7 +101,7 @@ async fn two_nodes_on_one_store_never_hold_more_than_the_slots() {
     assert_eq!((won_b.used, won_b.queued), (1, 1));
     assert!(won_a.admitted[0].ticket.owner.starts_with("node-a#"));
     // a closes: b's next pass takes the freed slot.
-    a.close(&won_a.admitted[0].ticket, Closing::Finished);
+    drop(a.close(&won_a.admitted[0].ticket, Closing::Finished));
     a.settle().await;
     let won_b = b.dispatch(gates("node-b", &["j"])).await.expect("dispatch");
     assert_eq!(won_b.admitted[0].entry.id, "k2");
@@ -131,7 +131,7 @@ async fn held_claims_are_renewed_and_outlive_the_lease() {
             .is_err(),
         "nothing lost"
     );
-    a.close(&won.admitted[0].ticket, Closing::Finished);
+    drop(a.close(&won.admitted[0].ticket, Closing::Finished));
     a.settle().await;
     assert_eq!(
         lock(&docs.docs)["p"].entries["k1"].state,
@@ -175,7 +175,7 @@ async fn a_store_that_fails_a_renewal_loses_the_claim() {
     assert_eq!(lost, won.admitted[0].ticket);
     // A close of a lost claim is not written (the claim is not ours).
     docs.down.store(false, Ordering::SeqCst);
-    a.close(&lost, Closing::Finished);
+    drop(a.close(&lost, Closing::Finished));
     a.settle().await;
     assert_eq!(
         lock(&docs.docs)["p"].entries["k1"].state,
@@ -212,7 +212,7 @@ async fn a_close_the_store_refuses_is_written_on_a_later_round_and_not_renewed()
     a.enqueue(request("k1", "j")).await.expect("queued");
     let won = a.dispatch(gates("node-a", &["j"])).await.expect("dispatch");
     docs.down.store(true, Ordering::SeqCst);
-    a.close(&won.admitted[0].ticket, Closing::Finished);
+    drop(a.close(&won.admitted[0].ticket, Closing::Finished));
     a.settle().await;
     docs.down.store(false, Ordering::SeqCst);
     tokio::time::sleep(RENEW_EVERY + Duration::from_millis(10)).await;

@@ -224,4 +224,7 @@ pub struct DispatchAnswer {
     pub used: u32,
     /// Entries waiting after the pass.
     pub queued: usize,
+    /// The pool as `GET /pools` shows it after the pass
+    /// ([`view::pool_view`]).
+    pub view: serde_json::Value,
 }
