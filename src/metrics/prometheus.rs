@@ -125,7 +125,7 @@ fn bucket_bound(v: f64) -> String {
 
 /// What one scrape encodes: the counters and the scheduler's gauges,
 /// owned, because the registry's collectors must be `'static`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Scrape {
     version: String,
     job_set_id: String,
@@ -140,6 +140,9 @@ struct Scrape {
     /// The durable store's counters, read when the scrape was taken (None
     /// without an open store).
     state: Option<StateFacts>,
+    /// The resource pools as the scheduler last saw them (empty without
+    /// pools).
+    pools: Arc<[super::pools::PoolGauge]>,
     /// When it was taken: the instant the cluster gauges are judged at,
     /// so the encoded text is a function of the scrape alone.
     taken: std::time::Instant,
@@ -166,6 +169,7 @@ impl Scrape {
             && self.kube == other.kube
             && self.cluster == other.cluster
             && self.state == other.state
+            && self.pools == other.pools
             && self.cluster_facts == other.cluster_facts
             && (Arc::ptr_eq(&self.jobs, &other.jobs)
                 || (self.jobs.len() == other.jobs.len()
@@ -315,6 +319,7 @@ impl Scrape {
             kube: None,
             cluster: None,
             state: None,
+            pools: Arc::new([]),
             taken,
             cluster_facts: None,
             jobs,
@@ -463,6 +468,7 @@ impl Snapshot {
             kube,
             cluster,
             state: s.state.clone(),
+            pools: Arc::clone(&s.pools),
             taken,
             jobs: Arc::clone(&s.jobs),
         }))
@@ -483,9 +489,21 @@ impl Snapshot {
             kube: s.kube.clone(),
             cluster: s.cluster.clone(),
             state,
+            pools: Arc::clone(&s.pools),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
         }))
+    }
+
+    /// This snapshot with the resource pools' gauges (the scheduler's
+    /// last look at each pool).
+    pub fn with_pools(self, pools: Vec<super::pools::PoolGauge>) -> Snapshot {
+        if pools.is_empty() {
+            return self;
+        }
+        let mut scrape = Arc::unwrap_or_clone(self.0);
+        scrape.pools = pools.into();
+        Snapshot(Arc::new(scrape))
     }
 
     /// This snapshot's per-job rows, to share with a later snapshot
@@ -631,6 +649,9 @@ fn write(
     if let Some(state) = &scrape.state {
         tail.register_collector(Box::new(super::state::StateFamilies(state.clone())));
     }
+    tail.register_collector(Box::new(super::pools::PoolFamilies(Arc::clone(
+        &scrape.pools,
+    ))));
     tail.register_collector(Box::new(super::cluster::ClusterFamilies {
         stats: scrape.cluster.clone(),
         now: scrape.taken,

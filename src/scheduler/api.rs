@@ -535,7 +535,8 @@ impl Scheduler {
                     job_set_id: &self.job_set_id,
                     jobs: Vec::new(),
                 };
-                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows);
+                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows)
+                    .with_pools(self.pool_gauges());
             }
         }
         let mut horizon: Option<DateTime<Utc>> = None;
@@ -592,6 +593,6 @@ impl Scheduler {
         let stamp = self.stamp(now, horizon);
         self.api.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
         self.api.metrics_last_rows = Some(snapshot.rows());
-        snapshot
+        snapshot.with_pools(self.pool_gauges())
     }
 }

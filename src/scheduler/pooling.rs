@@ -548,4 +548,34 @@ impl Scheduler {
             unavailable: self.pooling.down.contains(pool),
         }
     }
+
+    /// Every configured pool's gauges, from the last look at each.
+    pub(super) fn pool_gauges(&self) -> Vec<crate::metrics::pools::PoolGauge> {
+        let table = self.pools.table();
+        table
+            .0
+            .iter()
+            .map(|(name, conf)| {
+                let (slots, used, queued) = self
+                    .pooling
+                    .gauges
+                    .get(name)
+                    .copied()
+                    .unwrap_or((conf.slots, 0, 0));
+                crate::metrics::pools::PoolGauge {
+                    pool: name.clone(),
+                    slots,
+                    used,
+                    queued,
+                    claims: self
+                        .pooling
+                        .tickets
+                        .keys()
+                        .filter(|t| &t.pool == name)
+                        .count(),
+                    up: !self.pooling.down.contains(name),
+                }
+            })
+            .collect()
+    }
 }
