@@ -36,6 +36,9 @@ pub struct PoolGauge {
     pub up: bool,
 }
 
+/// One family: its name, its help and how a pool's value is read.
+type Family = (&'static str, &'static str, fn(&PoolGauge) -> i64);
+
 /// The pool families of one scrape.
 #[derive(Debug)]
 pub(crate) struct PoolFamilies(pub(crate) std::sync::Arc<[PoolGauge]>);
@@ -45,7 +48,7 @@ impl Collector for PoolFamilies {
         if self.0.is_empty() {
             return Ok(());
         }
-        let families: [(&str, &str, fn(&PoolGauge) -> i64); 5] = [
+        let families: [Family; 5] = [
             (
                 "cronstable_pool_slots",
                 "Capacity of the resource pool that admission works against.",

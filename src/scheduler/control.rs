@@ -116,7 +116,7 @@ impl<T> std::fmt::Debug for PoolRead<T> {
     }
 }
 
-pub use super::pooling::QueuedStart;
+pub use super::pools::QueuedStart;
 
 /// A job's most recent finished run, without its output.
 #[derive(Debug, Clone, PartialEq)]

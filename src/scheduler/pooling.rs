@@ -13,7 +13,7 @@
 
 use super::control::{ControlError, PoolQueueSnapshot};
 use super::pools::view::{holders_of, queued_of};
-use super::pools::{queue::Payload, queue::RetryMark, PoolError, PoolTicket};
+use super::pools::{queue::Payload, queue::RetryMark, PoolError, PoolTicket, QueuedStart};
 use super::pools::{Admitted, Closing, DispatchAnswer, Eligibility, EnqueueRequest, JobGate};
 use super::ports::{needs_slot, Admission, SlotClaim};
 use super::{Event, Scheduler};
@@ -53,15 +53,6 @@ pub(super) enum PoolEvent {
         admitted: Box<Admitted>,
         claim: SlotClaim,
     },
-}
-
-/// What a manual start of a pooled job answers: where it waits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueuedStart {
-    /// The entry's key.
-    pub queue_id: String,
-    /// The pool.
-    pub pool: String,
 }
 
 /// The scheduler's pool bookkeeping.

@@ -46,7 +46,7 @@ pub fn encode(doc: &PoolDoc) -> Result<PyDict, String> {
 impl PoolDocs for FsPoolDocs {
     fn mutate(&self, pool: &str, change: Change<'_>) -> Result<(), PoolError> {
         let mut refused: Option<PoolError> = None;
-        let written = mutate_document(&*self.store, NAMESPACE, pool, |current| {
+        let written = mutate_document(&self.store, NAMESPACE, pool, |current| {
             let doc = match current.map(|body| decode(pool, body)).transpose() {
                 Ok(doc) => doc,
                 Err(why) => return Err(JobStateError::Unavailable(std::io::Error::other(why))),

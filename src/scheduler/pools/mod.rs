@@ -198,6 +198,15 @@ pub enum Closing {
     Cancelled(&'static str),
 }
 
+/// What a manual start of a pooled job answers: where it waits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedStart {
+    /// The entry's key.
+    pub queue_id: String,
+    /// The pool.
+    pub pool: String,
+}
+
 /// What one dispatch pass admitted for this node to launch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Admitted {
