@@ -334,6 +334,10 @@ fn pools_need_a_state_section_and_known_pools_with_room_for_the_job() {
             "job 'j': poolSlots exceeds pool capacity",
         ),
         (
+            "state:\n  slotTtlSeconds: 30\ncluster:\n  backend: etcd\npools:\n  p:\n    slots: 1\n",
+            "the kubernetes and etcd backends keep no pool state",
+        ),
+        (
             "state:\n  path: ./s\npools:\n  p:\n    slots: 10001\n",
             "pool slots must be between 1 and 10000",
         ),
