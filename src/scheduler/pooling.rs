@@ -323,7 +323,9 @@ impl Scheduler {
         self.pooling
             .gauges
             .insert(pool.to_owned(), (answer.slots, answer.used, answer.queued));
-        self.pooling.views.insert(pool.to_owned(), answer.view);
+        if let Some(view) = answer.view {
+            self.pooling.views.insert(pool.to_owned(), view);
+        }
         for (key, job) in &answer.cancelled {
             tracing::info!(
                 target: "cronstable::scheduler",

@@ -68,6 +68,9 @@ struct Inner {
     seq: AtomicU64,
     table: watch::Receiver<Arc<PoolTable>>,
     held: Mutex<HashMap<PoolTicket, Held>>,
+    /// Per pool, the document as the last dispatch pass answered its view
+    /// for: a pass over an unchanged document answers no view.
+    viewed: Mutex<HashMap<String, PoolDoc>>,
     lost: mpsc::UnboundedSender<PoolTicket>,
     /// Wall-clock time, Unix seconds (tests follow tokio's paused time).
     clock: WallClock,
@@ -91,13 +94,14 @@ impl Inner {
     /// One locked change of `pool`'s document, off this thread and
     /// bounded: housekeeping, then (for `strict` operations, which work
     /// against the configured capacity) the switch to a changed capacity
-    /// once the old one drained, then `action`. Written only when
-    /// something changed.
+    /// once the old one drained, then `action`, which answers its result
+    /// and whether it changed the document. Written only when something
+    /// changed.
     async fn change<R: Send + 'static>(
         self: &Arc<Self>,
         pool: &str,
         strict: Option<PoolConf>,
-        action: impl FnOnce(&mut PoolDoc, f64) -> Result<R, PoolError> + Send + 'static,
+        action: impl FnOnce(&mut PoolDoc, f64) -> Result<(R, bool), PoolError> + Send + 'static,
     ) -> Result<R, PoolError> {
         let docs = Arc::clone(&self.docs);
         let fresh = strict.or_else(|| self.conf(pool)).map_or(0, |c| c.slots);
@@ -108,16 +112,21 @@ impl Inner {
             let mut answer: Option<R> = None;
             docs.mutate(&name, &mut |current| {
                 let now = clock();
-                let mut doc = current.clone().unwrap_or_else(|| PoolDoc::new(fresh));
-                doc.maintain(now);
+                let fresh_doc = current.is_none();
+                let mut doc = current.unwrap_or_else(|| PoolDoc::new(fresh));
+                let mut changed = doc.maintain(now);
                 if let Some(conf) = strict {
-                    doc.adopt_capacity(conf.slots);
+                    changed |= doc.adopt_capacity(conf.slots);
                 }
                 let Some(action) = action.take() else {
                     return Ok(None);
                 };
-                answer = Some(action(&mut doc, now)?);
-                Ok((current.as_ref() != Some(&doc)).then_some(doc))
+                let (result, acted) = action(&mut doc, now)?;
+                answer = Some(result);
+                // A document nobody wrote yet is written only once it
+                // holds something.
+                let write = (changed || acted) && !(fresh_doc && doc.entries.is_empty());
+                Ok(write.then_some(doc))
             })?;
             answer.ok_or_else(|| PoolError::Unavailable("the change did not run".into()))
         };
@@ -145,6 +154,17 @@ impl Inner {
         }
     }
 
+    /// The pool's view when the document differs from the one the last
+    /// view was made of (another node's change counts); None otherwise.
+    fn view_if_new(&self, name: &str, conf: PoolConf, doc: &PoolDoc) -> Option<serde_json::Value> {
+        let mut viewed = lock(&self.viewed);
+        if viewed.get(name) == Some(doc) {
+            return None;
+        }
+        viewed.insert(name.to_owned(), doc.clone());
+        Some(pool_view(name, conf, doc))
+    }
+
     fn owner(&self) -> String {
         format!(
             "{}:{}",
@@ -159,7 +179,7 @@ impl Inner {
         let work = tickets.clone();
         let result = self
             .change(&pool, None, move |doc, now| {
-                Ok(work
+                let verdicts = work
                     .iter()
                     .map(|(ticket, held)| match held {
                         Held::Renewing => doc.renew(&ticket.key, &ticket.owner, now),
@@ -168,7 +188,9 @@ impl Inner {
                             true
                         }
                     })
-                    .collect::<Vec<bool>>())
+                    .collect::<Vec<bool>>();
+                let changed = verdicts.iter().any(|v| *v);
+                Ok((verdicts, changed))
             })
             .await;
         let mut held = lock(&self.held);
@@ -224,14 +246,15 @@ impl Inner {
     }
 }
 
-/// Applies a close to the document (only the claim's own owner's).
-fn close_entry(doc: &mut PoolDoc, ticket: &PoolTicket, how: &Closing, now: f64) {
+/// Applies a close to the document (only the claim's own owner's); true
+/// when it changed it.
+fn close_entry(doc: &mut PoolDoc, ticket: &PoolTicket, how: &Closing, now: f64) -> bool {
     let (state, reason) = match how {
         Closing::Finished => (EntryState::Finished, None),
         Closing::Requeued(reason) => (EntryState::Queued, Some(*reason)),
         Closing::Cancelled(reason) => (EntryState::Cancelled, Some(*reason)),
     };
-    doc.finish(&ticket.key, &ticket.owner, state, reason, now);
+    doc.finish(&ticket.key, &ticket.owner, state, reason, now)
 }
 
 /// The [`Pools`] port over a [`PoolDocs`] store.
@@ -269,6 +292,7 @@ impl StorePools {
             seq: AtomicU64::new(0),
             table,
             held: Mutex::new(HashMap::new()),
+            viewed: Mutex::new(HashMap::new()),
             lost: lost_tx,
             clock,
         });
@@ -316,7 +340,10 @@ impl Pools for StorePools {
             let pool = request.pool.clone();
             inner
                 .change(&pool, Some(conf), move |doc, now| {
-                    doc.enqueue(conf, &request, now)
+                    let before = doc.entries.len();
+                    let entry = doc.enqueue(conf, &request, now)?;
+                    let added = doc.entries.len() != before;
+                    Ok((entry, added))
                 })
                 .await
         })
@@ -336,12 +363,14 @@ impl Pools for StorePools {
             let started = tokio::time::Instant::now();
             let claim_owner = owner.clone();
             let name = pool.clone();
+            let viewing = Arc::clone(&inner);
             let (pass, gauges, view) = inner
                 .change(&pool, Some(conf), move |doc, now| {
                     let mut gates = gates;
                     let pass = doc.dispatch(&mut gates, &claim_owner, now);
-                    let view = pool_view(&name, conf, doc);
-                    Ok((pass, (doc.slots, doc.used(), doc.queued()), view))
+                    let acted = !pass.claimed.is_empty() || !pass.cancelled.is_empty();
+                    let view = viewing.view_if_new(&name, conf, doc);
+                    Ok(((pass, (doc.slots, doc.used(), doc.queued()), view), acted))
                 })
                 .await?;
             let deadline = started
@@ -393,8 +422,8 @@ impl Pools for StorePools {
             let closing = ticket.clone();
             let result = inner
                 .change(&ticket.pool, None, move |doc, now| {
-                    close_entry(doc, &closing, &how, now);
-                    Ok(())
+                    let changed = close_entry(doc, &closing, &how, now);
+                    Ok(((), changed))
                 })
                 .await;
             match result {
@@ -419,7 +448,9 @@ impl Pools for StorePools {
         Box::pin(async move {
             inner
                 .change(&pool, None, move |doc, now| {
-                    doc.cancel(&key, "cancelled by operator", now)
+                    let before = doc.entries.get(&key).map(|e| e.state);
+                    let entry = doc.cancel(&key, "cancelled by operator", now)?;
+                    Ok((entry.clone(), before != Some(entry.state)))
                 })
                 .await
         })
@@ -435,7 +466,9 @@ impl Pools for StorePools {
                 let label = name.clone();
                 views.push(
                     inner
-                        .change(&label, None, move |doc, _| Ok(pool_view(&name, conf, doc)))
+                        .change(&label, None, move |doc, _| {
+                            Ok((pool_view(&name, conf, doc), false))
+                        })
                         .await?,
                 );
             }

@@ -234,6 +234,7 @@ pub struct DispatchAnswer {
     /// Entries waiting after the pass.
     pub queued: usize,
     /// The pool as `GET /pools` shows it after the pass
-    /// ([`view::pool_view`]).
-    pub view: serde_json::Value,
+    /// ([`view::pool_view`]); None when the document is the one the
+    /// previous pass's view was made of.
+    pub view: Option<serde_json::Value>,
 }

@@ -13,7 +13,12 @@ use serde_json::{json, Map, Value};
 /// the entries (running first, then waiting in admission order with their
 /// `position` and `waitingReason`, then ended ones).
 pub fn pool_view(name: &str, conf: PoolConf, doc: &PoolDoc) -> Value {
-    let waiting = doc.waiting();
+    let positions: std::collections::HashMap<&str, usize> = doc
+        .waiting()
+        .into_iter()
+        .enumerate()
+        .map(|(i, e)| (e.id.as_str(), i + 1))
+        .collect();
     let free = doc.free();
     let mut rows: Vec<(u8, f64, String, Value)> = Vec::with_capacity(doc.entries.len());
     for entry in doc.entries.values() {
@@ -31,10 +36,7 @@ pub fn pool_view(name: &str, conf: PoolConf, doc: &PoolDoc) -> Value {
                 (0, entry.queued_at)
             }
             EntryState::Queued => {
-                let position = waiting
-                    .iter()
-                    .position(|w| w.id == entry.id)
-                    .map_or(0, |p| p + 1);
+                let position = positions.get(entry.id.as_str()).copied().unwrap_or(0);
                 let reason = if position > 1 {
                     "Waiting behind higher-priority or earlier work".to_owned()
                 } else if entry.slots > free {
