@@ -270,8 +270,17 @@ impl Scheduler {
         });
     }
 
-    /// One pool answer.
+    /// One pool answer (it moves the API's change generation itself when
+    /// it changes what the API shows).
     pub(super) fn pool_event(&mut self, event: PoolEvent) {
+        let quiet = matches!(
+            &event,
+            PoolEvent::Dispatched { result: Ok(answer), .. }
+                if answer.admitted.is_empty() && answer.cancelled.is_empty() && answer.view.is_none()
+        ) || matches!(&event, PoolEvent::Closed { .. });
+        if !quiet {
+            self.api.changed();
+        }
         match event {
             PoolEvent::Enqueued { job, pool, result } => match result {
                 Ok(key) => {
