@@ -367,3 +367,62 @@ fn pools_need_a_state_section_and_known_pools_with_room_for_the_job() {
     assert_eq!(run.code, Some(1), "{}", run.stderr);
     assert!(run.stderr.contains("duplicate pool 'p'"), "{}", run.stderr);
 }
+
+#[test]
+fn a_pooled_jobs_retries_queue_in_the_pool_and_keep_their_attempts() {
+    let port = http::free_port();
+    let config = format!(
+        "{}jobs:\n  - name: flaky\n    schedule: '@reboot'\n    pool: one\n    command: exit 3\n    \
+         onFailure:\n      retry:\n        maximumRetries: 2\n        initialDelay: 0.2\n        \
+         maximumDelay: 1\n        backoffMultiplier: 2\n",
+        header(port, "{dir}/state")
+    );
+    let daemon = Daemon::start(&config);
+    http::wait_listening(port, Duration::from_secs(20));
+    let start = Instant::now();
+    let runs = loop {
+        let runs = http::get(port, "/jobs/flaky/runs").json()["runs"].clone();
+        if runs.as_array().is_some_and(|r| r.len() >= 3) {
+            break runs;
+        }
+        assert!(start.elapsed() < LONG, "{runs}\n{}", daemon.log());
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let seen: Vec<(String, u64)> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["trigger"].as_str().unwrap_or_default().to_owned(),
+                r["attempt"].as_u64().unwrap_or(99),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("schedule".into(), 0),
+            ("retry".into(), 1),
+            ("retry".into(), 2)
+        ],
+        "{}",
+        daemon.log()
+    );
+    // Every attempt went through the pool: three claims, all closed.
+    let start = Instant::now();
+    loop {
+        let pool = http::get(port, "/pools").json()[0].clone();
+        let finished = pool["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["state"] == "finished")
+            .count();
+        if finished == 3 {
+            break;
+        }
+        assert!(finished < 3 && start.elapsed() < LONG, "{pool}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
