@@ -14,6 +14,7 @@ pub mod filesystem;
 pub mod gate;
 pub mod gossip;
 pub mod kubernetes;
+pub mod notify;
 pub mod pauses;
 pub mod pools;
 pub mod records;

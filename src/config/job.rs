@@ -88,6 +88,10 @@ pub struct JobConfig {
     pub on_permanent_failure: std::sync::Arc<Report>,
     /// Reporters on success.
     pub on_success: std::sync::Arc<Report>,
+    /// Late-run thresholds (`sla`), when any is set.
+    pub sla: Option<SlaThresholds>,
+    /// Reporters fired once per SLA breach (`onLate`).
+    pub on_late: std::sync::Arc<Report>,
     /// Catch-up policy: what a new leader does with the fires that fell
     /// while nobody led (inert without leader election).
     pub on_missed: OnMissed,
@@ -144,6 +148,20 @@ pub struct Verify {
     pub command: Command,
     /// Seconds the check may take, start to end.
     pub timeout: f64,
+}
+
+/// The `sla` thresholds of a job, seconds; each `None` when that check is
+/// off. At least one is set (a block with none is no block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlaThresholds {
+    /// `maxTimeSinceSuccessSeconds`: breach after this long without a
+    /// successful finish.
+    pub max_time_since_success: Option<u64>,
+    /// `lateAfterSeconds`: breach when a due slot has not started within
+    /// this long.
+    pub late_after: Option<u64>,
+    /// `maxRuntimeSeconds`: breach while a run has been running longer.
+    pub max_runtime: Option<u64>,
 }
 
 /// The check's timeout when `verify.timeout` is not set.

@@ -48,7 +48,7 @@ pub const MAX_LOAD_BYTES: usize = 64 << 20;
 pub const MAX_JOBS: usize = 100_000;
 
 pub use error::{ConfigError, Location};
-pub use job::{JobConfig, JobSchedule};
+pub use job::{JobConfig, JobSchedule, SlaThresholds};
 pub use load::{
     load_jobs_against, load_path, load_path_and_sources, load_sources, load_sources_with_files,
     FileMap, LoadedConfig, Source, SourceKind,

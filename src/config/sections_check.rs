@@ -252,10 +252,25 @@ pub fn check_cross_sections(
         }
     }
     if let Some(notify) = &sections.notify {
-        return Err(not_supported(
-            &notify.source,
-            "the 'notify' section (event notifications)",
-        ));
+        if let Some(report) = &notify.value.report {
+            if let Err(e) = super::validate::check_templates(report) {
+                return Err(ConfigError::config(
+                    Location::source(&notify.source),
+                    format!("notify.report.{}: invalid template: {}", e.key, e.message),
+                ));
+            }
+            if report
+                .push
+                .as_ref()
+                .is_some_and(|p| p.enabled == Some(true))
+            {
+                return Err(ConfigError::config(
+                    Location::source(&notify.source),
+                    "notify.report.push.enabled is set but there is no 'push' section; push \
+                     notifications are not supported yet by this version of cronstable",
+                ));
+            }
+        }
     }
     if let Some(push) = &sections.push {
         return Err(not_supported(
@@ -264,9 +279,14 @@ pub fn check_cross_sections(
         ));
     }
     let push_jobs = offenders(&|j| {
-        [&j.on_success, &j.on_failure, &j.on_permanent_failure]
-            .iter()
-            .any(|r| r.push.as_ref().is_some_and(|p| p.enabled == Some(true)))
+        [
+            &j.on_success,
+            &j.on_failure,
+            &j.on_permanent_failure,
+            &j.on_late,
+        ]
+        .iter()
+        .any(|r| r.push.as_ref().is_some_and(|p| p.enabled == Some(true)))
     });
     if let Some(first) = jobs.iter().find(|j| push_jobs.contains(&j.name)) {
         return Err(ConfigError::config(

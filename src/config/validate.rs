@@ -171,6 +171,8 @@ pub fn resolve_job(
         on_failure: shared_report(on_failure.and_then(|h| h.report.as_ref())),
         on_permanent_failure: report_of(&spec.on_permanent_failure),
         on_success: report_of(&spec.on_success),
+        sla: resolved_sla(&spec),
+        on_late: report_of(&spec.on_late),
         on_missed: spec.on_missed.unwrap_or(super::model::OnMissed::Skip),
         starting_deadline_seconds: spec.starting_deadline_seconds,
         catchup_jitter_seconds: spec.catchup_jitter_seconds.unwrap_or(0),
@@ -377,6 +379,10 @@ fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
                 .as_ref()
                 .and_then(|h| h.report.as_ref()),
         ),
+        (
+            "onLate",
+            spec.on_late.as_ref().and_then(|h| h.report.as_ref()),
+        ),
     ];
     for (hook, report) in hooks {
         if let Some(report) = report {
@@ -393,7 +399,7 @@ fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
 
 /// Checks every template of a report block at load time, so a broken
 /// template is a configuration error rather than a failed report later.
-fn check_templates(report: &Report) -> Result<(), TemplateError> {
+pub(crate) fn check_templates(report: &Report) -> Result<(), TemplateError> {
     if let Some(mail) = &report.mail {
         if let Some(s) = &mail.subject {
             jinja::compile("mail.subject", s)?;
@@ -418,8 +424,6 @@ fn check_templates(report: &Report) -> Result<(), TemplateError> {
     Ok(())
 }
 
-/// Features the schema accepts but this version cannot honor yet: a job that
-/// turns one on is refused rather than silently run without it.
 /// `verify` with its default timeout, checked with the original's texts
 /// (an empty command, or a timeout that is not a finite positive number).
 fn resolved_verify(spec: &JobSpec) -> Result<Option<super::job::Verify>, RuleError> {
@@ -479,6 +483,20 @@ fn resolved_pool(spec: &JobSpec) -> Result<Option<super::job::JobPool>, RuleErro
     }))
 }
 
+/// The `sla` thresholds that are set (their ranges are checked earlier,
+/// by the numeric rules), or None when no check is on.
+fn resolved_sla(spec: &JobSpec) -> Option<super::job::SlaThresholds> {
+    let sla = spec.sla.as_ref().filter(|s| s.any_set())?;
+    let seconds = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+    Some(super::job::SlaThresholds {
+        max_time_since_success: seconds(sla.max_time_since_success_seconds),
+        late_after: seconds(sla.late_after_seconds),
+        max_runtime: seconds(sla.max_runtime_seconds),
+    })
+}
+
+/// Features the schema accepts but this version cannot honor yet: a job that
+/// turns one on is refused rather than silently run without it.
 fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
     let not_yet = |key: &str, what: &str| {
         rule(
@@ -486,9 +504,6 @@ fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
             format!("{what} is not supported yet by this version of cronstable"),
         )
     };
-    if spec.sla.as_ref().is_some_and(|s| s.any_set()) {
-        return Err(not_yet("sla", "SLA monitoring (sla/onLate)"));
-    }
     if spec
         .monitor_resources
         .as_ref()
@@ -515,6 +530,7 @@ fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Wa
         spec.on_permanent_failure
             .as_ref()
             .and_then(|h| h.report.as_ref()),
+        spec.on_late.as_ref().and_then(|h| h.report.as_ref()),
     ];
     if hooks
         .iter()

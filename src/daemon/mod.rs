@@ -48,6 +48,7 @@ pub fn run(
     let sections = LiveSections::start(&loaded.sections, start_time);
     let loads = sections.loads();
     let pool_table = sections.pools();
+    let notify = sections.notify();
     // DEBUG: at INFO the start is announced by the job-set id line, as in
     // the original.
     if let Some(root) = &root {
@@ -169,6 +170,13 @@ pub fn run(
             },
             (durable, _) => build::durable_store(durable),
         };
+        // Leadership changes and quorum losses, for the `notify` section
+        // (and the Kubernetes mode's Events).
+        let notifier = cluster::notify::Notifier::spawn(
+            published.leadership.clone(),
+            notify,
+            Arc::clone(&sources.reporter),
+        );
         let (shutdown, stop) = shutdown::channel();
         let scheduler = Scheduler::new(
             sources.initial,
@@ -227,6 +235,7 @@ pub fn run(
         // The gate asked for the release when the drain began; this waits
         // (bounded) for it to land before the process exits.
         leadership.stop().await;
+        notifier.stop().await;
         if let Some(web) = web {
             web.stop();
         }

@@ -5,5 +5,6 @@ pub(crate) mod encode;
 pub mod kube;
 pub mod pools;
 pub mod prometheus;
+pub mod sla;
 pub mod state;
 pub(crate) mod statsd;

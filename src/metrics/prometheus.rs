@@ -143,6 +143,8 @@ struct Scrape {
     /// The resource pools as the scheduler last saw them (empty without
     /// pools).
     pools: Arc<[super::pools::PoolGauge]>,
+    /// The late-run series (see [`super::sla`]), empty without checks.
+    sla: Arc<Vec<super::sla::SlaSeries>>,
     /// When it was taken: the instant the cluster gauges are judged at,
     /// so the encoded text is a function of the scrape alone.
     taken: std::time::Instant,
@@ -170,6 +172,7 @@ impl Scrape {
             && self.cluster == other.cluster
             && self.state == other.state
             && self.pools == other.pools
+            && self.sla == other.sla
             && self.cluster_facts == other.cluster_facts
             && (Arc::ptr_eq(&self.jobs, &other.jobs)
                 || (self.jobs.len() == other.jobs.len()
@@ -320,6 +323,7 @@ impl Scrape {
             cluster: None,
             state: None,
             pools: Arc::new([]),
+            sla: Arc::new(Vec::new()),
             taken,
             cluster_facts: None,
             jobs,
@@ -469,6 +473,7 @@ impl Snapshot {
             cluster,
             state: s.state.clone(),
             pools: Arc::clone(&s.pools),
+            sla: Arc::clone(&s.sla),
             taken,
             jobs: Arc::clone(&s.jobs),
         }))
@@ -489,6 +494,28 @@ impl Snapshot {
             kube: s.kube.clone(),
             cluster: s.cluster.clone(),
             state,
+            pools: Arc::clone(&s.pools),
+            sla: Arc::clone(&s.sla),
+            taken: s.taken,
+            jobs: Arc::clone(&s.jobs),
+        }))
+    }
+
+    /// This snapshot with the late-run series the scheduler's monitor
+    /// holds (sorted by job, then check).
+    pub fn with_sla(&self, sla: Vec<super::sla::SlaSeries>) -> Snapshot {
+        let s = &*self.0;
+        Snapshot(Arc::new(Scrape {
+            version: s.version.clone(),
+            job_set_id: s.job_set_id.clone(),
+            start_time: s.start_time,
+            last_reload_ok: s.last_reload_ok,
+            last_reload_success: s.last_reload_success,
+            cluster_facts: s.cluster_facts.clone(),
+            kube: s.kube.clone(),
+            cluster: s.cluster.clone(),
+            state: s.state.clone(),
+            sla: Arc::new(sla),
             pools: Arc::clone(&s.pools),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
@@ -644,6 +671,8 @@ fn write(
     });
     let starts = job_text::write_families(&mut out, format, jobs, &reuse, copy_from.as_ref());
     let mut tail = Registry::default();
+    // The late-run families close the per-job ones.
+    tail.register_collector(Box::new(super::sla::SlaFamilies(Arc::clone(&scrape.sla))));
     // The original's order: the store's families after the jobs', before
     // the cluster's.
     if let Some(state) = &scrape.state {

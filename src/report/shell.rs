@@ -85,6 +85,7 @@ pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
     let (stdout, out_cut) = cut(stdout, out_len);
     let (stderr, err_cut) = cut(stderr, err_len);
     let flag = |b: bool| if b { "1" } else { "0" }.to_owned();
+    let [check, threshold, observed, last_success] = ctx.sla_env();
     vec![
         (
             "CRONSTABLE_FAIL_REASON",
@@ -94,7 +95,12 @@ pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
         ("CRONSTABLE_JOB_COMMAND", ctx.command_line()),
         ("CRONSTABLE_JOB_SCHEDULE", ctx.schedule.clone()),
         ("CRONSTABLE_FAILED", flag(!ctx.success)),
-        ("CRONSTABLE_RETCODE", ctx.retcode.to_string()),
+        (
+            "CRONSTABLE_RETCODE",
+            // Python's str() of the original's None when nothing ran.
+            ctx.retcode
+                .map_or_else(|| "None".to_owned(), |c| c.to_string()),
+        ),
         ("CRONSTABLE_STDERR", stderr),
         ("CRONSTABLE_STDOUT", stdout),
         ("CRONSTABLE_STDERR_TRUNCATED", flag(err_cut)),
@@ -106,12 +112,15 @@ pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
         ("CRONSTABLE_MAX_RSS_BYTES", String::new()),
         ("CRONSTABLE_HOST", ctx.host.clone()),
         ("CRONSTABLE_RUN_ID", String::new()),
-        ("CRONSTABLE_STARTED_AT", ctx.started_at.clone()),
+        (
+            "CRONSTABLE_STARTED_AT",
+            ctx.started_at.clone().unwrap_or_default(),
+        ),
         // Only an onLate report fills these; run reports leave them empty.
-        ("CRONSTABLE_SLA_CHECK", String::new()),
-        ("CRONSTABLE_SLA_THRESHOLD_SECONDS", String::new()),
-        ("CRONSTABLE_SLA_OBSERVED_SECONDS", String::new()),
-        ("CRONSTABLE_LAST_SUCCESS_AT", String::new()),
+        ("CRONSTABLE_SLA_CHECK", check),
+        ("CRONSTABLE_SLA_THRESHOLD_SECONDS", threshold),
+        ("CRONSTABLE_SLA_OBSERVED_SECONDS", observed),
+        ("CRONSTABLE_LAST_SUCCESS_AT", last_success),
     ]
 }
 

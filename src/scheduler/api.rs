@@ -426,6 +426,7 @@ impl Scheduler {
                         .pool
                         .as_ref()
                         .map(|pool| self.pool_queue(&job.name, &pool.name)),
+                    sla: self.sla_view(job),
                 }
             })
             .collect()
@@ -506,6 +507,10 @@ impl Scheduler {
         if self.gate.clustered() {
             return None;
         }
+        if self.sla.any_latched() {
+            // A latched breach's observed seconds move with the clock.
+            return None;
+        }
         Some(Stamp {
             generation: self.api.generation,
             taken: now,
@@ -536,6 +541,7 @@ impl Scheduler {
                     jobs: Vec::new(),
                 };
                 return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows)
+                    .with_sla(self.sla_series())
                     .with_pools(self.pool_gauges());
             }
         }
@@ -593,6 +599,8 @@ impl Scheduler {
         let stamp = self.stamp(now, horizon);
         self.api.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
         self.api.metrics_last_rows = Some(snapshot.rows());
-        snapshot.with_pools(self.pool_gauges())
+        snapshot
+            .with_sla(self.sla_series())
+            .with_pools(self.pool_gauges())
     }
 }

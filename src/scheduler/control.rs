@@ -191,6 +191,8 @@ pub struct JobSnapshot {
     pub owner: Option<Option<String>>,
     /// A running instance's `verify` check is running.
     pub verifying: bool,
+    /// The `sla` checks, for a job with any.
+    pub sla: Option<super::sla::SlaView>,
     /// A pooled job's place in its pool, as this node last saw the pool.
     pub pool: Option<PoolQueueSnapshot>,
 }

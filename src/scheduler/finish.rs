@@ -96,6 +96,7 @@ impl Scheduler {
         self.counters().record_run(&record);
         self.store.record_run(record.clone());
         self.persist_run(&record);
+        self.sla_finished(&record);
         if record.cancelled {
             tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled via the web UI", record.job);
             return;

@@ -20,6 +20,7 @@ pub mod failover;
 mod failover_tests;
 mod finish;
 pub(crate) mod history;
+mod late;
 mod launch;
 mod next_fire;
 pub mod pause;
@@ -31,6 +32,7 @@ pub(crate) mod retry;
 mod retry_resume;
 pub mod sections;
 pub mod shutdown;
+pub mod sla;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tick;
@@ -194,6 +196,10 @@ pub struct Scheduler {
     pools: Box<dyn ports::Pools>,
     /// What the scheduler keeps about pooled launches.
     pooling: pooling::PoolState,
+    /// Late-run detection: the checks' latches and what they measure.
+    sla: sla::Monitor,
+    /// The wall-clock minute the SLA checks were last evaluated in.
+    sla_minute: Option<DateTime<Utc>>,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -244,6 +250,8 @@ impl Scheduler {
             grants: Arc::new(ports::NoRunGrants),
             pools: Box::new(ports::NoPools::default()),
             pooling: pooling::PoolState::default(),
+            sla: sla::Monitor::default(),
+            sla_minute: None,
         };
         scheduler.install_jobs(initial);
         // The first load's outcome counts as a change to follow.
@@ -330,6 +338,7 @@ impl Scheduler {
             .retain(|name, _| by_name.contains_key(name));
         self.last_output
             .retain(|name, _| by_name.contains_key(name));
+        self.sla.retain(|name| by_name.contains_key(name));
         let jobs = Arc::clone(&self.jobs);
         self.counters()
             .retain_jobs(jobs.iter().map(|j| j.name.as_str()));
@@ -372,6 +381,9 @@ impl Scheduler {
         self.evaluated = tick::floor(self.clock.now(), self.cadence());
         let mut pool_service = tokio::time::interval(pools::SERVICE_EVERY);
         pool_service.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The SLA series exist from the start; checks are measured again
+        // once every wall-clock minute.
+        self.sla_tick();
         let cause = loop {
             let sleep = self
                 .clock
@@ -384,6 +396,7 @@ impl Scheduler {
                         self.swap(set, started);
                     }
                     self.launch_passed_boundaries();
+                    self.sla_tick();
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),

@@ -8,7 +8,7 @@
 //! whichever source loaded it; it lives beside the ports because both
 //! sources (`source`, `kube`) sit above them.
 
-use crate::config::model::{ClusterConfig, WebConfig};
+use crate::config::model::{ClusterConfig, NotifyConfig, WebConfig};
 use crate::config::sections::{PoolTable, Sections};
 use crate::config::web_buckets;
 use std::sync::Arc;
@@ -32,6 +32,7 @@ pub struct LiveSections {
     web: watch::Sender<Option<WebConfig>>,
     cluster: watch::Sender<Option<ClusterConfig>>,
     pools: watch::Sender<Arc<PoolTable>>,
+    notify: watch::Sender<Option<NotifyConfig>>,
     loads: watch::Sender<LoadOutcome>,
 }
 
@@ -43,6 +44,7 @@ impl LiveSections {
             web: watch::channel(None).0,
             cluster: watch::channel(None).0,
             pools: watch::channel(Arc::new(PoolTable::default())).0,
+            notify: watch::channel(None).0,
             loads: watch::channel(LoadOutcome {
                 last_ok: true,
                 last_success: loaded_at,
@@ -71,6 +73,12 @@ impl LiveSections {
     /// scheduler.
     pub fn pools(&self) -> watch::Receiver<Arc<PoolTable>> {
         self.pools.subscribe()
+    }
+
+    /// The `notify` section in force (None: no notifications); a reload
+    /// takes effect for the next event.
+    pub fn notify(&self) -> watch::Receiver<Option<NotifyConfig>> {
+        self.notify.subscribe()
     }
 
     /// What the loads say (see [`LoadOutcome`]); changes on every load.
@@ -113,6 +121,10 @@ impl LiveSections {
             }
             changed
         });
+        publish(
+            &self.notify,
+            sections.notify.as_ref().map(|n| n.value.clone()),
+        );
     }
 }
 

@@ -137,6 +137,9 @@ pub struct JobDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     schedule_resolved: Option<&'a str>,
     scheduled_in: Option<f64>,
+    /// Jobs with an `sla` block only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sla: Option<SlaJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     slot: Option<SlotView<'a>>,
     timezone: Option<std::borrow::Cow<'a, str>>,
@@ -169,6 +172,50 @@ struct PoolView<'a> {
 struct VerificationView {
     configured: bool,
     running: bool,
+}
+
+/// `sla` of a job entry: the thresholds set, `ok` or `late`, and the
+/// latched breaches measured now.
+#[derive(Debug, serde::Serialize)]
+struct SlaJson {
+    breaches: Vec<BreachJson>,
+    state: &'static str,
+    thresholds: std::collections::BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct BreachJson {
+    check: &'static str,
+    observed_seconds: f64,
+    since: String,
+    threshold_seconds: u64,
+}
+
+impl SlaJson {
+    fn of(view: &crate::scheduler::sla::SlaView) -> SlaJson {
+        SlaJson {
+            breaches: view
+                .breaches
+                .iter()
+                .map(|b| BreachJson {
+                    check: b.check.name(),
+                    observed_seconds: b.observed,
+                    since: iso(b.since),
+                    threshold_seconds: b.threshold,
+                })
+                .collect(),
+            state: if view.breaches.is_empty() {
+                "ok"
+            } else {
+                "late"
+            },
+            thresholds: view
+                .thresholds
+                .iter()
+                .map(|(check, seconds)| (check.key(), *seconds))
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -301,6 +348,7 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
         schedule_findings: &c.schedule.findings,
         schedule_resolved: hashed.map(|expr| expr.resolved()),
         scheduled_in,
+        sla: job.sla.as_ref().map(SlaJson::of),
         slot: job.slot.as_ref().map(|slot| SlotView {
             held: slot.held,
             holder: slot.holder.as_deref(),
@@ -403,6 +451,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         owner,
         verifying,
         pool,
+        sla,
     } = a;
     Arc::ptr_eq(config, &b.config)
         && *pids == b.pids
@@ -418,6 +467,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         && *owner == b.owner
         && *verifying == b.verifying
         && *pool == b.pool
+        && *sla == b.sla
 }
 
 /// A job's entry serialized with its countdown cut out: the text before
@@ -821,6 +871,7 @@ mod tests {
             owner: None,
             verifying: false,
             pool: None,
+            sla: None,
         };
         tweak(&mut snap);
         snap
