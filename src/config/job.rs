@@ -131,6 +131,8 @@ pub struct JobConfig {
     pub verify: Option<Verify>,
     /// The resource pool that admits its runs, when set.
     pub pool: Option<JobPool>,
+    /// CPU and memory sampling of each run, when `monitorResources` is on.
+    pub monitor: Option<Monitor>,
     /// The merged spec this job was resolved from. Kept while a config is
     /// assembled (whole-config rules read it); the scheduler drops it when
     /// it installs the job, since nothing at run time needs it.
@@ -187,3 +189,16 @@ pub const POOL_SLOTS_DEFAULT: i64 = 1;
 pub const QUEUE_PRIORITY_DEFAULT: i64 = 0;
 /// `queueTimeout` when not set, seconds.
 pub const QUEUE_TIMEOUT_DEFAULT: f64 = 3600.0;
+/// `monitorResources` turned on, with its defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Monitor {
+    /// Seconds between samples of the run's processes (at least 0.1).
+    pub interval: f64,
+    /// Chart points kept per run (0: the summary numbers only).
+    pub history: usize,
+}
+
+/// `monitorResources.interval` when not set: one sample a second.
+pub const MONITOR_DEFAULT_INTERVAL: f64 = 1.0;
+/// `monitorResources.history` when not set: 240 chart points a run.
+pub const MONITOR_DEFAULT_HISTORY: usize = 240;

@@ -95,7 +95,6 @@ pub fn resolve_job(
     let run_as = resolve_account(&name, &spec, ctx)?;
 
     check_ranges(&spec)?;
-    check_unsupported(&spec)?;
     check_report_templates(&spec)?;
     collect_warnings(&name, &spec, ctx, warnings);
     let schedule_findings = match parsed_schedule.cron() {
@@ -192,6 +191,7 @@ pub fn resolve_job(
         statsd: spec.statsd.clone(),
         verify: resolved_verify(&spec)?,
         pool: resolved_pool(&spec)?,
+        monitor: resolved_monitor(&spec),
         user: spec.user.clone(),
         group: spec.group.clone(),
         spec: Some(spec),
@@ -495,23 +495,21 @@ fn resolved_sla(spec: &JobSpec) -> Option<super::job::SlaThresholds> {
     })
 }
 
-/// Features the schema accepts but this version cannot honor yet: a job that
-/// turns one on is refused rather than silently run without it.
-fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
-    let not_yet = |key: &str, what: &str| {
-        rule(
-            key,
-            format!("{what} is not supported yet by this version of cronstable"),
-        )
-    };
-    if spec
-        .monitor_resources
-        .as_ref()
-        .is_some_and(|m| m.enabled.unwrap_or(true))
-    {
-        return Err(not_yet("monitorResources", "resource monitoring"));
+/// `monitorResources` resolved: the bool form takes the defaults, the map
+/// form is on unless `enabled: false` (writing the map at all opts in).
+/// Its ranges are checked with the other numeric rules ([`check_ranges`]).
+fn resolved_monitor(spec: &JobSpec) -> Option<super::job::Monitor> {
+    let m = spec.monitor_resources.as_ref()?;
+    if !m.enabled.unwrap_or(true) {
+        return None;
     }
-    Ok(())
+    Some(super::job::Monitor {
+        interval: m.interval.unwrap_or(super::job::MONITOR_DEFAULT_INTERVAL),
+        history: m
+            .history
+            .and_then(|h| usize::try_from(h).ok())
+            .unwrap_or(super::job::MONITOR_DEFAULT_HISTORY),
+    })
 }
 
 fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Warnings) {

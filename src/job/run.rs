@@ -131,9 +131,16 @@ pub struct RunHandle {
     ended: watch::Receiver<bool>,
     output: Arc<LiveOutput>,
     verifying: Arc<AtomicBool>,
+    monitor: Option<Arc<super::sampler::Monitor>>,
 }
 
 impl RunHandle {
+    /// The run's resource sampler, when the job has `monitorResources`
+    /// on and its command started.
+    pub fn monitor(&self) -> Option<&Arc<super::sampler::Monitor>> {
+        self.monitor.as_ref()
+    }
+
     /// Whether the run's `verify` check is running now.
     pub fn verifying(&self) -> bool {
         self.verifying.load(Ordering::SeqCst)
@@ -231,6 +238,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     // shows a running instance without its pid.
     let spawned = spawn_command(&job, &request.extra_env);
     let pid = spawned.as_ref().ok().map(JobChild::id);
+    let monitor = super::sampler::for_run(job.monitor.as_ref(), pid);
     let handle = RunHandle {
         run_id: request.run_id,
         pid,
@@ -241,6 +249,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         ended: ended_rx,
         output: Arc::clone(&output),
         verifying: Arc::clone(&verifying),
+        monitor: monitor.clone(),
     };
     let masks: Arc<[String]> = request.masks.into();
     let task = tokio::spawn(async move {
@@ -289,6 +298,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                     observer.started(&job);
                 }
                 let mut record = drive(&job, child, &watch, base, Phase::Command).await;
+                record.resources = monitor.as_ref().and_then(|m| m.finish());
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }

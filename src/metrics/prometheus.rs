@@ -205,6 +205,8 @@ struct LastRun {
     duration: Option<f64>,
     retcode: i32,
     success: bool,
+    /// CPU seconds and peak RSS, when the run was resource-monitored.
+    resources: Option<(f64, u64)>,
 }
 
 impl JobRow {
@@ -249,6 +251,8 @@ impl LastRun {
                     && a.duration.map(f64::to_bits) == b.duration.map(f64::to_bits)
                     && a.retcode == b.retcode
                     && a.success == b.success
+                    && a.resources.map(|(c, r)| (c.to_bits(), r))
+                        == b.resources.map(|(c, r)| (c.to_bits(), r))
             }
             _ => false,
         }
@@ -286,6 +290,10 @@ impl Scrape {
                     duration: r.duration_seconds(),
                     retcode: r.retcode,
                     success: r.outcome() == Outcome::Success,
+                    resources: r
+                        .resources
+                        .as_ref()
+                        .map(|u| (u.cpu_total_seconds(), u.max_rss_bytes)),
                 });
                 match previous.and_then(|p| p.get(i)) {
                     Some(old) if old.shows(g, &last_run, counters) => Arc::clone(old),

@@ -40,6 +40,9 @@ pub struct RunContext {
     /// The `verify` check's record (the shape `GET /jobs/{name}/runs`
     /// shows), when the job has a check.
     pub verification: Option<serde_json::Value>,
+    /// The run's sampled CPU and memory, when the job is
+    /// resource-monitored and a sample read something.
+    pub resources: Option<crate::job::monitor::ResourceUsage>,
     /// The breach an `onLate` report is about (`None` for a run).
     pub sla: Option<SlaBreach>,
     /// The daemon event a `notify` report is about (`None` for a run).
@@ -98,6 +101,7 @@ impl RunContext {
             host: host_name().to_owned(),
             started_at: Some(python_isoformat(record.started_at)),
             verification: record.verification.clone(),
+            resources: record.resources.clone(),
             sla: None,
             event: None,
             vars: Value::UNDEFINED,
@@ -125,6 +129,7 @@ impl RunContext {
             host: host_name().to_owned(),
             started_at: None,
             verification: None,
+            resources: None,
             sla: Some(breach),
             event: None,
             vars: Value::UNDEFINED,
@@ -152,6 +157,7 @@ impl RunContext {
             host: host_name().to_owned(),
             started_at: None,
             verification: None,
+            resources: None,
             sla: None,
             event: Some(event),
             vars: Value::UNDEFINED,
@@ -191,9 +197,10 @@ impl RunContext {
     /// `schedule`, `started_at`, `run_id`, `verification` (the `verify`
     /// check's record), and the resource figures `cpu_seconds`,
     /// `cpu_user_seconds`, `cpu_system_seconds`, `max_rss_bytes`,
-    /// `limits`. Features this version does not have (the durable
-    /// run ledger, resource monitoring) leave theirs `None`, as the
-    /// original does when they are off.
+    /// `limits`. The resource figures are `None` for a run that was not
+    /// resource-monitored; features this version does not have (the
+    /// durable run ledger's `run_id`, `limits`) leave theirs `None`, as
+    /// the original does when they are off.
     pub fn vars(&self) -> &Value {
         &self.vars
     }
@@ -230,15 +237,27 @@ impl RunContext {
                 .as_ref()
                 .map_or_else(|| none.clone(), json_to_template),
         );
-        for key in [
-            "run_id",
-            "cpu_seconds",
-            "cpu_user_seconds",
-            "cpu_system_seconds",
-            "max_rss_bytes",
-            "limits",
-        ] {
+        for key in ["run_id", "limits"] {
             vars.insert(key.into(), none.clone());
+        }
+        let usage = self.resources.as_ref();
+        let figures = [
+            (
+                "cpu_seconds",
+                usage.map(|u| Value::from(u.cpu_total_seconds())),
+            ),
+            (
+                "cpu_user_seconds",
+                usage.map(|u| Value::from(u.cpu_user_seconds)),
+            ),
+            (
+                "cpu_system_seconds",
+                usage.map(|u| Value::from(u.cpu_system_seconds)),
+            ),
+            ("max_rss_bytes", usage.map(|u| Value::from(u.max_rss_bytes))),
+        ];
+        for (key, value) in figures {
+            vars.insert(key.into(), value.unwrap_or_else(|| none.clone()));
         }
         if let Some(b) = &self.sla {
             vars.insert("sla_check".into(), Value::from(b.check));
@@ -336,5 +355,33 @@ mod tests {
         let env = template_environment(&[("A".into(), "1".into())], "h");
         assert_eq!(env.get_attr("A").unwrap().as_str(), Some("1"));
         assert!(env.get_attr("HOSTNAME").unwrap().as_str().is_some());
+    }
+
+    #[test]
+    fn resource_figures_are_none_unless_the_run_was_monitored() {
+        let job = crate::report::test_support::job("j", "echo hi");
+        let mut record = crate::report::test_support::record("j", None, 0);
+        let plain = RunContext::new(Hook::Success, &job, &record);
+        for key in [
+            "cpu_seconds",
+            "cpu_user_seconds",
+            "cpu_system_seconds",
+            "max_rss_bytes",
+        ] {
+            assert!(plain.vars().get_attr(key).unwrap().is_none(), "{key}");
+        }
+        record.resources = Some(crate::job::monitor::ResourceUsage {
+            cpu_user_seconds: 1.5,
+            cpu_system_seconds: 0.25,
+            max_rss_bytes: 4096,
+            samples: 2,
+            series: None,
+        });
+        let monitored = RunContext::new(Hook::Success, &job, &record);
+        let get = |key: &str| monitored.vars().get_attr(key).unwrap().to_string();
+        assert_eq!(get("cpu_seconds"), "1.75");
+        assert_eq!(get("cpu_user_seconds"), "1.5");
+        assert_eq!(get("cpu_system_seconds"), "0.25");
+        assert_eq!(get("max_rss_bytes"), "4096");
     }
 }

@@ -76,6 +76,19 @@ impl Scheduler {
                 };
                 let _ = reply.send(answer);
             }
+            Control::Running { job, reply } => {
+                let answer = match self.job(&job) {
+                    None => Err(ControlError::NotFound(job)),
+                    Some(config) => Ok((
+                        config,
+                        self.running
+                            .get(&job)
+                            .map(|runs| runs.iter().filter(|r| !r.has_ended()).cloned().collect())
+                            .unwrap_or_default(),
+                    )),
+                };
+                let _ = reply.send(answer);
+            }
             Control::Activity { reply } => {
                 let rows = self
                     .jobs
@@ -426,6 +439,9 @@ impl Scheduler {
                         .pool
                         .as_ref()
                         .map(|pool| self.pool_queue(&job.name, &pool.name)),
+                    running_resources: crate::job::monitor::LiveTotal::of(
+                        live.iter().filter_map(|r| r.monitor()?.live()),
+                    ),
                     sla: self.sla_view(job),
                 }
             })

@@ -191,6 +191,9 @@ pub struct JobSnapshot {
     pub owner: Option<Option<String>>,
     /// A running instance's `verify` check is running.
     pub verifying: bool,
+    /// The live CPU and memory of the running instances that are
+    /// resource-monitored and have been sampled, added up.
+    pub running_resources: Option<crate::job::monitor::LiveTotal>,
     /// The `sla` checks, for a job with any.
     pub sla: Option<super::sla::SlaView>,
     /// A pooled job's place in its pool, as this node last saw the pool.
@@ -303,6 +306,10 @@ pub enum JobsAnswer {
     },
 }
 
+/// A job and its instances still running (their handles, which read
+/// their resource samplers).
+pub type RunningJob = (Arc<JobConfig>, Vec<crate::job::RunHandle>);
+
 /// One run as the activity heatmap plots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivityRow {
@@ -351,6 +358,14 @@ pub enum Control {
         job: String,
         /// Answer.
         reply: oneshot::Sender<Result<Option<Arc<LiveOutput>>, ControlError>>,
+    },
+    /// The job and its running instances (`GET /jobs/{name}/resources`
+    /// reads their samplers).
+    Running {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Result<RunningJob, ControlError>>,
     },
     /// Every configured job's retained runs, oldest first, reduced to
     /// what the activity heatmap plots.
@@ -542,6 +557,12 @@ impl ControlHandle {
     pub async fn logs(&self, name: &str) -> Result<Option<Arc<LiveOutput>>, ControlError> {
         let job = name.to_owned();
         self.ask(|reply| Control::Logs { job, reply }).await?
+    }
+
+    /// The job's config and its instances still running.
+    pub async fn running(&self, name: &str) -> Result<RunningJob, ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Running { job, reply }).await?
     }
 
     /// Every job's retained runs, reduced for the activity heatmap.

@@ -23,6 +23,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 pub mod pools;
+mod resources;
 pub mod state;
 
 /// What every handler shares.
@@ -121,7 +122,11 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/jobs/{name}", get(job)),
         ("GET", "/jobs/{name}/runs", get(runs)),
         ("GET", "/jobs/{name}/logs", get(job_logs)),
-        ("GET", "/jobs/{name}/resources", get(job_resources)),
+        (
+            "GET",
+            "/jobs/{name}/resources",
+            get(resources::job_resources),
+        ),
         ("GET", "/jobs/{name}/trends", get(state::trends)),
         ("GET", "/summary", get(summary)),
         ("GET", "/activity", get(activity)),
@@ -621,20 +626,6 @@ async fn job_logs(State(state): State<AppState>, Path(name): Path<String>) -> Ap
         Body::from_stream(body),
     )
         .into_response())
-}
-
-/// `GET /jobs/{name}/resources`. Resource monitoring is not part of this
-/// version, so every job answers as one that never opted in.
-async fn job_resources(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
-    let job = state.control.job(&name).await?;
-    Ok(Json(json!({
-        "name": job.config.name,
-        "monitored": false,
-        "interval": 1.0,
-        "live": [],
-        "runs": [],
-    }))
-    .into_response())
 }
 
 /// `GET /summary`: fleet counts and the next fire, from one snapshot.

@@ -132,6 +132,9 @@ pub struct JobDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     retry: Option<RetryView>,
     running: bool,
+    /// Monitored jobs with a sampled running instance only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    running_resources: Option<RunningResourcesView>,
     schedule: &'a str,
     schedule_findings: &'a [crate::cronexpr::LintFinding],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -172,6 +175,16 @@ struct PoolView<'a> {
 struct VerificationView {
     configured: bool,
     running: bool,
+}
+
+/// `running_resources` of a job entry: the live readings of its
+/// monitored running instances, added up.
+#[derive(Debug, serde::Serialize)]
+struct RunningResourcesView {
+    cpu_percent: f64,
+    cpu_seconds: f64,
+    instances: usize,
+    rss_bytes: u64,
 }
 
 /// `sla` of a job entry: the thresholds set, `ok` or `late`, and the
@@ -344,6 +357,12 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
                 max_attempts: r.max_attempts,
             }),
         running: job.running,
+        running_resources: job.running_resources.map(|r| RunningResourcesView {
+            cpu_percent: r.cpu_percent,
+            cpu_seconds: r.cpu_seconds,
+            instances: r.instances,
+            rss_bytes: r.rss_bytes,
+        }),
         schedule: &c.schedule.text,
         schedule_findings: &c.schedule.findings,
         schedule_resolved: hashed.map(|expr| expr.resolved()),
@@ -451,6 +470,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         owner,
         verifying,
         pool,
+        running_resources,
         sla,
     } = a;
     Arc::ptr_eq(config, &b.config)
@@ -467,6 +487,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         && *owner == b.owner
         && *verifying == b.verifying
         && *pool == b.pool
+        && *running_resources == b.running_resources
         && *sla == b.sla
 }
 
@@ -678,7 +699,14 @@ pub fn run_entry(run: &RunRecord) -> Value {
         map.insert("attempt".into(), Value::from(run.attempt));
         map.insert("stdout".into(), Value::from(run.stdout.text.clone()));
         map.insert("stderr".into(), Value::from(run.stderr.text.clone()));
-        map.insert("resources".into(), Value::Null);
+        // The summary only: the chart series is served by
+        // `GET /jobs/{name}/resources`, not on the poll loop.
+        map.insert(
+            "resources".into(),
+            run.resources
+                .as_ref()
+                .map_or(Value::Null, |r| r.to_json(false)),
+        );
         if let Some(verification) = &run.verification {
             map.insert("verification".into(), verification.clone());
         }
@@ -741,16 +769,10 @@ pub fn run_stats(runs: &[RunRecord]) -> Value {
         "last_duration".into(),
         json!(last.and_then(RunRecord::duration_seconds)),
     );
-    for key in [
-        "avg_cpu_seconds",
-        "max_cpu_seconds",
-        "last_cpu_seconds",
-        "avg_rss_bytes",
-        "max_rss_bytes",
-        "last_rss_bytes",
-    ] {
-        stats.insert(key.into(), Value::Null);
-    }
+    stats.extend(crate::job::monitor::run_stats(
+        runs.iter().filter_map(|r| r.resources.as_ref()),
+        last.and_then(|r| r.resources.as_ref()),
+    ));
     Value::Object(stats)
 }
 
@@ -841,6 +863,13 @@ mod tests {
                     json!({"configured": true, "running": job.verifying}),
                 );
             }
+            if let Some(r) = &job.running_resources {
+                map.insert(
+                    "running_resources".into(),
+                    json!({"cpu_percent": r.cpu_percent, "cpu_seconds": r.cpu_seconds,
+                           "rss_bytes": r.rss_bytes, "instances": r.instances}),
+                );
+            }
         }
         v
     }
@@ -871,6 +900,7 @@ mod tests {
             owner: None,
             verifying: false,
             pool: None,
+            running_resources: None,
             sla: None,
         };
         tweak(&mut snap);
@@ -909,6 +939,12 @@ mod tests {
                 |s| {
                     s.running = true;
                     s.verifying = true;
+                    s.running_resources = Some(crate::job::monitor::LiveTotal {
+                        cpu_percent: 196.5,
+                        cpu_seconds: 8.25,
+                        rss_bytes: 21_430_272,
+                        instances: 2,
+                    });
                     s.pids = vec![41, 42];
                     s.next_fire = Some(later(1));
                     s.last_run = Some(run.clone());
