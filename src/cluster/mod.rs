@@ -16,6 +16,7 @@ pub mod gossip;
 pub mod kubernetes;
 pub mod notify;
 pub mod pauses;
+pub mod pools;
 pub mod records;
 pub mod slots;
 pub mod supervise;

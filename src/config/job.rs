@@ -129,6 +129,8 @@ pub struct JobConfig {
     pub statsd: Option<Statsd>,
     /// The check run after each successful run, when set.
     pub verify: Option<Verify>,
+    /// The resource pool that admits its runs, when set.
+    pub pool: Option<JobPool>,
     /// CPU and memory sampling of each run, when `monitorResources` is on.
     pub monitor: Option<Monitor>,
     /// Per-run caps (`resourceLimits`), when any cap is set.
@@ -169,6 +171,26 @@ pub struct SlaThresholds {
 /// The check's timeout when `verify.timeout` is not set.
 pub const VERIFY_DEFAULT_TIMEOUT: f64 = 60.0;
 
+/// A job's place in a resource pool: the pool's name and how its runs
+/// queue there (`pool`, `poolSlots`, `queuePriority`, `queueTimeout`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobPool {
+    /// The pool (defined in the `pools` section).
+    pub name: String,
+    /// Capacity one run occupies.
+    pub slots: u32,
+    /// Higher integers are admitted first.
+    pub priority: i64,
+    /// Longest wait in the queue, seconds (finite, positive).
+    pub timeout: f64,
+}
+
+/// `poolSlots` when not set.
+pub const POOL_SLOTS_DEFAULT: i64 = 1;
+/// `queuePriority` when not set.
+pub const QUEUE_PRIORITY_DEFAULT: i64 = 0;
+/// `queueTimeout` when not set, seconds.
+pub const QUEUE_TIMEOUT_DEFAULT: f64 = 3600.0;
 /// `monitorResources` turned on, with its defaults applied.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Monitor {

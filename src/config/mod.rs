@@ -56,6 +56,7 @@ pub use load::{
 };
 pub use model::sections::Distribution;
 pub use model::{ClusterConfig, WebConfig};
+pub use sections::{PoolConf, PoolTable};
 
 /// The `web.metrics.durationBuckets` of a web section, if set: the
 /// histogram bounds every source applies on load.

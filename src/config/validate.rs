@@ -190,6 +190,7 @@ pub fn resolve_job(
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),
         statsd: spec.statsd.clone(),
         verify: resolved_verify(&spec)?,
+        pool: resolved_pool(&spec)?,
         monitor: resolved_monitor(&spec),
         resource_limits: match &spec.resource_limits {
             Some(block) => super::limits::resolve(block).map_err(|e| rule(e.key, e.message))?,
@@ -447,6 +448,43 @@ fn resolved_verify(spec: &JobSpec) -> Result<Option<super::job::Verify>, RuleErr
         ));
     }
     Ok(Some(super::job::Verify { command, timeout }))
+}
+
+/// `pool` and its queue options with their defaults, checked with the
+/// original's texts. Whether the pool exists and holds `poolSlots` is a
+/// whole-config rule (the `pools` section may sit in another file).
+fn resolved_pool(spec: &JobSpec) -> Result<Option<super::job::JobPool>, RuleError> {
+    use super::job::{POOL_SLOTS_DEFAULT, QUEUE_PRIORITY_DEFAULT, QUEUE_TIMEOUT_DEFAULT};
+    let slots = spec.pool_slots.unwrap_or(POOL_SLOTS_DEFAULT);
+    let priority = spec.queue_priority.unwrap_or(QUEUE_PRIORITY_DEFAULT);
+    let timeout = spec.queue_timeout.unwrap_or(QUEUE_TIMEOUT_DEFAULT);
+    if slots < 1 {
+        return Err(rule("poolSlots", "poolSlots must be >= 1"));
+    }
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(rule("queueTimeout", "queueTimeout must be finite and > 0"));
+    }
+    // `pool: ""` is no pool, as the original's EmptyNone reads it.
+    let Some(name) = spec.pool.clone().filter(|p| !p.is_empty()) else {
+        if slots != POOL_SLOTS_DEFAULT
+            || priority != QUEUE_PRIORITY_DEFAULT
+            || timeout != QUEUE_TIMEOUT_DEFAULT
+        {
+            return Err(rule(
+                "pool",
+                "poolSlots, queuePriority and queueTimeout need pool",
+            ));
+        }
+        return Ok(None);
+    };
+    Ok(Some(super::job::JobPool {
+        name,
+        // Larger than any pool (10000) is refused against the pool; the
+        // clamp only keeps the value representable until then.
+        slots: u32::try_from(slots).unwrap_or(u32::MAX),
+        priority,
+        timeout,
+    }))
 }
 
 /// The `sla` thresholds that are set (their ranges are checked earlier,

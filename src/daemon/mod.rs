@@ -47,6 +47,7 @@ pub fn run(
     // scheduler owns the counters and follows what the loads say.
     let sections = LiveSections::start(&loaded.sections, start_time);
     let loads = sections.loads();
+    let pool_table = sections.pools();
     let notify = sections.notify();
     // DEBUG: at INFO the start is announced by the job-set id line, as in
     // the original.
@@ -92,6 +93,7 @@ pub fn run(
         }
     }
     let plan = plan::plan(&loaded.sections, platform::host_name(), kube.is_some());
+    let pool_plan = build::PoolPlan::of(&plan);
     runtime.block_on(async move {
         // Installed before the scheduler starts (and its @reboot jobs), so
         // no signal arrives while the default action would still kill us.
@@ -197,6 +199,7 @@ pub fn run(
         if let Some(api) = &job_api {
             scheduler.set_run_grants(api.grants());
         }
+        scheduler.set_pools(build::pools(pool_plan, durable.store.clone(), pool_table));
         platform::release_free_memory();
         let control = scheduler.control();
         if let Some(writer) = sources.status_writer {

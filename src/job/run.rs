@@ -67,11 +67,15 @@ pub enum CancelKind {
     Replace,
     /// An operator asked for it (API), or the daemon is stopping.
     Operator,
+    /// The run's resource pool claim could not be renewed: it ends as a
+    /// failure with exit code -100 (the seeds' lost pool lease).
+    PoolLease,
 }
 
 const NO_CANCEL: u8 = 0;
 const CANCEL_REPLACE: u8 = 1;
 const CANCEL_OPERATOR: u8 = 2;
+const CANCEL_POOL_LEASE: u8 = 3;
 
 /// Shared between a run and whoever may cancel it.
 #[derive(Debug, Default)]
@@ -85,6 +89,7 @@ impl CancelSignal {
         let code = match kind {
             CancelKind::Replace => CANCEL_REPLACE,
             CancelKind::Operator => CANCEL_OPERATOR,
+            CancelKind::PoolLease => CANCEL_POOL_LEASE,
         };
         // The first request decides the kind; later ones only re-notify.
         let _ = self
@@ -97,6 +102,7 @@ impl CancelSignal {
         match self.kind.load(Ordering::SeqCst) {
             CANCEL_REPLACE => Some(CancelKind::Replace),
             CANCEL_OPERATOR => Some(CancelKind::Operator),
+            CANCEL_POOL_LEASE => Some(CancelKind::PoolLease),
             _ => None,
         }
     }
@@ -163,6 +169,12 @@ impl RunHandle {
     /// Cancels the run (an operator cancel, or shutdown's second signal).
     pub fn cancel(&self) {
         self.cancel.request(CancelKind::Operator);
+    }
+
+    /// Cancels the run because its resource pool claim was lost: recorded
+    /// as a failure with exit code -100, whatever the process exited with.
+    pub fn lose_pool_lease(&self) {
+        self.cancel.request(CancelKind::PoolLease);
     }
 
     /// True once the instance has ended: its process exited and its output
@@ -665,6 +677,9 @@ async fn drive(
     }
     record.retcode = match (&stop, status) {
         (Stop::TimedOut, _) => TIMEOUT_RETCODE,
+        (Stop::Cancelled, _) if cancel.requested() == Some(CancelKind::PoolLease) => {
+            TIMEOUT_RETCODE
+        }
         (_, Some(status)) => platform::exit_code(status),
         // The process outlived a refused kill: no exit code to report.
         (_, None) => -1,

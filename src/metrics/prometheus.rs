@@ -125,7 +125,7 @@ fn bucket_bound(v: f64) -> String {
 
 /// What one scrape encodes: the counters and the scheduler's gauges,
 /// owned, because the registry's collectors must be `'static`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Scrape {
     version: String,
     job_set_id: String,
@@ -140,6 +140,9 @@ struct Scrape {
     /// The durable store's counters, read when the scrape was taken (None
     /// without an open store).
     state: Option<StateFacts>,
+    /// The resource pools as the scheduler last saw them (empty without
+    /// pools).
+    pools: Arc<[super::pools::PoolGauge]>,
     /// The late-run series (see [`super::sla`]), empty without checks.
     sla: Arc<Vec<super::sla::SlaSeries>>,
     /// When it was taken: the instant the cluster gauges are judged at,
@@ -168,6 +171,7 @@ impl Scrape {
             && self.kube == other.kube
             && self.cluster == other.cluster
             && self.state == other.state
+            && self.pools == other.pools
             && self.sla == other.sla
             && self.cluster_facts == other.cluster_facts
             && (Arc::ptr_eq(&self.jobs, &other.jobs)
@@ -326,6 +330,7 @@ impl Scrape {
             kube: None,
             cluster: None,
             state: None,
+            pools: Arc::new([]),
             sla: Arc::new(Vec::new()),
             taken,
             cluster_facts: None,
@@ -475,6 +480,7 @@ impl Snapshot {
             kube,
             cluster,
             state: s.state.clone(),
+            pools: Arc::clone(&s.pools),
             sla: Arc::clone(&s.sla),
             taken,
             jobs: Arc::clone(&s.jobs),
@@ -496,6 +502,7 @@ impl Snapshot {
             kube: s.kube.clone(),
             cluster: s.cluster.clone(),
             state,
+            pools: Arc::clone(&s.pools),
             sla: Arc::clone(&s.sla),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
@@ -517,9 +524,21 @@ impl Snapshot {
             cluster: s.cluster.clone(),
             state: s.state.clone(),
             sla: Arc::new(sla),
+            pools: Arc::clone(&s.pools),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
         }))
+    }
+
+    /// This snapshot with the resource pools' gauges (the scheduler's
+    /// last look at each pool).
+    pub fn with_pools(self, pools: Vec<super::pools::PoolGauge>) -> Snapshot {
+        if pools.is_empty() {
+            return self;
+        }
+        let mut scrape = Arc::unwrap_or_clone(self.0);
+        scrape.pools = pools.into();
+        Snapshot(Arc::new(scrape))
     }
 
     /// This snapshot's per-job rows, to share with a later snapshot
@@ -667,6 +686,9 @@ fn write(
     if let Some(state) = &scrape.state {
         tail.register_collector(Box::new(super::state::StateFamilies(state.clone())));
     }
+    tail.register_collector(Box::new(super::pools::PoolFamilies(Arc::clone(
+        &scrape.pools,
+    ))));
     tail.register_collector(Box::new(super::cluster::ClusterFamilies {
         stats: scrape.cluster.clone(),
         now: scrape.taken,

@@ -47,6 +47,10 @@ pub enum ControlError {
         /// The job.
         job: String,
     },
+    /// A resource pool refused (409) or its state could not be read or
+    /// written (503); the text is the pool's own.
+    #[error("{0}")]
+    Pool(super::pools::PoolError),
     /// The leader took the pause or resume but could not record it for
     /// the next leader (503).
     #[error(
@@ -90,6 +94,29 @@ impl std::fmt::Debug for Recording {
         f.write_str("Recording")
     }
 }
+
+/// A pool store operation the API thread awaits itself (the scheduler
+/// only starts it).
+pub struct PoolRead<T>(
+    futures_util::future::BoxFuture<'static, Result<T, super::pools::PoolError>>,
+);
+
+impl<T> PoolRead<T> {
+    /// Wraps a store operation.
+    pub(super) fn new(
+        op: futures_util::future::BoxFuture<'static, Result<T, super::pools::PoolError>>,
+    ) -> Self {
+        PoolRead(op)
+    }
+}
+
+impl<T> std::fmt::Debug for PoolRead<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PoolRead")
+    }
+}
+
+pub use super::pools::QueuedStart;
 
 /// A job's most recent finished run, without its output.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,6 +196,20 @@ pub struct JobSnapshot {
     pub running_resources: Option<crate::job::monitor::LiveTotal>,
     /// The `sla` checks, for a job with any.
     pub sla: Option<super::sla::SlaView>,
+    /// A pooled job's place in its pool, as this node last saw the pool.
+    pub pool: Option<PoolQueueSnapshot>,
+}
+
+/// A pooled job's queue and claims, from the newest look at its pool
+/// (at most about a second old).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolQueueSnapshot {
+    /// Its waiting entries in queue order (the pool view's rows).
+    pub queued: Vec<serde_json::Value>,
+    /// Its running entries: key, slots, the node holding it, lease end.
+    pub holders: Vec<serde_json::Value>,
+    /// The pool's state could not be read on the last look.
+    pub unavailable: bool,
 }
 
 /// What `GET /status` shows, for every job at once: the job table itself
@@ -332,14 +373,31 @@ pub enum Control {
         /// Answer, in config order.
         reply: oneshot::Sender<Vec<(String, Vec<ActivityRow>)>>,
     },
-    /// Launch now, through the launch gates.
+    /// Launch now, through the launch gates (a pooled job is queued: the
+    /// answer then says where).
     Start {
         /// Job name.
         job: String,
         /// Start on this node even when another node runs the job.
         here: bool,
         /// Answer.
-        reply: oneshot::Sender<Result<(), ControlError>>,
+        reply: oneshot::Sender<Result<Option<QueuedStart>, ControlError>>,
+    },
+    /// Every configured pool as `GET /pools` shows it: the store read,
+    /// for the caller to await.
+    Pools {
+        /// Answer.
+        reply: oneshot::Sender<PoolRead<Vec<serde_json::Value>>>,
+    },
+    /// Cancel a waiting pool entry: the store change, for the caller to
+    /// await.
+    PoolCancel {
+        /// The pool.
+        pool: String,
+        /// The entry's key.
+        key: String,
+        /// Answer.
+        reply: oneshot::Sender<PoolRead<super::pools::queue::Entry>>,
     },
     /// Cancel every running instance; answers how many.
     Cancel {
@@ -513,8 +571,9 @@ impl ControlHandle {
     }
 
     /// Starts a job now, on the node that runs it: refused when that is
-    /// another node ([`ControlError::Elsewhere`]) or none is known.
-    pub async fn start(&self, name: &str) -> Result<(), ControlError> {
+    /// another node ([`ControlError::Elsewhere`]) or none is known. A
+    /// pooled job is queued instead (the answer says where).
+    pub async fn start(&self, name: &str) -> Result<Option<QueuedStart>, ControlError> {
         let job = name.to_owned();
         self.ask(|reply| Control::Start {
             job,
@@ -525,7 +584,7 @@ impl ControlHandle {
     }
 
     /// Starts a job now on this node, whichever node runs it.
-    pub async fn start_here(&self, name: &str) -> Result<(), ControlError> {
+    pub async fn start_here(&self, name: &str) -> Result<Option<QueuedStart>, ControlError> {
         let job = name.to_owned();
         self.ask(|reply| Control::Start {
             job,
@@ -533,6 +592,29 @@ impl ControlHandle {
             reply,
         })
         .await?
+    }
+
+    /// Every configured pool with its entries (`GET /pools`).
+    pub async fn pools(&self) -> Result<Vec<serde_json::Value>, ControlError> {
+        self.ask(|reply| Control::Pools { reply })
+            .await?
+            .0
+            .await
+            .map_err(ControlError::Pool)
+    }
+
+    /// Cancels waiting entry `key` of pool `pool`.
+    pub async fn pool_cancel(
+        &self,
+        pool: &str,
+        key: &str,
+    ) -> Result<super::pools::queue::Entry, ControlError> {
+        let (pool, key) = (pool.to_owned(), key.to_owned());
+        self.ask(|reply| Control::PoolCancel { pool, key, reply })
+            .await?
+            .0
+            .await
+            .map_err(ControlError::Pool)
     }
 
     /// Cancels a job's running instances.

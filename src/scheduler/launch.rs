@@ -154,7 +154,12 @@ impl Scheduler {
         if !self.depends_on_past_allows(&job) {
             return;
         }
-        if job.concurrency_policy == ConcurrencyPolicy::Forbid && self.is_running(&job.name) {
+        // A pooled fire queues even while an instance runs: Forbid keeps
+        // its entry waiting at the head instead (see `pooling`).
+        if job.concurrency_policy == ConcurrencyPolicy::Forbid
+            && self.is_running(&job.name)
+            && job.pool.is_none()
+        {
             // Dropped on purpose; an overrun is maxRuntime's to report.
             self.sla_slot_excused(&job.name);
             self.warn_still_running(&job);
@@ -224,6 +229,9 @@ impl Scheduler {
     /// job's cluster slot (`concurrencyScope: cluster` only), which
     /// answers later through [`Event::SlotAnswer`].
     pub(super) fn maybe_launch(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        if self.pool_intercepts(&job, trigger, attempt) {
+            return;
+        }
         if self.is_running(&job.name) {
             self.warn_still_running(&job);
             match job.concurrency_policy {

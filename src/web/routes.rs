@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 
+pub mod pools;
 mod resources;
 pub mod state;
 
@@ -78,6 +79,8 @@ fn status_of(err: &ControlError) -> StatusCode {
         ControlError::Unavailable
         | ControlError::NoRunner { .. }
         | ControlError::NotRecorded { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        ControlError::Pool(err) if err.unavailable() => StatusCode::SERVICE_UNAVAILABLE,
+        ControlError::Pool(_) => StatusCode::CONFLICT,
     }
 }
 
@@ -134,6 +137,12 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/jobs/{name}/pause", post(pause)),
         ("POST", "/jobs/{name}/resume", post(resume)),
         ("POST", "/shutdown", post(shutdown)),
+        ("GET", "/pools", get(pools::list)),
+        (
+            "POST",
+            "/pools/{name}/queue/{key}/cancel",
+            post(pools::cancel),
+        ),
         ("GET", "/job-set-id", get(job_set_id)),
         ("GET", "/kube", get(kube)),
         ("GET", "/livez", get(livez)),
@@ -383,10 +392,13 @@ async fn start(
     Query(query): Query<HashMap<String, String>>,
 ) -> ControlResult {
     let here = request::local_flag(&query).map_err(ControlError::BadRequest)?;
-    if here {
-        state.control.start_here(&name).await?;
+    let queued = if here {
+        state.control.start_here(&name).await?
     } else {
-        state.control.start(&name).await?;
+        state.control.start(&name).await?
+    };
+    if let Some(queued) = queued {
+        return Ok(pools::queued_start(&name, &queued));
     }
     Ok(Json(json!({"started": name})).into_response())
 }

@@ -125,6 +125,9 @@ pub struct JobDetail<'a> {
     never_fires: bool,
     paused: Option<PausedView<'a>>,
     pids: &'a [u32],
+    /// Pooled jobs only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pool: Option<PoolView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     priority: Option<crate::config::model::Priority>,
     #[serde(rename = "rebootPending", skip_serializing_if = "std::ops::Not::not")]
@@ -159,6 +162,23 @@ struct LimitsView {
     memory_bytes: Option<u64>,
     processes: Option<u64>,
     required: bool,
+}
+
+/// `pool` of a pooled job's entry: the original's `name`, `slots`,
+/// `priority`, `queued` (its waiting entries) and `queueUnavailable`,
+/// and (ours) `holders`, its running claims.
+#[derive(Debug, serde::Serialize)]
+struct PoolView<'a> {
+    holders: &'a [Value],
+    name: &'a str,
+    priority: i64,
+    #[serde(
+        rename = "queueUnavailable",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    queue_unavailable: bool,
+    queued: &'a [Value],
+    slots: u32,
 }
 
 /// `verification` of a job entry: the job has a check, and whether one
@@ -316,6 +336,20 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
             until: iso(p.until),
         }),
         pids: &job.pids,
+        pool: c.pool.as_ref().map(|pool| {
+            let (queued, holders, unavailable) = match &job.pool {
+                Some(seen) => (&seen.queued[..], &seen.holders[..], seen.unavailable),
+                None => (&[][..], &[][..], false),
+            };
+            PoolView {
+                holders,
+                name: &pool.name,
+                priority: pool.priority,
+                queue_unavailable: unavailable,
+                queued,
+                slots: pool.slots,
+            }
+        }),
         priority: c
             .schedule
             .parsed
@@ -453,6 +487,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         reboot_pending,
         owner,
         verifying,
+        pool,
         running_resources,
         sla,
     } = a;
@@ -469,6 +504,7 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         && *reboot_pending == b.reboot_pending
         && *owner == b.owner
         && *verifying == b.verifying
+        && *pool == b.pool
         && *running_resources == b.running_resources
         && *sla == b.sla
 }
@@ -887,6 +923,7 @@ mod tests {
             reboot_pending: false,
             owner: None,
             verifying: false,
+            pool: None,
             running_resources: None,
             sla: None,
         };
