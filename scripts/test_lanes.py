@@ -26,6 +26,7 @@ import time
 # Seconds each suite took on a clean CI run (2 cores, 2 lanes), used
 # only to start the long ones first; unknown suites count as mid-sized.
 EXPECTED_SECONDS = {
+    "sla": 115,
     "kube_mode": 110,
     "state_durable": 100,
     "cluster_gossip": 85,
@@ -35,6 +36,8 @@ EXPECTED_SECONDS = {
     "kube_chart_install": 43,
     "kube_real": 32,
     "cluster_etcd": 29,
+    "pools": 12,
+    "resources": 6,
     "limits": 4,
 }
 DEFAULT_SECONDS = 10

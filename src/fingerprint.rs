@@ -281,6 +281,19 @@ fn job_object(job: &JobConfig, report_defaults: &ReportDefaults) -> Canon {
             ])),
         );
     }
+    if let Some(pool) = &job.pool {
+        // The original's composite: the pool options enter identity only
+        // when a pool is set, so a job without one keeps its digest.
+        put(
+            "pool",
+            Canon::Object(BTreeMap::from([
+                ("name".into(), Canon::str(pool.name.clone())),
+                ("priority".into(), Canon::int(pool.priority)),
+                ("slots".into(), Canon::int(i64::from(pool.slots))),
+                ("timeout".into(), Canon::float(pool.timeout)),
+            ])),
+        );
+    }
     Canon::Object(o)
 }
 

@@ -88,6 +88,10 @@ pub struct JobConfig {
     pub on_permanent_failure: std::sync::Arc<Report>,
     /// Reporters on success.
     pub on_success: std::sync::Arc<Report>,
+    /// Late-run thresholds (`sla`), when any is set.
+    pub sla: Option<SlaThresholds>,
+    /// Reporters fired once per SLA breach (`onLate`).
+    pub on_late: std::sync::Arc<Report>,
     /// Catch-up policy: what a new leader does with the fires that fell
     /// while nobody led (inert without leader election).
     pub on_missed: OnMissed,
@@ -125,6 +129,10 @@ pub struct JobConfig {
     pub statsd: Option<Statsd>,
     /// The check run after each successful run, when set.
     pub verify: Option<Verify>,
+    /// The resource pool that admits its runs, when set.
+    pub pool: Option<JobPool>,
+    /// CPU and memory sampling of each run, when `monitorResources` is on.
+    pub monitor: Option<Monitor>,
     /// Per-run caps (`resourceLimits`), when any cap is set.
     pub resource_limits: Option<super::limits::ResourceLimits>,
     /// The merged spec this job was resolved from. Kept while a config is
@@ -146,5 +154,53 @@ pub struct Verify {
     pub timeout: f64,
 }
 
+/// The `sla` thresholds of a job, seconds; each `None` when that check is
+/// off. At least one is set (a block with none is no block).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SlaThresholds {
+    /// `maxTimeSinceSuccessSeconds`: breach after this long without a
+    /// successful finish.
+    pub max_time_since_success: Option<u64>,
+    /// `lateAfterSeconds`: breach when a due slot has not started within
+    /// this long.
+    pub late_after: Option<u64>,
+    /// `maxRuntimeSeconds`: breach while a run has been running longer.
+    pub max_runtime: Option<u64>,
+}
+
 /// The check's timeout when `verify.timeout` is not set.
 pub const VERIFY_DEFAULT_TIMEOUT: f64 = 60.0;
+
+/// A job's place in a resource pool: the pool's name and how its runs
+/// queue there (`pool`, `poolSlots`, `queuePriority`, `queueTimeout`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobPool {
+    /// The pool (defined in the `pools` section).
+    pub name: String,
+    /// Capacity one run occupies.
+    pub slots: u32,
+    /// Higher integers are admitted first.
+    pub priority: i64,
+    /// Longest wait in the queue, seconds (finite, positive).
+    pub timeout: f64,
+}
+
+/// `poolSlots` when not set.
+pub const POOL_SLOTS_DEFAULT: i64 = 1;
+/// `queuePriority` when not set.
+pub const QUEUE_PRIORITY_DEFAULT: i64 = 0;
+/// `queueTimeout` when not set, seconds.
+pub const QUEUE_TIMEOUT_DEFAULT: f64 = 3600.0;
+/// `monitorResources` turned on, with its defaults applied.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Monitor {
+    /// Seconds between samples of the run's processes (at least 0.1).
+    pub interval: f64,
+    /// Chart points kept per run (0: the summary numbers only).
+    pub history: usize,
+}
+
+/// `monitorResources.interval` when not set: one sample a second.
+pub const MONITOR_DEFAULT_INTERVAL: f64 = 1.0;
+/// `monitorResources.history` when not set: 240 chart points a run.
+pub const MONITOR_DEFAULT_HISTORY: usize = 240;

@@ -418,7 +418,17 @@ impl<'a> Loader<'a> {
                     source: name.clone(),
                 })
                 .collect(),
+            pools: Vec::new(),
         };
+        for (pool, spec) in doc.pools.map(|p| p.0).unwrap_or_default() {
+            let conf = spec
+                .resolve(&pool)
+                .map_err(|m| ConfigError::config(Location::source(name.clone()), m))?;
+            sections.adopt_pool(Located {
+                value: (pool, conf),
+                source: name.clone(),
+            })?;
+        }
         if let Some(web) = &sections.web {
             sections_check::check_web(&web.value).map_err(|m| {
                 ConfigError::config(Location::source(name.clone()), format!("web: {m}"))

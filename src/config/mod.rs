@@ -49,13 +49,14 @@ pub const MAX_LOAD_BYTES: usize = 64 << 20;
 pub const MAX_JOBS: usize = 100_000;
 
 pub use error::{ConfigError, Location};
-pub use job::{JobConfig, JobSchedule};
+pub use job::{JobConfig, JobSchedule, SlaThresholds};
 pub use load::{
     load_jobs_against, load_path, load_path_and_sources, load_sources, load_sources_with_files,
     FileMap, LoadedConfig, Source, SourceKind,
 };
 pub use model::sections::Distribution;
 pub use model::{ClusterConfig, WebConfig};
+pub use sections::{PoolConf, PoolTable};
 
 /// The `web.metrics.durationBuckets` of a web section, if set: the
 /// histogram bounds every source applies on load.

@@ -3,6 +3,7 @@
 //! that read them ([`super::sections_check`]) and the loader that fills
 //! them ([`super::load`]) both sit above this and not above each other.
 
+pub use super::model::pools::PoolConf;
 use super::model::{
     ClusterConfig, DagConfig, LoggingConfig, McpConfig, NotifyConfig, PushConfig, StateConfig,
     WebConfig,
@@ -36,4 +37,42 @@ pub struct Sections {
     pub push: Option<Located<PushConfig>>,
     /// DAGs, from every source.
     pub dags: Vec<Located<DagConfig>>,
+    /// Resource pools from every source, checked, in the order met (a
+    /// name is defined once across the whole config).
+    pub pools: Vec<Located<(String, PoolConf)>>,
+}
+
+impl Sections {
+    /// The pools in force, in the order written.
+    pub fn pool_table(&self) -> PoolTable {
+        PoolTable(
+            self.pools
+                .iter()
+                .map(|p| (p.value.0.clone(), p.value.1))
+                .collect(),
+        )
+    }
+}
+
+/// The configured pools by name, in the order written (what the
+/// scheduler and the pool store work against; empty without a `pools`
+/// section).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolTable(pub Vec<(String, PoolConf)>);
+
+impl PoolTable {
+    /// The pool named `name`.
+    pub fn get(&self, name: &str) -> Option<PoolConf> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, c)| *c)
+    }
+
+    /// No pool is configured.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The pool names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(n, _)| n.as_str())
+    }
 }

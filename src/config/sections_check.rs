@@ -184,6 +184,20 @@ pub fn check_cross_sections(
             ));
         }
     }
+    // Pool documents live in a directory: `state.path`, or the
+    // filesystem backend's when the state section has no path.
+    let pool_directory = sections
+        .state
+        .as_ref()
+        .is_some_and(|s| !s.value.path.trim().is_empty())
+        || sections.cluster.as_ref().is_some_and(|c| {
+            matches!(
+                super::cluster::resolve(&c.value, crate::platform::host_name()),
+                Ok(super::cluster::Resolved::Lease { settings, .. })
+                    if matches!(settings.backend, super::cluster::Backend::Filesystem(_))
+            )
+        });
+    check_pools(jobs, sections, pool_directory)?;
     let secret_jobs = offenders(&has_secrets);
     if let Some(first) = jobs.iter().find(|j| has_secrets(j)) {
         // Secrets are staged over the job endpoint (the original's texts).
@@ -238,10 +252,25 @@ pub fn check_cross_sections(
         }
     }
     if let Some(notify) = &sections.notify {
-        return Err(not_supported(
-            &notify.source,
-            "the 'notify' section (event notifications)",
-        ));
+        if let Some(report) = &notify.value.report {
+            if let Err(e) = super::validate::check_templates(report) {
+                return Err(ConfigError::config(
+                    Location::source(&notify.source),
+                    format!("notify.report.{}: invalid template: {}", e.key, e.message),
+                ));
+            }
+            if report
+                .push
+                .as_ref()
+                .is_some_and(|p| p.enabled == Some(true))
+            {
+                return Err(ConfigError::config(
+                    Location::source(&notify.source),
+                    "notify.report.push.enabled is set but there is no 'push' section; push \
+                     notifications are not supported yet by this version of cronstable",
+                ));
+            }
+        }
     }
     if let Some(push) = &sections.push {
         return Err(not_supported(
@@ -250,9 +279,14 @@ pub fn check_cross_sections(
         ));
     }
     let push_jobs = offenders(&|j| {
-        [&j.on_success, &j.on_failure, &j.on_permanent_failure]
-            .iter()
-            .any(|r| r.push.as_ref().is_some_and(|p| p.enabled == Some(true)))
+        [
+            &j.on_success,
+            &j.on_failure,
+            &j.on_permanent_failure,
+            &j.on_late,
+        ]
+        .iter()
+        .any(|r| r.push.as_ref().is_some_and(|p| p.enabled == Some(true)))
     });
     if let Some(first) = jobs.iter().find(|j| push_jobs.contains(&j.name)) {
         return Err(ConfigError::config(
@@ -278,6 +312,46 @@ pub fn check_cross_sections(
         let found = crate::logging::check_section(&logging.value)
             .map_err(|e| ConfigError::config(Location::source(&logging.source), e.to_string()))?;
         warnings.extend(found);
+    }
+    Ok(())
+}
+
+/// The pool rules across sections and jobs, in the original's order and
+/// words: pools need a `state` section; a job names a defined pool, and
+/// its `poolSlots` fit in it.
+fn check_pools(
+    jobs: &[JobConfig],
+    sections: &Sections,
+    pool_directory: bool,
+) -> Result<(), ConfigError> {
+    if let (Some(first), None) = (sections.pools.first(), &sections.state) {
+        return Err(ConfigError::config(
+            Location::source(&first.source),
+            "pools require durable state",
+        ));
+    }
+    if let (Some(first), false) = (sections.pools.first(), pool_directory) {
+        // Ours: a state section without `path` beside the kubernetes or
+        // etcd backend has no directory for the pool documents.
+        return Err(ConfigError::config(
+            Location::source(&first.source),
+            "pools require durable state: a state.path (or a cluster section with the \
+             filesystem backend, whose directory then keeps the pools); the kubernetes and \
+             etcd backends keep no pool state",
+        ));
+    }
+    let table = sections.pool_table();
+    for job in jobs {
+        let Some(pool) = &job.pool else { continue };
+        let repr = crate::pyfmt::repr_str;
+        let message = match table.get(&pool.name) {
+            None => format!("job {}: unknown pool {}", repr(&job.name), repr(&pool.name)),
+            Some(conf) if pool.slots > conf.slots => {
+                format!("job {}: poolSlots exceeds pool capacity", repr(&job.name))
+            }
+            Some(_) => continue,
+        };
+        return Err(ConfigError::config(job.origin.clone(), message));
     }
     Ok(())
 }

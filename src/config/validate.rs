@@ -95,7 +95,6 @@ pub fn resolve_job(
     let run_as = resolve_account(&name, &spec, ctx)?;
 
     check_ranges(&spec)?;
-    check_unsupported(&spec)?;
     check_report_templates(&spec)?;
     collect_warnings(&name, &spec, ctx, warnings);
     let schedule_findings = match parsed_schedule.cron() {
@@ -171,6 +170,8 @@ pub fn resolve_job(
         on_failure: shared_report(on_failure.and_then(|h| h.report.as_ref())),
         on_permanent_failure: report_of(&spec.on_permanent_failure),
         on_success: report_of(&spec.on_success),
+        sla: resolved_sla(&spec),
+        on_late: report_of(&spec.on_late),
         on_missed: spec.on_missed.unwrap_or(super::model::OnMissed::Skip),
         starting_deadline_seconds: spec.starting_deadline_seconds,
         catchup_jitter_seconds: spec.catchup_jitter_seconds.unwrap_or(0),
@@ -189,6 +190,8 @@ pub fn resolve_job(
         priority: spec.priority.unwrap_or(super::model::Priority::Normal),
         statsd: spec.statsd.clone(),
         verify: resolved_verify(&spec)?,
+        pool: resolved_pool(&spec)?,
+        monitor: resolved_monitor(&spec),
         resource_limits: match &spec.resource_limits {
             Some(block) => super::limits::resolve(block).map_err(|e| rule(e.key, e.message))?,
             None => None,
@@ -380,6 +383,10 @@ fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
                 .as_ref()
                 .and_then(|h| h.report.as_ref()),
         ),
+        (
+            "onLate",
+            spec.on_late.as_ref().and_then(|h| h.report.as_ref()),
+        ),
     ];
     for (hook, report) in hooks {
         if let Some(report) = report {
@@ -396,7 +403,7 @@ fn check_report_templates(spec: &JobSpec) -> Result<(), RuleError> {
 
 /// Checks every template of a report block at load time, so a broken
 /// template is a configuration error rather than a failed report later.
-fn check_templates(report: &Report) -> Result<(), TemplateError> {
+pub(crate) fn check_templates(report: &Report) -> Result<(), TemplateError> {
     if let Some(mail) = &report.mail {
         if let Some(s) = &mail.subject {
             jinja::compile("mail.subject", s)?;
@@ -421,8 +428,6 @@ fn check_templates(report: &Report) -> Result<(), TemplateError> {
     Ok(())
 }
 
-/// Features the schema accepts but this version cannot honor yet: a job that
-/// turns one on is refused rather than silently run without it.
 /// `verify` with its default timeout, checked with the original's texts
 /// (an empty command, or a timeout that is not a finite positive number).
 fn resolved_verify(spec: &JobSpec) -> Result<Option<super::job::Verify>, RuleError> {
@@ -445,24 +450,70 @@ fn resolved_verify(spec: &JobSpec) -> Result<Option<super::job::Verify>, RuleErr
     Ok(Some(super::job::Verify { command, timeout }))
 }
 
-fn check_unsupported(spec: &JobSpec) -> Result<(), RuleError> {
-    let not_yet = |key: &str, what: &str| {
-        rule(
-            key,
-            format!("{what} is not supported yet by this version of cronstable"),
-        )
+/// `pool` and its queue options with their defaults, checked with the
+/// original's texts. Whether the pool exists and holds `poolSlots` is a
+/// whole-config rule (the `pools` section may sit in another file).
+fn resolved_pool(spec: &JobSpec) -> Result<Option<super::job::JobPool>, RuleError> {
+    use super::job::{POOL_SLOTS_DEFAULT, QUEUE_PRIORITY_DEFAULT, QUEUE_TIMEOUT_DEFAULT};
+    let slots = spec.pool_slots.unwrap_or(POOL_SLOTS_DEFAULT);
+    let priority = spec.queue_priority.unwrap_or(QUEUE_PRIORITY_DEFAULT);
+    let timeout = spec.queue_timeout.unwrap_or(QUEUE_TIMEOUT_DEFAULT);
+    if slots < 1 {
+        return Err(rule("poolSlots", "poolSlots must be >= 1"));
+    }
+    if !(timeout.is_finite() && timeout > 0.0) {
+        return Err(rule("queueTimeout", "queueTimeout must be finite and > 0"));
+    }
+    // `pool: ""` is no pool, as the original's EmptyNone reads it.
+    let Some(name) = spec.pool.clone().filter(|p| !p.is_empty()) else {
+        if slots != POOL_SLOTS_DEFAULT
+            || priority != QUEUE_PRIORITY_DEFAULT
+            || timeout != QUEUE_TIMEOUT_DEFAULT
+        {
+            return Err(rule(
+                "pool",
+                "poolSlots, queuePriority and queueTimeout need pool",
+            ));
+        }
+        return Ok(None);
     };
-    if spec.sla.as_ref().is_some_and(|s| s.any_set()) {
-        return Err(not_yet("sla", "SLA monitoring (sla/onLate)"));
+    Ok(Some(super::job::JobPool {
+        name,
+        // Larger than any pool (10000) is refused against the pool; the
+        // clamp only keeps the value representable until then.
+        slots: u32::try_from(slots).unwrap_or(u32::MAX),
+        priority,
+        timeout,
+    }))
+}
+
+/// The `sla` thresholds that are set (their ranges are checked earlier,
+/// by the numeric rules), or None when no check is on.
+fn resolved_sla(spec: &JobSpec) -> Option<super::job::SlaThresholds> {
+    let sla = spec.sla.as_ref().filter(|s| s.any_set())?;
+    let seconds = |v: Option<i64>| v.and_then(|v| u64::try_from(v).ok());
+    Some(super::job::SlaThresholds {
+        max_time_since_success: seconds(sla.max_time_since_success_seconds),
+        late_after: seconds(sla.late_after_seconds),
+        max_runtime: seconds(sla.max_runtime_seconds),
+    })
+}
+
+/// `monitorResources` resolved: the bool form takes the defaults, the map
+/// form is on unless `enabled: false` (writing the map at all opts in).
+/// Its ranges are checked with the other numeric rules ([`check_ranges`]).
+fn resolved_monitor(spec: &JobSpec) -> Option<super::job::Monitor> {
+    let m = spec.monitor_resources.as_ref()?;
+    if !m.enabled.unwrap_or(true) {
+        return None;
     }
-    if spec
-        .monitor_resources
-        .as_ref()
-        .is_some_and(|m| m.enabled.unwrap_or(true))
-    {
-        return Err(not_yet("monitorResources", "resource monitoring"));
-    }
-    Ok(())
+    Some(super::job::Monitor {
+        interval: m.interval.unwrap_or(super::job::MONITOR_DEFAULT_INTERVAL),
+        history: m
+            .history
+            .and_then(|h| usize::try_from(h).ok())
+            .unwrap_or(super::job::MONITOR_DEFAULT_HISTORY),
+    })
 }
 
 fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Warnings) {
@@ -481,6 +532,7 @@ fn collect_warnings(name: &str, spec: &JobSpec, ctx: &Context, warnings: &mut Wa
         spec.on_permanent_failure
             .as_ref()
             .and_then(|h| h.report.as_ref()),
+        spec.on_late.as_ref().and_then(|h| h.report.as_ref()),
     ];
     if hooks
         .iter()

@@ -213,3 +213,91 @@ pub fn kube_facts(
         client, &namespace, may_write, settings,
     ))
 }
+
+/// What [`pools`] needs of a plan (taken before the plan's parts move).
+#[derive(Debug, Clone)]
+pub struct PoolPlan {
+    /// The node claims are held under (the slots' node name).
+    node: String,
+    /// The slot directory, when slots live in one.
+    directory: Option<(String, String)>,
+    /// A durable store of `state.path` is planned.
+    durable: bool,
+}
+
+impl PoolPlan {
+    /// The pool inputs of `plan`.
+    pub fn of(plan: &plan::Plan) -> PoolPlan {
+        PoolPlan {
+            node: plan.slots.as_ref().map_or_else(
+                || crate::platform::host_name().to_owned(),
+                |s| s.node.clone(),
+            ),
+            directory: match plan.slots.as_ref().map(|s| &s.store) {
+                Some(SlotStorePlan::Directory {
+                    path,
+                    deployment_id,
+                }) => Some((path.clone(), deployment_id.clone())),
+                _ => None,
+            },
+            durable: plan.durable.is_some(),
+        }
+    }
+}
+
+/// The resource pools' store: the state store's documents when the
+/// durable store of `state.path` is open, else the slot directory of the
+/// filesystem backend (a store opened there). The Kubernetes and etcd
+/// slot stores keep no pools: pools configured with one of them alone
+/// answer that pool state is unavailable (logged once at start).
+pub fn pools(
+    plan: PoolPlan,
+    durable: Option<Arc<crate::state::store::Store>>,
+    table: tokio::sync::watch::Receiver<Arc<crate::config::sections::PoolTable>>,
+) -> Box<dyn crate::scheduler::ports::Pools> {
+    let configured = !table.borrow().is_empty();
+    let node = plan.node;
+    let store = match (durable, &plan.directory) {
+        (Some(store), _) => Some(store),
+        (None, Some((path, deployment_id))) if !plan.durable => {
+            let settings = crate::state::store::StoreSettings {
+                root: crate::state::format::absolute_root(path),
+                deployment_id: deployment_id.clone(),
+                topology: None,
+                max_ops_per_second: 0.0,
+            };
+            match crate::state::store::Store::open(&settings) {
+                Ok(store) => Some(Arc::new(store)),
+                Err(err) => {
+                    if configured {
+                        tracing::error!(
+                            target: "cronstable::state",
+                            "pools: cannot open the store for pool state: {err}"
+                        );
+                    }
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    match store {
+        Some(store) => Box::new(cluster::pools::StorePools::new(
+            Arc::new(cluster::pools::fs::FsPoolDocs::new(store)),
+            &node,
+            table,
+        )),
+        None => {
+            if configured {
+                tracing::error!(
+                    target: "cronstable::state",
+                    "pools: no store keeps pool state (pools need state.path, or a cluster \
+                     section with the filesystem backend); pooled jobs cannot be queued"
+                );
+            }
+            Box::new(crate::scheduler::ports::NoPools {
+                table: Arc::clone(&table.borrow()),
+            })
+        }
+    }
+}

@@ -47,6 +47,8 @@ pub fn run(
     // scheduler owns the counters and follows what the loads say.
     let sections = LiveSections::start(&loaded.sections, start_time);
     let loads = sections.loads();
+    let pool_table = sections.pools();
+    let notify = sections.notify();
     // DEBUG: at INFO the start is announced by the job-set id line, as in
     // the original.
     if let Some(root) = &root {
@@ -91,6 +93,7 @@ pub fn run(
         }
     }
     let plan = plan::plan(&loaded.sections, platform::host_name(), kube.is_some());
+    let pool_plan = build::PoolPlan::of(&plan);
     runtime.block_on(async move {
         // Installed before the scheduler starts (and its @reboot jobs), so
         // no signal arrives while the default action would still kill us.
@@ -167,6 +170,13 @@ pub fn run(
             },
             (durable, _) => build::durable_store(durable),
         };
+        // Leadership changes and quorum losses, for the `notify` section
+        // (and the Kubernetes mode's Events).
+        let notifier = cluster::notify::Notifier::spawn(
+            published.leadership.clone(),
+            notify,
+            Arc::clone(&sources.reporter),
+        );
         let (shutdown, stop) = shutdown::channel();
         let scheduler = Scheduler::new(
             sources.initial,
@@ -189,6 +199,7 @@ pub fn run(
         if let Some(api) = &job_api {
             scheduler.set_run_grants(api.grants());
         }
+        scheduler.set_pools(build::pools(pool_plan, durable.store.clone(), pool_table));
         platform::release_free_memory();
         let control = scheduler.control();
         if let Some(writer) = sources.status_writer {
@@ -224,6 +235,7 @@ pub fn run(
         // The gate asked for the release when the drain began; this waits
         // (bounded) for it to land before the process exits.
         leadership.stop().await;
+        notifier.stop().await;
         if let Some(web) = web {
             web.stop();
         }

@@ -1,11 +1,14 @@
 //! One run of a job: spawning in its own process group, output capture,
-//! deadlines, cancellation, and how the outcome is judged.
+//! deadlines, cancellation, resource sampling, and how the outcome is
+//! judged.
 
 pub mod capture;
+pub mod monitor;
 pub mod contain;
 pub mod limits;
 pub(crate) mod outcome;
 pub(crate) mod run;
+pub mod sampler;
 pub(crate) mod verify;
 
 pub use capture::{LiveEvent, LiveOutput, LiveSubscription};

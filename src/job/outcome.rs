@@ -107,6 +107,9 @@ pub struct RunRecord {
     /// has a check; `{"outcome": "skipped", ...}` when the run failed
     /// before it.
     pub verification: Option<serde_json::Value>,
+    /// The sampled CPU and memory of the run's processes, when the job
+    /// has `monitorResources` on and a sample read something.
+    pub resources: Option<super::monitor::ResourceUsage>,
     /// The run's caps and what the kernel did with them, for a job with
     /// `resourceLimits`.
     pub limits: Option<super::limits::LimitsRecord>,
@@ -142,6 +145,7 @@ impl RunRecord {
             skip_reason: None,
             interrupted: false,
             verification: None,
+            resources: None,
             limits: None,
         }
     }

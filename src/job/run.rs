@@ -67,11 +67,15 @@ pub enum CancelKind {
     Replace,
     /// An operator asked for it (API), or the daemon is stopping.
     Operator,
+    /// The run's resource pool claim could not be renewed: it ends as a
+    /// failure with exit code -100 (the seeds' lost pool lease).
+    PoolLease,
 }
 
 const NO_CANCEL: u8 = 0;
 const CANCEL_REPLACE: u8 = 1;
 const CANCEL_OPERATOR: u8 = 2;
+const CANCEL_POOL_LEASE: u8 = 3;
 
 /// Shared between a run and whoever may cancel it.
 #[derive(Debug, Default)]
@@ -85,6 +89,7 @@ impl CancelSignal {
         let code = match kind {
             CancelKind::Replace => CANCEL_REPLACE,
             CancelKind::Operator => CANCEL_OPERATOR,
+            CancelKind::PoolLease => CANCEL_POOL_LEASE,
         };
         // The first request decides the kind; later ones only re-notify.
         let _ = self
@@ -97,6 +102,7 @@ impl CancelSignal {
         match self.kind.load(Ordering::SeqCst) {
             CANCEL_REPLACE => Some(CancelKind::Replace),
             CANCEL_OPERATOR => Some(CancelKind::Operator),
+            CANCEL_POOL_LEASE => Some(CancelKind::PoolLease),
             _ => None,
         }
     }
@@ -126,10 +132,17 @@ pub struct RunHandle {
     ended: watch::Receiver<bool>,
     output: Arc<LiveOutput>,
     verifying: Arc<AtomicBool>,
+    monitor: Option<Arc<super::sampler::Monitor>>,
     cgroup: Option<Arc<platform::CgroupPlace>>,
 }
 
 impl RunHandle {
+    /// The run's resource sampler, when the job has `monitorResources`
+    /// on and its command started.
+    pub fn monitor(&self) -> Option<&Arc<super::sampler::Monitor>> {
+        self.monitor.as_ref()
+    }
+
     /// Where the run's cgroup is (a run with resource limits, or any run
     /// while CPU weighting is on), for readers of its usage.
     pub fn cgroup(&self) -> Option<&platform::CgroupPlace> {
@@ -156,6 +169,12 @@ impl RunHandle {
     /// Cancels the run (an operator cancel, or shutdown's second signal).
     pub fn cancel(&self) {
         self.cancel.request(CancelKind::Operator);
+    }
+
+    /// Cancels the run because its resource pool claim was lost: recorded
+    /// as a failure with exit code -100, whatever the process exited with.
+    pub fn lose_pool_lease(&self) {
+        self.cancel.request(CancelKind::PoolLease);
     }
 
     /// True once the instance has ended: its process exited and its output
@@ -228,6 +247,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     let mut contained = contain::manager().prepare(&job);
     let spawned = spawn_contained(&job, &request.extra_env, contained.as_mut());
     let pid = spawned.as_ref().ok().map(JobChild::id);
+    let monitor = super::sampler::for_run(job.monitor.as_ref(), pid);
     let cgroup = contained.as_ref().and_then(RunLimits::place).map(Arc::new);
     let handle = RunHandle {
         run_id: request.run_id,
@@ -239,6 +259,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
         ended: ended_rx,
         output: Arc::clone(&output),
         verifying: Arc::clone(&verifying),
+        monitor: monitor.clone(),
         cgroup,
     };
     let masks: Arc<[String]> = request.masks.into();
@@ -293,6 +314,7 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
                 }
                 let phase = Phase::Command;
                 let mut record = drive(&job, child, &watch, base, phase, contained.as_ref()).await;
+                record.resources = monitor.as_ref().and_then(|m| m.finish());
                 record.replaced = replaced.load(Ordering::SeqCst);
                 record
             }
@@ -655,6 +677,9 @@ async fn drive(
     }
     record.retcode = match (&stop, status) {
         (Stop::TimedOut, _) => TIMEOUT_RETCODE,
+        (Stop::Cancelled, _) if cancel.requested() == Some(CancelKind::PoolLease) => {
+            TIMEOUT_RETCODE
+        }
         (_, Some(status)) => platform::exit_code(status),
         // The process outlived a refused kill: no exit code to report.
         (_, None) => -1,

@@ -255,19 +255,25 @@ pub struct EventingReporter {
     inner: Arc<dyn Reporter>,
     sink: EventSink,
     reports: watch::Receiver<Arc<SetReports>>,
+    /// This scheduler's pod, which daemon events are about.
+    pod: Option<ObjectReference>,
 }
 
 impl EventingReporter {
-    /// Wraps `inner`; `reports` tells which jobs belong to which set.
+    /// Wraps `inner`; `reports` tells which jobs belong to which set,
+    /// `pod` is the scheduler's own pod (daemon events are recorded on it
+    /// when it is known).
     pub fn new(
         inner: Arc<dyn Reporter>,
         sink: EventSink,
         reports: watch::Receiver<Arc<SetReports>>,
+        pod: Option<ObjectReference>,
     ) -> Self {
         EventingReporter {
             inner,
             sink,
             reports,
+            pod,
         }
     }
 
@@ -295,6 +301,8 @@ impl Reporter for EventingReporter {
             Hook::Success => None,
             Hook::Failure => Some(("RunFailed", "failed")),
             Hook::PermanentFailure => Some(("RunPermanentlyFailed", "failed with no retry left")),
+            // Breaches and daemon events have their own calls.
+            Hook::Late | Hook::Event => None,
         };
         if let Some((reason, verb)) = event {
             if let Some((key, uid, own)) = self.owner(&job.name) {
@@ -309,6 +317,53 @@ impl Reporter for EventingReporter {
             }
         }
         self.inner.report(hook, job, record)
+    }
+
+    fn report_late(&self, job: &JobConfig, breach: crate::report::SlaBreach) -> ReportFuture {
+        if let Some((key, uid, own)) = self.owner(&job.name) {
+            let _ = self.sink.send(EventRequest {
+                regarding: set_reference(&key, uid.as_deref()),
+                reason: "SlaBreached",
+                action: "Monitor",
+                note: format!(
+                    "Job {own} is overdue ({}): observed {:.0}s exceeds the threshold of {}s",
+                    breach.check, breach.observed_seconds, breach.threshold_seconds
+                ),
+                every_replica: false,
+            });
+        }
+        self.inner.report_late(job, breach)
+    }
+
+    fn report_event(
+        &self,
+        report: &crate::config::model::Report,
+        event: crate::report::DaemonEvent,
+    ) -> ReportFuture {
+        let reason = match event.event {
+            "leader_change" => Some("LeadershipChanged"),
+            "quorum_loss" => Some("QuorumLost"),
+            _ => None,
+        };
+        if let (Some(pod), Some(reason)) = (&self.pod, reason) {
+            let _ = self.sink.send(EventRequest {
+                regarding: pod.clone(),
+                reason,
+                action: "Elect",
+                note: format!("{}: {}", capitalized(&event.subject), event.message),
+                every_replica: true,
+            });
+        }
+        self.inner.report_event(report, event)
+    }
+}
+
+/// `text` with its first letter in upper case.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 

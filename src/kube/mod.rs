@@ -108,6 +108,11 @@ pub async fn start(
         options,
         publishers.health,
     );
+    let pod = events::pod_reference(
+        &connection.namespace,
+        options.pod_name.as_deref(),
+        options.pod_uid.as_deref(),
+    );
     let (source, initial) = source::KubeSource::open(
         root,
         loaded,
@@ -119,17 +124,14 @@ pub async fn start(
             set_counts: publishers.sets,
             events: sink.clone(),
             configmap_state: publishers.configmap,
-            pod: events::pod_reference(
-                &connection.namespace,
-                options.pod_name.as_deref(),
-                options.pod_uid.as_deref(),
-            ),
+            pod: pod.clone(),
         },
     );
     let reporter: Arc<dyn Reporter> = Arc::new(events::EventingReporter::new(
         reporter,
         sink,
         source.reports(),
+        pod,
     ));
     let status = StatusWriter {
         client: connection.client.clone(),

@@ -3,6 +3,8 @@
 pub mod cluster;
 pub(crate) mod encode;
 pub mod kube;
+pub mod pools;
 pub mod prometheus;
+pub mod sla;
 pub mod state;
 pub(crate) mod statsd;

@@ -125,7 +125,7 @@ fn bucket_bound(v: f64) -> String {
 
 /// What one scrape encodes: the counters and the scheduler's gauges,
 /// owned, because the registry's collectors must be `'static`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Scrape {
     version: String,
     job_set_id: String,
@@ -140,6 +140,11 @@ struct Scrape {
     /// The durable store's counters, read when the scrape was taken (None
     /// without an open store).
     state: Option<StateFacts>,
+    /// The resource pools as the scheduler last saw them (empty without
+    /// pools).
+    pools: Arc<[super::pools::PoolGauge]>,
+    /// The late-run series (see [`super::sla`]), empty without checks.
+    sla: Arc<Vec<super::sla::SlaSeries>>,
     /// When it was taken: the instant the cluster gauges are judged at,
     /// so the encoded text is a function of the scrape alone.
     taken: std::time::Instant,
@@ -166,6 +171,8 @@ impl Scrape {
             && self.kube == other.kube
             && self.cluster == other.cluster
             && self.state == other.state
+            && self.pools == other.pools
+            && self.sla == other.sla
             && self.cluster_facts == other.cluster_facts
             && (Arc::ptr_eq(&self.jobs, &other.jobs)
                 || (self.jobs.len() == other.jobs.len()
@@ -198,6 +205,8 @@ struct LastRun {
     duration: Option<f64>,
     retcode: i32,
     success: bool,
+    /// CPU seconds and peak RSS, when the run was resource-monitored.
+    resources: Option<(f64, u64)>,
 }
 
 impl JobRow {
@@ -242,6 +251,8 @@ impl LastRun {
                     && a.duration.map(f64::to_bits) == b.duration.map(f64::to_bits)
                     && a.retcode == b.retcode
                     && a.success == b.success
+                    && a.resources.map(|(c, r)| (c.to_bits(), r))
+                        == b.resources.map(|(c, r)| (c.to_bits(), r))
             }
             _ => false,
         }
@@ -279,6 +290,10 @@ impl Scrape {
                     duration: r.duration_seconds(),
                     retcode: r.retcode,
                     success: r.outcome() == Outcome::Success,
+                    resources: r
+                        .resources
+                        .as_ref()
+                        .map(|u| (u.cpu_total_seconds(), u.max_rss_bytes)),
                 });
                 match previous.and_then(|p| p.get(i)) {
                     Some(old) if old.shows(g, &last_run, counters) => Arc::clone(old),
@@ -315,6 +330,8 @@ impl Scrape {
             kube: None,
             cluster: None,
             state: None,
+            pools: Arc::new([]),
+            sla: Arc::new(Vec::new()),
             taken,
             cluster_facts: None,
             jobs,
@@ -463,6 +480,8 @@ impl Snapshot {
             kube,
             cluster,
             state: s.state.clone(),
+            pools: Arc::clone(&s.pools),
+            sla: Arc::clone(&s.sla),
             taken,
             jobs: Arc::clone(&s.jobs),
         }))
@@ -483,9 +502,43 @@ impl Snapshot {
             kube: s.kube.clone(),
             cluster: s.cluster.clone(),
             state,
+            pools: Arc::clone(&s.pools),
+            sla: Arc::clone(&s.sla),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
         }))
+    }
+
+    /// This snapshot with the late-run series the scheduler's monitor
+    /// holds (sorted by job, then check).
+    pub fn with_sla(&self, sla: Vec<super::sla::SlaSeries>) -> Snapshot {
+        let s = &*self.0;
+        Snapshot(Arc::new(Scrape {
+            version: s.version.clone(),
+            job_set_id: s.job_set_id.clone(),
+            start_time: s.start_time,
+            last_reload_ok: s.last_reload_ok,
+            last_reload_success: s.last_reload_success,
+            cluster_facts: s.cluster_facts.clone(),
+            kube: s.kube.clone(),
+            cluster: s.cluster.clone(),
+            state: s.state.clone(),
+            sla: Arc::new(sla),
+            pools: Arc::clone(&s.pools),
+            taken: s.taken,
+            jobs: Arc::clone(&s.jobs),
+        }))
+    }
+
+    /// This snapshot with the resource pools' gauges (the scheduler's
+    /// last look at each pool).
+    pub fn with_pools(self, pools: Vec<super::pools::PoolGauge>) -> Snapshot {
+        if pools.is_empty() {
+            return self;
+        }
+        let mut scrape = Arc::unwrap_or_clone(self.0);
+        scrape.pools = pools.into();
+        Snapshot(Arc::new(scrape))
     }
 
     /// This snapshot's per-job rows, to share with a later snapshot
@@ -626,11 +679,16 @@ fn write(
     });
     let starts = job_text::write_families(&mut out, format, jobs, &reuse, copy_from.as_ref());
     let mut tail = Registry::default();
+    // The late-run families close the per-job ones.
+    tail.register_collector(Box::new(super::sla::SlaFamilies(Arc::clone(&scrape.sla))));
     // The original's order: the store's families after the jobs', before
     // the cluster's.
     if let Some(state) = &scrape.state {
         tail.register_collector(Box::new(super::state::StateFamilies(state.clone())));
     }
+    tail.register_collector(Box::new(super::pools::PoolFamilies(Arc::clone(
+        &scrape.pools,
+    ))));
     tail.register_collector(Box::new(super::cluster::ClusterFamilies {
         stats: scrape.cluster.clone(),
         now: scrape.taken,

@@ -1,6 +1,7 @@
 //! Best-effort statsd datagrams for one job: `start` when a run starts;
-//! `stop`, `success` and `duration` when it ends. Sending never fails a run:
-//! errors are logged.
+//! `stop`, `success` and `duration` when it ends, plus `cpu` and `max_rss`
+//! for a resource-monitored run. Sending never fails a run: errors are
+//! logged.
 
 use crate::config::model::Statsd;
 use crate::config::JobConfig;
@@ -24,7 +25,13 @@ impl RunObserver for StatsdEvents {
             let ms = (record.finished_at - record.started_at)
                 .num_milliseconds()
                 .max(0) as u128;
-            target.send(&target.stop_message(!record.failed(), ms));
+            let mut message = target.stop_message(!record.failed(), ms);
+            if let Some(usage) = &record.resources {
+                message.push_str(
+                    &target.resources_message(usage.cpu_total_seconds(), usage.max_rss_bytes),
+                );
+            }
+            target.send(&message);
         }
     }
 }
@@ -72,6 +79,15 @@ impl StatsdTarget {
         )
     }
 
+    /// The lines a resource-monitored run adds to its stop datagram: the
+    /// CPU time as a timer in milliseconds (rounded half to even, as the
+    /// original's `round`) and the peak RSS as a gauge in bytes.
+    pub fn resources_message(&self, cpu_seconds: f64, max_rss_bytes: u64) -> String {
+        let p = &self.prefix;
+        let ms = (cpu_seconds * 1000.0).round_ties_even().max(0.0) as u64;
+        format!("{p}.cpu:{ms}|ms\n{p}.max_rss:{max_rss_bytes}|g\n")
+    }
+
     /// Sends one datagram; failures are logged at WARN.
     pub fn send(&self, message: &str) {
         let result = UdpSocket::bind(("0.0.0.0", 0))
@@ -112,6 +128,24 @@ mod tests {
         assert_eq!(
             t.stop_message(true, 0),
             "cron.backup.stop:1|g\ncron.backup.success:1|g\ncron.backup.duration:0|ms\n"
+        );
+    }
+
+    #[test]
+    fn a_monitored_run_adds_cpu_and_max_rss_lines() {
+        let t = target("cron.backup");
+        assert_eq!(
+            t.resources_message(1.2345, 104_857_600),
+            "cron.backup.cpu:1234|ms\ncron.backup.max_rss:104857600|g\n"
+        );
+        // Half a millisecond rounds to even, as Python's round does.
+        assert_eq!(
+            t.resources_message(0.0025, 0),
+            "cron.backup.cpu:2|ms\ncron.backup.max_rss:0|g\n"
+        );
+        assert_eq!(
+            t.resources_message(0.0035, 1),
+            "cron.backup.cpu:4|ms\ncron.backup.max_rss:1|g\n"
         );
     }
 

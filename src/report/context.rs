@@ -20,8 +20,8 @@ pub struct RunContext {
     pub success: bool,
     /// Why the run failed.
     pub fail_reason: Option<String>,
-    /// Exit code.
-    pub retcode: i32,
+    /// Exit code (`None` for an SLA breach: nothing ran).
+    pub retcode: Option<i32>,
     /// Captured stdout, `None` when stdout is not captured.
     pub stdout: Option<String>,
     /// Captured stderr, `None` when stderr is not captured.
@@ -34,15 +34,56 @@ pub struct RunContext {
     pub schedule: String,
     /// The daemon's host name.
     pub host: String,
-    /// When the run started, ISO-8601 as Python's `isoformat()` writes it.
-    pub started_at: String,
+    /// When the run started, ISO-8601 as Python's `isoformat()` writes it
+    /// (`None` for an SLA breach).
+    pub started_at: Option<String>,
     /// The `verify` check's record (the shape `GET /jobs/{name}/runs`
     /// shows), when the job has a check.
     pub verification: Option<serde_json::Value>,
+    /// The run's sampled CPU and memory, when the job is
+    /// resource-monitored and a sample read something.
+    pub resources: Option<crate::job::monitor::ResourceUsage>,
     /// The run's limits record, for a job with `resourceLimits`.
     pub limits: Option<crate::job::limits::LimitsRecord>,
+    /// The breach an `onLate` report is about (`None` for a run).
+    pub sla: Option<SlaBreach>,
+    /// The daemon event a `notify` report is about (`None` for a run).
+    pub event: Option<DaemonEvent>,
     /// The template variables (see [`RunContext::vars`]).
     vars: Value,
+}
+
+/// A daemon event, as a `notify` report tells it (a leadership change,
+/// a loss of quorum): not a run of any job.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DaemonEvent {
+    /// The event's name (`leader_change`, `quorum_loss`), which a
+    /// `notify.events` allow-list names.
+    pub event: &'static str,
+    /// False for an event worth an alert.
+    pub success: bool,
+    /// What it concerns (the node's name): the `name` variable.
+    pub name: String,
+    /// One line: `node a acquired scheduled-job leadership`.
+    pub subject: String,
+    /// A sentence or two.
+    pub message: String,
+    /// The event's own variables (`role`, `is_leader`, `leader`,
+    /// `quorate`), in the templates beside the standard ones.
+    pub fields: Vec<(&'static str, serde_json::Value)>,
+}
+
+/// One SLA breach, as an `onLate` report tells it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlaBreach {
+    /// The check: `maxTimeSinceSuccess`, `lateAfter` or `maxRuntime`.
+    pub check: &'static str,
+    /// The configured threshold, seconds.
+    pub threshold_seconds: u64,
+    /// The measured value that breached it, seconds.
+    pub observed_seconds: f64,
+    /// The job's last known success.
+    pub last_success_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl RunContext {
@@ -53,20 +94,106 @@ impl RunContext {
             name: job.name.clone(),
             success: record.fail_reason.is_none(),
             fail_reason: record.fail_reason.clone(),
-            retcode: record.retcode,
+            retcode: Some(record.retcode),
             stdout: job.capture_stdout.then(|| record.stdout.text.clone()),
             stderr: job.capture_stderr.then(|| record.stderr.text.clone()),
             command: job.command.clone(),
             shell: job.shell.clone(),
             schedule: job.schedule.text.clone(),
             host: host_name().to_owned(),
-            started_at: python_isoformat(record.started_at),
+            started_at: Some(python_isoformat(record.started_at)),
             verification: record.verification.clone(),
+            resources: record.resources.clone(),
             limits: record.limits.clone(),
+            sla: None,
+            event: None,
             vars: Value::UNDEFINED,
         };
         ctx.vars = ctx.build_vars(&job.environment);
         ctx
+    }
+
+    /// The context of an `onLate` report: the run-shaped values empty (no
+    /// run is described: `success` false, `fail_reason`
+    /// `sla: <check> breached`, no output, exit code or start), plus the
+    /// breach's own four variables.
+    pub fn late(job: &JobConfig, breach: SlaBreach) -> RunContext {
+        let mut ctx = RunContext {
+            hook: Hook::Late,
+            name: job.name.clone(),
+            success: false,
+            fail_reason: Some(format!("sla: {} breached", breach.check)),
+            retcode: None,
+            stdout: None,
+            stderr: None,
+            command: job.command.clone(),
+            shell: job.shell.clone(),
+            schedule: job.schedule.text.clone(),
+            host: host_name().to_owned(),
+            started_at: None,
+            verification: None,
+            resources: None,
+            limits: None,
+            sla: Some(breach),
+            event: None,
+            vars: Value::UNDEFINED,
+        };
+        ctx.vars = ctx.build_vars(&[]);
+        ctx
+    }
+
+    /// The context of a `notify` report: no job and no run (an empty
+    /// command and schedule, the default shell, no output or exit code;
+    /// `fail_reason` is the message of an alert), plus `event`, `subject`,
+    /// `message` and the event's own variables.
+    pub fn event(event: DaemonEvent) -> RunContext {
+        let mut ctx = RunContext {
+            hook: Hook::Event,
+            name: event.name.clone(),
+            success: event.success,
+            fail_reason: (!event.success).then(|| event.message.clone()),
+            retcode: None,
+            stdout: None,
+            stderr: None,
+            command: Command::Shell(String::new()),
+            shell: crate::platform::DEFAULT_SHELL.to_owned(),
+            schedule: String::new(),
+            host: host_name().to_owned(),
+            started_at: None,
+            verification: None,
+            resources: None,
+            limits: None,
+            sla: None,
+            event: Some(event),
+            vars: Value::UNDEFINED,
+        };
+        ctx.vars = ctx.build_vars(&[]);
+        ctx
+    }
+
+    /// The templates the reporters fall back on for this context.
+    pub fn texts(&self) -> &'static super::templates::DefaultTexts {
+        match self.hook {
+            Hook::Late => &super::templates::LATE_TEXTS,
+            Hook::Event => &super::templates::EVENT_TEXTS,
+            _ => &super::templates::RUN_TEXTS,
+        }
+    }
+
+    /// The breach variables as the shell reporter exports them
+    /// (`CRONSTABLE_SLA_CHECK`, `..._THRESHOLD_SECONDS`,
+    /// `..._OBSERVED_SECONDS`, `CRONSTABLE_LAST_SUCCESS_AT`), each empty
+    /// when this is not a breach.
+    pub fn sla_env(&self) -> [String; 4] {
+        match &self.sla {
+            Some(b) => [
+                b.check.to_owned(),
+                b.threshold_seconds.to_string(),
+                crate::pyfmt::py_float(b.observed_seconds),
+                b.last_success_at.map(python_isoformat).unwrap_or_default(),
+            ],
+            None => Default::default(),
+        }
     }
 
     /// The variables every report template can use, with the original's
@@ -75,9 +202,10 @@ impl RunContext {
     /// `schedule`, `started_at`, `run_id`, `verification` (the `verify`
     /// check's record), and the resource figures `cpu_seconds`,
     /// `cpu_user_seconds`, `cpu_system_seconds`, `max_rss_bytes`,
-    /// `limits`. Features this version does not have (the durable
-    /// run ledger, resource monitoring) leave theirs `None`, as the
-    /// original does when they are off.
+    /// `limits`. The resource figures are `None` for a run that was not
+    /// resource-monitored; features this version does not have (the
+    /// durable run ledger's `run_id`, `limits`) leave theirs `None`, as
+    /// the original does when they are off.
     pub fn vars(&self) -> &Value {
         &self.vars
     }
@@ -97,28 +225,24 @@ impl RunContext {
         vars.insert("exit_code".into(), Value::from(self.retcode));
         vars.insert("command".into(), command);
         vars.insert("shell".into(), Value::from(self.shell.as_str()));
-        vars.insert(
-            "environment".into(),
-            template_environment(job_env, &self.host),
-        );
+        let environment = if self.sla.is_some() || self.event.is_some() {
+            // A breach or an event has no process environment; the host
+            // is there so a fingerprint that names it still renders.
+            Value::from(BTreeMap::from([("HOSTNAME".to_owned(), self.host.clone())]))
+        } else {
+            template_environment(job_env, &self.host)
+        };
+        vars.insert("environment".into(), environment);
         vars.insert("host".into(), Value::from(self.host.as_str()));
         vars.insert("schedule".into(), Value::from(self.schedule.as_str()));
-        vars.insert("started_at".into(), Value::from(self.started_at.as_str()));
+        vars.insert("started_at".into(), Value::from(self.started_at.clone()));
         vars.insert(
             "verification".into(),
             self.verification
                 .as_ref()
                 .map_or_else(|| none.clone(), json_to_template),
         );
-        for key in [
-            "run_id",
-            "cpu_seconds",
-            "cpu_user_seconds",
-            "cpu_system_seconds",
-            "max_rss_bytes",
-        ] {
-            vars.insert(key.into(), none.clone());
-        }
+        vars.insert("run_id".into(), none.clone());
         // The run's caps and what the kernel did with them (None without
         // resourceLimits).
         vars.insert(
@@ -127,6 +251,42 @@ impl RunContext {
                 .as_ref()
                 .map_or_else(|| none.clone(), |l| json_to_template(&l.to_json())),
         );
+        let usage = self.resources.as_ref();
+        let figures = [
+            (
+                "cpu_seconds",
+                usage.map(|u| Value::from(u.cpu_total_seconds())),
+            ),
+            (
+                "cpu_user_seconds",
+                usage.map(|u| Value::from(u.cpu_user_seconds)),
+            ),
+            (
+                "cpu_system_seconds",
+                usage.map(|u| Value::from(u.cpu_system_seconds)),
+            ),
+            ("max_rss_bytes", usage.map(|u| Value::from(u.max_rss_bytes))),
+        ];
+        for (key, value) in figures {
+            vars.insert(key.into(), value.unwrap_or_else(|| none.clone()));
+        }
+        if let Some(b) = &self.sla {
+            vars.insert("sla_check".into(), Value::from(b.check));
+            vars.insert("threshold_seconds".into(), Value::from(b.threshold_seconds));
+            vars.insert("observed_seconds".into(), Value::from(b.observed_seconds));
+            vars.insert(
+                "last_success_at".into(),
+                Value::from(b.last_success_at.map(python_isoformat)),
+            );
+        }
+        if let Some(e) = &self.event {
+            vars.insert("event".into(), Value::from(e.event));
+            vars.insert("subject".into(), Value::from(e.subject.as_str()));
+            vars.insert("message".into(), Value::from(e.message.as_str()));
+            for (key, value) in &e.fields {
+                vars.insert((*key).to_owned(), json_to_template(value));
+            }
+        }
         Value::from(vars)
     }
 
@@ -230,5 +390,33 @@ mod tests {
         let env = template_environment(&[("A".into(), "1".into())], "h");
         assert_eq!(env.get_attr("A").unwrap().as_str(), Some("1"));
         assert!(env.get_attr("HOSTNAME").unwrap().as_str().is_some());
+    }
+
+    #[test]
+    fn resource_figures_are_none_unless_the_run_was_monitored() {
+        let job = crate::report::test_support::job("j", "echo hi");
+        let mut record = crate::report::test_support::record("j", None, 0);
+        let plain = RunContext::new(Hook::Success, &job, &record);
+        for key in [
+            "cpu_seconds",
+            "cpu_user_seconds",
+            "cpu_system_seconds",
+            "max_rss_bytes",
+        ] {
+            assert!(plain.vars().get_attr(key).unwrap().is_none(), "{key}");
+        }
+        record.resources = Some(crate::job::monitor::ResourceUsage {
+            cpu_user_seconds: 1.5,
+            cpu_system_seconds: 0.25,
+            max_rss_bytes: 4096,
+            samples: 2,
+            series: None,
+        });
+        let monitored = RunContext::new(Hook::Success, &job, &record);
+        let get = |key: &str| monitored.vars().get_attr(key).unwrap().to_string();
+        assert_eq!(get("cpu_seconds"), "1.75");
+        assert_eq!(get("cpu_user_seconds"), "1.5");
+        assert_eq!(get("cpu_system_seconds"), "0.25");
+        assert_eq!(get("max_rss_bytes"), "4096");
     }
 }

@@ -90,12 +90,12 @@ pub fn deadline() -> Duration {
 /// Builds the message (pure: no I/O). `Ok(None)` when a success report
 /// renders an empty body: such a message is not sent.
 pub fn message(cfg: &MailReport, ctx: &RunContext) -> Result<Option<Message>, MailError> {
-    let body_source = cfg.body.as_deref().unwrap_or(templates::DEFAULT_BODY);
+    let body_source = cfg.body.as_deref().unwrap_or(ctx.texts().body);
     let body = templates::render("mail.body", body_source, ctx.vars())?;
     if ctx.success && body.trim().is_empty() {
         return Ok(None);
     }
-    let subject_source = cfg.subject.as_deref().unwrap_or(templates::DEFAULT_SUBJECT);
+    let subject_source = cfg.subject.as_deref().unwrap_or(ctx.texts().subject);
     let subject = templates::render("mail.subject", subject_source, ctx.vars())?;
 
     let from_text = cfg.from.as_deref().unwrap_or_default().trim();

@@ -22,7 +22,7 @@ use crate::job::RunRecord;
 /// The variables a report template sees for one run; public so templates
 /// can be rendered against a real run's context outside the crate (the
 /// `template_render` fuzz target).
-pub use context::RunContext;
+pub use context::{DaemonEvent, RunContext, SlaBreach};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -37,6 +37,10 @@ pub enum Hook {
     Failure,
     /// A failure with no retry left (`onPermanentFailure`).
     PermanentFailure,
+    /// An SLA breach (`onLate`): not a run, see [`Reporter::report_late`].
+    Late,
+    /// A daemon event (`notify`): see [`Reporter::report_event`].
+    Event,
 }
 
 /// Why one reporter's delivery failed. `Display` is the text after
@@ -75,6 +79,19 @@ pub type ReportFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 pub trait Reporter: Send + Sync {
     /// Reports `record` of `job` for `hook`.
     fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture;
+
+    /// Reports an SLA breach of `job` to its `onLate` reporters. A
+    /// reporter that only tells runs apart ignores it.
+    fn report_late(&self, job: &JobConfig, breach: SlaBreach) -> ReportFuture {
+        let _ = (job, breach);
+        Box::pin(async {})
+    }
+
+    /// Reports a daemon event to the `notify` block's reporters `report`.
+    fn report_event(&self, report: &Report, event: DaemonEvent) -> ReportFuture {
+        let _ = (report, event);
+        Box::pin(async {})
+    }
 }
 
 impl Hook {
@@ -84,15 +101,20 @@ impl Hook {
             Hook::Success => "success",
             Hook::Failure => "failure",
             Hook::PermanentFailure => "permanent failure",
+            Hook::Late => "SLA breach",
+            Hook::Event => "event",
         }
     }
 
-    /// The job's report block for this hook.
+    /// The job's report block for this hook (an event has none: it gets
+    /// the job's `onFailure` block, which no caller asks for).
     pub fn report_of(self, job: &JobConfig) -> &Report {
         match self {
+            Hook::Event => &job.on_failure,
             Hook::Success => &job.on_success,
             Hook::Failure => &job.on_failure,
             Hook::PermanentFailure => &job.on_permanent_failure,
+            Hook::Late => &job.on_late,
         }
     }
 }
@@ -183,6 +205,42 @@ impl Reporter for Dispatcher {
             deliver_all(ctx, deliveries).await;
         })
     }
+
+    fn report_late(&self, job: &JobConfig, breach: SlaBreach) -> ReportFuture {
+        let deliveries = Delivery::planned(&job.on_late);
+        if deliveries.is_empty() {
+            return Box::pin(async {});
+        }
+        let ctx = Arc::new(RunContext::late(job, breach));
+        Box::pin(async move {
+            tracing::info!(
+                target: "cronstable::report",
+                "Cron job {}: reporting SLA breach ({})",
+                ctx.name,
+                ctx.sla.as_ref().map_or("", |b| b.check)
+            );
+            deliver_all(ctx, deliveries).await;
+        })
+    }
+
+    fn report_event(&self, report: &Report, event: DaemonEvent) -> ReportFuture {
+        let deliveries = Delivery::planned(report);
+        if deliveries.is_empty() {
+            return Box::pin(async {});
+        }
+        let ctx = Arc::new(RunContext::event(event));
+        Box::pin(async move {
+            if let Some(e) = &ctx.event {
+                tracing::info!(
+                    target: "cronstable::report",
+                    "Reporting {} event: {}",
+                    e.event,
+                    e.subject
+                );
+            }
+            deliver_all(ctx, deliveries).await;
+        })
+    }
 }
 
 /// Runs every delivery as its own task (a panic in one is contained like
@@ -208,12 +266,19 @@ async fn deliver_all(ctx: Arc<RunContext>, deliveries: Vec<Delivery>) {
             },
             Err(err) => ReportError::Stopped(err),
         };
-        tracing::error!(
-            target: "cronstable::report",
-            "Problem reporting job {} {}: {reporter} reporter: {problem}",
-            ctx.name,
-            ctx.hook.describe()
-        );
+        match &ctx.event {
+            Some(event) => tracing::error!(
+                target: "cronstable::report",
+                "Problem reporting {} event: {reporter} reporter: {problem}",
+                event.event
+            ),
+            None => tracing::error!(
+                target: "cronstable::report",
+                "Problem reporting job {} {}: {reporter} reporter: {problem}",
+                ctx.name,
+                ctx.hook.describe()
+            ),
+        }
     }
 }
 

@@ -131,10 +131,7 @@ impl Dsn {
 
 /// Builds the event for `ctx` (pure: no I/O).
 pub fn event(cfg: &SentryReport, ctx: &RunContext, event_id: &str) -> Result<Json, TemplateError> {
-    let source = cfg
-        .body
-        .as_deref()
-        .unwrap_or(templates::DEFAULT_SENTRY_BODY);
+    let source = cfg.body.as_deref().unwrap_or(ctx.texts().sentry_body);
     let message = templates::render("sentry.body", source, ctx.vars())?;
     let fingerprint: Vec<String> = match &cfg.fingerprint {
         Some(lines) => lines
@@ -145,7 +142,9 @@ pub fn event(cfg: &SentryReport, ctx: &RunContext, event_id: &str) -> Result<Jso
                 templates::render(&format!("sentry.fingerprint[{i}]"), line, ctx.vars())
             })
             .collect::<Result<_, _>>(),
-        None => templates::DEFAULT_FINGERPRINT
+        None => ctx
+            .texts()
+            .fingerprint
             .iter()
             .map(|line| templates::render("sentry.fingerprint", line, ctx.vars()))
             .collect::<Result<_, _>>(),

@@ -85,6 +85,7 @@ pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
     let (stdout, out_cut) = cut(stdout, out_len);
     let (stderr, err_cut) = cut(stderr, err_len);
     let flag = |b: bool| if b { "1" } else { "0" }.to_owned();
+    let [check, threshold, observed, last_success] = ctx.sla_env();
     vec![
         (
             "CRONSTABLE_FAIL_REASON",
@@ -94,24 +95,45 @@ pub fn environment(ctx: &RunContext) -> Vec<(&'static str, String)> {
         ("CRONSTABLE_JOB_COMMAND", ctx.command_line()),
         ("CRONSTABLE_JOB_SCHEDULE", ctx.schedule.clone()),
         ("CRONSTABLE_FAILED", flag(!ctx.success)),
-        ("CRONSTABLE_RETCODE", ctx.retcode.to_string()),
+        (
+            "CRONSTABLE_RETCODE",
+            // Python's str() of the original's None when nothing ran.
+            ctx.retcode
+                .map_or_else(|| "None".to_owned(), |c| c.to_string()),
+        ),
         ("CRONSTABLE_STDERR", stderr),
         ("CRONSTABLE_STDOUT", stdout),
         ("CRONSTABLE_STDERR_TRUNCATED", flag(err_cut)),
         ("CRONSTABLE_STDOUT_TRUNCATED", flag(out_cut)),
-        // Resource monitoring and the durable run ledger are not part of
-        // this version: their variables are present and empty, as in the
-        // original when those features are off.
-        ("CRONSTABLE_CPU_SECONDS", String::new()),
-        ("CRONSTABLE_MAX_RSS_BYTES", String::new()),
+        // Empty for a run that was not resource-monitored, so the command
+        // can test for presence; CPU seconds spelled as Python's repr.
+        (
+            "CRONSTABLE_CPU_SECONDS",
+            ctx.resources
+                .as_ref()
+                .map(|u| crate::pyfmt::py_float(u.cpu_total_seconds()))
+                .unwrap_or_default(),
+        ),
+        (
+            "CRONSTABLE_MAX_RSS_BYTES",
+            ctx.resources
+                .as_ref()
+                .map(|u| u.max_rss_bytes.to_string())
+                .unwrap_or_default(),
+        ),
         ("CRONSTABLE_HOST", ctx.host.clone()),
+        // The durable run ledger's run id is not part of this version:
+        // present and empty, as in the original without a store.
         ("CRONSTABLE_RUN_ID", String::new()),
-        ("CRONSTABLE_STARTED_AT", ctx.started_at.clone()),
+        (
+            "CRONSTABLE_STARTED_AT",
+            ctx.started_at.clone().unwrap_or_default(),
+        ),
         // Only an onLate report fills these; run reports leave them empty.
-        ("CRONSTABLE_SLA_CHECK", String::new()),
-        ("CRONSTABLE_SLA_THRESHOLD_SECONDS", String::new()),
-        ("CRONSTABLE_SLA_OBSERVED_SECONDS", String::new()),
-        ("CRONSTABLE_LAST_SUCCESS_AT", String::new()),
+        ("CRONSTABLE_SLA_CHECK", check),
+        ("CRONSTABLE_SLA_THRESHOLD_SECONDS", threshold),
+        ("CRONSTABLE_SLA_OBSERVED_SECONDS", observed),
+        ("CRONSTABLE_LAST_SUCCESS_AT", last_success),
         // Empty without resourceLimits; else whether every cap applied,
         // and 1 when the memory cap ended the run.
         (
@@ -300,5 +322,26 @@ mod tests {
         assert_eq!(get(&env, "CRONSTABLE_JOB_COMMAND"), "echo hi");
         assert_eq!(get(&env, "CRONSTABLE_RUN_ID"), "");
         assert!(get(&env, "CRONSTABLE_STARTED_AT").ends_with("+00:00"));
+        assert_eq!(get(&env, "CRONSTABLE_CPU_SECONDS"), "", "not monitored");
+        assert_eq!(get(&env, "CRONSTABLE_MAX_RSS_BYTES"), "");
+    }
+
+    #[test]
+    fn a_monitored_run_passes_its_cpu_and_peak_memory() {
+        let mut ctx = ctx(None, None);
+        ctx.resources = Some(crate::job::monitor::ResourceUsage {
+            cpu_user_seconds: 1.0,
+            cpu_system_seconds: 0.25,
+            max_rss_bytes: 104_857_600,
+            samples: 4,
+            series: None,
+        });
+        let env = environment(&ctx);
+        assert_eq!(get(&env, "CRONSTABLE_CPU_SECONDS"), "1.25");
+        assert_eq!(get(&env, "CRONSTABLE_MAX_RSS_BYTES"), "104857600");
+        if let Some(u) = ctx.resources.as_mut() {
+            (u.cpu_user_seconds, u.cpu_system_seconds) = (2.0, 0.0);
+        }
+        assert_eq!(get(&environment(&ctx), "CRONSTABLE_CPU_SECONDS"), "2.0");
     }
 }

@@ -74,6 +74,126 @@ pub const DEFAULT_WEBHOOK_BODY: &str = concat!(
 pub const DEFAULT_FINGERPRINT: [&str; 3] =
     ["cronstable", "{{ environment.HOSTNAME }}", "{{ name }}"];
 
+macro_rules! late_subject {
+    () => {
+        "Cron job '{{name}}' is overdue ({{sla_check}})"
+    };
+}
+
+macro_rules! late_body {
+    () => {
+        r#"
+SLA check: {{sla_check}}
+Threshold: {{threshold_seconds}} seconds
+Observed: {{observed_seconds}} seconds
+{% if last_success_at -%}
+Last success: {{last_success_at}}
+{% else -%}
+Last success: (none recorded)
+{% endif %}
+"#
+    };
+}
+
+/// Default `onLate` mail subject: `Cron job '<name>' is overdue (<check>)`.
+pub const LATE_SUBJECT: &str = late_subject!();
+
+/// Default `onLate` mail body: the check, its threshold, the observed
+/// seconds and the last success (or `(none recorded)`).
+pub const LATE_BODY: &str = late_body!();
+
+/// Default `onLate` webhook body: the late subject and body as Slack's
+/// `{"text": ...}`.
+pub const LATE_WEBHOOK_BODY: &str = concat!(
+    "{\"text\": {% filter tojson %}",
+    late_subject!(),
+    "\n",
+    late_body!(),
+    "{% endfilter %}}"
+);
+
+/// Default `onLate` Sentry fingerprint: breaches group as one issue per
+/// job, apart from its run failures.
+pub const LATE_FINGERPRINT: [&str; 3] = ["cronstable", "sla", "{{ name }}"];
+
+macro_rules! event_subject {
+    () => {
+        "cronstable {{ event }}: {{ subject }}"
+    };
+}
+
+macro_rules! event_body {
+    () => {
+        "{{ message }}\n"
+    };
+}
+
+/// Default `notify` mail subject: `cronstable <event>: <subject>`.
+pub const EVENT_SUBJECT: &str = event_subject!();
+
+/// Default `notify` mail body: the event's message.
+pub const EVENT_BODY: &str = event_body!();
+
+/// Default `notify` Sentry message: the subject, a newline, the body.
+pub const EVENT_SENTRY_BODY: &str = concat!(event_subject!(), "\n", event_body!());
+
+/// Default `notify` webhook body: the subject and body as `{"text": ...}`.
+pub const EVENT_WEBHOOK_BODY: &str = concat!(
+    "{\"text\": {% filter tojson %}",
+    event_subject!(),
+    "\n",
+    event_body!(),
+    "{% endfilter %}}"
+);
+
+/// Default `notify` Sentry fingerprint: one issue per event and node.
+pub const EVENT_FINGERPRINT: [&str; 3] = ["cronstable", "{{ event }}", "{{ name }}"];
+
+/// The templates a reporter falls back on when its block leaves one unset;
+/// they differ by what is reported (a run, or an SLA breach).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultTexts {
+    /// Mail subject.
+    pub subject: &'static str,
+    /// Mail body.
+    pub body: &'static str,
+    /// Sentry message.
+    pub sentry_body: &'static str,
+    /// Sentry fingerprint lines.
+    pub fingerprint: &'static [&'static str],
+    /// Webhook body.
+    pub webhook_body: &'static str,
+}
+
+/// The defaults of the run hooks (`onSuccess`, `onFailure`,
+/// `onPermanentFailure`).
+pub const RUN_TEXTS: DefaultTexts = DefaultTexts {
+    subject: DEFAULT_SUBJECT,
+    body: DEFAULT_BODY,
+    sentry_body: DEFAULT_SENTRY_BODY,
+    fingerprint: &DEFAULT_FINGERPRINT,
+    webhook_body: DEFAULT_WEBHOOK_BODY,
+};
+
+/// The defaults of the `notify` block.
+pub const EVENT_TEXTS: DefaultTexts = DefaultTexts {
+    subject: EVENT_SUBJECT,
+    body: EVENT_BODY,
+    sentry_body: EVENT_SENTRY_BODY,
+    fingerprint: &EVENT_FINGERPRINT,
+    webhook_body: EVENT_WEBHOOK_BODY,
+};
+
+/// The defaults of `onLate`. The Sentry message keeps the run wording, as
+/// the original's does; only its fingerprint is the breach's own.
+pub const LATE_TEXTS: DefaultTexts = DefaultTexts {
+    subject: LATE_SUBJECT,
+    body: LATE_BODY,
+    sentry_body: DEFAULT_SENTRY_BODY,
+    fingerprint: &LATE_FINGERPRINT,
+    webhook_body: LATE_WEBHOOK_BODY,
+};
+
 #[cfg(test)]
 mod tests {
     use super::*;

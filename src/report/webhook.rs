@@ -79,10 +79,7 @@ pub async fn send(cfg: &WebhookReport, ctx: &RunContext) -> Result<(), WebhookEr
         return Ok(());
     };
     let url = url.expose();
-    let source = cfg
-        .body
-        .as_deref()
-        .unwrap_or(templates::DEFAULT_WEBHOOK_BODY);
+    let source = cfg.body.as_deref().unwrap_or(ctx.texts().webhook_body);
     let body = templates::render("webhook.body", source, ctx.vars())?;
 
     let parsed = reqwest::Url::parse(url).map_err(|e| WebhookError::Url(e.to_string()))?;

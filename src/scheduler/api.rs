@@ -31,9 +31,9 @@ impl Scheduler {
                     JobsAnswer::Unchanged
                 } else {
                     let jobs = self.snapshots(None);
-                    let cluster_fields = jobs
-                        .iter()
-                        .any(|j| j.election || j.owner.is_some() || j.slot.is_some());
+                    let cluster_fields = jobs.iter().any(|j| {
+                        j.election || j.owner.is_some() || j.slot.is_some() || j.pool.is_some()
+                    });
                     let stamp = if cluster_fields {
                         None
                     } else {
@@ -76,6 +76,19 @@ impl Scheduler {
                 };
                 let _ = reply.send(answer);
             }
+            Control::Running { job, reply } => {
+                let answer = match self.job(&job) {
+                    None => Err(ControlError::NotFound(job)),
+                    Some(config) => Ok((
+                        config,
+                        self.running
+                            .get(&job)
+                            .map(|runs| runs.iter().filter(|r| !r.has_ended()).cloned().collect())
+                            .unwrap_or_default(),
+                    )),
+                };
+                let _ = reply.send(answer);
+            }
             Control::Activity { reply } => {
                 let rows = self
                     .jobs
@@ -109,8 +122,19 @@ impl Scheduler {
                     (since != Some(self.api.progress_version)).then(|| self.progress(&prefix));
                 let _ = reply.send(answer);
             }
-            Control::Start { job, here, reply } => {
-                let _ = reply.send(self.manual_start(&job, here));
+            Control::Start { job, here, reply } => match self.manual_start(&job, here) {
+                Ok(Some(pooled)) => self.pool_manual_start(&pooled, reply),
+                other => {
+                    let _ = reply.send(other.map(|_| None));
+                }
+            },
+            Control::Pools { reply } => {
+                let _ = reply.send(super::control::PoolRead::new(self.pools.snapshot()));
+            }
+            Control::PoolCancel { pool, key, reply } => {
+                let _ = reply.send(super::control::PoolRead::new(
+                    self.pools.cancel(&pool, &key),
+                ));
             }
             Control::Cancel { job, reply } => {
                 let _ = reply.send(self.manual_cancel(&job));
@@ -267,7 +291,13 @@ impl Scheduler {
         Ok(self.record_mark(name, &runner, PauseMark::Resumed { at, by }))
     }
 
-    fn manual_start(&mut self, name: &str, here: bool) -> Result<(), ControlError> {
+    /// A manual start through the gates; a pooled job is handed back to
+    /// be queued (its answer waits for the store).
+    fn manual_start(
+        &mut self,
+        name: &str,
+        here: bool,
+    ) -> Result<Option<Arc<crate::config::JobConfig>>, ControlError> {
         let job = if here {
             self.job(name)
                 .ok_or_else(|| ControlError::NotFound(name.to_owned()))?
@@ -281,8 +311,11 @@ impl Scheduler {
             return Err(ControlError::Conflict("the daemon is shutting down".into()));
         }
         tracing::info!(target: "cronstable::scheduler", "Job {name}: manual start");
+        if job.pool.is_some() {
+            return Ok(Some(job));
+        }
         self.maybe_launch(job, Trigger::Manual, 0);
-        Ok(())
+        Ok(None)
     }
 
     fn manual_cancel(&mut self, name: &str) -> Result<usize, ControlError> {
@@ -402,6 +435,14 @@ impl Scheduler {
                     reboot_pending: self.reboot_pending(&job.name),
                     owner: if owners { self.gate.owner(job) } else { None },
                     verifying: live.iter().any(|r| r.verifying()),
+                    pool: job
+                        .pool
+                        .as_ref()
+                        .map(|pool| self.pool_queue(&job.name, &pool.name)),
+                    running_resources: crate::job::monitor::LiveTotal::of(
+                        live.iter().filter_map(|r| r.monitor()?.live()),
+                    ),
+                    sla: self.sla_view(job),
                 }
             })
             .collect()
@@ -482,6 +523,10 @@ impl Scheduler {
         if self.gate.clustered() {
             return None;
         }
+        if self.sla.any_latched() {
+            // A latched breach's observed seconds move with the clock.
+            return None;
+        }
         Some(Stamp {
             generation: self.api.generation,
             taken: now,
@@ -511,7 +556,9 @@ impl Scheduler {
                     job_set_id: &self.job_set_id,
                     jobs: Vec::new(),
                 };
-                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows);
+                return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows)
+                    .with_sla(self.sla_series())
+                    .with_pools(self.pool_gauges());
             }
         }
         let mut horizon: Option<DateTime<Utc>> = None;
@@ -569,5 +616,7 @@ impl Scheduler {
         self.api.metrics_rows = stamp.map(|stamp| (stamp, epoch, snapshot.rows()));
         self.api.metrics_last_rows = Some(snapshot.rows());
         snapshot
+            .with_sla(self.sla_series())
+            .with_pools(self.pool_gauges())
     }
 }

@@ -47,6 +47,10 @@ pub enum ControlError {
         /// The job.
         job: String,
     },
+    /// A resource pool refused (409) or its state could not be read or
+    /// written (503); the text is the pool's own.
+    #[error("{0}")]
+    Pool(super::pools::PoolError),
     /// The leader took the pause or resume but could not record it for
     /// the next leader (503).
     #[error(
@@ -90,6 +94,29 @@ impl std::fmt::Debug for Recording {
         f.write_str("Recording")
     }
 }
+
+/// A pool store operation the API thread awaits itself (the scheduler
+/// only starts it).
+pub struct PoolRead<T>(
+    futures_util::future::BoxFuture<'static, Result<T, super::pools::PoolError>>,
+);
+
+impl<T> PoolRead<T> {
+    /// Wraps a store operation.
+    pub(super) fn new(
+        op: futures_util::future::BoxFuture<'static, Result<T, super::pools::PoolError>>,
+    ) -> Self {
+        PoolRead(op)
+    }
+}
+
+impl<T> std::fmt::Debug for PoolRead<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PoolRead")
+    }
+}
+
+pub use super::pools::QueuedStart;
 
 /// A job's most recent finished run, without its output.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,6 +191,25 @@ pub struct JobSnapshot {
     pub owner: Option<Option<String>>,
     /// A running instance's `verify` check is running.
     pub verifying: bool,
+    /// The live CPU and memory of the running instances that are
+    /// resource-monitored and have been sampled, added up.
+    pub running_resources: Option<crate::job::monitor::LiveTotal>,
+    /// The `sla` checks, for a job with any.
+    pub sla: Option<super::sla::SlaView>,
+    /// A pooled job's place in its pool, as this node last saw the pool.
+    pub pool: Option<PoolQueueSnapshot>,
+}
+
+/// A pooled job's queue and claims, from the newest look at its pool
+/// (at most about a second old).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PoolQueueSnapshot {
+    /// Its waiting entries in queue order (the pool view's rows).
+    pub queued: Vec<serde_json::Value>,
+    /// Its running entries: key, slots, the node holding it, lease end.
+    pub holders: Vec<serde_json::Value>,
+    /// The pool's state could not be read on the last look.
+    pub unavailable: bool,
 }
 
 /// What `GET /status` shows, for every job at once: the job table itself
@@ -260,6 +306,10 @@ pub enum JobsAnswer {
     },
 }
 
+/// A job and its instances still running (their handles, which read
+/// their resource samplers).
+pub type RunningJob = (Arc<JobConfig>, Vec<crate::job::RunHandle>);
+
 /// One run as the activity heatmap plots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActivityRow {
@@ -309,20 +359,45 @@ pub enum Control {
         /// Answer.
         reply: oneshot::Sender<Result<Option<Arc<LiveOutput>>, ControlError>>,
     },
+    /// The job and its running instances (`GET /jobs/{name}/resources`
+    /// reads their samplers).
+    Running {
+        /// Job name.
+        job: String,
+        /// Answer.
+        reply: oneshot::Sender<Result<RunningJob, ControlError>>,
+    },
     /// Every configured job's retained runs, oldest first, reduced to
     /// what the activity heatmap plots.
     Activity {
         /// Answer, in config order.
         reply: oneshot::Sender<Vec<(String, Vec<ActivityRow>)>>,
     },
-    /// Launch now, through the launch gates.
+    /// Launch now, through the launch gates (a pooled job is queued: the
+    /// answer then says where).
     Start {
         /// Job name.
         job: String,
         /// Start on this node even when another node runs the job.
         here: bool,
         /// Answer.
-        reply: oneshot::Sender<Result<(), ControlError>>,
+        reply: oneshot::Sender<Result<Option<QueuedStart>, ControlError>>,
+    },
+    /// Every configured pool as `GET /pools` shows it: the store read,
+    /// for the caller to await.
+    Pools {
+        /// Answer.
+        reply: oneshot::Sender<PoolRead<Vec<serde_json::Value>>>,
+    },
+    /// Cancel a waiting pool entry: the store change, for the caller to
+    /// await.
+    PoolCancel {
+        /// The pool.
+        pool: String,
+        /// The entry's key.
+        key: String,
+        /// Answer.
+        reply: oneshot::Sender<PoolRead<super::pools::queue::Entry>>,
     },
     /// Cancel every running instance; answers how many.
     Cancel {
@@ -484,14 +559,21 @@ impl ControlHandle {
         self.ask(|reply| Control::Logs { job, reply }).await?
     }
 
+    /// The job's config and its instances still running.
+    pub async fn running(&self, name: &str) -> Result<RunningJob, ControlError> {
+        let job = name.to_owned();
+        self.ask(|reply| Control::Running { job, reply }).await?
+    }
+
     /// Every job's retained runs, reduced for the activity heatmap.
     pub async fn activity(&self) -> Result<Vec<(String, Vec<ActivityRow>)>, ControlError> {
         self.ask(|reply| Control::Activity { reply }).await
     }
 
     /// Starts a job now, on the node that runs it: refused when that is
-    /// another node ([`ControlError::Elsewhere`]) or none is known.
-    pub async fn start(&self, name: &str) -> Result<(), ControlError> {
+    /// another node ([`ControlError::Elsewhere`]) or none is known. A
+    /// pooled job is queued instead (the answer says where).
+    pub async fn start(&self, name: &str) -> Result<Option<QueuedStart>, ControlError> {
         let job = name.to_owned();
         self.ask(|reply| Control::Start {
             job,
@@ -502,7 +584,7 @@ impl ControlHandle {
     }
 
     /// Starts a job now on this node, whichever node runs it.
-    pub async fn start_here(&self, name: &str) -> Result<(), ControlError> {
+    pub async fn start_here(&self, name: &str) -> Result<Option<QueuedStart>, ControlError> {
         let job = name.to_owned();
         self.ask(|reply| Control::Start {
             job,
@@ -510,6 +592,29 @@ impl ControlHandle {
             reply,
         })
         .await?
+    }
+
+    /// Every configured pool with its entries (`GET /pools`).
+    pub async fn pools(&self) -> Result<Vec<serde_json::Value>, ControlError> {
+        self.ask(|reply| Control::Pools { reply })
+            .await?
+            .0
+            .await
+            .map_err(ControlError::Pool)
+    }
+
+    /// Cancels waiting entry `key` of pool `pool`.
+    pub async fn pool_cancel(
+        &self,
+        pool: &str,
+        key: &str,
+    ) -> Result<super::pools::queue::Entry, ControlError> {
+        let (pool, key) = (pool.to_owned(), key.to_owned());
+        self.ask(|reply| Control::PoolCancel { pool, key, reply })
+            .await?
+            .0
+            .await
+            .map_err(ControlError::Pool)
     }
 
     /// Cancels a job's running instances.

@@ -17,6 +17,13 @@ impl Scheduler {
     /// Takes one event from a run or a timer; every event can change what
     /// the API shows, so it moves the change generation.
     pub(super) fn handle_event(&mut self, event: Event) {
+        let event = match event {
+            // A pool answer moves the generation only when it changes
+            // something shown (see `pool_event`): a look at an idle pool
+            // every second must not void the API's cached bodies.
+            Event::Pool(event) => return self.pool_event(event),
+            other => other,
+        };
         self.api.changed();
         match event {
             Event::Finished(record) => self.handle_finished(*record),
@@ -51,11 +58,13 @@ impl Scheduler {
                 attempt,
                 claim,
             } => self.slot_answer(&job, trigger, attempt, claim),
+            Event::Pool(event) => self.pool_event(event),
         }
     }
 
     fn handle_finished(&mut self, record: RunRecord) {
         self.api.progressed();
+        self.pool_run_finished(record.run_id);
         self.keep_last_output(&record.job, record.run_id);
         if let Some(runs) = self.running.get_mut(&record.job) {
             runs.retain(|r| r.run_id != record.run_id);
@@ -87,6 +96,7 @@ impl Scheduler {
         self.counters().record_run(&record);
         self.store.record_run(record.clone());
         self.persist_run(&record);
+        self.sla_finished(&record);
         if record.cancelled {
             tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled via the web UI", record.job);
             return;

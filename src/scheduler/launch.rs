@@ -147,10 +147,21 @@ impl Scheduler {
             );
             return;
         }
+        // The slot is owed from here (this node runs it, it is not held):
+        // late until a run starts, unless a gate below excuses it.
+        let due_at = self.firing_at.unwrap_or_else(|| self.clock.now());
+        self.sla_slot_due(&job.name, due_at);
         if !self.depends_on_past_allows(&job) {
             return;
         }
-        if job.concurrency_policy == ConcurrencyPolicy::Forbid && self.is_running(&job.name) {
+        // A pooled fire queues even while an instance runs: Forbid keeps
+        // its entry waiting at the head instead (see `pooling`).
+        if job.concurrency_policy == ConcurrencyPolicy::Forbid
+            && self.is_running(&job.name)
+            && job.pool.is_none()
+        {
+            // Dropped on purpose; an overrun is maxRuntime's to report.
+            self.sla_slot_excused(&job.name);
             self.warn_still_running(&job);
             return;
         }
@@ -218,6 +229,9 @@ impl Scheduler {
     /// job's cluster slot (`concurrencyScope: cluster` only), which
     /// answers later through [`Event::SlotAnswer`].
     pub(super) fn maybe_launch(&mut self, job: Arc<JobConfig>, trigger: Trigger, attempt: u32) {
+        if self.pool_intercepts(&job, trigger, attempt) {
+            return;
+        }
         if self.is_running(&job.name) {
             self.warn_still_running(&job);
             match job.concurrency_policy {
@@ -340,6 +354,8 @@ impl Scheduler {
                 }
             }
             SlotClaim::HeldBy(node) => {
+                // A live holder elsewhere runs it: not this node's slot.
+                self.sla_slot_excused(&job.name);
                 tracing::warn!(
                     target: "cronstable::scheduler",
                     "Job {} skipped: its cluster concurrency slot is held by {node} \
@@ -430,6 +446,7 @@ impl Scheduler {
         self.next_run_id += 1;
         tracing::info!(target: "cronstable::scheduler", "Starting job {}", job.name);
         self.api.progressed();
+        self.sla_started(&job.name);
         if trigger == Trigger::Schedule {
             let at = self.firing_at.unwrap_or_else(|| self.clock.now());
             self.last_scheduled.insert(job.name.clone(), at);

@@ -20,15 +20,19 @@ pub mod failover;
 mod failover_tests;
 mod finish;
 pub(crate) mod history;
+mod late;
 mod launch;
 mod next_fire;
 pub mod pause;
 mod pause_sync;
+pub mod pooling;
+pub mod pools;
 pub mod ports;
 pub(crate) mod retry;
 mod retry_resume;
 pub mod sections;
 pub mod shutdown;
+pub mod sla;
 #[cfg(test)]
 mod tests;
 pub(crate) mod tick;
@@ -84,6 +88,8 @@ enum Event {
         attempt: u32,
         claim: ports::SlotClaim,
     },
+    /// A resource pool operation answered (see [`pooling`]).
+    Pool(pooling::PoolEvent),
 }
 
 /// A job's armed retry ladder and its pending timer.
@@ -186,6 +192,14 @@ pub struct Scheduler {
     /// The job endpoint's run identities ([`ports::NoRunGrants`] without
     /// one).
     grants: Arc<dyn ports::RunGrants>,
+    /// The resource pools ([`ports::NoPools`] without a pool store).
+    pools: Box<dyn ports::Pools>,
+    /// What the scheduler keeps about pooled launches.
+    pooling: pooling::PoolState,
+    /// Late-run detection: the checks' latches and what they measure.
+    sla: sla::Monitor,
+    /// The wall-clock minute the SLA checks were last evaluated in.
+    sla_minute: Option<DateTime<Utc>>,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -234,6 +248,10 @@ impl Scheduler {
             pause_sync: pause_sync::PauseSync::default(),
             api: api_cache::ApiCaches::default(),
             grants: Arc::new(ports::NoRunGrants),
+            pools: Box::new(ports::NoPools::default()),
+            pooling: pooling::PoolState::default(),
+            sla: sla::Monitor::default(),
+            sla_minute: None,
         };
         scheduler.install_jobs(initial);
         // The first load's outcome counts as a change to follow.
@@ -245,6 +263,11 @@ impl Scheduler {
     /// (before [`Scheduler::run`]).
     pub fn set_run_grants(&mut self, grants: Arc<dyn ports::RunGrants>) {
         self.grants = grants;
+    }
+
+    /// Queues pooled jobs' launches in `pools` (before [`Scheduler::run`]).
+    pub fn set_pools(&mut self, pools: Box<dyn ports::Pools>) {
+        self.pools = pools;
     }
 
     /// The counters, with the latest load outcome taken in first (the
@@ -316,6 +339,7 @@ impl Scheduler {
             .retain(|name, _| by_name.contains_key(name));
         self.last_output
             .retain(|name, _| by_name.contains_key(name));
+        self.sla.retain(|name| by_name.contains_key(name));
         let jobs = Arc::clone(&self.jobs);
         self.counters()
             .retain_jobs(jobs.iter().map(|j| j.name.as_str()));
@@ -356,6 +380,11 @@ impl Scheduler {
         // Nothing at or before the start instant is due: the first pass is
         // the first boundary after it.
         self.evaluated = tick::floor(self.clock.now(), self.cadence());
+        let mut pool_service = tokio::time::interval(pools::SERVICE_EVERY);
+        pool_service.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // The SLA series exist from the start; checks are measured again
+        // once every wall-clock minute.
+        self.sla_tick();
         let cause = loop {
             let sleep = self
                 .clock
@@ -368,11 +397,14 @@ impl Scheduler {
                         self.swap(set, started);
                     }
                     self.launch_passed_boundaries();
+                    self.sla_tick();
                 }
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),
                 request = self.slots.next_yield() => self.slot_yield(request),
                 event = self.durable.next_event() => self.durable_event(event),
+                _ = pool_service.tick(), if self.pools_configured() => self.pool_service(),
+                ticket = self.pools.next_lost() => self.pool_lease_lost(ticket),
                 set = self.source.next() => {
                     self.api.changed();
                     // Boundaries that passed while the source worked are
@@ -471,6 +503,7 @@ impl Scheduler {
                 Some(event) = self.events_rx.recv() => self.handle_event(event),
                 Some(request) = self.control_rx.recv() => self.control_request(request),
                 request = self.slots.next_yield() => self.slot_yield(request),
+                ticket = self.pools.next_lost() => self.pool_lease_lost(ticket),
                 cause = stop.recv() => {
                     // The manual: a second signal does not change the
                     // shutdown sequence. Say so, so the operator knows.
@@ -486,6 +519,7 @@ impl Scheduler {
         }
         // Slots the last runs gave back are still being released.
         self.slots.settle().await;
+        self.pools.settle().await;
         // The counters as they end, and every write still queued, land
         // before the process exits (bounded by the store).
         self.persist_counters(true);

@@ -14,6 +14,7 @@
 //! | [`LeaderRecords`] | the cluster's `@reboot`-ran set and last fires              | none without election    | `cluster::records::RecordsHandle` |
 //! | [`SlotLock`]      | the cluster-wide slot of a `concurrencyScope: cluster` job  | [`NoSlots`]              | `cluster::slots::ClusterSlots` |
 //! | [`RunStore`]      | finished runs, pending retries and pauses                   | [`MemoryStore`]          |              |
+//! | [`Pools`]         | resource pool queues and claims shared through the store    | [`NoPools`]              | `cluster::pools::StorePools` |
 //! | [`Clock`]         | wall-clock time and waiting for it                          | [`SystemClock`]          |              |
 
 pub use super::history::RealOutcome;
@@ -384,6 +385,115 @@ impl SlotLock for NoSlots {
         Box::pin(std::future::ready(SlotClaim::Claimed))
     }
     fn release(&mut self, _job: &str) {}
+}
+
+/// The resource pools: queues of pooled work in a store every node
+/// shares, and the claims that let this node run it.
+///
+/// Every store operation is a future the scheduler spawns (each bounded
+/// by [`super::pools::OP_TIMEOUT`]); answers come back as events. Claims
+/// this node holds are renewed in the background every
+/// [`super::pools::RENEW_EVERY`]; one that cannot be renewed is reported
+/// by [`Pools::next_lost`] and its run must stop.
+pub trait Pools: Send {
+    /// The pools configured now (changes with a reload).
+    fn table(&self) -> Arc<crate::config::sections::PoolTable>;
+    /// This node's name as queue entries aimed at it carry it.
+    fn host(&self) -> String;
+    /// Queues one run (or finds it queued under its key).
+    fn enqueue(
+        &mut self,
+        request: super::pools::EnqueueRequest,
+    ) -> BoxFuture<'static, Result<super::pools::queue::Entry, super::pools::PoolError>>;
+    /// Admits the heads of `gates.pool` this node may run, in order, while
+    /// they fit; the claims it answers are held (and renewed) from then on.
+    fn dispatch(
+        &mut self,
+        gates: super::pools::Eligibility,
+    ) -> BoxFuture<'static, Result<super::pools::DispatchAnswer, super::pools::PoolError>>;
+    /// Closes a claim this node holds. The close runs in the background
+    /// (a close the store refuses is tried again every renewal round, and
+    /// the claim is not renewed meanwhile); the future resolves once this
+    /// first attempt is over, for a caller that wants to look at the pool
+    /// after it.
+    fn close(
+        &mut self,
+        ticket: &super::pools::PoolTicket,
+        how: super::pools::Closing,
+    ) -> BoxFuture<'static, ()>;
+    /// Cancels a waiting entry (an operator's request).
+    fn cancel(
+        &self,
+        pool: &str,
+        key: &str,
+    ) -> BoxFuture<'static, Result<super::pools::queue::Entry, super::pools::PoolError>>;
+    /// Every configured pool as `GET /pools` shows it.
+    fn snapshot(
+        &self,
+    ) -> BoxFuture<'static, Result<Vec<serde_json::Value>, super::pools::PoolError>>;
+    /// Resolves with the next claim whose lease could not be renewed;
+    /// pending forever when none is held. Cancel-safe.
+    fn next_lost(&mut self) -> BoxFuture<'_, super::pools::PoolTicket> {
+        Box::pin(std::future::pending())
+    }
+    /// Resolves once the closes asked for have landed (or given up); the
+    /// drain awaits it so the slots are free for other nodes at once.
+    fn settle(&mut self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// No pool store: no pools can be configured (the load refuses them
+/// without a `state` section), or the store did not open; every
+/// operation answers that pool state is unavailable.
+#[derive(Debug, Default)]
+pub struct NoPools {
+    /// The pools configured, if any (shown as unavailable).
+    pub table: Arc<crate::config::sections::PoolTable>,
+}
+
+impl Pools for NoPools {
+    fn table(&self) -> Arc<crate::config::sections::PoolTable> {
+        Arc::clone(&self.table)
+    }
+    fn host(&self) -> String {
+        crate::platform::host_name().to_owned()
+    }
+    fn enqueue(
+        &mut self,
+        _request: super::pools::EnqueueRequest,
+    ) -> BoxFuture<'static, Result<super::pools::queue::Entry, super::pools::PoolError>> {
+        Box::pin(std::future::ready(Err(no_pool_store())))
+    }
+    fn dispatch(
+        &mut self,
+        _gates: super::pools::Eligibility,
+    ) -> BoxFuture<'static, Result<super::pools::DispatchAnswer, super::pools::PoolError>> {
+        Box::pin(std::future::ready(Err(no_pool_store())))
+    }
+    fn close(
+        &mut self,
+        _ticket: &super::pools::PoolTicket,
+        _how: super::pools::Closing,
+    ) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
+    }
+    fn cancel(
+        &self,
+        _pool: &str,
+        _key: &str,
+    ) -> BoxFuture<'static, Result<super::pools::queue::Entry, super::pools::PoolError>> {
+        Box::pin(std::future::ready(Err(no_pool_store())))
+    }
+    fn snapshot(
+        &self,
+    ) -> BoxFuture<'static, Result<Vec<serde_json::Value>, super::pools::PoolError>> {
+        Box::pin(std::future::ready(Err(no_pool_store())))
+    }
+}
+
+fn no_pool_store() -> super::pools::PoolError {
+    super::pools::PoolError::Unavailable("no pool store is open".into())
 }
 
 /// True when a launch of `job` must also hold its cluster slot.

@@ -31,6 +31,24 @@ impl RetryLadder {
         self.count
     }
 
+    /// The delay the next retry will wait (before the cap), as a pool
+    /// entry carries it to whichever node admits the retry.
+    pub fn delay(&self) -> f64 {
+        self.delay
+    }
+
+    /// The ladder of `config` carried on from attempt `count` with the
+    /// next delay `delay` (a pooled retry admitted on another node), or
+    /// `None` when retries are disabled.
+    pub fn resume(config: &Retry, count: u32, delay: f64) -> Option<Self> {
+        let mut ladder = RetryLadder::arm(config)?;
+        ladder.count = count;
+        if delay.is_finite() && delay > 0.0 {
+            ladder.delay = delay;
+        }
+        Some(ladder)
+    }
+
     /// True when no retry is left.
     pub fn exhausted(&self) -> bool {
         self.max_retries != -1 && i64::from(self.count) >= self.max_retries

@@ -8,9 +8,10 @@
 //! whichever source loaded it; it lives beside the ports because both
 //! sources (`source`, `kube`) sit above them.
 
-use crate::config::model::{ClusterConfig, WebConfig};
-use crate::config::sections::Sections;
+use crate::config::model::{ClusterConfig, NotifyConfig, WebConfig};
+use crate::config::sections::{PoolTable, Sections};
 use crate::config::web_buckets;
+use std::sync::Arc;
 use tokio::sync::watch;
 
 /// What the loads so far say, as the metrics show it. [`LiveSections`]
@@ -30,6 +31,8 @@ pub struct LoadOutcome {
 pub struct LiveSections {
     web: watch::Sender<Option<WebConfig>>,
     cluster: watch::Sender<Option<ClusterConfig>>,
+    pools: watch::Sender<Arc<PoolTable>>,
+    notify: watch::Sender<Option<NotifyConfig>>,
     loads: watch::Sender<LoadOutcome>,
 }
 
@@ -40,6 +43,8 @@ impl LiveSections {
         let live = LiveSections {
             web: watch::channel(None).0,
             cluster: watch::channel(None).0,
+            pools: watch::channel(Arc::new(PoolTable::default())).0,
+            notify: watch::channel(None).0,
             loads: watch::channel(LoadOutcome {
                 last_ok: true,
                 last_success: loaded_at,
@@ -61,6 +66,19 @@ impl LiveSections {
     /// on every reload that changes it.
     pub fn cluster(&self) -> watch::Receiver<Option<ClusterConfig>> {
         self.cluster.subscribe()
+    }
+
+    /// The `pools` section in force (empty without one); changes on every
+    /// reload that changes it, before the reload's jobs reach the
+    /// scheduler.
+    pub fn pools(&self) -> watch::Receiver<Arc<PoolTable>> {
+        self.pools.subscribe()
+    }
+
+    /// The `notify` section in force (None: no notifications); a reload
+    /// takes effect for the next event.
+    pub fn notify(&self) -> watch::Receiver<Option<NotifyConfig>> {
+        self.notify.subscribe()
     }
 
     /// What the loads say (see [`LoadOutcome`]); changes on every load.
@@ -94,6 +112,18 @@ impl LiveSections {
         publish(
             &self.cluster,
             sections.cluster.as_ref().map(|c| c.value.clone()),
+        );
+        let pools = sections.pool_table();
+        self.pools.send_if_modified(|current| {
+            let changed = **current != pools;
+            if changed {
+                *current = Arc::new(pools);
+            }
+            changed
+        });
+        publish(
+            &self.notify,
+            sections.notify.as_ref().map(|n| n.value.clone()),
         );
     }
 }

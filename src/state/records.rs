@@ -70,7 +70,9 @@ pub fn run_data(run: &RunRecord) -> Value {
         "duration": run.duration_seconds(),
         "fail_reason": run.fail_reason,
         "skip_reason": run.skip_reason,
-        "resources": Value::Null,
+        // The ledger keeps the chart series too, so charts survive a
+        // restart.
+        "resources": run.resources.as_ref().map_or(Value::Null, |r| r.to_json(true)),
     });
     if run.skip_reason.is_none() {
         data["ranAt"] = json!(finished);
@@ -119,6 +121,9 @@ pub fn run_from_data(job: &str, data: &Map<String, Value>) -> Option<RunRecord> 
         _ => return None,
     }
     run.verification = data.get("verification").cloned();
+    run.resources = data
+        .get("resources")
+        .and_then(crate::job::monitor::ResourceUsage::from_json);
     run.limits = data
         .get("limits")
         .and_then(crate::job::limits::LimitsRecord::from_json);

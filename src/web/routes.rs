@@ -22,6 +22,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 
+pub mod pools;
+mod resources;
 pub mod state;
 
 /// What every handler shares.
@@ -77,6 +79,8 @@ fn status_of(err: &ControlError) -> StatusCode {
         ControlError::Unavailable
         | ControlError::NoRunner { .. }
         | ControlError::NotRecorded { .. } => StatusCode::SERVICE_UNAVAILABLE,
+        ControlError::Pool(err) if err.unavailable() => StatusCode::SERVICE_UNAVAILABLE,
+        ControlError::Pool(_) => StatusCode::CONFLICT,
     }
 }
 
@@ -118,7 +122,11 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/jobs/{name}", get(job)),
         ("GET", "/jobs/{name}/runs", get(runs)),
         ("GET", "/jobs/{name}/logs", get(job_logs)),
-        ("GET", "/jobs/{name}/resources", get(job_resources)),
+        (
+            "GET",
+            "/jobs/{name}/resources",
+            get(resources::job_resources),
+        ),
         ("GET", "/jobs/{name}/trends", get(state::trends)),
         ("GET", "/summary", get(summary)),
         ("GET", "/activity", get(activity)),
@@ -129,6 +137,12 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("POST", "/jobs/{name}/pause", post(pause)),
         ("POST", "/jobs/{name}/resume", post(resume)),
         ("POST", "/shutdown", post(shutdown)),
+        ("GET", "/pools", get(pools::list)),
+        (
+            "POST",
+            "/pools/{name}/queue/{key}/cancel",
+            post(pools::cancel),
+        ),
         ("GET", "/job-set-id", get(job_set_id)),
         ("GET", "/kube", get(kube)),
         ("GET", "/livez", get(livez)),
@@ -378,10 +392,13 @@ async fn start(
     Query(query): Query<HashMap<String, String>>,
 ) -> ControlResult {
     let here = request::local_flag(&query).map_err(ControlError::BadRequest)?;
-    if here {
-        state.control.start_here(&name).await?;
+    let queued = if here {
+        state.control.start_here(&name).await?
     } else {
-        state.control.start(&name).await?;
+        state.control.start(&name).await?
+    };
+    if let Some(queued) = queued {
+        return Ok(pools::queued_start(&name, &queued));
     }
     Ok(Json(json!({"started": name})).into_response())
 }
@@ -609,29 +626,6 @@ async fn job_logs(State(state): State<AppState>, Path(name): Path<String>) -> Ap
         Body::from_stream(body),
     )
         .into_response())
-}
-
-/// `GET /jobs/{name}/resources`. Resource monitoring is not part of this
-/// version, so every job answers as one that never opted in.
-async fn job_resources(State(state): State<AppState>, Path(name): Path<String>) -> ApiResult {
-    let job = state.control.job(&name).await?;
-    // Capped runs stay in without monitoring, so their limits show: the
-    // last 20, in the ledger's shape.
-    let runs = state.control.runs(&name).await?;
-    let capped: Vec<&crate::job::RunRecord> = runs.iter().filter(|r| r.limits.is_some()).collect();
-    let recent: Vec<Value> = capped[capped.len().saturating_sub(20)..]
-        .iter()
-        .map(|r| crate::state::records::run_data(r))
-        .collect();
-    Ok(Json(json!({
-        "name": job.config.name,
-        "monitored": false,
-        "interval": 1.0,
-        "limits": job.config.resource_limits.as_ref().map(|caps| caps.payload()),
-        "live": [],
-        "runs": recent,
-    }))
-    .into_response())
 }
 
 /// `GET /summary`: fleet counts and the next fire, from one snapshot.

@@ -125,6 +125,9 @@ pub struct JobDetail<'a> {
     never_fires: bool,
     paused: Option<PausedView<'a>>,
     pids: &'a [u32],
+    /// Pooled jobs only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pool: Option<PoolView<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     priority: Option<crate::config::model::Priority>,
     #[serde(rename = "rebootPending", skip_serializing_if = "std::ops::Not::not")]
@@ -132,11 +135,17 @@ pub struct JobDetail<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     retry: Option<RetryView>,
     running: bool,
+    /// Monitored jobs with a sampled running instance only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    running_resources: Option<RunningResourcesView>,
     schedule: &'a str,
     schedule_findings: &'a [crate::cronexpr::LintFinding],
     #[serde(skip_serializing_if = "Option::is_none")]
     schedule_resolved: Option<&'a str>,
     scheduled_in: Option<f64>,
+    /// Jobs with an `sla` block only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sla: Option<SlaJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     slot: Option<SlotView<'a>>,
     timezone: Option<std::borrow::Cow<'a, str>>,
@@ -155,12 +164,83 @@ struct LimitsView {
     required: bool,
 }
 
+/// `pool` of a pooled job's entry: the original's `name`, `slots`,
+/// `priority`, `queued` (its waiting entries) and `queueUnavailable`,
+/// and (ours) `holders`, its running claims.
+#[derive(Debug, serde::Serialize)]
+struct PoolView<'a> {
+    holders: &'a [Value],
+    name: &'a str,
+    priority: i64,
+    #[serde(
+        rename = "queueUnavailable",
+        skip_serializing_if = "std::ops::Not::not"
+    )]
+    queue_unavailable: bool,
+    queued: &'a [Value],
+    slots: u32,
+}
+
 /// `verification` of a job entry: the job has a check, and whether one
 /// is running now.
 #[derive(Debug, serde::Serialize)]
 struct VerificationView {
     configured: bool,
     running: bool,
+}
+
+/// `running_resources` of a job entry: the live readings of its
+/// monitored running instances, added up.
+#[derive(Debug, serde::Serialize)]
+struct RunningResourcesView {
+    cpu_percent: f64,
+    cpu_seconds: f64,
+    instances: usize,
+    rss_bytes: u64,
+}
+
+/// `sla` of a job entry: the thresholds set, `ok` or `late`, and the
+/// latched breaches measured now.
+#[derive(Debug, serde::Serialize)]
+struct SlaJson {
+    breaches: Vec<BreachJson>,
+    state: &'static str,
+    thresholds: std::collections::BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, serde::Serialize)]
+struct BreachJson {
+    check: &'static str,
+    observed_seconds: f64,
+    since: String,
+    threshold_seconds: u64,
+}
+
+impl SlaJson {
+    fn of(view: &crate::scheduler::sla::SlaView) -> SlaJson {
+        SlaJson {
+            breaches: view
+                .breaches
+                .iter()
+                .map(|b| BreachJson {
+                    check: b.check.name(),
+                    observed_seconds: b.observed,
+                    since: iso(b.since),
+                    threshold_seconds: b.threshold,
+                })
+                .collect(),
+            state: if view.breaches.is_empty() {
+                "ok"
+            } else {
+                "late"
+            },
+            thresholds: view
+                .thresholds
+                .iter()
+                .map(|(check, seconds)| (check.key(), *seconds))
+                .collect(),
+        }
+    }
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -256,6 +336,20 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
             until: iso(p.until),
         }),
         pids: &job.pids,
+        pool: c.pool.as_ref().map(|pool| {
+            let (queued, holders, unavailable) = match &job.pool {
+                Some(seen) => (&seen.queued[..], &seen.holders[..], seen.unavailable),
+                None => (&[][..], &[][..], false),
+            };
+            PoolView {
+                holders,
+                name: &pool.name,
+                priority: pool.priority,
+                queue_unavailable: unavailable,
+                queued,
+                slots: pool.slots,
+            }
+        }),
         priority: c
             .schedule
             .parsed
@@ -275,10 +369,17 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
                 max_attempts: r.max_attempts,
             }),
         running: job.running,
+        running_resources: job.running_resources.map(|r| RunningResourcesView {
+            cpu_percent: r.cpu_percent,
+            cpu_seconds: r.cpu_seconds,
+            instances: r.instances,
+            rss_bytes: r.rss_bytes,
+        }),
         schedule: &c.schedule.text,
         schedule_findings: &c.schedule.findings,
         schedule_resolved: hashed.map(|expr| expr.resolved()),
         scheduled_in,
+        sla: job.sla.as_ref().map(SlaJson::of),
         slot: job.slot.as_ref().map(|slot| SlotView {
             held: slot.held,
             holder: slot.holder.as_deref(),
@@ -386,6 +487,9 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         reboot_pending,
         owner,
         verifying,
+        pool,
+        running_resources,
+        sla,
     } = a;
     Arc::ptr_eq(config, &b.config)
         && *pids == b.pids
@@ -400,6 +504,9 @@ fn shows_the_same(a: &JobSnapshot, b: &JobSnapshot) -> bool {
         && *reboot_pending == b.reboot_pending
         && *owner == b.owner
         && *verifying == b.verifying
+        && *pool == b.pool
+        && *running_resources == b.running_resources
+        && *sla == b.sla
 }
 
 /// A job's entry serialized with its countdown cut out: the text before
@@ -610,7 +717,14 @@ pub fn run_entry(run: &RunRecord) -> Value {
         map.insert("attempt".into(), Value::from(run.attempt));
         map.insert("stdout".into(), Value::from(run.stdout.text.clone()));
         map.insert("stderr".into(), Value::from(run.stderr.text.clone()));
-        map.insert("resources".into(), Value::Null);
+        // The summary only: the chart series is served by
+        // `GET /jobs/{name}/resources`, not on the poll loop.
+        map.insert(
+            "resources".into(),
+            run.resources
+                .as_ref()
+                .map_or(Value::Null, |r| r.to_json(false)),
+        );
         if let Some(verification) = &run.verification {
             map.insert("verification".into(), verification.clone());
         }
@@ -676,16 +790,10 @@ pub fn run_stats(runs: &[RunRecord]) -> Value {
         "last_duration".into(),
         json!(last.and_then(RunRecord::duration_seconds)),
     );
-    for key in [
-        "avg_cpu_seconds",
-        "max_cpu_seconds",
-        "last_cpu_seconds",
-        "avg_rss_bytes",
-        "max_rss_bytes",
-        "last_rss_bytes",
-    ] {
-        stats.insert(key.into(), Value::Null);
-    }
+    stats.extend(crate::job::monitor::run_stats(
+        runs.iter().filter_map(|r| r.resources.as_ref()),
+        last.and_then(|r| r.resources.as_ref()),
+    ));
     Value::Object(stats)
 }
 
@@ -779,6 +887,13 @@ mod tests {
                     json!({"configured": true, "running": job.verifying}),
                 );
             }
+            if let Some(r) = &job.running_resources {
+                map.insert(
+                    "running_resources".into(),
+                    json!({"cpu_percent": r.cpu_percent, "cpu_seconds": r.cpu_seconds,
+                           "rss_bytes": r.rss_bytes, "instances": r.instances}),
+                );
+            }
         }
         v
     }
@@ -808,6 +923,9 @@ mod tests {
             reboot_pending: false,
             owner: None,
             verifying: false,
+            pool: None,
+            running_resources: None,
+            sla: None,
         };
         tweak(&mut snap);
         snap
@@ -845,6 +963,12 @@ mod tests {
                 |s| {
                     s.running = true;
                     s.verifying = true;
+                    s.running_resources = Some(crate::job::monitor::LiveTotal {
+                        cpu_percent: 196.5,
+                        cpu_seconds: 8.25,
+                        rss_bytes: 21_430_272,
+                        instances: 2,
+                    });
                     s.pids = vec![41, 42];
                     s.next_fire = Some(later(1));
                     s.last_run = Some(run.clone());

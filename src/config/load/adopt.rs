@@ -25,6 +25,7 @@ impl Sections {
             (self.notify.is_some(), "notify"),
             (self.push.is_some(), "push"),
             (!self.dags.is_empty(), "dags"),
+            (!self.pools.is_empty(), "pools"),
         ]
         .into_iter()
         .find_map(|(set, key)| set.then_some(key))
@@ -75,6 +76,25 @@ impl Sections {
         take(&mut self.notify, other.notify, "notify", clash)?;
         take(&mut self.push, other.push, "push", clash)?;
         self.dags.extend(other.dags);
+        for pool in other.pools {
+            self.adopt_pool(pool)?;
+        }
+        Ok(())
+    }
+
+    /// Adds one pool; a name already defined in any file of the config
+    /// is refused with the original's text.
+    pub(crate) fn adopt_pool(
+        &mut self,
+        pool: Located<(String, crate::config::sections::PoolConf)>,
+    ) -> Result<(), ConfigError> {
+        if self.pools.iter().any(|p| p.value.0 == pool.value.0) {
+            return Err(ConfigError::config(
+                Location::source(pool.source),
+                format!("duplicate pool {}", crate::pyfmt::repr_str(&pool.value.0)),
+            ));
+        }
+        self.pools.push(pool);
         Ok(())
     }
 }

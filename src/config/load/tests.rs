@@ -728,3 +728,65 @@ fn an_overlong_schedule_is_refused_and_quoted_short() {
         "{err}"
     );
 }
+
+#[test]
+fn monitor_resources_bool_and_map_forms_resolve() {
+    let text = "defaults:\n  monitorResources: true\njobs:\n  - name: on\n    command: x\n    schedule: '@daily'\n  - name: tuned\n    command: x\n    schedule: '@daily'\n    monitorResources:\n      interval: 0.5\n      history: 0\n  - name: off\n    command: x\n    schedule: '@daily'\n    monitorResources: false\n  - name: parked\n    command: x\n    schedule: '@daily'\n    monitorResources:\n      enabled: false\n      interval: 3\n";
+    let loaded = load_sources(&[yaml("m", text)]).unwrap();
+    let on = job(&loaded, "on").monitor.expect("bool form turns it on");
+    assert_eq!((on.interval, on.history), (1.0, 240));
+    let tuned = job(&loaded, "tuned").monitor.expect("the map form opts in");
+    assert_eq!((tuned.interval, tuned.history), (0.5, 0));
+    assert_eq!(job(&loaded, "off").monitor, None);
+    assert_eq!(job(&loaded, "parked").monitor, None);
+    let plain = "jobs:\n  - name: a\n    command: x\n    schedule: '@daily'\n";
+    let loaded = load_sources(&[yaml("m", plain)]).unwrap();
+    assert_eq!(job(&loaded, "a").monitor, None, "off by default");
+}
+
+#[test]
+fn monitor_resources_ranges_use_the_original_texts() {
+    for (setting, key, says) in [
+        (
+            "interval: 0.05",
+            "monitorResources.interval",
+            "must be >= 0.1 (seconds)",
+        ),
+        (
+            "interval: .nan",
+            "monitorResources.interval",
+            "must be >= 0.1 (seconds)",
+        ),
+        (
+            "history: -1",
+            "monitorResources.history",
+            "must be between 0 and 2000 (points)",
+        ),
+        (
+            "history: 2001",
+            "monitorResources.history",
+            "must be between 0 and 2000 (points)",
+        ),
+        // Checked whether or not sampling is switched on, as the original does.
+        (
+            "enabled: false\n      history: 5000",
+            "monitorResources.history",
+            "must be between 0 and 2000",
+        ),
+    ] {
+        let text = format!(
+            "jobs:\n  - name: a\n    command: x\n    schedule: '@daily'\n    monitorResources:\n      {setting}\n"
+        );
+        let err = load_sources(&[yaml("m", &text)]).unwrap_err().to_string();
+        assert!(err.contains(key) && err.contains(says), "{setting}: {err}");
+    }
+    for edge in ["interval: 0.1", "history: 0", "history: 2000"] {
+        let text = format!(
+            "jobs:\n  - name: a\n    command: x\n    schedule: '@daily'\n    monitorResources:\n      {edge}\n"
+        );
+        assert!(
+            load_sources(&[yaml("m", &text)]).is_ok(),
+            "{edge} is in range"
+        );
+    }
+}

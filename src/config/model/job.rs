@@ -408,6 +408,18 @@ pub struct JobSpec {
     /// Per-run CPU, memory and process caps.
     #[serde(default)]
     pub resource_limits: Option<ResourceLimitsSpec>,
+    /// The resource pool that admits this job's runs (empty: none).
+    #[serde(default, deserialize_with = "lenient::opt_string")]
+    pub pool: Option<String>,
+    /// Pool capacity one run occupies (default 1).
+    #[serde(default, deserialize_with = "lenient::opt_int")]
+    pub pool_slots: Option<i64>,
+    /// Higher runs first in the pool's queue (default 0).
+    #[serde(default, deserialize_with = "lenient::opt_int")]
+    pub queue_priority: Option<i64>,
+    /// Longest wait in the pool's queue, seconds (default 3600).
+    #[serde(default, deserialize_with = "lenient::opt_float")]
+    pub queue_timeout: Option<f64>,
 }
 
 fn is_unset(v: &Nullable<String>) -> bool {
@@ -455,5 +467,9 @@ merge_fields!(JobSpec {
     statsd,
     monitor_resources,
     verify,
-    resource_limits
+    resource_limits,
+    pool,
+    pool_slots,
+    queue_priority,
+    queue_timeout
 });

@@ -3,6 +3,7 @@
 //! of the YAML schema and, later, of the `CronJobSet` CRD schema.
 
 pub mod job;
+pub mod pools;
 pub mod report;
 pub mod sections;
 pub mod values;
@@ -68,6 +69,9 @@ pub struct ConfigDocument {
     /// Push relay (not supported yet).
     #[serde(default)]
     pub push: Option<PushConfig>,
+    /// Named resource pools (need the state section).
+    #[serde(default)]
+    pub pools: Option<pools::PoolsSection>,
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The cumulative counters: per job (runs by outcome, the duration
 //! histogram, retries, permanent and start failures, the last success and
-//! failure), kept across reloads and pruned for removed jobs, and the
+//! failure, the CPU time and peak memory of resource-monitored runs), kept across reloads and pruned for removed jobs, and the
 //! daemon's reload gauges. The scheduler and the sources record into
 //! them; a scrape shares each job's counters by pointer.
 
@@ -20,6 +20,13 @@ pub struct JobCounters {
     pub(super) start_failures: u64,
     pub(super) last_success: Option<f64>,
     pub(super) last_failure: Option<f64>,
+    /// User and system CPU seconds summed over the monitored runs.
+    pub(super) cpu_user: f64,
+    pub(super) cpu_system: f64,
+    /// Monitored runs counted (the CPU series appear from the first).
+    pub(super) cpu_count: u64,
+    /// Highest peak RSS of any monitored run (0: none yet).
+    pub(super) max_rss: u64,
 }
 
 impl JobCounters {
@@ -32,6 +39,10 @@ impl JobCounters {
             start_failures: 0,
             last_success: None,
             last_failure: None,
+            cpu_user: 0.0,
+            cpu_system: 0.0,
+            cpu_count: 0,
+            max_rss: 0,
         }
     }
 }
@@ -148,6 +159,12 @@ impl Counters {
             Outcome::Success => counters.last_success = Some(finished),
             Outcome::Failure => counters.last_failure = Some(finished),
             _ => {}
+        }
+        if let Some(usage) = &record.resources {
+            counters.cpu_user += usage.cpu_user_seconds;
+            counters.cpu_system += usage.cpu_system_seconds;
+            counters.cpu_count += 1;
+            counters.max_rss = counters.max_rss.max(usage.max_rss_bytes);
         }
     }
 

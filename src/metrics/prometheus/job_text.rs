@@ -37,6 +37,8 @@ enum Family {
     StartFailures,
     LastSuccess,
     LastFailure,
+    CpuSeconds,
+    PeakRss,
     Info,
     Enabled,
     Running,
@@ -45,13 +47,15 @@ enum Family {
     LastRunDuration,
     LastRunExitCode,
     LastRunSuccess,
+    LastRunCpu,
+    LastRunMaxRss,
     Paused,
 }
 
 /// The per-job families in the order they appear: the cumulative
 /// counters first, then the state gauges (the order the crate-based
 /// collectors had, which scrapers and golden files may rely on).
-const FAMILIES: [Family; 16] = [
+const FAMILIES: [Family; 20] = [
     Family::Runs,
     Family::Duration,
     Family::Retries,
@@ -59,6 +63,8 @@ const FAMILIES: [Family; 16] = [
     Family::StartFailures,
     Family::LastSuccess,
     Family::LastFailure,
+    Family::CpuSeconds,
+    Family::PeakRss,
     Family::Info,
     Family::Enabled,
     Family::Running,
@@ -67,6 +73,8 @@ const FAMILIES: [Family; 16] = [
     Family::LastRunDuration,
     Family::LastRunExitCode,
     Family::LastRunSuccess,
+    Family::LastRunCpu,
+    Family::LastRunMaxRss,
     Family::Paused,
 ];
 
@@ -114,6 +122,16 @@ impl Family {
                 "Unix time of the last failed finish.",
                 Kind::Gauge,
             ),
+            Family::CpuSeconds => (
+                "cronstable_job_cpu_seconds",
+                "CPU time of resource-monitored runs, by mode.",
+                Kind::Counter,
+            ),
+            Family::PeakRss => (
+                "cronstable_job_peak_rss_bytes",
+                "Highest resident set of any resource-monitored run.",
+                Kind::Gauge,
+            ),
             Family::Info => (
                 "cronstable_job_info",
                 "Static job configuration.",
@@ -148,6 +166,16 @@ impl Family {
             Family::LastRunSuccess => (
                 "cronstable_job_last_run_success",
                 "1 if the most recent run succeeded.",
+                Kind::Gauge,
+            ),
+            Family::LastRunCpu => (
+                "cronstable_job_last_run_cpu_seconds",
+                "CPU time of the most recent run, when it was monitored.",
+                Kind::Gauge,
+            ),
+            Family::LastRunMaxRss => (
+                "cronstable_job_last_run_max_rss_bytes",
+                "Peak resident set of the most recent run, when it was monitored.",
                 Kind::Gauge,
             ),
             Family::Paused => (
@@ -190,6 +218,12 @@ impl Family {
 enum Value {
     Int(i64),
     Float(f64),
+}
+
+/// A byte count as a gauge value (past `i64::MAX`, which no resident set
+/// reaches, it saturates).
+fn rss_value(bytes: u64) -> Value {
+    Value::Int(i64::try_from(bytes).unwrap_or(i64::MAX))
 }
 
 impl From<bool> for Value {
@@ -341,6 +375,24 @@ impl Writer {
                 out.push('\n');
                 return;
             }
+            Family::CpuSeconds => {
+                // Only once the job has a monitored run: an unmonitored
+                // job exports no frozen zeros.
+                if counters.cpu_count > 0 {
+                    for (mode, value) in
+                        [("user", counters.cpu_user), ("system", counters.cpu_system)]
+                    {
+                        out.push_str("cronstable_job_cpu_seconds_total{job_name=\"");
+                        out.push_str(job);
+                        out.push_str("\",mode=\"");
+                        out.push_str(mode);
+                        out.push_str("\"} ");
+                        self.float(out, value);
+                        out.push('\n');
+                    }
+                }
+                return;
+            }
             Family::Info => {
                 out.push_str("cronstable_job_info{job_name=\"");
                 out.push_str(job);
@@ -353,6 +405,7 @@ impl Writer {
             }
             Family::LastSuccess => counters.last_success.map(Value::Float),
             Family::LastFailure => counters.last_failure.map(Value::Float),
+            Family::PeakRss => (counters.max_rss > 0).then(|| rss_value(counters.max_rss)),
             Family::Enabled => Some(row.enabled.into()),
             Family::Running => Some(Value::Int(i64::try_from(row.running).unwrap_or(i64::MAX))),
             Family::NextRun => row.next_run.map(Value::Float),
@@ -360,6 +413,12 @@ impl Writer {
             Family::LastRunDuration => last.and_then(|r| r.duration).map(Value::Float),
             Family::LastRunExitCode => last.map(|r| Value::Int(i64::from(r.retcode))),
             Family::LastRunSuccess => last.map(|r| r.success.into()),
+            Family::LastRunCpu => last
+                .and_then(|r| r.resources)
+                .map(|(cpu, _)| Value::Float(cpu)),
+            Family::LastRunMaxRss => last
+                .and_then(|r| r.resources)
+                .map(|(_, rss)| rss_value(rss)),
             Family::Paused => Some(row.paused.into()),
         };
         if let Some(value) = gauge {

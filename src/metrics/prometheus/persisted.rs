@@ -8,11 +8,12 @@
 //! `retries`, `permanent_failures`, `start_failures`, `duration_sum`,
 //! `duration_count`, `bucket_counts` (cumulative, one per bound, no
 //! `+Inf`: that one is `duration_count`), `last_success_time` and
-//! `last_failure_time` (a Unix time or `null`). The original also keeps
-//! CPU, peak-RSS and SLA-breach counters we do not track; a snapshot of
-//! ours carries them as the original's zero values (`cpu_user_sum`,
-//! `cpu_system_sum`, `cpu_count`, `max_rss_observed`, `sla_breaches`),
-//! and a seed ignores them.
+//! `last_failure_time` (a Unix time or `null`), and the resource
+//! counters of monitored runs: `cpu_user_sum`, `cpu_system_sum` (CPU
+//! seconds), `cpu_count` (monitored runs) and `max_rss_observed` (bytes,
+//! a high-water mark: a seed keeps the larger). The original also keeps
+//! SLA-breach counters we do not track; a snapshot of ours carries them
+//! as its zero value (`sla_breaches`), and a seed ignores them.
 //!
 //! Unlike the original, a seed never parks a histogram whose bounds differ
 //! from the live ones for a later bucket change to adopt: the original
@@ -51,12 +52,12 @@ fn job_snapshot(counters: &JobCounters) -> Value {
         "bucket_counts": counters.duration.cumulative_counts(),
         "last_success_time": counters.last_success,
         "last_failure_time": counters.last_failure,
-        // Tracked by the original only: its zero values, so it can read
-        // this snapshot (and seeds nothing from them).
-        "cpu_user_sum": 0.0,
-        "cpu_system_sum": 0.0,
-        "cpu_count": 0,
-        "max_rss_observed": 0,
+        "cpu_user_sum": counters.cpu_user,
+        "cpu_system_sum": counters.cpu_system,
+        "cpu_count": counters.cpu_count,
+        "max_rss_observed": counters.max_rss,
+        // Tracked by the original only: its zero value, so it can read
+        // this snapshot (and seeds nothing from it).
         "sla_breaches": {},
     })
 }
@@ -115,6 +116,27 @@ fn seed_job(counters: &mut JobCounters, data: &Map<String, Value>, histogram: bo
     }
     if histogram {
         seed_histogram(counters, data);
+    }
+    // CPU sums are unrelated to the duration buckets: seeded whatever the
+    // bounds. A sum must be a positive finite number (not a bool).
+    for (key, slot) in [
+        ("cpu_user_sum", &mut counters.cpu_user),
+        ("cpu_system_sum", &mut counters.cpu_system),
+    ] {
+        if let Some(v) = data
+            .get(key)
+            .filter(|v| v.is_number())
+            .and_then(Value::as_f64)
+            .filter(|v| v.is_finite() && *v > 0.0)
+        {
+            *slot += v;
+        }
+    }
+    if let Some(n) = count_at(data, "cpu_count") {
+        counters.cpu_count = counters.cpu_count.saturating_add(n);
+    }
+    if let Some(peak) = count_at(data, "max_rss_observed") {
+        counters.max_rss = counters.max_rss.max(peak);
     }
     counters.last_success = later(counters.last_success, time_at(data, "last_success_time"));
     counters.last_failure = later(counters.last_failure, time_at(data, "last_failure_time"));

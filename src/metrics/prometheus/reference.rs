@@ -108,6 +108,34 @@ impl Collector for JobCounterFamilies {
                 }
             }
         }
+        let mut cpu = encoder.encode_descriptor(
+            "cronstable_job_cpu_seconds",
+            "CPU time of resource-monitored runs, by mode.",
+            None,
+            MetricType::Counter,
+        )?;
+        for job in jobs.iter().filter(|j| j.counters.cpu_count > 0) {
+            for (mode, value) in [
+                ("user", job.counters.cpu_user),
+                ("system", job.counters.cpu_system),
+            ] {
+                cpu.encode_family(&[("job_name", job.name.as_str()), ("mode", mode)])?
+                    .encode_counter::<NoLabelSet, f64, f64>(&value, None)?;
+            }
+        }
+        let mut peak = encoder.encode_descriptor(
+            "cronstable_job_peak_rss_bytes",
+            "Highest resident set of any resource-monitored run.",
+            None,
+            MetricType::Gauge,
+        )?;
+        for job in jobs.iter().filter(|j| j.counters.max_rss > 0) {
+            let bytes = i64::try_from(job.counters.max_rss).unwrap_or(i64::MAX);
+            gauge(
+                &mut peak.encode_family(&[("job_name", job.name.as_str())])?,
+                &bytes,
+            )?;
+        }
         Ok(())
     }
 }
@@ -143,7 +171,7 @@ impl Collector for JobStateFamilies {
             )?;
         }
         type Read = fn(&JobRow) -> Option<Reading>;
-        let families: [(&str, &str, Read); 8] = [
+        let families: [(&str, &str, Read); 10] = [
             ("cronstable_job_enabled", "1 if the job is enabled.", |j| {
                 Some(Reading::Int(i64::from(j.enabled)))
             }),
@@ -186,6 +214,26 @@ impl Collector for JobStateFamilies {
                     j.last_run
                         .as_ref()
                         .map(|r| Reading::Int(i64::from(r.success)))
+                },
+            ),
+            (
+                "cronstable_job_last_run_cpu_seconds",
+                "CPU time of the most recent run, when it was monitored.",
+                |j| {
+                    j.last_run
+                        .as_ref()
+                        .and_then(|r| r.resources)
+                        .map(|(cpu, _)| Reading::Float(cpu))
+                },
+            ),
+            (
+                "cronstable_job_last_run_max_rss_bytes",
+                "Peak resident set of the most recent run, when it was monitored.",
+                |j| {
+                    j.last_run
+                        .as_ref()
+                        .and_then(|r| r.resources)
+                        .map(|(_, rss)| Reading::Int(i64::try_from(rss).unwrap_or(i64::MAX)))
                 },
             ),
             ("cronstable_job_paused", "1 while the job is paused.", |j| {
@@ -387,6 +435,7 @@ mod tests {
                     3 => record.replaced = true,
                     _ => {}
                 }
+                record.resources = usage(rng);
                 counters.record_run(&record);
             }
             for _ in 0..rng.below(3) {
@@ -404,6 +453,11 @@ mod tests {
                     0 => None,
                     _ => Some(rng.float()),
                 };
+                if c.cpu_count > 0 {
+                    c.cpu_user = rng.float();
+                    c.cpu_system = rng.float();
+                    c.max_rss = u64::MAX - rng.below(2);
+                }
             }
             last.push(match rng.below(3) {
                 0 => None,
@@ -417,6 +471,7 @@ mod tests {
                     if rng.below(4) == 0 {
                         r.skip_reason = Some("skipped".into());
                     }
+                    r.resources = usage(rng);
                     Some(r)
                 }
             });
@@ -442,6 +497,17 @@ mod tests {
             names,
         };
         (counters, state)
+    }
+
+    /// Sampled usage on about half the runs, with odd CPU numbers.
+    fn usage(rng: &mut Lcg) -> Option<crate::job::monitor::ResourceUsage> {
+        (rng.below(2) == 0).then(|| crate::job::monitor::ResourceUsage {
+            cpu_user_seconds: rng.float(),
+            cpu_system_seconds: rng.below(1000) as f64 / 7.0,
+            max_rss_bytes: rng.below(3) * rng.next() * 4096,
+            samples: 1,
+            series: None,
+        })
     }
 
     fn assert_same(snapshot: &Snapshot, direct: &str, format: Format) {

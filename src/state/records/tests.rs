@@ -257,3 +257,34 @@ fn a_manifest_advertises_global_and_the_allowed_scopes() {
         serde_json::json!(["global"])
     );
 }
+
+#[test]
+fn a_monitored_run_keeps_its_resources_and_series_in_the_ledger() {
+    use crate::job::monitor::{Point, ResourceUsage};
+    let mut written = run("success");
+    written.resources = Some(ResourceUsage {
+        cpu_user_seconds: 1.25,
+        cpu_system_seconds: 0.5,
+        max_rss_bytes: 1 << 20,
+        samples: 2,
+        series: Some(vec![Point {
+            t: 1.5,
+            cpu_percent: 99.5,
+            rss: 1 << 20,
+        }]),
+    });
+    let data = run_data(&written);
+    assert_eq!(
+        data["resources"],
+        json!({"cpu_user_seconds": 1.25, "cpu_system_seconds": 0.5, "cpu_total_seconds": 1.75,
+               "max_rss_bytes": 1 << 20, "samples": 2, "series": [[1.5, 99.5, 1 << 20]]})
+    );
+    let read = run_from_data("backup", &obj(data)).expect("reads");
+    assert_eq!(read.resources, written.resources);
+    // The original's malformed or absent records read as no resources.
+    let python = obj(
+        json!({"outcome": "success", "finished_at": "2026-07-04T03:05:00+00:00",
+                            "resources": {"cpu": 1}}),
+    );
+    assert_eq!(run_from_data("j", &python).expect("reads").resources, None);
+}

@@ -514,3 +514,121 @@ fn histogram_add_state_adds_only_a_consistent_state() {
     assert!(empty.add_state(&[], 2.0, 2));
     assert_eq!(empty.buckets(), vec![(f64::INFINITY, 2)]);
 }
+
+#[test]
+fn the_resource_counters_persist_and_seed_as_the_original_does() {
+    use crate::job::monitor::ResourceUsage;
+    let usage = |user: f64, system: f64, rss: u64| {
+        Some(ResourceUsage {
+            cpu_user_seconds: user,
+            cpu_system_seconds: system,
+            max_rss_bytes: rss,
+            samples: 3,
+            series: None,
+        })
+    };
+    let mut c = Counters::new(0.0, None);
+    let mut first = run("m", 1_700_000_000, 2.0, 0);
+    first.resources = usage(1.5, 0.25, 1000);
+    let mut second = run("m", 1_700_000_100, 2.0, 0);
+    second.resources = usage(0.5, 0.25, 4000);
+    c.record_run(&first);
+    c.record_run(&second);
+    c.record_run(&run("m", 1_700_000_200, 1.0, 0));
+    let snap = c.snapshot();
+    let m = &snap["jobs"]["m"];
+    assert_eq!(m["cpu_user_sum"], json!(2.0));
+    assert_eq!(m["cpu_system_sum"], json!(0.5));
+    assert_eq!(m["cpu_count"], json!(2));
+    assert_eq!(m["max_rss_observed"], json!(4000));
+    // Seeding adds the sums and the count, and keeps the larger peak.
+    let mut later = Counters::new(0.0, None);
+    let mut boot = run("m", 1_800_000_000, 1.0, 0);
+    boot.resources = usage(1.0, 0.0, 9000);
+    later.record_run(&boot);
+    later.seed(&snap, |_| true);
+    let j = job(&later, "m");
+    assert_eq!(
+        (j.cpu_user, j.cpu_system, j.cpu_count, j.max_rss),
+        (3.0, 0.5, 3, 9000)
+    );
+    // Junk is skipped field by field.
+    let mut junk = Counters::new(0.0, None);
+    junk.seed(
+        &json!({"jobs": {"m": {"cpu_user_sum": true, "cpu_system_sum": -1.0,
+                               "cpu_count": 1.5, "max_rss_observed": "7"}}}),
+        |_| true,
+    );
+    let j = job(&junk, "m");
+    assert_eq!(
+        (j.cpu_user, j.cpu_system, j.cpu_count, j.max_rss),
+        (0.0, 0.0, 0, 0)
+    );
+}
+
+#[test]
+fn the_resource_families_appear_only_after_a_monitored_run() {
+    use crate::job::monitor::ResourceUsage;
+    let mut c = Counters::new(0.0, None);
+    let plain = run("m", 1_700_000_000, 2.0, 0);
+    c.record_run(&plain);
+    let gauges = |c: &Counters, last: &RunRecord| -> String {
+        let g = DaemonGauges {
+            version: "x",
+            job_set_id: "y",
+            jobs: vec![JobGauges {
+                name: "m",
+                schedule: "* * * * *",
+                cluster_policy: "leader",
+                enabled: true,
+                running: 0,
+                next_run: None,
+                last_run: Some(last),
+                paused: false,
+            }],
+        };
+        render(c, &g, Format::Text)
+    };
+    let text = gauges(&c, &plain);
+    assert!(
+        !text.contains("cronstable_job_cpu_seconds_total{"),
+        "{text}"
+    );
+    assert!(!text.contains("cronstable_job_peak_rss_bytes{"));
+    assert!(!text.contains("cronstable_job_last_run_cpu_seconds{"));
+    let mut monitored = run("m", 1_700_000_100, 2.0, 0);
+    monitored.resources = Some(ResourceUsage {
+        cpu_user_seconds: 1.25,
+        cpu_system_seconds: 0.5,
+        max_rss_bytes: 104_857_600,
+        samples: 2,
+        series: None,
+    });
+    c.record_run(&monitored);
+    let samples = parse_samples(&gauges(&c, &monitored));
+    for (series, want) in [
+        (
+            "cronstable_job_cpu_seconds_total{job_name=\"m\",mode=\"user\"}",
+            1.25,
+        ),
+        (
+            "cronstable_job_cpu_seconds_total{job_name=\"m\",mode=\"system\"}",
+            0.5,
+        ),
+        (
+            "cronstable_job_peak_rss_bytes{job_name=\"m\"}",
+            104_857_600.0,
+        ),
+        ("cronstable_job_last_run_cpu_seconds{job_name=\"m\"}", 1.75),
+        (
+            "cronstable_job_last_run_max_rss_bytes{job_name=\"m\"}",
+            104_857_600.0,
+        ),
+    ] {
+        assert_eq!(samples.get(series), Some(&want), "{series}");
+    }
+    // A later unmonitored run drops the last-run gauges, not the totals.
+    let samples = parse_samples(&gauges(&c, &plain));
+    assert!(samples.contains_key("cronstable_job_peak_rss_bytes{job_name=\"m\"}"));
+    assert!(!samples.contains_key("cronstable_job_last_run_cpu_seconds{job_name=\"m\"}"));
+}
