@@ -131,6 +131,47 @@ fn a_run_past_its_memory_cap_is_killed_whole_with_the_reason_while_the_daemon_li
 }
 
 #[test]
+fn a_process_a_capped_run_left_behind_still_meets_its_memory_cap() {
+    // The run ends at once; what it left in its cgroup allocates later,
+    // when no run is watching any more: it must be killed, not hang.
+    let jobs = at_start(
+        "leaver",
+        "setsid sh -c 'echo $$ > {dir}/late.pid; sleep 1; exec python3 -c \"b = \
+         bytearray(200 << 20); import time; time.sleep(60)\"' </dev/null >/dev/null 2>&1 &",
+        "    resourceLimits:\n      memory: 64Mi\n",
+    );
+    let (daemon, port) = daemon(&jobs, &[]);
+    require_enforcement!(port, &["memory"]);
+    let run = first_run(&daemon, port, "leaver");
+    assert_eq!(run["outcome"], "success", "{run}");
+    let pid_file = daemon.path("late.pid");
+    let start = Instant::now();
+    let late: i32 = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            break pid;
+        }
+        assert!(start.elapsed() < LONG, "{}", daemon.log());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let start = Instant::now();
+    while std::path::Path::new(&format!("/proc/{late}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{late}/stat"))
+            .unwrap_or_default()
+            .contains(") Z")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the left-behind process {late} is still there: {}",
+            std::fs::read_to_string(format!("/proc/{late}/status")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
 fn a_cpu_cap_throttles_a_busy_loop() {
     // Two seconds of wall time spinning; the CPU time it got is printed.
     let spin = "python3 -c 'import os, time\nt = time.time()\nwhile time.time() - t < 2: \

@@ -360,19 +360,13 @@ mod tests {
         assert_eq!(python_isoformat(t), "2026-06-18T12:34:56.001500+00:00");
     }
 
-    /// `limits` is None without caps, and the record's object with them;
-    /// the shell reporter's two variables follow it.
+    /// `limits` is None without caps, and the record's object with them.
     #[test]
-    fn the_limits_record_reaches_templates_and_the_shell_reporter() {
+    fn the_limits_record_reaches_templates() {
         use crate::report::test_support::{job, record};
         let job = job("j", "true");
         let plain = RunContext::new(super::super::Hook::Failure, &job, &record("j", None, 0));
         assert!(plain.vars().get_attr("limits").unwrap().is_none());
-        let env = crate::report::shell::environment(&plain);
-        let get = |env: &[(&str, String)], k: &str| {
-            env.iter().find(|(n, _)| *n == k).map(|(_, v)| v.clone())
-        };
-        assert_eq!(get(&env, "CRONSTABLE_LIMITS_ENFORCED").as_deref(), Some(""));
         let mut capped = record("j", Some("memory limit exceeded (64 MiB)"), -9);
         capped.limits = crate::job::limits::LimitsRecord::from_json(&serde_json::json!({
             "enforced": true, "memory_exceeded": true, "memory_bytes": 67108864,
@@ -387,15 +381,7 @@ mod tests {
             limits.get_attr("memory_bytes").unwrap(),
             Value::from(67108864)
         );
-        let env = crate::report::shell::environment(&ctx);
-        assert_eq!(
-            get(&env, "CRONSTABLE_LIMITS_ENFORCED").as_deref(),
-            Some("1")
-        );
-        assert_eq!(
-            get(&env, "CRONSTABLE_MEMORY_LIMIT_EXCEEDED").as_deref(),
-            Some("1")
-        );
+        assert_eq!(limits.get_attr("enforced").unwrap(), Value::from(true));
     }
 
     #[test]

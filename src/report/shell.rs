@@ -233,6 +233,24 @@ mod tests {
             .unwrap()
     }
 
+    /// Empty without caps; `1`/`0` and `1`/empty from the limits record.
+    #[test]
+    fn the_limits_variables_follow_the_record() {
+        let plain = environment(&ctx(None, None));
+        assert_eq!(get(&plain, "CRONSTABLE_LIMITS_ENFORCED"), "");
+        assert_eq!(get(&plain, "CRONSTABLE_MEMORY_LIMIT_EXCEEDED"), "");
+        let job = crate::report::test_support::job("j", "x");
+        let mut record = crate::report::test_support::record("j", Some("why"), -9);
+        for (enforced, exceeded, want) in [(true, true, ("1", "1")), (false, false, ("0", ""))] {
+            record.limits = crate::job::limits::LimitsRecord::from_json(&serde_json::json!({
+                "enforced": enforced, "memory_exceeded": exceeded,
+            }));
+            let env = environment(&RunContext::new(super::super::Hook::Failure, &job, &record));
+            assert_eq!(get(&env, "CRONSTABLE_LIMITS_ENFORCED"), want.0);
+            assert_eq!(get(&env, "CRONSTABLE_MEMORY_LIMIT_EXCEEDED"), want.1);
+        }
+    }
+
     #[test]
     fn truncation_follows_the_original_rule() {
         let big = "x".repeat(OUTPUT_LIMIT + 5);

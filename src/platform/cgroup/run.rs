@@ -590,9 +590,18 @@ impl RunCgroup {
             Layout::V2 { path, .. } => vec![path.clone()],
             Layout::V1 { dirs, .. } => dirs.iter().map(|(_, p, _)| p.clone()).collect(),
         };
-        if let Layout::V1 { oom, .. } = &mut self.layout {
-            // Unregisters the event before the directory goes.
-            *oom = None;
+        if let Layout::V1 { oom, dirs } = &mut self.layout {
+            if oom.take().is_some() {
+                // Nobody watches the event any more: a process the run
+                // left behind that reaches the cap must meet the kernel's
+                // OOM killer, not wait for a kill that never comes.
+                if let Some((_, memory, _)) = dirs.iter().find(|(c, _, _)| *c == "memory") {
+                    let _ = self
+                        .shared
+                        .fs
+                        .write(&memory.join("memory.oom_control"), "0");
+                }
+            }
         }
         for dir in dirs {
             self.shared.forget(&dir);
