@@ -3,9 +3,9 @@
 //! judged.
 
 pub mod capture;
-pub mod monitor;
 pub mod contain;
 pub mod limits;
+pub mod monitor;
 pub(crate) mod outcome;
 pub(crate) mod run;
 pub mod sampler;
