@@ -124,6 +124,24 @@ fn a_run_past_its_memory_cap_is_killed_whole_with_the_reason_while_the_daemon_li
     ] {
         assert!(env.iter().any(|l| l == line), "{line} not in {env:?}");
     }
+    // The metrics: the cap, the run it ended, and the last run's verdict;
+    // nothing for the uncapped job.
+    let metrics = http::get(port, "/metrics").body;
+    for line in [
+        "cronstable_job_memory_limit_bytes{job_name=\"hog\"} 67108864",
+        "cronstable_job_memory_limit_exceeded_total{job_name=\"hog\"} 1",
+        "cronstable_job_last_run_limits_enforced{job_name=\"hog\"} 1",
+    ] {
+        assert!(
+            metrics.lines().any(|l| l == line),
+            "{line} not in:\n{metrics}"
+        );
+    }
+    assert!(
+        !metrics.contains("cronstable_job_cpu_limit_cpus{"),
+        "{metrics}"
+    );
+    assert!(!metrics.contains("limit_bytes{job_name=\"plain\"}"));
     // The daemon lives on, and so do its other jobs.
     assert!(daemon.running());
     assert_eq!(first_run(&daemon, port, "plain")["outcome"], "success");

@@ -3,6 +3,7 @@
 pub mod cluster;
 pub(crate) mod encode;
 pub mod kube;
+pub mod limits;
 pub mod pools;
 pub mod prometheus;
 pub mod sla;

@@ -145,6 +145,8 @@ struct Scrape {
     pools: Arc<[super::pools::PoolGauge]>,
     /// The late-run series (see [`super::sla`]), empty without checks.
     sla: Arc<Vec<super::sla::SlaSeries>>,
+    /// The `resourceLimits` series (see [`super::limits`]).
+    limits: Arc<Vec<super::limits::LimitsSeries>>,
     /// When it was taken: the instant the cluster gauges are judged at,
     /// so the encoded text is a function of the scrape alone.
     taken: std::time::Instant,
@@ -173,6 +175,7 @@ impl Scrape {
             && self.state == other.state
             && self.pools == other.pools
             && self.sla == other.sla
+            && self.limits == other.limits
             && self.cluster_facts == other.cluster_facts
             && (Arc::ptr_eq(&self.jobs, &other.jobs)
                 || (self.jobs.len() == other.jobs.len()
@@ -332,6 +335,7 @@ impl Scrape {
             state: None,
             pools: Arc::new([]),
             sla: Arc::new(Vec::new()),
+            limits: Arc::new(Vec::new()),
             taken,
             cluster_facts: None,
             jobs,
@@ -482,6 +486,7 @@ impl Snapshot {
             state: s.state.clone(),
             pools: Arc::clone(&s.pools),
             sla: Arc::clone(&s.sla),
+            limits: Arc::clone(&s.limits),
             taken,
             jobs: Arc::clone(&s.jobs),
         }))
@@ -504,6 +509,7 @@ impl Snapshot {
             state,
             pools: Arc::clone(&s.pools),
             sla: Arc::clone(&s.sla),
+            limits: Arc::clone(&s.limits),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
         }))
@@ -524,6 +530,7 @@ impl Snapshot {
             cluster: s.cluster.clone(),
             state: s.state.clone(),
             sla: Arc::new(sla),
+            limits: Arc::clone(&s.limits),
             pools: Arc::clone(&s.pools),
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
@@ -538,6 +545,17 @@ impl Snapshot {
         }
         let mut scrape = Arc::unwrap_or_clone(self.0);
         scrape.pools = pools.into();
+        Snapshot(Arc::new(scrape))
+    }
+
+    /// This snapshot with the `resourceLimits` series of the capped jobs
+    /// (in table order).
+    pub fn with_limits(self, limits: Vec<super::limits::LimitsSeries>) -> Snapshot {
+        if limits.is_empty() && self.0.limits.is_empty() {
+            return self;
+        }
+        let mut scrape = Arc::unwrap_or_clone(self.0);
+        scrape.limits = Arc::new(limits);
         Snapshot(Arc::new(scrape))
     }
 
@@ -681,6 +699,9 @@ fn write(
     let mut tail = Registry::default();
     // The late-run families close the per-job ones.
     tail.register_collector(Box::new(super::sla::SlaFamilies(Arc::clone(&scrape.sla))));
+    tail.register_collector(Box::new(super::limits::LimitsFamilies(Arc::clone(
+        &scrape.limits,
+    ))));
     // The original's order: the store's families after the jobs', before
     // the cluster's.
     if let Some(state) = &scrape.state {

@@ -558,7 +558,8 @@ impl Scheduler {
                 };
                 return prometheus::Snapshot::take_with_rows(&self.counters, &gauges, rows)
                     .with_sla(self.sla_series())
-                    .with_pools(self.pool_gauges());
+                    .with_pools(self.pool_gauges())
+                    .with_limits(self.limits_series());
             }
         }
         let mut horizon: Option<DateTime<Utc>> = None;
@@ -618,5 +619,6 @@ impl Scheduler {
         snapshot
             .with_sla(self.sla_series())
             .with_pools(self.pool_gauges())
+            .with_limits(self.limits_series())
     }
 }

@@ -97,6 +97,7 @@ impl Scheduler {
         self.store.record_run(record.clone());
         self.persist_run(&record);
         self.sla_finished(&record);
+        self.count_memory_kill(&record);
         if record.cancelled {
             tracing::info!(target: "cronstable::scheduler", "Job {} was cancelled via the web UI", record.job);
             return;

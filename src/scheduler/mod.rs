@@ -22,6 +22,7 @@ mod finish;
 pub(crate) mod history;
 mod late;
 mod launch;
+mod limits_view;
 mod next_fire;
 pub mod pause;
 mod pause_sync;
@@ -200,6 +201,8 @@ pub struct Scheduler {
     sla: sla::Monitor,
     /// The wall-clock minute the SLA checks were last evaluated in.
     sla_minute: Option<DateTime<Utc>>,
+    /// Runs each job's memory cap ended since the daemon started.
+    memory_kills: HashMap<String, u64>,
 }
 
 /// How long shutdown waits for reports still being delivered.
@@ -252,6 +255,7 @@ impl Scheduler {
             pooling: pooling::PoolState::default(),
             sla: sla::Monitor::default(),
             sla_minute: None,
+            memory_kills: HashMap::new(),
         };
         scheduler.install_jobs(initial);
         // The first load's outcome counts as a change to follow.
@@ -340,6 +344,8 @@ impl Scheduler {
         self.last_output
             .retain(|name, _| by_name.contains_key(name));
         self.sla.retain(|name| by_name.contains_key(name));
+        self.memory_kills
+            .retain(|name, _| by_name.contains_key(name));
         let jobs = Arc::clone(&self.jobs);
         self.counters()
             .retain_jobs(jobs.iter().map(|j| j.name.as_str()));
