@@ -46,6 +46,7 @@ use counters::{outcome_index, OUTCOMES};
 pub use counters::{Counters, JobCounters};
 
 mod counters;
+mod extras;
 mod job_text;
 mod persisted;
 #[cfg(test)]
@@ -513,50 +514,6 @@ impl Snapshot {
             taken: s.taken,
             jobs: Arc::clone(&s.jobs),
         }))
-    }
-
-    /// This snapshot with the late-run series the scheduler's monitor
-    /// holds (sorted by job, then check).
-    pub fn with_sla(&self, sla: Vec<super::sla::SlaSeries>) -> Snapshot {
-        let s = &*self.0;
-        Snapshot(Arc::new(Scrape {
-            version: s.version.clone(),
-            job_set_id: s.job_set_id.clone(),
-            start_time: s.start_time,
-            last_reload_ok: s.last_reload_ok,
-            last_reload_success: s.last_reload_success,
-            cluster_facts: s.cluster_facts.clone(),
-            kube: s.kube.clone(),
-            cluster: s.cluster.clone(),
-            state: s.state.clone(),
-            sla: Arc::new(sla),
-            limits: Arc::clone(&s.limits),
-            pools: Arc::clone(&s.pools),
-            taken: s.taken,
-            jobs: Arc::clone(&s.jobs),
-        }))
-    }
-
-    /// This snapshot with the resource pools' gauges (the scheduler's
-    /// last look at each pool).
-    pub fn with_pools(self, pools: Vec<super::pools::PoolGauge>) -> Snapshot {
-        if pools.is_empty() {
-            return self;
-        }
-        let mut scrape = Arc::unwrap_or_clone(self.0);
-        scrape.pools = pools.into();
-        Snapshot(Arc::new(scrape))
-    }
-
-    /// This snapshot with the `resourceLimits` series of the capped jobs
-    /// (in table order).
-    pub fn with_limits(self, limits: Vec<super::limits::LimitsSeries>) -> Snapshot {
-        if limits.is_empty() && self.0.limits.is_empty() {
-            return self;
-        }
-        let mut scrape = Arc::unwrap_or_clone(self.0);
-        scrape.limits = Arc::new(limits);
-        Snapshot(Arc::new(scrape))
     }
 
     /// This snapshot's per-job rows, to share with a later snapshot
