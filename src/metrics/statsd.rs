@@ -31,6 +31,9 @@ impl RunObserver for StatsdEvents {
                     &target.resources_message(usage.cpu_total_seconds(), usage.max_rss_bytes),
                 );
             }
+            if record.limits.as_ref().is_some_and(|l| l.memory_exceeded) {
+                message.push_str(&target.memory_limit_message());
+            }
             target.send(&message);
         }
     }
@@ -88,6 +91,11 @@ impl StatsdTarget {
         format!("{p}.cpu:{ms}|ms\n{p}.max_rss:{max_rss_bytes}|g\n")
     }
 
+    /// The line a run its memory cap ended adds to its stop datagram.
+    pub fn memory_limit_message(&self) -> String {
+        format!("{}.memory_limit_exceeded:1|c\n", self.prefix)
+    }
+
     /// Sends one datagram; failures are logged at WARN.
     pub fn send(&self, message: &str) {
         let result = UdpSocket::bind(("0.0.0.0", 0))
@@ -128,6 +136,15 @@ mod tests {
         assert_eq!(
             t.stop_message(true, 0),
             "cron.backup.stop:1|g\ncron.backup.success:1|g\ncron.backup.duration:0|ms\n"
+        );
+    }
+
+    #[test]
+    fn a_run_its_memory_cap_ended_adds_a_counter_line() {
+        let target = target("cron.backup");
+        assert_eq!(
+            target.memory_limit_message(),
+            "cron.backup.memory_limit_exceeded:1|c\n"
         );
     }
 
