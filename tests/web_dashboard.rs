@@ -357,7 +357,8 @@ fn resources_answer_for_an_unmonitored_job() {
     assert_eq!(r.status, 200);
     assert_eq!(
         r.json(),
-        serde_json::json!({"name": "soon", "monitored": false, "interval": 1.0, "live": [], "runs": []})
+        // `limits` is null without resourceLimits, as the original says.
+        serde_json::json!({"name": "soon", "monitored": false, "interval": 1.0, "limits": null, "live": [], "runs": []})
     );
     assert_eq!(get(port, "/jobs/nope/resources").status, 404);
 }
