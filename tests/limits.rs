@@ -56,23 +56,6 @@ macro_rules! require_enforcement {
     };
 }
 
-/// The newest run of `job` once it has one.
-fn first_run(daemon: &Daemon, port: u16, job: &str) -> Value {
-    let start = Instant::now();
-    loop {
-        let runs = http::get(port, &format!("/jobs/{job}/runs")).json();
-        if let Some(run) = runs["runs"].as_array().and_then(|r| r.first()) {
-            return run.clone();
-        }
-        assert!(
-            start.elapsed() < LONG,
-            "no run of {job} after {LONG:?}:\n{}",
-            daemon.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A job started once at the daemon's start, with `extra` keys.
 fn at_start(name: &str, command: &str, extra: &str) -> String {
     format!(
@@ -93,7 +76,7 @@ fn a_run_past_its_memory_cap_is_killed_whole_with_the_reason_while_the_daemon_li
     ) + &at_start("plain", "echo fine", "");
     let (daemon, port) = daemon(&jobs, &[]);
     require_enforcement!(port, &["memory"]);
-    let run = first_run(&daemon, port, "hog");
+    let run = daemon.first_run(port, "hog");
     assert_eq!(run["exit_code"], -9, "{run}\n{}", daemon.log());
     assert_eq!(
         run["fail_reason"], "memory limit exceeded (64 MiB)",
@@ -144,7 +127,7 @@ fn a_run_past_its_memory_cap_is_killed_whole_with_the_reason_while_the_daemon_li
     assert!(!metrics.contains("limit_bytes{job_name=\"plain\"}"));
     // The daemon lives on, and so do its other jobs.
     assert!(daemon.running());
-    assert_eq!(first_run(&daemon, port, "plain")["outcome"], "success");
+    assert_eq!(daemon.first_run(port, "plain")["outcome"], "success");
     assert_eq!(http::get(port, "/node").status, 200);
 }
 
@@ -160,7 +143,7 @@ fn a_process_a_capped_run_left_behind_still_meets_its_memory_cap() {
     );
     let (daemon, port) = daemon(&jobs, &[]);
     require_enforcement!(port, &["memory"]);
-    let run = first_run(&daemon, port, "leaver");
+    let run = daemon.first_run(port, "leaver");
     assert_eq!(run["outcome"], "success", "{run}");
     let pid_file = daemon.path("late.pid");
     let start = Instant::now();
@@ -201,7 +184,7 @@ fn a_cpu_cap_throttles_a_busy_loop() {
     );
     let (daemon, port) = daemon(&jobs, &[]);
     require_enforcement!(port, &["cpu"]);
-    let run = first_run(&daemon, port, "spin");
+    let run = daemon.first_run(port, "spin");
     assert_eq!(run["outcome"], "success", "{run}\n{}", daemon.log());
     let cpu: f64 = run["stdout"]
         .as_str()
@@ -229,7 +212,7 @@ fn a_process_cap_stops_a_fork_loop() {
     );
     let (daemon, port) = daemon(&jobs, &[]);
     require_enforcement!(port, &["processes"]);
-    let run = first_run(&daemon, port, "forks");
+    let run = daemon.first_run(port, "forks");
     let started = run["stdout"]
         .as_str()
         .map(|s| s.lines().count())
@@ -286,7 +269,7 @@ fn cancelling_a_capped_run_kills_a_descendant_that_left_its_session() {
     assert!(alive(escaped));
     let reply = http::post(port, "/jobs/sticky/cancel");
     assert_eq!(reply.status, 200, "{}", reply.body);
-    let run = first_run(&daemon, port, "sticky");
+    let run = daemon.first_run(port, "sticky");
     assert_eq!(run["outcome"], "cancelled", "{run}");
     let start = Instant::now();
     while alive(escaped) {
@@ -314,7 +297,7 @@ fn required_caps_that_cannot_apply_refuse_the_run_and_optional_ones_run_without(
     let root = daemon.path("no-cgroups");
     let reason = format!("no cgroup v2 hierarchy is mounted at {}", root.display());
 
-    let strict = first_run(&daemon, port, "strict");
+    let strict = daemon.first_run(port, "strict");
     assert_eq!(strict["exit_code"], 127, "{strict}\n{}", daemon.log());
     assert_eq!(
         strict["fail_reason"],
@@ -330,7 +313,7 @@ fn required_caps_that_cannot_apply_refuse_the_run_and_optional_ones_run_without(
     assert_eq!(limits["unenforced"], serde_json::json!(["memory"]));
     assert_eq!(limits["mechanism"], Value::Null);
 
-    let lenient = first_run(&daemon, port, "lenient");
+    let lenient = daemon.first_run(port, "lenient");
     assert_eq!(lenient["outcome"], "success", "{lenient}");
     assert_eq!(lenient["stdout"], "ran\n");
     assert_eq!(lenient["limits"]["enforced"], false);

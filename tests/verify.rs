@@ -11,23 +11,6 @@ use support::http;
 
 const LONG: Duration = Duration::from_secs(30);
 
-/// The newest run of `job` once it has one.
-fn first_run(daemon: &Daemon, port: u16, job: &str) -> Value {
-    let start = Instant::now();
-    loop {
-        let runs = http::get(port, &format!("/jobs/{job}/runs")).json();
-        if let Some(run) = runs["runs"].as_array().and_then(|r| r.first()) {
-            return run.clone();
-        }
-        assert!(
-            start.elapsed() < LONG,
-            "no run of {job} after {LONG:?}:\n{}",
-            daemon.log()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// A job that runs `command` once (at the first second it fires) with the
 /// given extra keys.
 fn once(name: &str, command: &str, extra: &str) -> String {
@@ -55,12 +38,12 @@ fn a_failing_check_fails_the_run_and_a_passing_check_sees_the_jobs_environment()
     );
     let (daemon, port) = Daemon::start_with_web("", &jobs);
 
-    let good = first_run(&daemon, port, "good");
+    let good = daemon.first_run(port, "good");
     assert_eq!(good["outcome"], "success", "{good}\n{}", daemon.log());
     assert_eq!(good["verification"]["outcome"], "success", "{good}");
     assert_eq!(good["verification"]["exit_code"], 0);
 
-    let bad = first_run(&daemon, port, "bad");
+    let bad = daemon.first_run(port, "bad");
     assert_eq!(bad["outcome"], "failure", "{bad}");
     assert_eq!(bad["exit_code"], 0, "the run keeps its own exit code");
     assert_eq!(
@@ -77,7 +60,7 @@ fn a_failing_check_fails_the_run_and_a_passing_check_sees_the_jobs_environment()
     assert!(check["duration"].as_f64().is_some(), "{check}");
 
     // A run that already failed is not checked.
-    let broken = first_run(&daemon, port, "broken");
+    let broken = daemon.first_run(port, "broken");
     assert_eq!(broken["outcome"], "failure");
     assert_eq!(
         broken["verification"],
@@ -121,7 +104,7 @@ fn a_check_that_outlives_its_timeout_fails_the_run_with_minus_100_and_holds_the_
         slow["verification"],
         serde_json::json!({"configured": true, "running": true})
     );
-    let run = first_run(&daemon, port, "slow");
+    let run = daemon.first_run(port, "slow");
     assert_eq!(run["outcome"], "failure", "{run}");
     assert_eq!(
         run["fail_reason"],
@@ -212,7 +195,7 @@ fn a_cancel_during_the_check_stops_the_check_and_ends_the_run() {
     };
     let cancelled = http::post(port, "/jobs/held/cancel");
     assert_eq!(cancelled.status, 200, "{}", cancelled.body);
-    let run = first_run(&daemon, port, "held");
+    let run = daemon.first_run(port, "held");
     assert_eq!(run["outcome"], "cancelled", "{run}");
     assert_eq!(run["verification"]["outcome"], "failure", "{run}");
     assert_eq!(

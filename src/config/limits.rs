@@ -153,36 +153,12 @@ fn read<T>(
         Some(number) => Ok(Some(number)),
         None => Err(refuse(
             key,
-            format!("cannot read {} as {forms}, or max", python_repr(value)),
+            format!(
+                "cannot read {} as {forms}, or max",
+                crate::pyfmt::repr_str(value)
+            ),
         )),
     }
-}
-
-/// A string as Python's `repr` shows it (single quotes unless the text
-/// holds one and no double quote), for the error texts.
-fn python_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// Reads `[0-9](_?[0-9]){0,29}` at `at`: up to 30 digits with single

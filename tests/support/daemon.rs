@@ -110,6 +110,25 @@ impl Daemon {
         self.stdout.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
+    /// The job's first recorded run (`GET /jobs/{job}/runs` lists them
+    /// oldest first), once there is one; panics with the log after 30 s.
+    pub fn first_run(&self, port: u16, job: &str) -> serde_json::Value {
+        let limit = Duration::from_secs(30);
+        let start = Instant::now();
+        loop {
+            let runs = super::http::get(port, &format!("/jobs/{job}/runs")).json();
+            if let Some(run) = runs["runs"].as_array().and_then(|r| r.first()) {
+                return run.clone();
+            }
+            assert!(
+                start.elapsed() < limit,
+                "no run of {job} after {limit:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     /// Waits until the log contains `needle` `count` times; panics with the
     /// log after `limit`.
     pub fn wait_for_log(&self, needle: &str, count: usize, limit: Duration) {
