@@ -106,15 +106,15 @@ impl Hook {
         }
     }
 
-    /// The job's report block for this hook (an event has none: it gets
-    /// the job's `onFailure` block, which no caller asks for).
-    pub fn report_of(self, job: &JobConfig) -> &Report {
+    /// The job's report block for this hook; `None` for a daemon event,
+    /// which belongs to no job (its block is the `notify` section's).
+    pub fn report_of(self, job: &JobConfig) -> Option<&Report> {
         match self {
-            Hook::Event => &job.on_failure,
-            Hook::Success => &job.on_success,
-            Hook::Failure => &job.on_failure,
-            Hook::PermanentFailure => &job.on_permanent_failure,
-            Hook::Late => &job.on_late,
+            Hook::Event => None,
+            Hook::Success => Some(&job.on_success),
+            Hook::Failure => Some(&job.on_failure),
+            Hook::PermanentFailure => Some(&job.on_permanent_failure),
+            Hook::Late => Some(&job.on_late),
         }
     }
 }
@@ -192,7 +192,10 @@ impl Delivery {
 
 impl Reporter for Dispatcher {
     fn report(&self, hook: Hook, job: &JobConfig, record: &RunRecord) -> ReportFuture {
-        let deliveries = Delivery::planned(hook.report_of(job));
+        let deliveries = hook
+            .report_of(job)
+            .map(Delivery::planned)
+            .unwrap_or_default();
         if deliveries.is_empty() {
             // As in the original, "reporting ..." is only said when some
             // reporter will actually send something.
