@@ -117,18 +117,16 @@ fn each_check_breaches_reports_once_shows_and_recovers() {
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let observed = text
+    let observed_text = text
         .lines()
         .find_map(|l| l.strip_prefix("Observed: ")?.strip_suffix(" seconds"))
-        .and_then(|v| v.parse::<f64>().ok())
-        .unwrap_or(-1.0);
+        .unwrap_or_default();
+    let observed = observed_text.parse::<f64>().unwrap_or(-1.0);
     assert!(observed > 5.0 && observed < 120.0, "{text}");
     let expected = format!(
         "Cron job 'overrun' is overdue (maxRuntime)\n\nSLA check: maxRuntime\nThreshold: 5 \
          seconds\nObserved: {} seconds\nLast success: (none recorded)\n\n",
-        text.lines()
-            .find_map(|l| l.strip_prefix("Observed: ")?.strip_suffix(" seconds"))
-            .unwrap_or_default()
+        observed_text
     );
     assert_eq!(text, expected);
     // The shell reporter gets the breach in its environment.
