@@ -12,6 +12,7 @@ pub(crate) mod node;
 pub(crate) mod preview;
 pub mod request;
 pub mod routes;
+pub(crate) mod ui;
 use crate::tls;
 pub(crate) mod views;
 
@@ -323,6 +324,7 @@ async fn start(
         jobs_cache: Arc::default(),
         status_cache: Arc::default(),
         store,
+        ui: web.ui.unwrap_or(true),
     };
     let app = match serve_what {
         Serve::Api => routes::router(state),

@@ -51,6 +51,8 @@ pub struct AppState {
     pub status_cache: Arc<super::cache::StatusCache>,
     /// The durable store, when a `state` section opened one (read only).
     pub store: Option<Arc<state::StoreView>>,
+    /// `web.ui`: whether `/` serves the dashboard.
+    pub ui: bool,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -155,6 +157,8 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/state", get(state::inventory)),
         ("GET", "/state/documents", get(state::documents)),
         ("GET", "/state/records", get(state::records)),
+        ("GET", "/", get(super::ui::index)),
+        ("GET", "/ui/{file}", get(super::ui::file)),
     ]
 }
 
@@ -213,7 +217,8 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
     // token without putting it in the pod spec: they never need one.
     let public = (path == "/metrics" && state.credentials.metrics_public)
         || path == "/livez"
-        || path == "/readyz";
+        || path == "/readyz"
+        || super::ui::is_ui_path(&path);
     let grant = if !public {
         let auth = request
             .headers()
@@ -280,6 +285,9 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
             if event_stream
                 && (name == header::CACHE_CONTROL || name.as_str() == "x-accel-buffering")
             {
+                continue;
+            }
+            if super::ui::is_ui_path(&path) && super::ui::keeps_own(name) {
                 continue;
             }
             response.headers_mut().insert(name.clone(), value.clone());
