@@ -52,8 +52,7 @@ fn exchange<S: Read + Write>(
     request.push_str("\r\n");
     request.push_str(body);
     stream.write_all(request.as_bytes())?;
-    let mut raw = Vec::new();
-    stream.read_to_end(&mut raw)?;
+    let raw = read_response(&mut stream, method == "HEAD")?;
     let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, rest) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
@@ -79,6 +78,34 @@ fn exchange<S: Read + Write>(
         headers,
         body,
     })
+}
+
+/// Reads one response: to the end of its `Content-Length` when it has one
+/// (a server may keep the connection open despite `Connection: close`,
+/// as chromedriver does), else until the server closes.
+fn read_response<S: Read>(stream: &mut S, head_only: bool) -> std::io::Result<Vec<u8>> {
+    let mut raw = Vec::new();
+    let mut chunk = [0u8; 16 * 1024];
+    loop {
+        if let Some(end) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&raw[..end]).to_ascii_lowercase();
+            let length = head
+                .lines()
+                .filter_map(|l| l.split_once(':'))
+                .find(|(k, _)| k.trim() == "content-length")
+                .and_then(|(_, v)| v.trim().parse::<usize>().ok());
+            if let Some(length) = length {
+                if head_only || raw.len() >= end + 4 + length {
+                    return Ok(raw);
+                }
+            }
+        }
+        let n = stream.read(&mut chunk)?;
+        if n == 0 {
+            return Ok(raw);
+        }
+        raw.extend_from_slice(&chunk[..n]);
+    }
 }
 
 fn dechunk(mut rest: &str) -> String {

@@ -1,4 +1,5 @@
 //! What the black-box tests share: run the built binary once (`cli`), a
+//! headless Chromium over WebDriver (`browser`), a
 //! daemon under test (`daemon`), a real etcd server (`etcd`), a real Kubernetes API server
 //! from `KUBEBUILDER_ASSETS` (`envtest`), a small HTTP
 //! client (`http`), a fake Kubernetes API server (`kube_fake`) and the
@@ -13,6 +14,7 @@
 
 #![allow(dead_code)]
 
+pub mod browser;
 pub mod certs;
 pub mod cli;
 pub mod cluster;

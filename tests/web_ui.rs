@@ -1,0 +1,407 @@
+//! The dashboard at `/`, in a real browser: headless Chromium (driven
+//! over WebDriver, see `support::browser`) against the built daemon. It
+//! loads the page, sees the jobs, opens a job, starts a run and watches
+//! its log lines arrive, cancels, pauses and resumes from the page (and
+//! checks the daemon did each), works through a token prompt, and reads
+//! the browser's console: the page must log no error (a script error, or
+//! a style or script the Content-Security-Policy refused) beyond the
+//! expected refusals of routes this daemon does not serve.
+//!
+//! With `CRONSTABLE_SCREENSHOTS=<dir>` the tests also save PNGs of the
+//! main views there (scripts/screenshots.sh writes docs/images/).
+//!
+//! The HTTP side (headers, 304, gzip, `web.ui: false`) is checked without
+//! a browser at the end.
+
+mod support;
+
+use serde_json::json;
+use std::time::Duration;
+use support::browser::{self, Browser, LogEntry};
+use support::daemon::Daemon;
+use support::http::{get, request};
+
+const LONG: Duration = Duration::from_secs(20);
+
+const JOBS: &str = r#"  - name: chatty
+    command: "for i in 1 2 3 4 5 6; do echo chatty line $i; sleep 0.5; done"
+    schedule: "0 0 1 1 *"
+    captureStdout: true
+    monitorResources: true
+  - name: sleeper
+    command: "sleep 60"
+    schedule: "0 0 1 1 *"
+  - name: broken
+    command: "echo 'broken: no such file' >&2; exit 2"
+    schedule: "*/10 * * * *"
+    captureStderr: true
+  - name: nightly-report
+    command: "true"
+    schedule: "30 2 * * 1-5"
+    timezone: Europe/Berlin
+  - name: retired
+    command: "true"
+    schedule: "@daily"
+    enabled: false
+"#;
+
+/// Routes a daemon may not serve (another branch builds them): the page
+/// asks, gets a 404 and shows a note, and Chromium logs the 404.
+const OPTIONAL_ROUTES: &[&str] = &[
+    "/whoami",
+    "/schedule/pressure",
+    "/schedule/duplicates",
+    "/schedule/suggest",
+    "/kube/sets",
+];
+
+/// The console entries that are errors, minus the network lines of
+/// `allowed` (a status such as "401", or an optional route's 404).
+fn errors(entries: &[LogEntry], allowed_status: &[&str]) -> Vec<String> {
+    entries
+        .iter()
+        .filter(|e| e.level == "SEVERE")
+        .filter(|e| {
+            let network = e.source == "network" || e.message.contains("Failed to load resource");
+            let optional = OPTIONAL_ROUTES.iter().any(|r| e.message.contains(r)) && e.message.contains("404");
+            let expected = allowed_status.iter().any(|s| e.message.contains(&format!("status of {s}")));
+            !(network && (optional || expected))
+        })
+        .map(|e| format!("{} {}: {}", e.level, e.source, e.message))
+        .collect()
+}
+
+/// Saves a screenshot as `<dir>/<name>.png` when screenshots are asked for.
+fn shot(browser: &Browser, name: &str) {
+    if let Ok(dir) = std::env::var("CRONSTABLE_SCREENSHOTS") {
+        std::fs::create_dir_all(&dir).expect("screenshot dir");
+        let path = std::path::Path::new(&dir).join(format!("{name}.png"));
+        std::fs::write(&path, browser.screenshot()).expect("write screenshot");
+    }
+}
+
+fn text_of(browser: &Browser, selector: &str) -> String {
+    browser
+        .eval(
+            "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+            json!([selector]),
+        )
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn row_status(browser: &Browser, job: &str) -> String {
+    text_of(browser, &format!(".row[data-name=\"{job}\"] .status"))
+}
+
+fn wait_row_status(browser: &Browser, job: &str, status: &str) {
+    browser.wait_for(
+        &format!("{job} to show {status}"),
+        &format!(
+            "const e = document.querySelector('.row[data-name=\"{job}\"] .status'); return e && e.textContent === '{status}';"
+        ),
+        LONG,
+    );
+}
+
+fn job_json(port: u16, name: &str) -> serde_json::Value {
+    get(port, &format!("/jobs/{name}")).json()
+}
+
+#[test]
+fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
+    if !browser::available() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    // One failed run before the page loads, for the status, the pills and
+    // the history.
+    assert_eq!(request(port, "POST", "/jobs/broken/start", &[], "").status, 200);
+    let b = Browser::start(1400, 900);
+    let base = format!("http://127.0.0.1:{port}");
+    b.goto(&format!("{base}/"));
+
+    // The overview: every job, with its status.
+    b.wait_for(
+        "the five jobs to be listed",
+        "return document.querySelectorAll('.row[data-name]:not([hidden])').length === 5;",
+        LONG,
+    );
+    wait_row_status(&b, "broken", "Failed");
+    assert_eq!(row_status(&b, "retired"), "Disabled");
+    assert_eq!(row_status(&b, "nightly-report"), "Pending");
+    assert_eq!(text_of(&b, "#pTotal"), "5");
+    assert_eq!(text_of(&b, "#pFailing"), "1");
+    assert!(text_of(&b, ".row[data-name=\"nightly-report\"] .sched").contains("30 2 * * 1-5"));
+    assert!(
+        text_of(&b, "#version").contains(env!("CARGO_PKG_VERSION")),
+        "the version chip"
+    );
+    assert_eq!(text_of(&b, "#conn"), "live");
+
+    // The filter, from the keyboard: "/" focuses it.
+    b.keys(&["/"]);
+    b.type_into("#filter", "report");
+    b.wait_for(
+        "the filter to narrow the list",
+        "return document.querySelectorAll('.row[data-name]:not([hidden])').length === 1;",
+        LONG,
+    );
+    b.eval("const f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input')); f.blur();", json!([]));
+    b.wait_for(
+        "the list to come back",
+        "return document.querySelectorAll('.row[data-name]:not([hidden])').length === 5;",
+        LONG,
+    );
+    shot(&b, "dashboard-overview");
+
+    // Open a job; its log pane says nothing is buffered yet; run it and
+    // watch the lines arrive while it runs.
+    b.click(".row[data-name=\"chatty\"] .jname");
+    b.wait_for(
+        "the drawer",
+        "return !document.getElementById('drawer').hidden && document.getElementById('dName').textContent === 'chatty';",
+        LONG,
+    );
+    assert!(b.eval("return location.hash", json!([])).as_str() == Some("#job/chatty"));
+    b.click("#dRun");
+    b.wait_for(
+        "the first log line",
+        "return document.getElementById('log').textContent.includes('chatty line 1');",
+        LONG,
+    );
+    let whole_run_already = text_of(&b, "#log").contains("chatty line 6");
+    assert!(
+        !whole_run_already,
+        "the first line must show while the job still runs (it prints for 3 s)"
+    );
+    b.wait_for(
+        "the last log line and the end marker",
+        "const t = document.getElementById('log').textContent; return t.includes('chatty line 6') && t.includes('end of run output');",
+        LONG,
+    );
+    let numbered = b.eval(
+        "return Array.from(document.querySelectorAll('#log .ln .no')).map(e => e.textContent).join(',')",
+        json!([]),
+    );
+    assert_eq!(numbered, json!("1,2,3,4,5,6"));
+    // In-log search counts matches.
+    b.type_into("#logFind", "line 3");
+    b.wait_for("a search match", "return document.getElementById('logCount').textContent === '1 matching line';", LONG);
+    shot(&b, "dashboard-logs");
+
+    // History and schedule tabs.
+    b.click("#dTabs button[data-tab=\"history\"]");
+    b.wait_for(
+        "the history of the run",
+        "const p = document.getElementById('paneHistory'); return p.querySelectorAll('table.runs tr').length === 2 && p.textContent.includes('100%');",
+        LONG,
+    );
+    shot(&b, "dashboard-history");
+    b.click("#dTabs button[data-tab=\"resources\"]");
+    b.wait_for(
+        "the resources of the run",
+        "return document.querySelectorAll('#paneResources canvas.chart').length === 2;",
+        LONG,
+    );
+    b.keys(&["\u{E00C}"]); // Escape
+    b.wait_for("the drawer to close", "return document.getElementById('drawer').hidden;", LONG);
+    b.click(".row[data-name=\"nightly-report\"] .jname");
+    b.click("#dTabs button[data-tab=\"schedule\"]");
+    b.wait_for(
+        "twelve fires in the job's zone",
+        "const l = document.querySelectorAll('#paneSchedule ol.fires li'); return l.length === 12 && l[0].textContent.includes('02:30:00+0');",
+        LONG,
+    );
+    assert!(text_of(&b, "#paneSchedule").contains("Europe/Berlin"));
+    shot(&b, "dashboard-schedule");
+    b.keys(&["\u{E00C}"]);
+
+    // Cancel from the row: start the sleeper, then stop it.
+    b.click(".row[data-name=\"sleeper\"] button[data-act=\"start\"]");
+    wait_row_status(&b, "sleeper", "Running");
+    assert_eq!(job_json(port, "sleeper")["running"], true);
+    b.click(".row[data-name=\"sleeper\"] button[data-act=\"cancel\"]");
+    wait_row_status(&b, "sleeper", "Cancelled");
+    assert_eq!(job_json(port, "sleeper")["last_run"]["outcome"], "cancelled");
+
+    // Pause and resume, from the keyboard: select the row with j/k, then p.
+    b.eval("CS.select('nightly-report', true)", json!([]));
+    b.keys(&["p"]);
+    wait_row_status(&b, "nightly-report", "Paused");
+    assert!(job_json(port, "nightly-report")["paused"].is_object());
+    assert_eq!(text_of(&b, "#pPaused"), "1");
+    b.keys(&["p"]);
+    wait_row_status(&b, "nightly-report", "Pending");
+    assert!(job_json(port, "nightly-report")["paused"].is_null());
+
+    // The cards: the activity heatmap draws the runs so far; the sandbox
+    // asks the daemon's engine; the week calendar places the fires.
+    b.click(".tog[data-panel=\"heat\"]");
+    b.wait_for(
+        "the heatmap",
+        "return document.querySelector('#heatBody canvas') !== null && /ran in the last/.test(document.getElementById('heatMeta').textContent);",
+        LONG,
+    );
+    b.click(".tog[data-panel=\"sandbox\"]");
+    b.type_into("#sbExpr", "*/15 9-17 * * 1-5");
+    b.wait_for(
+        "the sandbox preview",
+        "return document.querySelectorAll('#sbOut ol.fires li').length === 12;",
+        LONG,
+    );
+    b.click(".tog[data-panel=\"week\"]");
+    b.wait_for(
+        "the week calendar",
+        "return document.querySelectorAll('#weekBody .fire').length > 0 && document.querySelector('#weekBody .hum') !== null;",
+        LONG,
+    );
+    b.click(".tog[data-panel=\"pressure\"]");
+    b.wait_for(
+        "the pressure card (or its note on a daemon without the route)",
+        "const b = document.getElementById('pressureBody'); return b.querySelector('canvas') || /does not serve/.test(b.textContent);",
+        LONG,
+    );
+    b.eval("window.scrollTo(0, 0)", json!([]));
+    shot(&b, "dashboard-cards");
+
+    // Light and dark: "t" flips the theme.
+    let before = b.eval("return document.documentElement.dataset.theme", json!([]));
+    b.keys(&["t"]);
+    let after = b.eval("return document.documentElement.dataset.theme", json!([]));
+    assert_ne!(before, after);
+    b.eval("CS.togglePanel('heat', false); CS.togglePanel('sandbox', false); CS.togglePanel('week', false); CS.togglePanel('pressure', false); window.scrollTo(0, 0)", json!([]));
+    shot(&b, &format!("dashboard-{}", after.as_str().unwrap_or("theme")));
+    // The shortcut list.
+    b.keys(&["?"]);
+    assert_eq!(b.eval("return document.getElementById('helpDialog').hidden", json!([])), false);
+    b.keys(&["\u{E00C}"]);
+
+    let log = b.log();
+    let errs = errors(&log, &[]);
+    assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+    drop(daemon);
+}
+
+#[test]
+fn a_token_protected_daemon_prompts_for_the_token_and_then_works() {
+    if !browser::available() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web(
+        "  authToken:\n    value: s3cret-token\n",
+        "  - name: guarded\n    command: \"echo guarded ran\"\n    schedule: \"0 0 1 1 *\"\n    captureStdout: true\n",
+    );
+    // The page loads without a token: it holds no data.
+    assert_eq!(get(port, "/").status, 200);
+    assert_eq!(get(port, "/jobs").status, 401);
+    let b = Browser::start(1200, 800);
+    b.goto(&format!("http://127.0.0.1:{port}/"));
+    b.wait_for(
+        "the token prompt",
+        "return !document.getElementById('tokenDialog').hidden;",
+        LONG,
+    );
+    assert_eq!(
+        b.eval("return document.querySelectorAll('.row[data-name]:not([hidden])').length", json!([])),
+        0
+    );
+    shot(&b, "dashboard-token");
+    // A wrong token is refused and the prompt comes back.
+    b.type_into("#tokenInput", "wrong");
+    b.click("#tokenSave");
+    b.wait_for(
+        "the prompt again",
+        "return !document.getElementById('tokenDialog').hidden && /refused/.test(document.getElementById('tokenWhy').textContent);",
+        LONG,
+    );
+    b.type_into("#tokenInput", "s3cret-token");
+    b.keys(&["\u{E007}"]); // Enter
+    b.wait_for(
+        "the job behind the token",
+        "return document.querySelector('.row[data-name=\"guarded\"]') !== null && document.getElementById('tokenDialog').hidden;",
+        LONG,
+    );
+    assert_eq!(
+        b.eval("return sessionStorage.getItem('cronstable.token')", json!([])),
+        "s3cret-token"
+    );
+    // Controls and the log stream carry the token too.
+    b.click(".row[data-name=\"guarded\"] button[data-act=\"start\"]");
+    b.wait_for("the run", "const e = document.querySelector('.row[data-name=\"guarded\"] .status'); return e && e.textContent === 'OK';", LONG);
+    b.click(".row[data-name=\"guarded\"] button[data-act=\"logs\"]");
+    b.wait_for(
+        "the log through the token",
+        "return document.getElementById('log').textContent.includes('guarded ran');",
+        LONG,
+    );
+    let log = b.log();
+    // The console is read: the refused requests before the token are in it.
+    assert!(
+        log.iter().any(|e| e.level == "SEVERE" && e.message.contains("status of 401")),
+        "the browser log shows no refused request: {log:?}"
+    );
+    let errs = errors(&log, &["401"]);
+    assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+    drop(daemon);
+}
+
+#[test]
+fn the_page_is_served_with_strict_headers_validators_and_compression() {
+    let (_daemon, port) = Daemon::start_with_web(
+        "  headers:\n    Content-Security-Policy: \"default-src 'self'; frame-ancestors 'self'\"\n    Cache-Control: \"max-age=999\"\n    X-Extra: yes\n",
+        "  - name: a\n    command: \"true\"\n    schedule: \"@daily\"\n",
+    );
+    let page = get(port, "/");
+    assert_eq!(page.status, 200);
+    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    // The operator's policy replaces ours; the page's own caching stays.
+    assert_eq!(
+        page.header("content-security-policy"),
+        Some("default-src 'self'; frame-ancestors 'self'")
+    );
+    assert_eq!(page.header("cache-control"), Some("no-cache"));
+    assert_eq!(page.header("x-extra"), Some("yes"));
+    assert_eq!(page.header("x-frame-options"), Some("DENY"));
+    assert_eq!(page.header("x-content-type-options"), Some("nosniff"));
+    assert!(page.body.contains("<script src=\"/ui/main.js?v="));
+    let etag = page.header("etag").expect("an ETag").to_owned();
+    let again = request(port, "GET", "/", &[("If-None-Match", &etag)], "");
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    // The files: versioned links are kept a year, others revalidated.
+    let version = page
+        .body
+        .split("/ui/base.js?v=")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a versioned link")
+        .to_owned();
+    let js = get(port, &format!("/ui/base.js?v={version}"));
+    assert_eq!(js.status, 200);
+    assert_eq!(js.header("content-type"), Some("text/javascript; charset=utf-8"));
+    assert_eq!(js.header("cache-control"), Some("public, max-age=31536000, immutable"));
+    assert_eq!(get(port, "/ui/base.js").header("cache-control"), Some("no-cache"));
+    let css = request(port, "GET", &format!("/ui/dashboard.css?v={version}"), &[("Accept-Encoding", "gzip")], "");
+    assert_eq!(css.header("content-encoding"), Some("gzip"));
+    assert_eq!(css.header("vary"), Some("Accept-Encoding"));
+    assert_eq!(get(port, "/ui/nothing.js").status, 404);
+    // HEAD works for the page like GET, without the body.
+    assert_eq!(request(port, "HEAD", "/", &[], "").status, 200);
+}
+
+#[test]
+fn web_ui_false_serves_no_page() {
+    let (_daemon, port) = Daemon::start_with_web(
+        "  ui: false\n  authToken:\n    value: t0k\n",
+        "  - name: a\n    command: \"true\"\n    schedule: \"@daily\"\n",
+    );
+    for path in ["/", "/ui/base.js", "/ui/dashboard.css"] {
+        let reply = get(port, path);
+        assert_eq!(reply.status, 404, "{path}");
+        assert_eq!(reply.json(), json!({"error": "404: Not Found"}), "{path}");
+    }
+    // The API itself is unchanged.
+    assert_eq!(request(port, "GET", "/jobs", &[("Authorization", "Bearer t0k")], "").status, 200);
+}
