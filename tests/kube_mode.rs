@@ -898,6 +898,38 @@ fn kube_endpoint_and_metrics_show_the_state() {
         "{kube}"
     );
     assert_eq!(kube["statusWriteFailures"], 0, "{kube}");
+    // GET /kube/sets: each set as the dashboard's CronJobSet card shows it,
+    // with the Event raised on the refused one.
+    d.wait_until("the InvalidSpec Event in /kube/sets", PATIENCE, || {
+        d.get_json("/kube/sets")["sets"]
+            .as_array()
+            .is_some_and(|sets| sets.iter().any(|s| s["name"] == "bad" && s["events"][0]["reason"] == "InvalidSpec"))
+    });
+    let listed = d.get_json("/kube/sets");
+    assert_eq!(listed["enabled"], true, "{listed}");
+    let by_name = |name: &str| {
+        listed["sets"]
+            .as_array()
+            .and_then(|sets| sets.iter().find(|s| s["name"] == name).cloned())
+            .unwrap_or_else(|| panic!("no set {name} in {listed}"))
+    };
+    let good = by_name("good");
+    assert_eq!(good["namespace"], "team-a", "{good}");
+    assert_eq!(good["accepted"], true, "{good}");
+    assert_eq!(good["suspended"], false, "{good}");
+    assert_eq!(
+        good["jobs"],
+        json!([{"name": "tick", "job": "team-a:good:tick"}]),
+        "{good}"
+    );
+    assert!(good["jobSetId"].is_string(), "{good}");
+    assert_eq!(by_name("paused")["suspended"], true);
+    let bad = by_name("bad");
+    assert_eq!(bad["accepted"], false, "{bad}");
+    assert!(bad["message"].as_str().is_some_and(|m| m.contains("61")), "{bad}");
+    assert_eq!(bad["jobs"], json!([]), "{bad}");
+    assert_eq!(bad["events"][0]["type"], "Warning", "{bad}");
+    assert_eq!(bad["events"][0]["published"], true, "{bad}");
 
     let text = d.metrics();
     let m = |name: &str, labels: &[(&str, &str)]| {
@@ -935,6 +967,8 @@ fn kube_endpoint_says_disabled_without_kube() {
     let (_d, port) = support::daemon::Daemon::start_with_web("", "  []\n");
     let reply = support::http::get(port, "/kube");
     assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(reply.json(), json!({"enabled": false}), "{}", reply.body);
+    let reply = support::http::get(port, "/kube/sets");
     assert_eq!(reply.json(), json!({"enabled": false}), "{}", reply.body);
 }
 

@@ -12,6 +12,7 @@
 
 use super::health::Reminders;
 use super::sets::{SetKey, SetReports};
+use crate::status::kube::{EventView, EVENTS_KEPT};
 use crate::config::JobConfig;
 use crate::job::RunRecord;
 use crate::report::{Hook, ReportFuture, Reporter};
@@ -157,6 +158,7 @@ pub fn spawn(
     client: kube::Client,
     instance: String,
     may_write: watch::Receiver<bool>,
+    log: watch::Sender<Arc<Vec<EventView>>>,
 ) -> EventSink {
     let (tx, mut rx) = mpsc::unbounded_channel::<EventRequest>();
     let recorder = Recorder::new(
@@ -169,7 +171,16 @@ pub fn spawn(
     tokio::spawn(async move {
         let mut refusals = Reminders::default();
         while let Some(request) = rx.recv().await {
-            if !request.every_replica && !*may_write.borrow() {
+            let publish = request.every_replica || *may_write.borrow();
+            // The API's list of what was raised here, newest last.
+            log.send_modify(|events| {
+                let list = Arc::make_mut(events);
+                if list.len() >= EVENTS_KEPT {
+                    list.remove(0);
+                }
+                list.push(EventView::of(&request, publish, chrono::Utc::now()));
+            });
+            if !publish {
                 continue;
             }
             let event = Event {
@@ -207,6 +218,23 @@ pub fn spawn(
         }
     });
     tx
+}
+
+impl EventView {
+    /// `request` as the API lists it, raised `at`.
+    fn of(request: &EventRequest, published: bool, at: chrono::DateTime<chrono::Utc>) -> EventView {
+        let field = |v: &Option<String>| v.clone().unwrap_or_default();
+        EventView {
+            at: super::status::timestamp(at),
+            kind: field(&request.regarding.kind),
+            namespace: field(&request.regarding.namespace),
+            name: field(&request.regarding.name),
+            type_: "Warning",
+            reason: request.reason.to_owned(),
+            note: request.note.clone(),
+            published,
+        }
+    }
 }
 
 /// The verb a refusal's message names (`... cannot create resource ...`).

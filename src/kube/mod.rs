@@ -101,7 +101,12 @@ pub async fn start(
         selector: options.selector.clone(),
     });
     let node = crate::platform::host_name().to_owned();
-    let sink = events::spawn(connection.client.clone(), node.clone(), may_write.clone());
+    let sink = events::spawn(
+        connection.client.clone(),
+        node.clone(),
+        may_write.clone(),
+        publishers.events,
+    );
     let changes = watch::spawn(
         connection.client.clone(),
         &namespace,
@@ -127,6 +132,7 @@ pub async fn start(
             pod: pod.clone(),
         },
     );
+    publish_set_views(source.reports(), publishers.set_views);
     let reporter: Arc<dyn Reporter> = Arc::new(events::EventingReporter::new(
         reporter,
         sink,
@@ -149,6 +155,27 @@ pub async fn start(
         namespace: connection.namespace,
         state,
     })
+}
+
+/// Follows the source's reports and publishes them as the API shows them
+/// (`GET /kube/sets`), until the source is gone.
+fn publish_set_views(
+    mut reports: channel::Receiver<Arc<sets::SetReports>>,
+    views: channel::Sender<Arc<Vec<crate::status::kube::SetView>>>,
+) {
+    tokio::spawn(async move {
+        loop {
+            let list = reports
+                .borrow_and_update()
+                .values()
+                .map(|report| report.view())
+                .collect();
+            views.send_replace(Arc::new(list));
+            if reports.changed().await.is_err() {
+                break;
+            }
+        }
+    });
 }
 
 impl StatusWriter {

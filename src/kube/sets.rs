@@ -51,3 +51,27 @@ pub struct SetReport {
 
 /// Every selected set's report.
 pub type SetReports = BTreeMap<SetKey, Arc<SetReport>>;
+
+impl SetReport {
+    /// The set as the API shows it (`GET /kube/sets`).
+    pub fn view(&self) -> crate::status::kube::SetView {
+        crate::status::kube::SetView {
+            namespace: self.key.namespace.clone(),
+            name: self.key.name.clone(),
+            generation: self.generation,
+            accepted: self.verdict.is_ok(),
+            message: self.verdict.as_ref().err().cloned(),
+            running_generation: self.running_generation,
+            suspended: self.suspended,
+            jobs: self
+                .jobs
+                .iter()
+                .map(|(name, job)| crate::status::kube::SetJobView {
+                    name: name.clone(),
+                    job: job.clone(),
+                })
+                .collect(),
+            job_set_id: self.job_set_id.clone(),
+        }
+    }
+}

@@ -309,6 +309,68 @@ pub struct StatusWrites {
     pub failed: u64,
 }
 
+/// One CronJobSet as `GET /kube/sets` shows it: what the source concluded
+/// about it and the jobs it put in the table.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetView {
+    /// The set's namespace.
+    pub namespace: String,
+    /// The set's name.
+    pub name: String,
+    /// The `metadata.generation` the verdict is about.
+    pub generation: Option<i64>,
+    /// Whether that generation's spec loaded.
+    pub accepted: bool,
+    /// The loader's message when it did not.
+    pub message: Option<String>,
+    /// The generation whose jobs run (an older one when the current was
+    /// refused; None: nothing of the set runs).
+    pub running_generation: Option<i64>,
+    /// `spec.suspend` of the jobs scheduled.
+    pub suspended: bool,
+    /// Every job scheduled: its name in the set and in the job table.
+    pub jobs: Vec<SetJobView>,
+    /// The job-set id of the set's scheduled jobs.
+    pub job_set_id: Option<String>,
+}
+
+/// One job of a [`SetView`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SetJobView {
+    /// Its name in the set.
+    pub name: String,
+    /// Its name in the scheduler's job table (`GET /jobs`).
+    pub job: String,
+}
+
+/// One Event this scheduler raised, as `GET /kube/sets` lists it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EventView {
+    /// When it was raised (RFC 3339, UTC).
+    pub at: String,
+    /// The kind of the object it is about (`CronJobSet`, `ConfigMap`,
+    /// `Pod`).
+    pub kind: String,
+    /// That object's namespace.
+    pub namespace: String,
+    /// That object's name.
+    pub name: String,
+    /// `Warning` (every Event the scheduler raises is one).
+    #[serde(rename = "type")]
+    pub type_: &'static str,
+    /// The CamelCase reason (`InvalidSpec`, `RunFailed`, ...).
+    pub reason: String,
+    /// The text.
+    pub note: String,
+    /// False when this replica dropped it because another one (the
+    /// leader) writes the Events.
+    pub published: bool,
+}
+
+/// How many Events [`KubeWatch::events`] keeps (the newest).
+pub const EVENTS_KEPT: usize = 200;
+
 /// The writing sides, handed out at start: each to the one task that
 /// produces that part.
 #[derive(Debug)]
@@ -321,6 +383,10 @@ pub struct KubePublishers {
     pub writes: watch::Sender<StatusWrites>,
     /// To the source (it decides what a missing ConfigMap means).
     pub configmap: watch::Sender<ConfigMapState>,
+    /// To the task that follows the source's reports.
+    pub set_views: watch::Sender<Arc<Vec<SetView>>>,
+    /// To the event recorder.
+    pub events: watch::Sender<Arc<Vec<EventView>>>,
 }
 
 /// The reading side of the Kubernetes mode's state. Cheap to clone.
@@ -331,6 +397,8 @@ pub struct KubeWatch {
     sets: watch::Receiver<SetCounts>,
     writes: watch::Receiver<StatusWrites>,
     configmap: watch::Receiver<ConfigMapState>,
+    set_views: watch::Receiver<Arc<Vec<SetView>>>,
+    events: watch::Receiver<Arc<Vec<EventView>>>,
 }
 
 impl KubeWatch {
@@ -341,12 +409,16 @@ impl KubeWatch {
         let (sets, sets_rx) = watch::channel(SetCounts::default());
         let (writes, writes_rx) = watch::channel(StatusWrites::default());
         let (configmap, configmap_rx) = watch::channel(ConfigMapState::Unknown);
+        let (set_views, set_views_rx) = watch::channel(Arc::default());
+        let (events, events_rx) = watch::channel(Arc::default());
         (
             KubePublishers {
                 health,
                 sets,
                 writes,
                 configmap,
+                set_views,
+                events,
             },
             KubeWatch {
                 scope: Arc::new(scope),
@@ -354,8 +426,21 @@ impl KubeWatch {
                 sets: sets_rx,
                 writes: writes_rx,
                 configmap: configmap_rx,
+                set_views: set_views_rx,
+                events: events_rx,
             },
         )
+    }
+
+    /// Every selected CronJobSet as the source last concluded.
+    pub fn set_views(&self) -> Arc<Vec<SetView>> {
+        Arc::clone(&self.set_views.borrow())
+    }
+
+    /// The newest Events this scheduler raised (at most [`EVENTS_KEPT`]),
+    /// oldest first.
+    pub fn events(&self) -> Arc<Vec<EventView>> {
+        Arc::clone(&self.events.borrow())
     }
 
     /// Whether every watched collection has been listed once.

@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 
+mod cronjobsets;
 pub mod pools;
 mod resources;
 pub mod state;
@@ -147,6 +148,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ),
         ("GET", "/job-set-id", get(job_set_id)),
         ("GET", "/kube", get(kube)),
+        ("GET", "/kube/sets", get(cronjobsets::sets)),
         ("GET", "/livez", get(livez)),
         ("GET", "/readyz", get(readyz)),
         ("GET", "/cluster", get(cluster)),

@@ -5,7 +5,6 @@
 "use strict";
 (function () {
   const CS = window.CS;
-  const enc = encodeURIComponent;
 
   /** name -> {card, refresh(force), shown()}; `shown` says whether the card is offered at all. */
   CS.panels = {};
@@ -294,8 +293,9 @@
       const tr = CS.el("tr");
       const name = CS.el("td");
       name.append(CS.el("b", null, set.name), CS.el("div", "faint", set.namespace + (set.generation !== null && set.generation !== undefined ? " · gen " + set.generation : "")));
-      const acc = CS.el("td", set.accepted ? "c-ok" : "c-fail", set.accepted ? "✓ accepted" : "✕ " + (set.message || "refused"));
-      if (set.accepted && set.runningGeneration !== null && set.runningGeneration !== set.generation) acc.textContent = "✕ refused; gen " + set.runningGeneration + " runs";
+      const acc = CS.el("td", set.accepted ? "c-ok" : "c-fail", set.accepted ? "✓ accepted" : "✕ refused" + (set.runningGeneration !== null && set.runningGeneration !== undefined ? " (generation " + set.runningGeneration + " keeps running)" : ""));
+      if (!set.accepted) acc.title = set.message || "";
+      if (!set.accepted && set.message) acc.appendChild(CS.el("div", "faint", set.message.length > 160 ? set.message.slice(0, 159) + "…" : set.message));
       const jobs = CS.el("td");
       let last = 0,
         next = 0;
@@ -331,6 +331,5 @@
       if (t) CS.togglePanel(t.dataset.panel);
     });
     CS.$("fleetFailing").addEventListener("change", renderFleet);
-    void enc;
   });
 })();
