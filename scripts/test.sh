@@ -141,6 +141,22 @@ if ! command -v etcd >/dev/null 2>&1 && [ ! -x /usr/bin/etcd ]; then
   fi
 fi
 
+# tests/web_ui.rs drives the dashboard in a real browser: headless
+# Chromium through chromedriver (Debian's chromium and chromium-driver).
+# Installed like prometheus: as root when missing; without root the
+# browser tests skip themselves outside CI and fail under it.
+if ! command -v chromedriver >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null
+  elif [ "${CI:-}" = "true" ]; then
+    echo "scripts/test.sh: chromium / chromium-driver are missing and cannot be installed without root" >&2
+    exit 1
+  else
+    echo "scripts/test.sh: chromium is not installed (apt-get install chromium chromium-driver as root);" \
+      "the browser tests will be skipped" >&2
+  fi
+fi
+
 # The Kubernetes tests run against a real kube-apiserver and etcd
 # (tests/support/envtest.rs) from KUBEBUILDER_ASSETS, controller-runtime
 # envtest's layout. ../shared/envtest/install.sh unpacks 1.28.7 (the oldest
