@@ -278,6 +278,20 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
     assert_eq!(b.eval("return document.getElementById('helpDialog').hidden", json!([])), false);
     b.keys(&["\u{E00C}"]);
 
+    // A deep link opens its job's drawer on a fresh load.
+    b.goto("about:blank");
+    b.goto(&format!("{base}/#job/broken"));
+    b.wait_for(
+        "the linked job's drawer",
+        "return !document.getElementById('drawer').hidden && document.getElementById('dName').textContent === 'broken';",
+        LONG,
+    );
+    b.wait_for(
+        "its stderr line",
+        "const l = document.querySelector('#log .ln.err'); return l && l.textContent.includes('broken: no such file');",
+        LONG,
+    );
+
     let log = b.log();
     let errs = errors(&log, &[]);
     assert!(errs.is_empty(), "the console shows errors: {errs:#?}");

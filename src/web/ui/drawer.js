@@ -103,7 +103,7 @@
     CS.$("dRun").disabled = !!blocked || !job.enabled;
     CS.$("dStop").disabled = !!blocked || !job.running;
     CS.$("dPause").disabled = !!blocked;
-    CS.$("dPause").textContent = job.paused ? "▶ resume" : "⏸ pause";
+    CS.$("dPause").textContent = job.paused ? "▶ resume" : "‖ pause";
     CS.$("dBlocked").textContent = blocked || "";
   }
 

@@ -8,7 +8,6 @@
   let timer = null;
   let polling = false;
   let lastOk = 0;
-  let everOk = false;
   let waitingForToken = false;
 
   CS.auth = { canControl: null, label: null };
@@ -23,10 +22,11 @@
       if (res.status === 304) {
         connection(true);
       } else if (res.ok && Array.isArray(res.data)) {
+        const first = !CS.jobs.loaded;
         CS.jobs.etag = res.etag;
         CS.ingestJobs(res.data, Date.now());
         connection(true);
-        if (!everOk) firstLoad();
+        if (first) firstLoad();
       } else if (res.status === 401) {
         waitingForToken = true;
         connection(false, "a token is needed");
@@ -56,7 +56,6 @@
     const el = CS.$("conn");
     if (ok) {
       lastOk = Date.now();
-      everOk = true;
     }
     el.classList.toggle("live", ok);
     el.classList.toggle("down", !ok);
@@ -66,6 +65,9 @@
   }
 
   function firstLoad() {
+    // For scripts/dashboard_bench.py: the jobs are in the DOM, then painted.
+    performance.mark("cronstable:jobs-shown");
+    requestAnimationFrame(() => setTimeout(() => performance.mark("cronstable:jobs-painted"), 0));
     const m = /^#job\/(.+)$/.exec(location.hash);
     if (m) {
       const name = decodeURIComponent(m[1]);

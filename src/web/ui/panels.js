@@ -319,7 +319,7 @@
         line.title = e.at || "";
         events.appendChild(line);
       }
-      tr.append(name, acc, CS.el("td", set.suspended ? "c-warn" : "faint", set.suspended ? "⏸ suspended" : "no"), jobs, CS.el("td", "num", last ? CS.ago(last) : "—"), CS.el("td", "num", next && !set.suspended ? CS.countdown(next) : "—"), events);
+      tr.append(name, acc, CS.el("td", set.suspended ? "c-warn" : "faint", set.suspended ? "‖ suspended" : "no"), jobs, CS.el("td", "num", last ? CS.ago(last) : "—"), CS.el("td", "num", next && !set.suspended ? CS.countdown(next) : "—"), events);
       t.appendChild(tr);
     }
     body.appendChild(t);
