@@ -75,6 +75,7 @@ fn errors(entries: &[LogEntry], allowed_status: &[&str]) -> Vec<String> {
 fn shot(browser: &Browser, name: &str) {
     if let Ok(dir) = std::env::var("CRONSTABLE_SCREENSHOTS") {
         std::fs::create_dir_all(&dir).expect("screenshot dir");
+        browser.eval("document.getElementById('toasts').replaceChildren(); CS.tip(null);", json!([]));
         let path = std::path::Path::new(&dir).join(format!("{name}.png"));
         std::fs::write(&path, browser.screenshot()).expect("write screenshot");
     }
@@ -359,6 +360,117 @@ fn a_token_protected_daemon_prompts_for_the_token_and_then_works() {
     let errs = errors(&log, &["401"]);
     assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
     drop(daemon);
+}
+
+/// Three gossip nodes under `distribution: spread`: the cluster card lists
+/// the peers, the job table gains the Owner column, a job owned by
+/// another node cannot be run from this one (its controls say where it
+/// runs), and the fleet view shows both nodes' columns.
+#[test]
+fn the_cluster_and_fleet_cards_and_owner_aware_controls() {
+    if !browser::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ca = support::certs::Ca::new();
+    let names = ["alpha", "beta", "gamma"];
+    let plans: Vec<(&str, u16, u16)> = names
+        .iter()
+        .map(|n| (*n, support::http::free_port(), support::http::free_port()))
+        .collect();
+    let mut jobs = String::new();
+    for j in ["backup", "reindex", "rotate-logs", "sync-users", "vacuum", "warm-cache"] {
+        jobs.push_str(&format!(
+            "  - name: {j}\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n    clusterPolicy: Leader\n"
+        ));
+    }
+    let daemons: Vec<Daemon> = plans
+        .iter()
+        .map(|(name, web, peer)| {
+            let tls = ca.files(&ca, &dir.path().join(name));
+            let tls = tls.display();
+            let peers: String = plans
+                .iter()
+                .filter(|p| p.0 != *name)
+                .map(|p| format!("    - host: '127.0.0.1:{}'\n", p.2))
+                .collect();
+            let config = format!(
+                "web:\n  listen:\n    - http://127.0.0.1:{web}\n\
+                 cluster:\n  backend: gossip\n  nodeName: {name}\n  listen: '127.0.0.1:{peer}'\n  \
+                 electLeader: true\n  distribution: spread\n  interval: 1\n  connectTimeout: 1\n  \
+                 tls:\n    ca: {tls}/ca.pem\n    cert: {tls}/cert.pem\n    key: {tls}/key.pem\n  \
+                 peers:\n{peers}jobs:\n{jobs}"
+            );
+            let d = Daemon::start(&config);
+            for _ in 0..100 {
+                if std::net::TcpStream::connect(("127.0.0.1", *web)).is_ok() {
+                    return d;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            panic!("{name} does not listen:\n{config}\n{}", d.log());
+        })
+        .collect();
+    let port = plans[0].1;
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    let owners = loop {
+        let listed = get(port, "/jobs").json();
+        let owners: Vec<(String, String)> = listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|j| Some((j["name"].as_str()?.to_owned(), j["clusterOwner"].as_str()?.to_owned())))
+            .collect();
+        if owners.len() == 6
+            && owners.iter().any(|o| o.1 != "alpha")
+            && owners.iter().any(|o| o.1 == "alpha")
+        {
+            break owners;
+        }
+        assert!(std::time::Instant::now() < deadline, "no agreed owners: {listed}");
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let b = Browser::start(1400, 900);
+    b.goto(&format!("http://127.0.0.1:{port}/"));
+    b.wait_for(
+        "the cluster card with the three nodes",
+        "return !document.getElementById('clusterCard').hidden && document.querySelectorAll('#clusterBody tr').length === 4;",
+        LONG,
+    );
+    assert!(text_of(&b, "#clusterSummary").contains("alpha"));
+    assert!(text_of(&b, "#clusterSummary").contains("spread (per-job owner)"));
+    b.wait_for(
+        "the owner column",
+        "return document.getElementById('jobsCard').classList.contains('spread');",
+        LONG,
+    );
+    let (theirs, owner) = owners.iter().find(|o| o.1 != "alpha").expect("a job another node owns");
+    let mine = &owners.iter().find(|o| o.1 == "alpha").expect("a job alpha owns").0;
+    b.wait_for(
+        "the other node's job to be blocked here",
+        &format!(
+            "const r = document.querySelector('.row[data-name=\"{theirs}\"] button[data-act=\"start\"]'); return r && r.disabled && r.title === 'runs on node {owner}';"
+        ),
+        LONG,
+    );
+    assert_eq!(text_of(&b, &format!(".row[data-name=\"{theirs}\"] .c-owner")), *owner);
+    assert_eq!(
+        b.eval(
+            &format!("return document.querySelector('.row[data-name=\"{mine}\"] button[data-act=\"start\"]').disabled"),
+            json!([])
+        ),
+        false
+    );
+    b.click("#fleetToggle");
+    b.wait_for(
+        "the fleet view with the three nodes' columns",
+        "return document.querySelectorAll('#fleetBody th').length === 4 && document.querySelectorAll('#fleetBody tr').length === 7;",
+        LONG,
+    );
+    shot(&b, "dashboard-cluster");
+    let errs = errors(&b.log(), &[]);
+    assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+    drop(daemons);
 }
 
 #[test]

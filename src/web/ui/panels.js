@@ -127,7 +127,9 @@
     CS.$("fleetToggle").hidden = c.backend !== "gossip";
     if (c.backend === "gossip") {
       const t = table(["peer", "node", "owns", "status", "job set"]);
-      for (const p of peers) {
+      // This node first (the peer list names the others).
+      const rows = peers.some((p) => p.status === "self") ? peers : [{ host: "this node", node_name: c.node_name, status: "self", job_set_id: c.job_set_id }].concat(peers);
+      for (const p of rows) {
         const tr = CS.el("tr");
         const st = CS.el("td");
         st.append(CS.el("span", "dot " + (p.status || "unknown")), p.status || "unknown");
