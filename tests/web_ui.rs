@@ -473,6 +473,68 @@ fn the_cluster_and_fleet_cards_and_owner_aware_controls() {
     drop(daemons);
 }
 
+/// Kubernetes mode against a real API server (skipped without
+/// `KUBEBUILDER_ASSETS`): the CronJobSet card lists each set accepted,
+/// refused (with its Event) or suspended, with its jobs.
+#[test]
+fn the_cronjobset_card_in_kubernetes_mode() {
+    use support::kube_daemon::{cronjobset, Cluster, KubeDaemon, PATIENCE};
+    if !browser::available() {
+        return;
+    }
+    let Some(cluster) = Cluster::real() else {
+        return;
+    };
+    let d = KubeDaemon::start(&cluster, &[]);
+    let job = |name: &str, schedule: &str| json!({"name": name, "command": "true", "schedule": schedule});
+    cluster.apply(cronjobset(
+        "team-a",
+        "billing",
+        json!({}),
+        json!({"jobs": [job("invoice", "0 6 * * *"), job("dunning", "30 7 * * 1-5")]}),
+    ));
+    cluster.apply(cronjobset(
+        "team-a",
+        "reports",
+        json!({}),
+        json!({"suspend": true, "jobs": [job("weekly", "0 8 * * 1")]}),
+    ));
+    cluster.apply(cronjobset(
+        "team-a",
+        "broken",
+        json!({}),
+        json!({"jobs": [job("typo", "61 * * * *")]}),
+    ));
+    d.wait_until("the three sets and the refusal's Event", PATIENCE, || {
+        d.get_json("/kube/sets")["sets"]
+            .as_array()
+            .is_some_and(|sets| sets.len() == 3 && sets.iter().any(|s| !s["events"].as_array().is_none_or(Vec::is_empty)))
+    });
+    let b = Browser::start(1400, 900);
+    b.goto(&format!("http://127.0.0.1:{}/", d.port));
+    b.wait_for(
+        "the sets button",
+        "return !document.getElementById('kubeToggle').hidden;",
+        LONG,
+    );
+    b.click("#kubeToggle");
+    b.wait_for(
+        "the CronJobSet card",
+        "return document.querySelectorAll('#kubeBody tr').length === 4;",
+        LONG,
+    );
+    let body = text_of(&b, "#kubeBody");
+    assert!(body.contains("billing") && body.contains("✓ accepted"), "{body}");
+    assert!(body.contains("invoice") && body.contains("dunning"), "{body}");
+    assert!(body.contains("suspended"), "{body}");
+    assert!(body.contains("✕ refused") && body.contains("InvalidSpec"), "{body}");
+    assert!(text_of(&b, "#kubeMeta").contains("2/3 accepted"));
+    b.eval("window.scrollTo(0, document.body.scrollHeight)", json!([]));
+    shot(&b, "dashboard-kubernetes");
+    let errs = errors(&b.log(), &[]);
+    assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+}
+
 #[test]
 fn the_page_is_served_with_strict_headers_validators_and_compression() {
     let (_daemon, port) = Daemon::start_with_web(

@@ -146,7 +146,7 @@
     const m = Math.floor(seconds / 60);
     if (m < 60) return m + "m " + pad(Math.floor(seconds % 60)) + "s";
     const h = Math.floor(m / 60);
-    if (h < 48) return h + "h " + pad(m % 60) + "m";
+    if (h < 24) return h + "h " + pad(m % 60) + "m";
     return Math.floor(h / 24) + "d " + (h % 24) + "h";
   };
 
