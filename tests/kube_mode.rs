@@ -903,7 +903,10 @@ fn kube_endpoint_and_metrics_show_the_state() {
     d.wait_until("the InvalidSpec Event in /kube/sets", PATIENCE, || {
         d.get_json("/kube/sets")["sets"]
             .as_array()
-            .is_some_and(|sets| sets.iter().any(|s| s["name"] == "bad" && s["events"][0]["reason"] == "InvalidSpec"))
+            .is_some_and(|sets| {
+                sets.iter()
+                    .any(|s| s["name"] == "bad" && s["events"][0]["reason"] == "InvalidSpec")
+            })
     });
     let listed = d.get_json("/kube/sets");
     assert_eq!(listed["enabled"], true, "{listed}");
@@ -926,7 +929,10 @@ fn kube_endpoint_and_metrics_show_the_state() {
     assert_eq!(by_name("paused")["suspended"], true);
     let bad = by_name("bad");
     assert_eq!(bad["accepted"], false, "{bad}");
-    assert!(bad["message"].as_str().is_some_and(|m| m.contains("61")), "{bad}");
+    assert!(
+        bad["message"].as_str().is_some_and(|m| m.contains("61")),
+        "{bad}"
+    );
     assert_eq!(bad["jobs"], json!([]), "{bad}");
     assert_eq!(bad["events"][0]["type"], "Warning", "{bad}");
     assert_eq!(bad["events"][0]["published"], true, "{bad}");

@@ -63,8 +63,11 @@ fn errors(entries: &[LogEntry], allowed_status: &[&str]) -> Vec<String> {
         .filter(|e| e.level == "SEVERE")
         .filter(|e| {
             let network = e.source == "network" || e.message.contains("Failed to load resource");
-            let optional = OPTIONAL_ROUTES.iter().any(|r| e.message.contains(r)) && e.message.contains("404");
-            let expected = allowed_status.iter().any(|s| e.message.contains(&format!("status of {s}")));
+            let optional =
+                OPTIONAL_ROUTES.iter().any(|r| e.message.contains(r)) && e.message.contains("404");
+            let expected = allowed_status
+                .iter()
+                .any(|s| e.message.contains(&format!("status of {s}")));
             !(network && (optional || expected))
         })
         .map(|e| format!("{} {}: {}", e.level, e.source, e.message))
@@ -75,7 +78,10 @@ fn errors(entries: &[LogEntry], allowed_status: &[&str]) -> Vec<String> {
 fn shot(browser: &Browser, name: &str) {
     if let Ok(dir) = std::env::var("CRONSTABLE_SCREENSHOTS") {
         std::fs::create_dir_all(&dir).expect("screenshot dir");
-        browser.eval("document.getElementById('toasts').replaceChildren(); CS.tip(null);", json!([]));
+        browser.eval(
+            "document.getElementById('toasts').replaceChildren(); CS.tip(null);",
+            json!([]),
+        );
         let path = std::path::Path::new(&dir).join(format!("{name}.png"));
         std::fs::write(&path, browser.screenshot()).expect("write screenshot");
     }
@@ -118,7 +124,10 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
     let (daemon, port) = Daemon::start_with_web("", JOBS);
     // One failed run before the page loads, for the status, the pills and
     // the history.
-    assert_eq!(request(port, "POST", "/jobs/broken/start", &[], "").status, 200);
+    assert_eq!(
+        request(port, "POST", "/jobs/broken/start", &[], "").status,
+        200
+    );
     let b = Browser::start(1400, 900);
     let base = format!("http://127.0.0.1:{port}");
     b.goto(&format!("{base}/"));
@@ -189,7 +198,11 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
     assert_eq!(numbered, json!("1,2,3,4,5,6"));
     // In-log search counts matches.
     b.type_into("#logFind", "line 3");
-    b.wait_for("a search match", "return document.getElementById('logCount').textContent === '1 matching line';", LONG);
+    b.wait_for(
+        "a search match",
+        "return document.getElementById('logCount').textContent === '1 matching line';",
+        LONG,
+    );
     shot(&b, "dashboard-logs");
 
     // History and schedule tabs.
@@ -207,7 +220,11 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
         LONG,
     );
     b.keys(&["\u{E00C}"]); // Escape
-    b.wait_for("the drawer to close", "return document.getElementById('drawer').hidden;", LONG);
+    b.wait_for(
+        "the drawer to close",
+        "return document.getElementById('drawer').hidden;",
+        LONG,
+    );
     b.click(".row[data-name=\"nightly-report\"] .jname");
     b.click("#dTabs button[data-tab=\"schedule\"]");
     b.wait_for(
@@ -225,7 +242,10 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
     assert_eq!(job_json(port, "sleeper")["running"], true);
     b.click(".row[data-name=\"sleeper\"] button[data-act=\"cancel\"]");
     wait_row_status(&b, "sleeper", "Cancelled");
-    assert_eq!(job_json(port, "sleeper")["last_run"]["outcome"], "cancelled");
+    assert_eq!(
+        job_json(port, "sleeper")["last_run"]["outcome"],
+        "cancelled"
+    );
 
     // Pause and resume, from the keyboard: select the row with j/k, then p.
     b.eval("CS.select('nightly-report', true)", json!([]));
@@ -264,8 +284,10 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
         "const b = document.getElementById('pressureBody'); return b.querySelector('canvas') || /does not serve/.test(b.textContent);",
         LONG,
     );
+    b.resize(1400, 1900);
     b.eval("window.scrollTo(0, 0)", json!([]));
     shot(&b, "dashboard-cards");
+    b.resize(1400, 900);
 
     // Light and dark: "t" flips the theme.
     let before = b.eval("return document.documentElement.dataset.theme", json!([]));
@@ -273,10 +295,19 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
     let after = b.eval("return document.documentElement.dataset.theme", json!([]));
     assert_ne!(before, after);
     b.eval("CS.togglePanel('heat', false); CS.togglePanel('sandbox', false); CS.togglePanel('week', false); CS.togglePanel('pressure', false); window.scrollTo(0, 0)", json!([]));
-    shot(&b, &format!("dashboard-{}", after.as_str().unwrap_or("theme")));
+    shot(
+        &b,
+        &format!("dashboard-{}", after.as_str().unwrap_or("theme")),
+    );
     // The shortcut list.
     b.keys(&["?"]);
-    assert_eq!(b.eval("return document.getElementById('helpDialog').hidden", json!([])), false);
+    assert_eq!(
+        b.eval(
+            "return document.getElementById('helpDialog').hidden",
+            json!([])
+        ),
+        false
+    );
     b.keys(&["\u{E00C}"]);
 
     // A deep link opens its job's drawer on a fresh load.
@@ -319,7 +350,10 @@ fn a_token_protected_daemon_prompts_for_the_token_and_then_works() {
         LONG,
     );
     assert_eq!(
-        b.eval("return document.querySelectorAll('.row[data-name]:not([hidden])').length", json!([])),
+        b.eval(
+            "return document.querySelectorAll('.row[data-name]:not([hidden])').length",
+            json!([])
+        ),
         0
     );
     shot(&b, "dashboard-token");
@@ -339,7 +373,10 @@ fn a_token_protected_daemon_prompts_for_the_token_and_then_works() {
         LONG,
     );
     assert_eq!(
-        b.eval("return sessionStorage.getItem('cronstable.token')", json!([])),
+        b.eval(
+            "return sessionStorage.getItem('cronstable.token')",
+            json!([])
+        ),
         "s3cret-token"
     );
     // Controls and the log stream carry the token too.
@@ -354,7 +391,8 @@ fn a_token_protected_daemon_prompts_for_the_token_and_then_works() {
     let log = b.log();
     // The console is read: the refused requests before the token are in it.
     assert!(
-        log.iter().any(|e| e.level == "SEVERE" && e.message.contains("status of 401")),
+        log.iter()
+            .any(|e| e.level == "SEVERE" && e.message.contains("status of 401")),
         "the browser log shows no refused request: {log:?}"
     );
     let errs = errors(&log, &["401"]);
@@ -379,7 +417,14 @@ fn the_cluster_and_fleet_cards_and_owner_aware_controls() {
         .map(|n| (*n, support::http::free_port(), support::http::free_port()))
         .collect();
     let mut jobs = String::new();
-    for j in ["backup", "reindex", "rotate-logs", "sync-users", "vacuum", "warm-cache"] {
+    for j in [
+        "backup",
+        "reindex",
+        "rotate-logs",
+        "sync-users",
+        "vacuum",
+        "warm-cache",
+    ] {
         jobs.push_str(&format!(
             "  - name: {j}\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n    clusterPolicy: Leader\n"
         ));
@@ -419,7 +464,12 @@ fn the_cluster_and_fleet_cards_and_owner_aware_controls() {
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|j| Some((j["name"].as_str()?.to_owned(), j["clusterOwner"].as_str()?.to_owned())))
+            .filter_map(|j| {
+                Some((
+                    j["name"].as_str()?.to_owned(),
+                    j["clusterOwner"].as_str()?.to_owned(),
+                ))
+            })
             .collect();
         if owners.len() == 6
             && owners.iter().any(|o| o.1 != "alpha")
@@ -427,7 +477,10 @@ fn the_cluster_and_fleet_cards_and_owner_aware_controls() {
         {
             break owners;
         }
-        assert!(std::time::Instant::now() < deadline, "no agreed owners: {listed}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no agreed owners: {listed}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
     let b = Browser::start(1400, 900);
@@ -444,8 +497,15 @@ fn the_cluster_and_fleet_cards_and_owner_aware_controls() {
         "return document.getElementById('jobsCard').classList.contains('spread');",
         LONG,
     );
-    let (theirs, owner) = owners.iter().find(|o| o.1 != "alpha").expect("a job another node owns");
-    let mine = &owners.iter().find(|o| o.1 == "alpha").expect("a job alpha owns").0;
+    let (theirs, owner) = owners
+        .iter()
+        .find(|o| o.1 != "alpha")
+        .expect("a job another node owns");
+    let mine = &owners
+        .iter()
+        .find(|o| o.1 == "alpha")
+        .expect("a job alpha owns")
+        .0;
     b.wait_for(
         "the other node's job to be blocked here",
         &format!(
@@ -453,7 +513,10 @@ fn the_cluster_and_fleet_cards_and_owner_aware_controls() {
         ),
         LONG,
     );
-    assert_eq!(text_of(&b, &format!(".row[data-name=\"{theirs}\"] .c-owner")), *owner);
+    assert_eq!(
+        text_of(&b, &format!(".row[data-name=\"{theirs}\"] .c-owner")),
+        *owner
+    );
     assert_eq!(
         b.eval(
             &format!("return document.querySelector('.row[data-name=\"{mine}\"] button[data-act=\"start\"]').disabled"),
@@ -486,7 +549,8 @@ fn the_cronjobset_card_in_kubernetes_mode() {
         return;
     };
     let d = KubeDaemon::start(&cluster, &[]);
-    let job = |name: &str, schedule: &str| json!({"name": name, "command": "true", "schedule": schedule});
+    let job =
+        |name: &str, schedule: &str| json!({"name": name, "command": "true", "schedule": schedule});
     cluster.apply(cronjobset(
         "team-a",
         "billing",
@@ -508,7 +572,12 @@ fn the_cronjobset_card_in_kubernetes_mode() {
     d.wait_until("the three sets and the refusal's Event", PATIENCE, || {
         d.get_json("/kube/sets")["sets"]
             .as_array()
-            .is_some_and(|sets| sets.len() == 3 && sets.iter().any(|s| !s["events"].as_array().is_none_or(Vec::is_empty)))
+            .is_some_and(|sets| {
+                sets.len() == 3
+                    && sets
+                        .iter()
+                        .any(|s| !s["events"].as_array().is_none_or(Vec::is_empty))
+            })
     });
     let b = Browser::start(1400, 900);
     b.goto(&format!("http://127.0.0.1:{}/", d.port));
@@ -524,10 +593,19 @@ fn the_cronjobset_card_in_kubernetes_mode() {
         LONG,
     );
     let body = text_of(&b, "#kubeBody");
-    assert!(body.contains("billing") && body.contains("✓ accepted"), "{body}");
-    assert!(body.contains("invoice") && body.contains("dunning"), "{body}");
+    assert!(
+        body.contains("billing") && body.contains("✓ accepted"),
+        "{body}"
+    );
+    assert!(
+        body.contains("invoice") && body.contains("dunning"),
+        "{body}"
+    );
     assert!(body.contains("suspended"), "{body}");
-    assert!(body.contains("✕ refused") && body.contains("InvalidSpec"), "{body}");
+    assert!(
+        body.contains("✕ refused") && body.contains("InvalidSpec"),
+        "{body}"
+    );
     assert!(text_of(&b, "#kubeMeta").contains("2/3 accepted"));
     b.eval("window.scrollTo(0, document.body.scrollHeight)", json!([]));
     shot(&b, "dashboard-kubernetes");
@@ -543,7 +621,10 @@ fn the_page_is_served_with_strict_headers_validators_and_compression() {
     );
     let page = get(port, "/");
     assert_eq!(page.status, 200);
-    assert_eq!(page.header("content-type"), Some("text/html; charset=utf-8"));
+    assert_eq!(
+        page.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
     // The operator's policy replaces ours; the page's own caching stays.
     assert_eq!(
         page.header("content-security-policy"),
@@ -568,10 +649,25 @@ fn the_page_is_served_with_strict_headers_validators_and_compression() {
         .to_owned();
     let js = get(port, &format!("/ui/base.js?v={version}"));
     assert_eq!(js.status, 200);
-    assert_eq!(js.header("content-type"), Some("text/javascript; charset=utf-8"));
-    assert_eq!(js.header("cache-control"), Some("public, max-age=31536000, immutable"));
-    assert_eq!(get(port, "/ui/base.js").header("cache-control"), Some("no-cache"));
-    let css = request(port, "GET", &format!("/ui/dashboard.css?v={version}"), &[("Accept-Encoding", "gzip")], "");
+    assert_eq!(
+        js.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert_eq!(
+        js.header("cache-control"),
+        Some("public, max-age=31536000, immutable")
+    );
+    assert_eq!(
+        get(port, "/ui/base.js").header("cache-control"),
+        Some("no-cache")
+    );
+    let css = request(
+        port,
+        "GET",
+        &format!("/ui/dashboard.css?v={version}"),
+        &[("Accept-Encoding", "gzip")],
+        "",
+    );
     assert_eq!(css.header("content-encoding"), Some("gzip"));
     assert_eq!(css.header("vary"), Some("Accept-Encoding"));
     assert_eq!(get(port, "/ui/nothing.js").status, 404);
@@ -591,5 +687,8 @@ fn web_ui_false_serves_no_page() {
         assert_eq!(reply.json(), json!({"error": "404: Not Found"}), "{path}");
     }
     // The API itself is unchanged.
-    assert_eq!(request(port, "GET", "/jobs", &[("Authorization", "Bearer t0k")], "").status, 200);
+    assert_eq!(
+        request(port, "GET", "/jobs", &[("Authorization", "Bearer t0k")], "").status,
+        200
+    );
 }

@@ -12,10 +12,10 @@
 
 use super::health::Reminders;
 use super::sets::{SetKey, SetReports};
-use crate::status::kube::{EventView, EVENTS_KEPT};
 use crate::config::JobConfig;
 use crate::job::RunRecord;
 use crate::report::{Hook, ReportFuture, Reporter};
+use crate::status::kube::{EventView, EVENTS_KEPT};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter as EventReporter};
 use std::sync::Arc;

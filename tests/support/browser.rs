@@ -28,8 +28,14 @@ pub fn binaries() -> Option<(String, String)> {
                 .map(|p| (*p).to_owned())
         })
     };
-    let driver = find("CHROMEDRIVER", &["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"])?;
-    let browser = find("CHROMIUM", &["/usr/bin/chromium", "/usr/bin/chromium-browser"])?;
+    let driver = find(
+        "CHROMEDRIVER",
+        &["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"],
+    )?;
+    let browser = find(
+        "CHROMIUM",
+        &["/usr/bin/chromium", "/usr/bin/chromium-browser"],
+    )?;
     Some((driver, browser))
 }
 
@@ -226,6 +232,15 @@ impl Browser {
         );
     }
 
+    /// Resizes the window to `width` x `height` (outer) pixels.
+    pub fn resize(&self, width: u32, height: u32) {
+        self.session_call(
+            "POST",
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        );
+    }
+
     /// A PNG of the viewport.
     pub fn screenshot(&self) -> Vec<u8> {
         use base64::Engine;
@@ -248,10 +263,9 @@ impl Browser {
                         let message = e["message"].as_str().unwrap_or_default().to_owned();
                         LogEntry {
                             level: e["level"].as_str().unwrap_or_default().to_owned(),
-                            source: e["source"]
-                                .as_str()
-                                .map(str::to_owned)
-                                .unwrap_or_else(|| message.split(' ').next().unwrap_or("").to_owned()),
+                            source: e["source"].as_str().map(str::to_owned).unwrap_or_else(|| {
+                                message.split(' ').next().unwrap_or("").to_owned()
+                            }),
                             message,
                         }
                     })

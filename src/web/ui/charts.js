@@ -405,6 +405,7 @@
     const names = FIELDS[parts.length];
     if (names) {
       const f = CS.el("div", "fields");
+      f.style.gridTemplateColumns = "repeat(" + names.length + ", auto)";
       for (const n of names) f.appendChild(CS.el("span", "fh", n));
       for (const v of parts) f.appendChild(CS.el("span", null, v));
       out.appendChild(f);
