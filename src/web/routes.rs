@@ -23,6 +23,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 mod cronjobsets;
+mod dashboard;
 pub mod pools;
 mod resources;
 pub mod state;
@@ -159,8 +160,8 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/state", get(state::inventory)),
         ("GET", "/state/documents", get(state::documents)),
         ("GET", "/state/records", get(state::records)),
-        ("GET", "/", get(super::ui::index)),
-        ("GET", "/ui/{file}", get(super::ui::file)),
+        ("GET", "/", get(dashboard::index)),
+        ("GET", "/ui/{file}", get(dashboard::file)),
     ]
 }
 

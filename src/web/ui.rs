@@ -12,8 +12,6 @@
 //! revalidates the page (`Cache-Control: no-cache`, `304` on a match).
 
 use super::conditional;
-use super::routes::AppState;
-use axum::extract::{Path, RawQuery, State};
 use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
@@ -140,8 +138,8 @@ fn bundle() -> &'static Bundle {
     })
 }
 
-/// The API's 404 (the routes do not exist while `web.ui` is off).
-fn not_found() -> Response {
+/// The API's 404 (also the answer of both routes while `web.ui` is off).
+pub fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         Json(serde_json::json!({"error": "404: Not Found"})),
@@ -178,39 +176,27 @@ fn answer(headers: &HeaderMap, file: &Prepared, cache: &'static str) -> Response
     (out, file.body.clone()).into_response()
 }
 
-/// `GET /`: the dashboard page.
-pub async fn index(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    if !state.ui {
-        return not_found();
-    }
-    answer(&headers, &bundle().index, "no-cache")
+/// The page (`GET /`).
+pub fn page(headers: &HeaderMap) -> Response {
+    answer(headers, &bundle().index, "no-cache")
 }
 
-/// `GET /ui/{file}`: one of the page's files. Asked for with the current
-/// version (`?v=`), it may be kept for a year; otherwise it is
-/// revalidated like the page.
-pub async fn file(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-) -> Response {
-    if !state.ui {
-        return not_found();
-    }
+/// The file `name` (`GET /ui/{name}`), or the API's 404. Asked for with
+/// the current version (`query` holds `v=<version>`), it may be kept for
+/// a year; otherwise it is revalidated like the page.
+pub fn file(name: &str, query: Option<&str>, headers: &HeaderMap) -> Response {
     let bundle = bundle();
     let Some((_, file)) = bundle.files.iter().find(|(n, _)| *n == name) else {
         return not_found();
     };
-    let current = query
-        .as_deref()
-        .is_some_and(|q| q.split('&').any(|kv| kv == format!("v={}", bundle.version)));
+    let wanted = format!("v={}", bundle.version);
+    let current = query.is_some_and(|q| q.split('&').any(|kv| kv == wanted));
     let cache = if current {
         "public, max-age=31536000, immutable"
     } else {
         "no-cache"
     };
-    answer(&headers, file, cache)
+    answer(headers, file, cache)
 }
 
 #[cfg(test)]
