@@ -613,6 +613,67 @@ fn the_cronjobset_card_in_kubernetes_mode() {
     assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
 }
 
+/// A token with the `view` scope only: the page shows the jobs, and once
+/// the daemon refuses an action (403) every control is disabled, saying
+/// why.
+#[test]
+fn a_view_only_token_disables_the_controls() {
+    if !browser::available() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web(
+        "  authTokens:\n    - value: look-only\n      scopes: [view]\n      label: viewer\n",
+        "  - name: watched\n    command: \"true\"\n    schedule: \"0 0 1 1 *\"\n",
+    );
+    let b = Browser::start(1200, 800);
+    b.goto(&format!("http://127.0.0.1:{port}/"));
+    b.wait_for(
+        "the token prompt",
+        "return !document.getElementById('tokenDialog').hidden;",
+        LONG,
+    );
+    b.type_into("#tokenInput", "look-only");
+    b.keys(&["\u{E007}"]);
+    b.wait_for(
+        "the job",
+        "return document.querySelector('.row[data-name=\"watched\"]') !== null;",
+        LONG,
+    );
+    let run = ".row[data-name=\"watched\"] button[data-act=\"start\"]";
+    // Where the daemon serves GET /whoami the page knows at once;
+    // otherwise the first refusal tells it.
+    let known = b.eval(
+        &format!("return document.querySelector('{run}').disabled"),
+        json!([]),
+    );
+    if known == json!(false) {
+        b.click(run);
+    }
+    b.wait_for(
+        "the controls disabled for lack of the control scope",
+        &format!("const r = document.querySelector('{run}'); return r.disabled && r.title === 'this token lacks the control scope';"),
+        LONG,
+    );
+    assert!(
+        job_json_with(port, "watched", "look-only")["last_run"].is_null(),
+        "nothing ran"
+    );
+    let errs = errors(&b.log(), &["401", "403"]);
+    assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+    drop(daemon);
+}
+
+fn job_json_with(port: u16, name: &str, token: &str) -> serde_json::Value {
+    request(
+        port,
+        "GET",
+        &format!("/jobs/{name}"),
+        &[("Authorization", &format!("Bearer {token}"))],
+        "",
+    )
+    .json()
+}
+
 #[test]
 fn the_page_is_served_with_strict_headers_validators_and_compression() {
     let (_daemon, port) = Daemon::start_with_web(

@@ -122,6 +122,8 @@
     D.lastSeen = job._last;
   });
 
+  CS.on("auth", () => CS.drawerOpen() && renderHead());
+
   CS.on("acted", (ev) => {
     if (ev.name !== D.name || !ev.ok || ev.verb !== "start") return;
     // The run is the job's newest: attach once it has started.

@@ -340,7 +340,12 @@
       const queued = res.data && res.data.queued;
       CS.toast(name + (queued ? ": queued for its pool" : " " + VERBS[verb]), "good");
     } else if (res.status === 403 && CS.auth) {
-      if (/scope/.test(res.error || "")) CS.auth.canControl = false;
+      if (/scope/.test(res.error || "")) {
+        // The token may only look: every control is shown disabled.
+        CS.auth.canControl = false;
+        draw(true);
+        CS.emit("auth");
+      }
       CS.toast(name + ": " + res.error, "bad");
     } else if (res.status !== 401) {
       CS.toast(name + ": " + (res.error || "the daemon did not answer"), "bad");
