@@ -11,6 +11,7 @@
 
 mod api;
 mod api_cache;
+mod carried;
 pub(crate) mod control;
 mod depends;
 mod durability;
