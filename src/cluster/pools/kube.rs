@@ -30,6 +30,7 @@ use futures_util::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use serde_json::{json, Value};
+use std::sync::atomic::Ordering;
 
 /// The annotation holding the document as JSON text.
 pub const DOC_ANNOTATION: &str = "cronstable.io/pool";
@@ -43,11 +44,18 @@ pub const NAME_ANNOTATION: &str = "cronstable.io/pool-name";
 /// Documents larger than this are stored compressed.
 pub const PLAIN_LIMIT: usize = 64 * 1024;
 
+/// What the API server allows all of an object's annotations together
+/// (keys and values).
+pub const ANNOTATIONS_LIMIT: usize = 256 * 1024;
+
 /// The pool documents' Leases next to the election Lease `lease_name`.
 pub struct KubePoolDocs {
     lease_name: String,
     source: LeaseApiSource,
     api: tokio::sync::OnceCell<Api<Lease>>,
+    /// A document too large for its Lease was warned about (again after
+    /// a write lands).
+    warned: std::sync::atomic::AtomicBool,
 }
 
 impl KubePoolDocs {
@@ -58,6 +66,7 @@ impl KubePoolDocs {
             lease_name: lease_name.to_owned(),
             source,
             api: tokio::sync::OnceCell::new(),
+            warned: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -91,6 +100,16 @@ fn doc_of(lease: &Value) -> Result<Option<Vec<u8>>, String> {
     Ok(annotations[DOC_ANNOTATION]
         .as_str()
         .map(|text| text.as_bytes().to_vec()))
+}
+
+/// The bytes of a Lease's annotations, keys and values, as the API
+/// server counts them against [`ANNOTATIONS_LIMIT`].
+fn annotations_size(lease: &Value) -> usize {
+    lease["metadata"]["annotations"].as_object().map_or(0, |a| {
+        a.iter()
+            .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+            .sum()
+    })
 }
 
 /// Puts the document `packed` into a Lease's JSON (read, or a new one),
@@ -175,6 +194,19 @@ impl VersionedDocs for KubePoolDocs {
                 })
             });
             stamp(&mut lease, pool, packed)?;
+            let size = annotations_size(&lease);
+            if size > ANNOTATIONS_LIMIT {
+                let why = format!(
+                    "pool {pool}: its document does not fit in Lease {name} ({size} bytes of \
+                     annotations, compressed, over the API server's {ANNOTATIONS_LIMIT}); the \
+                     change is not written (lower the pool's maxQueued, or keep pools in \
+                     state.path)"
+                );
+                if !self.warned.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(target: "cronstable::cluster", "{why}");
+                }
+                return Err(why);
+            }
             let lease: Lease = serde_json::from_value(lease).map_err(|e| e.to_string())?;
             let params = PostParams::default();
             let result = if creating {
@@ -183,7 +215,10 @@ impl VersionedDocs for KubePoolDocs {
                 api.replace(&name, &params, &lease).await
             };
             match result {
-                Ok(_) => Ok(Written::Done),
+                Ok(_) => {
+                    self.warned.store(false, Ordering::Relaxed);
+                    Ok(Written::Done)
+                }
                 // A create that met another node's (AlreadyExists), or a
                 // replace that met a newer resourceVersion.
                 Err(kube::Error::Api(status)) if status.code == 409 => Ok(Written::Conflict),
@@ -256,6 +291,10 @@ mod tests {
         let stored = annotations[GZIP_ANNOTATION].as_str().expect("compressed");
         assert!(stored.len() < PLAIN_LIMIT, "{}", stored.len());
         assert_eq!(doc_of(&lease), Ok(Some(big)));
+        assert_eq!(
+            annotations_size(&lease),
+            "kept".len() + 3 + NAME_ANNOTATION.len() + 1 + GZIP_ANNOTATION.len() + stored.len()
+        );
         // A damaged value does not read (and so is never overwritten).
         lease["metadata"]["annotations"][GZIP_ANNOTATION] = json!("%%%");
         assert!(doc_of(&lease).is_err());
