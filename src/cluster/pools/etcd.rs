@@ -14,7 +14,7 @@
 //!
 //! [`Optimistic`]: super::optimistic::Optimistic
 
-use super::optimistic::{pack, unpack_gzip, Packed, VersionedDocs, Written};
+use super::optimistic::{pack, unpack_gzip, Packed, Read, VersionedDocs, Written};
 use crate::cluster::etcd::{b64, int64, EtcdLease};
 use crate::cluster::slots::etcd::EtcdClientSource;
 use base64::engine::general_purpose::STANDARD as B64;
@@ -130,10 +130,7 @@ impl VersionedDocs for EtcdPoolDocs {
     /// The key's `mod_revision` as read.
     type Seen = i64;
 
-    fn read<'a>(
-        &'a self,
-        pool: &'a str,
-    ) -> BoxFuture<'a, Result<(Option<Vec<u8>>, Option<i64>), String>> {
+    fn read<'a>(&'a self, pool: &'a str) -> BoxFuture<'a, Result<Read<i64>, String>> {
         Box::pin(async move {
             let key = pool_key_name(&self.election_name, pool);
             let answer = self

@@ -22,7 +22,7 @@
 //!
 //! [`Optimistic`]: super::optimistic::Optimistic
 
-use super::optimistic::{pack, unpack_gzip, Packed, VersionedDocs, Written};
+use super::optimistic::{pack, unpack_gzip, Packed, Read, VersionedDocs, Written};
 use crate::cluster::slots::kube::{lease_name_for, LeaseApiSource};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine as _;
@@ -155,10 +155,7 @@ impl VersionedDocs for KubePoolDocs {
     /// The Lease as read (its resourceVersion is the precondition).
     type Seen = Value;
 
-    fn read<'a>(
-        &'a self,
-        pool: &'a str,
-    ) -> BoxFuture<'a, Result<(Option<Vec<u8>>, Option<Value>), String>> {
+    fn read<'a>(&'a self, pool: &'a str) -> BoxFuture<'a, Result<Read<Value>, String>> {
         Box::pin(async move {
             let api = self.api().await?;
             let name = self.object_name(pool);

@@ -17,7 +17,7 @@ use super::fs::{decode, encode};
 use super::{Change, PoolDocs};
 use crate::scheduler::pools::PoolError;
 use futures_util::future::BoxFuture;
-use std::io::{Read, Write};
+use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
 /// The bound on one change, every read, write and retry included.
@@ -41,6 +41,9 @@ pub enum Written {
     Conflict,
 }
 
+/// A read: the document's bytes and what the write compares against.
+pub type Read<S> = (Option<Vec<u8>>, Option<S>);
+
 /// A store of one document per pool, read with what a conditional write
 /// compares against.
 pub trait VersionedDocs: Send + Sync + 'static {
@@ -52,11 +55,7 @@ pub trait VersionedDocs: Send + Sync + 'static {
     /// there is none) and what the write compares against (None when
     /// nothing is stored; an object without a document has a version).
     /// An error is for the log.
-    #[allow(clippy::type_complexity)]
-    fn read<'a>(
-        &'a self,
-        pool: &'a str,
-    ) -> BoxFuture<'a, Result<(Option<Vec<u8>>, Option<Self::Seen>), String>>;
+    fn read<'a>(&'a self, pool: &'a str) -> BoxFuture<'a, Result<Read<Self::Seen>, String>>;
 
     /// Stores `bytes` as `pool`'s document if the store is still as
     /// `seen` left it (None: if nothing is stored yet).

@@ -25,10 +25,7 @@ struct Shared(Arc<Versions>);
 impl VersionedDocs for Shared {
     type Seen = u64;
 
-    fn read<'a>(
-        &'a self,
-        _pool: &'a str,
-    ) -> BoxFuture<'a, Result<(Option<Vec<u8>>, Option<u64>), String>> {
+    fn read<'a>(&'a self, _pool: &'a str) -> BoxFuture<'a, Result<Read<u64>, String>> {
         Box::pin(async move {
             if self.0.hang.load(Ordering::SeqCst) {
                 std::future::pending::<()>().await;
