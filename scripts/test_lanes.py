@@ -36,7 +36,9 @@ EXPECTED_SECONDS = {
     "kube_chart_install": 43,
     "kube_real": 32,
     "cluster_etcd": 29,
+    "pools_kubernetes": 20,
     "pools": 12,
+    "pools_etcd": 10,
     "resources": 6,
     "limits": 4,
 }
