@@ -51,6 +51,8 @@ pub struct AppState {
     pub status_cache: Arc<super::cache::StatusCache>,
     /// The durable store, when a `state` section opened one (read only).
     pub store: Option<Arc<state::StoreView>>,
+    /// The MCP server, when `mcp.enabled` is set (`POST /mcp`).
+    pub mcp: Option<Arc<super::mcp::Server>>,
 }
 
 /// An error answered as `{"error": "..."}`.
