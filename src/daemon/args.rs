@@ -161,6 +161,11 @@ pub enum Subcommand {
     /// `secret get|list`: the run's staged secrets.
     #[command(about = "read a secret available to the current run")]
     Secret(SecretArgs),
+    /// `mcp`: the MCP stdio bridge to a running daemon's `/mcp`.
+    #[command(
+        about = "run the MCP stdio bridge to a running daemon's /mcp endpoint (for desktop MCP clients)"
+    )]
+    Mcp(crate::cli::mcp::McpArgs),
 }
 
 /// `--log-format`: one variant a [`LogFormat`], described in the flag's
@@ -230,7 +235,7 @@ impl Cli {
             Subcommand::Idempotent(args) => args.invocation(),
             Subcommand::Xcom(args) => args.invocation(),
             Subcommand::Secret(args) => args.invocation(),
-            Subcommand::Crd => return None,
+            Subcommand::Crd | Subcommand::Mcp(_) => return None,
         };
         Some(invocation.with_trailing_command(self.trailing_command.clone()))
     }
