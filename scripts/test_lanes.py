@@ -37,7 +37,9 @@ EXPECTED_SECONDS = {
     "kube_real": 32,
     "cluster_etcd": 29,
     "pools": 12,
+    "mcp_sdk": 8,
     "resources": 6,
+    "mcp": 3,
     "limits": 4,
 }
 DEFAULT_SECONDS = 10
