@@ -478,9 +478,11 @@ fn the_mcp_section_fails_closed_on_an_open_routable_listener() {
     let err = rejected(&[("c.yaml", open)]);
     assert_contains(
         &err,
-        &["mcp.enabled is set but no web.authToken/authTokens is set, and the web API listens \
+        &[
+            "mcp.enabled is set but no web.authToken/authTokens is set, and the web API listens \
            on non-loopback address(es) http://0.0.0.0:8080: /mcp would be served without \
-           authentication"],
+           authentication",
+        ],
     );
     let err = rejected(&[("c.yaml", "mcp:\n  enabled: true\n")]);
     assert_contains(&err, &["mcp.enabled requires a `web` section"]);
@@ -503,7 +505,10 @@ fn the_mcp_section_fails_closed_on_an_open_routable_listener() {
     )]);
     let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
     assert_eq!(run.code, Some(0), "{}", run.stderr);
-    assert_contains(&run.stderr, &["mcp.toolsets includes 'act' but mcp.readOnly is true"]);
+    assert_contains(
+        &run.stderr,
+        &["mcp.toolsets includes 'act' but mcp.readOnly is true"],
+    );
 }
 
 #[test]

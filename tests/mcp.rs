@@ -23,7 +23,8 @@ const JOBS: &str = r#"  - name: hello
     killTimeout: 1
 "#;
 
-const TOKENS: &str = "  authTokens:\n    - {value: admin-token, label: ops, scopes: [control]}\n    \
+const TOKENS: &str =
+    "  authTokens:\n    - {value: admin-token, label: ops, scopes: [control]}\n    \
                       - {value: view-token, label: watcher, scopes: [view]}\n  \
                       anonymousScopes: [view]\n";
 
@@ -132,7 +133,10 @@ fn the_security_model() {
     // The transport's other refusals.
     assert_eq!(send(&admin, "").status, 400);
     assert_eq!(send(&admin, "{not json").json()["error"], "malformed JSON");
-    assert_eq!(send(&admin, &format!("[{ping}]")).json()["error"], "batching unsupported");
+    assert_eq!(
+        send(&admin, &format!("[{ping}]")).json()["error"],
+        "batching unsupported"
+    );
     let html = send(&[admin[0], ("Accept", "text/html")], &ping);
     assert_eq!(html.status, 406);
     let notified = send(
@@ -150,7 +154,9 @@ fn the_security_model() {
     assert!(admin_tools.contains(&"cron_run_job".to_owned()));
     let viewer_tools = tool_names(port, Some("view-token"));
     assert!(viewer_tools.contains(&"cron_list_jobs".to_owned()));
-    assert!(!viewer_tools.iter().any(|n| n == "cron_run_job" || n == "cron_pause_job"));
+    assert!(!viewer_tools
+        .iter()
+        .any(|n| n == "cron_run_job" || n == "cron_pause_job"));
     let denied = call(
         port,
         Some("view-token"),
@@ -169,7 +175,12 @@ fn read_only_is_the_default_and_hides_every_action() {
     let (_d, port) = mcp_daemon("  toolsets: [observe, act]\n", "");
     let tools = tool_names(port, None);
     assert!(tools.contains(&"cron_list_jobs".to_owned()));
-    for action in ["cron_run_job", "cron_cancel_job", "cron_pause_job", "cron_resume_job"] {
+    for action in [
+        "cron_run_job",
+        "cron_cancel_job",
+        "cron_pause_job",
+        "cron_resume_job",
+    ] {
         assert!(!tools.contains(&action.to_owned()), "{action} in {tools:?}");
     }
     let hidden = rpc(
@@ -187,16 +198,29 @@ fn read_only_is_the_default_and_hides_every_action() {
                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                           "clientInfo": {"name": "t", "version": "1"}}}),
     );
-    assert_eq!(initialized.header("mcp-protocol-version"), Some("2025-06-18"));
-    assert_eq!(initialized.json()["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        initialized.header("mcp-protocol-version"),
+        Some("2025-06-18")
+    );
+    assert_eq!(
+        initialized.json()["result"]["protocolVersion"],
+        "2025-06-18"
+    );
 }
 
 #[test]
 fn without_the_section_the_route_says_it_is_off() {
     let (_d, port) = Daemon::start_with_web("", JOBS);
-    let reply = rpc(port, None, json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}));
+    let reply = rpc(
+        port,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
     assert_eq!(reply.status, 404);
-    assert!(reply.json()["error"].as_str().unwrap().contains("mcp.enabled"));
+    assert!(reply.json()["error"]
+        .as_str()
+        .unwrap()
+        .contains("mcp.enabled"));
 }
 
 fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
@@ -220,7 +244,12 @@ fn the_tools_act_on_real_jobs() {
     assert_eq!(jobs["structuredContent"]["page"]["total"], json!(1));
 
     // Run it: the run is recorded, its output is in the tail.
-    let started = call(port, admin, "cron_run_job", json!({"name": "hello", "confirm": true}));
+    let started = call(
+        port,
+        admin,
+        "cron_run_job",
+        json!({"name": "hello", "confirm": true}),
+    );
     assert_eq!(started["structuredContent"], json!({"started": "hello"}));
     let run = wait_for("the manual run", || {
         let runs = call(port, admin, "cron_list_runs", json!({"name": "hello"}));
@@ -251,19 +280,40 @@ fn the_tools_act_on_real_jobs() {
     assert_eq!(paused["structuredContent"]["paused"], "hello");
     let detail = call(port, admin, "cron_get_job", json!({"name": "hello"}));
     let pause = &detail["structuredContent"]["paused"];
-    assert_eq!((pause["channel"].clone(), pause["by"].clone()), (json!("mcp"), json!("ops")));
-    call(port, admin, "cron_resume_job", json!({"name": "hello", "confirm": true}));
+    assert_eq!(
+        (pause["channel"].clone(), pause["by"].clone()),
+        (json!("mcp"), json!("ops"))
+    );
+    call(
+        port,
+        admin,
+        "cron_resume_job",
+        json!({"name": "hello", "confirm": true}),
+    );
     let detail = call(port, admin, "cron_get_job", json!({"name": "hello"}));
     assert_eq!(detail["structuredContent"]["paused"], Value::Null);
 
     // Cancel a long run.
-    call(port, admin, "cron_run_job", json!({"name": "napper", "confirm": true}));
+    call(
+        port,
+        admin,
+        "cron_run_job",
+        json!({"name": "napper", "confirm": true}),
+    );
     wait_for("napper to run", || {
         let job = call(port, admin, "cron_get_job", json!({"name": "napper"}));
         (job["structuredContent"]["running"] == json!(true)).then_some(())
     });
-    let cancelled = call(port, admin, "cron_cancel_job", json!({"name": "napper", "confirm": true}));
-    assert_eq!(cancelled["structuredContent"], json!({"cancelled": "napper", "instances": 1}));
+    let cancelled = call(
+        port,
+        admin,
+        "cron_cancel_job",
+        json!({"name": "napper", "confirm": true}),
+    );
+    assert_eq!(
+        cancelled["structuredContent"],
+        json!({"cancelled": "napper", "instances": 1})
+    );
 
     // Why-no-run, field by field.
     let why = call(
@@ -277,21 +327,44 @@ fn the_tools_act_on_real_jobs() {
         .as_str()
         .unwrap()
         .contains("minute 3 is not in 0"));
-    let unknown = call(port, admin, "cron_why_no_run", json!({"name": "zeta", "at": "2026-03-04T10:03:00"}));
+    let unknown = call(
+        port,
+        admin,
+        "cron_why_no_run",
+        json!({"name": "zeta", "at": "2026-03-04T10:03:00"}),
+    );
     assert_eq!(unknown["isError"], json!(true));
 
     // A resource and the version tool agree with the REST route.
     let version = call(port, admin, "cron_get_version", json!({}));
-    let rest = request(port, "GET", "/job-set-id", &[("Authorization", "Bearer admin-token"), ("Accept", "application/json")], "");
-    assert_eq!(version["structuredContent"]["job_set_id"], rest.json()["job_set_id"]);
+    let rest = request(
+        port,
+        "GET",
+        "/job-set-id",
+        &[
+            ("Authorization", "Bearer admin-token"),
+            ("Accept", "application/json"),
+        ],
+        "",
+    );
+    assert_eq!(
+        version["structuredContent"]["job_set_id"],
+        rest.json()["job_set_id"]
+    );
     let read = rpc(
         port,
         admin,
         json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
                "params": {"uri": "cronstable://jobs/hello"}}),
     );
-    let text = read.json()["result"]["contents"][0]["text"].as_str().unwrap().to_owned();
-    assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["name"], "hello");
+    let text = read.json()["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        serde_json::from_str::<Value>(&text).unwrap()["name"],
+        "hello"
+    );
 }
 
 fn bridge(port: u16, args: &[&str], token: &str, stdin: &str) -> std::process::Output {
@@ -330,7 +403,11 @@ fn the_stdio_bridge_forwards_frames() {
         .to_string(),
     ];
     let out = bridge(port, &[], "view-token", &(frames.join("\n") + "\n"));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lines: Vec<Value> = String::from_utf8(out.stdout)
         .expect("UTF-8")
         .lines()
@@ -347,7 +424,10 @@ fn the_stdio_bridge_forwards_frames() {
     let line: Value = serde_json::from_slice(&out.stdout).expect("a frame");
     assert_eq!(line["id"], "two");
     assert_eq!(line["error"]["code"], json!(-31000));
-    assert!(line["error"]["message"].as_str().unwrap().contains("HTTP 401"));
+    assert!(line["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("HTTP 401"));
 
     // --check.
     let ok = bridge(port, &["--check"], "view-token", "");
@@ -356,7 +436,9 @@ fn the_stdio_bridge_forwards_frames() {
     let tools = tool_names(port, Some("view-token")).len();
     assert_eq!(
         said.trim(),
-        format!("mcp check: ok - protocol 2025-11-25, {tools} tool(s) at http://127.0.0.1:{port}/mcp")
+        format!(
+            "mcp check: ok - protocol 2025-11-25, {tools} tool(s) at http://127.0.0.1:{port}/mcp"
+        )
     );
     let bad = bridge(port, &["--check"], "wrong", "");
     assert_eq!(bad.status.code(), Some(1));

@@ -66,9 +66,8 @@ fn drive(python: &PathBuf, args: &[&str]) -> Value {
         "the SDK client failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout))
-    })
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 fn judge(seen: &Value, runs_before: u64) {
@@ -80,7 +79,12 @@ fn judge(seen: &Value, runs_before: u64) {
         .iter()
         .map(|t| t.as_str().unwrap())
         .collect();
-    for tool in ["cron_list_jobs", "cron_run_job", "cron_why_no_run", "cron_tail_job_logs"] {
+    for tool in [
+        "cron_list_jobs",
+        "cron_run_job",
+        "cron_why_no_run",
+        "cron_tail_job_logs",
+    ] {
         assert!(tools.contains(&tool), "{tool} missing from {tools:?}");
     }
     assert_eq!(seen["jobs"], serde_json::json!(["greet", "other"]));
@@ -118,7 +122,10 @@ fn the_official_sdk_over_streamable_http_and_the_stdio_bridge() {
     let Some(python) = sdk_python() else { return };
     let (_d, port) = Daemon::start_with_web(WEB, JOBS);
     let url = format!("http://127.0.0.1:{port}");
-    let over_http = drive(&python, &["http", &format!("{url}/mcp"), "sdk-token", "greet"]);
+    let over_http = drive(
+        &python,
+        &["http", &format!("{url}/mcp"), "sdk-token", "greet"],
+    );
     judge(&over_http, 0);
     let binary = env!("CARGO_BIN_EXE_cronstable");
     let over_stdio = drive(&python, &["stdio", binary, &url, "sdk-token", "greet"]);

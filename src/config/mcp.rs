@@ -84,9 +84,11 @@ pub fn check(mcp: &McpConfig, web: Option<&WebConfig>) -> Result<Vec<String>, St
         return Ok(Vec::new());
     }
     let Some(web) = web.filter(|w| !w.listen.is_empty()) else {
-        return Err("mcp.enabled requires a `web` section with at least one `listen` address: \
+        return Err(
+            "mcp.enabled requires a `web` section with at least one `listen` address: \
                     the MCP endpoint (POST /mcp) is served on the web listeners"
-            .into());
+                .into(),
+        );
     };
     let mut warnings = Vec::new();
     let acts = mcp
@@ -136,7 +138,10 @@ pub fn open_routable_listeners(web: &WebConfig) -> Vec<String> {
         .is_some_and(|t| t.client_ca.as_deref().is_some_and(|ca| !ca.is_empty()));
     web.listen
         .iter()
-        .filter(|url| !is_local_listener(url) && !(mtls && url.starts_with("https://")))
+        .filter(|url| {
+            let certified = mtls && url.starts_with("https://");
+            !(is_local_listener(url) || certified)
+        })
         .cloned()
         .collect()
 }
@@ -271,10 +276,8 @@ mod tests {
         let tls = web("listen: ['https://0.0.0.0:8443']\ntls: {cert: c.pem, key: k.pem}");
         assert!(check(&on, Some(&tls)).is_err());
         // mTLS exempts the https listener only, not a plain one beside it.
-        let mixed = web(
-            "listen: ['https://0.0.0.0:8443', 'http://0.0.0.0:8080']\n\
-             tls: {cert: c.pem, key: k.pem, clientCa: ca.pem}",
-        );
+        let mixed = web("listen: ['https://0.0.0.0:8443', 'http://0.0.0.0:8080']\n\
+             tls: {cert: c.pem, key: k.pem, clientCa: ca.pem}");
         let err = check(&on, Some(&mixed)).expect_err("the http listener is open");
         assert!(err.contains("address(es) http://0.0.0.0:8080:"), "{err}");
     }
@@ -284,9 +287,11 @@ mod tests {
         let on = mcp("enabled: true");
         assert_eq!(
             check(&on, None),
-            Err("mcp.enabled requires a `web` section with at least one `listen` address: the \
+            Err(
+                "mcp.enabled requires a `web` section with at least one `listen` address: the \
                  MCP endpoint (POST /mcp) is served on the web listeners"
-                .into())
+                    .into()
+            )
         );
         // The bounds hold even while the server is off.
         assert_eq!(
@@ -300,12 +305,17 @@ mod tests {
         assert_eq!(check(&mcp("enabled: false"), None), Ok(vec![]));
         // `act` under readOnly loads with a warning.
         let local = web("listen: ['http://127.0.0.1:8080']");
-        let warned = check(&mcp("enabled: true\ntoolsets: [observe, act]"), Some(&local));
+        let warned = check(
+            &mcp("enabled: true\ntoolsets: [observe, act]"),
+            Some(&local),
+        );
         assert_eq!(
             warned,
-            Ok(vec!["mcp.toolsets includes 'act' but mcp.readOnly is true; mutating tools \
+            Ok(vec![
+                "mcp.toolsets includes 'act' but mcp.readOnly is true; mutating tools \
                      stay suppressed until readOnly is set false"
-                .to_owned()])
+                    .to_owned()
+            ])
         );
         let writable = mcp("enabled: true\nreadOnly: false\ntoolsets: [observe, act]");
         assert_eq!(check(&writable, Some(&local)), Ok(vec![]));

@@ -67,12 +67,7 @@ static FIXED: &[Resource] = &[
 ];
 
 static TEMPLATES: &[Resource] = &[
-    observe(
-        "cronstable://jobs/{name}",
-        "job",
-        "Job",
-        "One job in full.",
-    ),
+    observe("cronstable://jobs/{name}", "job", "Job", "One job in full."),
     observe(
         "cronstable://jobs/{name}/runs",
         "job-runs",
@@ -190,7 +185,10 @@ impl Server {
         backend: &B,
     ) -> Result<Value, RpcError> {
         let Some(uri) = params.get("uri").and_then(Value::as_str) else {
-            return Err(RpcError::new(INVALID_PARAMS, "resources/read needs a 'uri'"));
+            return Err(RpcError::new(
+                INVALID_PARAMS,
+                "resources/read needs a 'uri'",
+            ));
         };
         let not_found = || RpcError::new(RESOURCE_NOT_FOUND, format!("resource not found: {uri}"));
         let target = self.target(uri).ok_or_else(not_found)?;
@@ -378,7 +376,12 @@ impl Server {
             .arguments
             .iter()
             .map(|(name, _)| *name)
-            .filter(|name| args.get(*name).and_then(Value::as_str).unwrap_or("").is_empty())
+            .filter(|name| {
+                args.get(*name)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
+            })
             .collect();
         if !missing.is_empty() {
             return Err(RpcError::new(

@@ -87,8 +87,13 @@ impl Server {
         }
     }
 
-    fn respond(&self, inbound: &Inbound, status: StatusCode, body: Option<&Value>, version: &str)
-        -> Response {
+    fn respond(
+        &self,
+        inbound: &Inbound,
+        status: StatusCode,
+        body: Option<&Value>,
+        version: &str,
+    ) -> Response {
         let mut response = match body {
             Some(body) => (
                 status,
@@ -100,10 +105,9 @@ impl Server {
         };
         let headers = response.headers_mut();
         let mut set = |name: &str, value: &str| {
-            if let (Ok(name), Ok(value)) = (
-                HeaderName::try_from(name),
-                HeaderValue::try_from(value),
-            ) {
+            if let (Ok(name), Ok(value)) =
+                (HeaderName::try_from(name), HeaderValue::try_from(value))
+            {
                 headers.insert(name, value);
             }
         };
@@ -168,8 +172,9 @@ impl Server {
         let mut stream = body.into_data_stream();
         let mut out = Vec::new();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk
-                .map_err(|_| self.refuse(inbound, StatusCode::BAD_REQUEST, "cannot read the body"))?;
+            let chunk = chunk.map_err(|_| {
+                self.refuse(inbound, StatusCode::BAD_REQUEST, "cannot read the body")
+            })?;
             if out.len() + chunk.len() > cap {
                 return Err(self.too_large(inbound));
             }
@@ -215,7 +220,12 @@ impl Server {
             );
         }
         let Some(reply) = self.handle_message(&message, caller, backend).await else {
-            return self.respond(inbound, StatusCode::ACCEPTED, None, inbound.echoed_version());
+            return self.respond(
+                inbound,
+                StatusCode::ACCEPTED,
+                None,
+                inbound.echoed_version(),
+            );
         };
         // The reply to initialize names the revision the client uses from
         // now on.

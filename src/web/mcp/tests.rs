@@ -83,9 +83,11 @@ impl Backend for Fake {
     }
     async fn why(&self, name: &str, _at: &str) -> Answer {
         self.job(name).await?;
-        Ok(json!({"job": name, "enabled": true, "reboot": false, "matches": true,
+        Ok(
+            json!({"job": name, "enabled": true, "reboot": false, "matches": true,
                   "at": "x", "at_in_zone": "2026-01-01T00:00:00+00:00", "notes": [],
-                  "checks": []}))
+                  "checks": []}),
+        )
     }
     async fn pools(&self) -> Answer {
         Ok(json!([]))
@@ -116,7 +118,10 @@ impl Backend for Fake {
         Ok(json!({"paused": {"until": "2030-01-01T00:00:00+00:00"}}))
     }
     async fn resume(&self, name: &str, by: &str) -> Answer {
-        self.acted.lock().unwrap().push(format!("resume {name} {by}"));
+        self.acted
+            .lock()
+            .unwrap()
+            .push(format!("resume {name} {by}"));
         Ok(json!({"paused": null}))
     }
     async fn pool_cancel(&self, pool: &str, id: &str) -> Answer {
@@ -180,7 +185,12 @@ fn tool_names(reply: &Value) -> Vec<String> {
 fn initialize_negotiates_the_revision_and_advertises_what_is_served() {
     let s = server("");
     let open = Caller::open();
-    let reply = ask(&s, &open, "initialize", json!({"protocolVersion": "2025-06-18"}));
+    let reply = ask(
+        &s,
+        &open,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18"}),
+    );
     assert_eq!(reply["id"], json!(7));
     assert_eq!(reply["result"]["protocolVersion"], "2025-06-18");
     assert_eq!(reply["result"]["serverInfo"]["name"], "cronstable");
@@ -188,7 +198,12 @@ fn initialize_negotiates_the_revision_and_advertises_what_is_served() {
     assert!(caps["tools"].is_object() && caps["resources"].is_object());
     assert!(caps["prompts"].is_object() && caps["completions"].is_object());
     // An unknown revision is answered with the newest.
-    let newer = ask(&s, &open, "initialize", json!({"protocolVersion": "2099-01-01"}));
+    let newer = ask(
+        &s,
+        &open,
+        "initialize",
+        json!({"protocolVersion": "2099-01-01"}),
+    );
     assert_eq!(newer["result"]["protocolVersion"], PROTOCOL_VERSION);
     // Without resources and prompts, neither they nor completions show.
     let bare = server("resources: false\nprompts: false\ninstructions: use it well");
@@ -215,8 +230,8 @@ fn framing_errors_and_notifications() {
         json!(-32600)
     );
     assert_eq!(
-        reply(json!({"jsonrpc": "2.0", "id": null, "method": "ping"})).expect("an error")
-            ["error"]["code"],
+        reply(json!({"jsonrpc": "2.0", "id": null, "method": "ping"})).expect("an error")["error"]
+            ["code"],
         json!(-32600)
     );
     assert_eq!(
@@ -231,8 +246,8 @@ fn framing_errors_and_notifications() {
     // The newer revision's discovery method is unknown here, so a client
     // falls back to initialize.
     assert_eq!(
-        reply(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}))
-            .expect("an error")["error"]["code"],
+        reply(json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"})).expect("an error")
+            ["error"]["code"],
         json!(-32601)
     );
     assert_eq!(
@@ -246,7 +261,10 @@ fn framing_errors_and_notifications() {
         None
     );
     assert_eq!(reply(json!({"jsonrpc": "2.0", "method": "whatever"})), None);
-    assert_eq!(reply(json!({"jsonrpc": "2.0", "id": 3, "result": {}})), None);
+    assert_eq!(
+        reply(json!({"jsonrpc": "2.0", "id": 3, "result": {}})),
+        None
+    );
 }
 
 #[test]
@@ -255,7 +273,9 @@ fn read_only_and_toolsets_decide_the_tool_list() {
     let observe = tool_names(&ask(&server(""), &open, "tools/list", json!({})));
     assert!(observe.contains(&"cron_list_jobs".to_owned()));
     assert!(observe.contains(&"cron_why_no_run".to_owned()));
-    assert!(!observe.iter().any(|n| n == "cron_run_job" || n == "cron_inspect_state"));
+    assert!(!observe
+        .iter()
+        .any(|n| n == "cron_run_job" || n == "cron_inspect_state"));
     // readOnly wins over an `act` toolset.
     let guarded = tool_names(&ask(
         &server("toolsets: [observe, act]"),
@@ -282,12 +302,18 @@ fn read_only_and_toolsets_decide_the_tool_list() {
         "tools/list",
         json!({}),
     ));
-    assert!(acts.iter().all(|n| crate::web::mcp::catalog::tool(n)
-        .is_some_and(|t| t.toolset == McpToolset::Act)));
+    assert!(acts
+        .iter()
+        .all(|n| crate::web::mcp::catalog::tool(n).is_some_and(|t| t.toolset == McpToolset::Act)));
     // A view-only token sees no action, and calling one says why.
     let viewed = tool_names(&ask(&writable(), &viewer(), "tools/list", json!({})));
     assert!(!viewed.contains(&"cron_run_job".to_owned()));
-    let refused = call(&writable(), &viewer(), "cron_run_job", json!({"name": "alpha", "confirm": true}));
+    let refused = call(
+        &writable(),
+        &viewer(),
+        "cron_run_job",
+        json!({"name": "alpha", "confirm": true}),
+    );
     assert_eq!(refused["isError"], json!(true));
     assert!(refused["content"][0]["text"]
         .as_str()
@@ -339,14 +365,30 @@ fn list_tools_page_and_cap_at_max_rows() {
     let bad = call(&s, &open, "cron_list_jobs", json!({"state": "sleeping"}));
     assert_eq!(bad["isError"], json!(true));
     // maxRows (3) caps a larger limit; the run history keeps the newest.
-    let runs = call(&s, &open, "cron_list_runs", json!({"name": "alpha", "limit": 50}));
+    let runs = call(
+        &s,
+        &open,
+        "cron_list_runs",
+        json!({"name": "alpha", "limit": 50}),
+    );
     let runs = &runs["structuredContent"];
     assert_eq!(runs["runs"], json!([{"n": 2}, {"n": 3}, {"n": 4}]));
-    assert_eq!((runs["totalRuns"].clone(), runs["returnedRuns"].clone()), (json!(5), json!(3)));
+    assert_eq!(
+        (runs["totalRuns"].clone(), runs["returnedRuns"].clone()),
+        (json!(5), json!(3))
+    );
     let status = call(&s, &open, "cron_get_status", json!({"offset": 1}));
     assert_eq!(status["structuredContent"]["status"][0]["job"], "beta");
-    assert_eq!(status["structuredContent"]["page"]["nextOffset"], Value::Null);
-    let resources = call(&s, &open, "cron_get_job_resources", json!({"name": "alpha", "runs": "2"}));
+    assert_eq!(
+        status["structuredContent"]["page"]["nextOffset"],
+        Value::Null
+    );
+    let resources = call(
+        &s,
+        &open,
+        "cron_get_job_resources",
+        json!({"name": "alpha", "runs": "2"}),
+    );
     assert_eq!(resources["structuredContent"]["asked"], json!(2));
 }
 
@@ -356,7 +398,12 @@ fn arguments_are_checked() {
     let open = Caller::open();
     let missing = call(&s, &open, "cron_get_job", json!({}));
     assert_eq!(missing["isError"], json!(true));
-    let stray = call(&s, &open, "cron_get_job", json!({"name": "alpha", "verbose": true}));
+    let stray = call(
+        &s,
+        &open,
+        "cron_get_job",
+        json!({"name": "alpha", "verbose": true}),
+    );
     assert!(stray["content"][0]["text"]
         .as_str()
         .unwrap()
@@ -373,7 +420,12 @@ fn arguments_are_checked() {
         json!({"name": "cron_get_job", "arguments": [1]}),
     );
     assert_eq!(not_object["error"]["code"], json!(-32602));
-    let both = call(&s, &open, "cron_inspect_state", json!({"ns": "kv/a", "stream": "runs/a"}));
+    let both = call(
+        &s,
+        &open,
+        "cron_inspect_state",
+        json!({"ns": "kv/a", "stream": "runs/a"}),
+    );
     assert_eq!(both["isError"], json!(true));
 }
 
@@ -409,7 +461,11 @@ fn actions_need_confirm_and_are_attributed() {
     call_with("cron_resume_job", json!({"name": "alpha", "confirm": true}));
     assert_eq!(
         *fake.acted.lock().unwrap(),
-        ["start alpha", "pause alpha Some(60) deploy ops", "resume alpha ops"]
+        [
+            "start alpha",
+            "pause alpha Some(60) deploy ops",
+            "resume alpha ops"
+        ]
     );
     let bad = call_with(
         "cron_pause_job",
@@ -420,26 +476,54 @@ fn actions_need_confirm_and_are_attributed() {
     let message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": "cron_resume_job", "arguments": {"name": "beta", "confirm": true}}});
     run(s.handle_message(&message, &Caller::open(), &fake));
-    assert_eq!(fake.acted.lock().unwrap().last().unwrap(), "resume beta mcp");
+    assert_eq!(
+        fake.acted.lock().unwrap().last().unwrap(),
+        "resume beta mcp"
+    );
 }
 
 #[test]
 fn schedule_tools_use_the_engine() {
     let s = server("");
     let open = Caller::open();
-    let valid = call(&s, &open, "cron_validate_schedule", json!({"expression": "*/15 * * * *"}));
+    let valid = call(
+        &s,
+        &open,
+        "cron_validate_schedule",
+        json!({"expression": "*/15 * * * *"}),
+    );
     assert_eq!(valid["structuredContent"]["valid"], json!(true));
-    assert_eq!(valid["structuredContent"]["fires"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        valid["structuredContent"]["fires"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
     let explained = call(
         &s,
         &open,
         "cron_explain_schedule",
         json!({"expression": "0 9 * * 1-5", "count": 3, "tz": "Europe/Berlin"}),
     );
-    assert_eq!(explained["structuredContent"]["fires"].as_array().unwrap().len(), 3);
-    let invalid = call(&s, &open, "cron_validate_schedule", json!({"expression": "61 * * * *"}));
+    assert_eq!(
+        explained["structuredContent"]["fires"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let invalid = call(
+        &s,
+        &open,
+        "cron_validate_schedule",
+        json!({"expression": "61 * * * *"}),
+    );
     assert_eq!(invalid["structuredContent"]["valid"], json!(false));
-    assert!(invalid["content"][0]["text"].as_str().unwrap().starts_with("not valid: "));
+    assert!(invalid["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("not valid: "));
     let zone = call(
         &s,
         &open,
@@ -447,10 +531,26 @@ fn schedule_tools_use_the_engine() {
         json!({"expression": "* * * * *", "tz": "Mars/Base"}),
     );
     assert_eq!(zone["isError"], json!(true));
-    let why = call(&s, &open, "cron_why_no_run", json!({"name": "alpha", "at": "x"}));
-    assert!(why["content"][0]["text"].as_str().unwrap().starts_with("yes: "));
-    let missing = call(&s, &open, "cron_why_no_run", json!({"name": "zeta", "at": "x"}));
-    assert!(missing["content"][0]["text"].as_str().unwrap().contains("no job named 'zeta'"));
+    let why = call(
+        &s,
+        &open,
+        "cron_why_no_run",
+        json!({"name": "alpha", "at": "x"}),
+    );
+    assert!(why["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("yes: "));
+    let missing = call(
+        &s,
+        &open,
+        "cron_why_no_run",
+        json!({"name": "zeta", "at": "x"}),
+    );
+    assert!(missing["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("no job named 'zeta'"));
 }
 
 #[test]
@@ -466,22 +566,58 @@ fn resources_prompts_and_completion() {
         .collect();
     assert_eq!(
         uris,
-        ["cronstable://status", "cronstable://cluster", "cronstable://fleet", "cronstable://version"]
+        [
+            "cronstable://status",
+            "cronstable://cluster",
+            "cronstable://fleet",
+            "cronstable://version"
+        ]
     );
     let templates = ask(&s, &open, "resources/templates/list", json!({}));
-    assert_eq!(templates["result"]["resourceTemplates"].as_array().unwrap().len(), 3);
-    let read = ask(&s, &open, "resources/read", json!({"uri": "cronstable://jobs/alpha"}));
+    assert_eq!(
+        templates["result"]["resourceTemplates"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
+    let read = ask(
+        &s,
+        &open,
+        "resources/read",
+        json!({"uri": "cronstable://jobs/alpha"}),
+    );
     let text = read["result"]["contents"][0]["text"].as_str().unwrap();
-    assert_eq!(serde_json::from_str::<Value>(text).unwrap(), json!({"name": "alpha"}));
-    let encoded = ask(&s, &open, "resources/read", json!({"uri": "cronstable://jobs/al%70ha/runs"}));
-    assert!(encoded["result"]["contents"][0]["text"].as_str().unwrap().contains("\"job\":\"alpha\""));
-    for uri in ["cronstable://jobs/zeta", "cronstable://nothing", "cronstable://jobs/"] {
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap(),
+        json!({"name": "alpha"})
+    );
+    let encoded = ask(
+        &s,
+        &open,
+        "resources/read",
+        json!({"uri": "cronstable://jobs/al%70ha/runs"}),
+    );
+    assert!(encoded["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("\"job\":\"alpha\""));
+    for uri in [
+        "cronstable://jobs/zeta",
+        "cronstable://nothing",
+        "cronstable://jobs/",
+    ] {
         let missing = ask(&s, &open, "resources/read", json!({"uri": uri}));
         assert_eq!(missing["error"]["code"], json!(-32002), "{uri}");
     }
     // The state template needs the state toolset.
     let observe = server("");
-    let hidden = ask(&observe, &open, "resources/read", json!({"uri": "cronstable://state/kv/x"}));
+    let hidden = ask(
+        &observe,
+        &open,
+        "resources/read",
+        json!({"uri": "cronstable://state/kv/x"}),
+    );
     assert_eq!(hidden["error"]["code"], json!(-32002));
     // Prompts: the three job prompts; their text names the job.
     let prompts = ask(&s, &open, "prompts/list", json!({}));
@@ -491,25 +627,63 @@ fn resources_prompts_and_completion() {
         .iter()
         .map(|p| p["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["triage_job_failure", "blast_radius", "fleet_health_summary"]);
-    let got = ask(&s, &open, "prompts/get", json!({"name": "triage_job_failure",
-                                                    "arguments": {"job": "alpha"}}));
-    let text = got["result"]["messages"][0]["content"]["text"].as_str().unwrap();
+    assert_eq!(
+        names,
+        ["triage_job_failure", "blast_radius", "fleet_health_summary"]
+    );
+    let got = ask(
+        &s,
+        &open,
+        "prompts/get",
+        json!({"name": "triage_job_failure",
+                                                    "arguments": {"job": "alpha"}}),
+    );
+    let text = got["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
     assert!(text.contains("cron_tail_job_logs(name='alpha')"), "{text}");
-    let blast = ask(&s, &open, "prompts/get", json!({"name": "blast_radius",
-                                                     "arguments": {"target": "alpha"}}));
-    assert!(blast["result"]["messages"][0]["content"]["text"].as_str().unwrap().contains("cron_inspect_state"));
-    let no_state = ask(&server(""), &open, "prompts/get",
-                       json!({"name": "blast_radius", "arguments": {"target": "alpha"}}));
-    assert!(!no_state["result"]["messages"][0]["content"]["text"].as_str().unwrap().contains("cron_inspect_state"));
-    let missing = ask(&s, &open, "prompts/get", json!({"name": "triage_job_failure"}));
+    let blast = ask(
+        &s,
+        &open,
+        "prompts/get",
+        json!({"name": "blast_radius",
+                                                     "arguments": {"target": "alpha"}}),
+    );
+    assert!(blast["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("cron_inspect_state"));
+    let no_state = ask(
+        &server(""),
+        &open,
+        "prompts/get",
+        json!({"name": "blast_radius", "arguments": {"target": "alpha"}}),
+    );
+    assert!(!no_state["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("cron_inspect_state"));
+    let missing = ask(
+        &s,
+        &open,
+        "prompts/get",
+        json!({"name": "triage_job_failure"}),
+    );
     assert_eq!(missing["error"]["code"], json!(-32602));
     let workflow = ask(&s, &open, "prompts/get", json!({"name": "backfill_plan"}));
     assert_eq!(workflow["error"]["code"], json!(-32602));
-    let done = ask(&s, &open, "completion/complete", json!({
+    let done = ask(
+        &s,
+        &open,
+        "completion/complete",
+        json!({
         "ref": {"type": "ref/prompt", "name": "triage_job_failure"},
-        "argument": {"name": "job", "value": "AL"}}));
-    assert_eq!(done["result"]["completion"], json!({"values": ["alpha"], "total": 1, "hasMore": false}));
+        "argument": {"name": "job", "value": "AL"}}),
+    );
+    assert_eq!(
+        done["result"]["completion"],
+        json!({"values": ["alpha"], "total": 1, "hasMore": false})
+    );
 }
 
 #[test]
@@ -522,13 +696,22 @@ fn the_pure_helpers() {
     assert_eq!(tail["truncated"], json!(true));
     assert_eq!(tail["lines"][0], json!({"stream": "stdout", "line": "l7"}));
     let next = tail_payload(&lines, 4, Some(2));
-    assert_eq!((next["cursor"].clone(), next["truncated"].clone()), (json!(6), json!(false)));
+    assert_eq!(
+        (next["cursor"].clone(), next["truncated"].clone()),
+        (json!(6), json!(false))
+    );
     let past = tail_payload(&lines, 4, Some(99));
-    assert_eq!((past["cursor"].clone(), past["lines"].clone()), (json!(10), json!([])));
+    assert_eq!(
+        (past["cursor"].clone(), past["lines"].clone()),
+        (json!(10), json!([]))
+    );
     let text = "# HELP x\ncronstable_jobs 3\njob_runs_total{job=\"a b\"} 7\n\nbad line{\n";
     let (all, total) = metric_samples(text, None, 10);
     assert_eq!(total, 3);
-    assert_eq!(all[1], json!({"name": "job_runs_total", "labels": "{job=\"a b\"}", "value": "7"}));
+    assert_eq!(
+        all[1],
+        json!({"name": "job_runs_total", "labels": "{job=\"a b\"}", "value": "7"})
+    );
     let (some, total) = metric_samples(text, Some("RUNS"), 0);
     assert_eq!((some.len(), total), (0, 1));
     let query = JobQuery {

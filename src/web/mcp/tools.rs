@@ -146,8 +146,14 @@ impl Server {
             "cron_list_runs" => self.list_runs(args, backend).await,
             "cron_get_job_trends" => {
                 let name = req_str(args, "name")?;
-                let trends = backend.trends(name).await.map_err(|r| unknown_job(name, r))?;
-                Ok(result(trends, format!("run trends of job {}", quoted(name))))
+                let trends = backend
+                    .trends(name)
+                    .await
+                    .map_err(|r| unknown_job(name, r))?;
+                Ok(result(
+                    trends,
+                    format!("run trends of job {}", quoted(name)),
+                ))
             }
             "cron_get_job_resources" => {
                 let name = req_str(args, "name")?;
@@ -156,7 +162,10 @@ impl Server {
                     .resources(name, runs)
                     .await
                     .map_err(|r| unknown_job(name, r))?;
-                Ok(result(body, format!("resource use of job {}", quoted(name))))
+                Ok(result(
+                    body,
+                    format!("resource use of job {}", quoted(name)),
+                ))
             }
             "cron_get_cluster" => {
                 let body = backend.cluster().await?;
@@ -349,7 +358,10 @@ impl Server {
             (None, Some(stream)) => {
                 let limit = self.clamp_limit(args.get("limit"));
                 let body = backend.state_records(stream, limit).await?;
-                Ok(result(body, format!("newest records of {}", quoted(stream))))
+                Ok(result(
+                    body,
+                    format!("newest records of {}", quoted(stream)),
+                ))
             }
             (None, None) => {
                 let body = backend.state_overview().await?;
@@ -396,12 +408,13 @@ impl Server {
             "cron_pause_job" => {
                 let name = req_str(args, "name")?;
                 require_confirm(args, "Pausing a job")?;
-                let seconds = match args.get("durationSeconds") {
-                    None | Some(Value::Null) => None,
-                    Some(value) => Some(opt_int(Some(value)).ok_or_else(|| {
-                        ToolError("durationSeconds must be an integer".into())
-                    })?),
-                };
+                let seconds =
+                    match args.get("durationSeconds") {
+                        None | Some(Value::Null) => None,
+                        Some(value) => Some(opt_int(Some(value)).ok_or_else(|| {
+                            ToolError("durationSeconds must be an integer".into())
+                        })?),
+                    };
                 let note = opt_str(args, "note", "a string")?.unwrap_or("");
                 let body = backend.pause(name, seconds, note, by).await?;
                 let until = body["paused"]["until"].clone();
@@ -429,7 +442,10 @@ impl Server {
                 let summary = format!("entry {} of pool {} cancelled", quoted(id), quoted(pool));
                 Ok(result(body, summary))
             }
-            other => Err(ToolError(format!("the tool {} has no handler", quoted(other)))),
+            other => Err(ToolError(format!(
+                "the tool {} has no handler",
+                quoted(other)
+            ))),
         }
     }
 }

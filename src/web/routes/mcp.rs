@@ -197,8 +197,7 @@ impl Backend for AppState {
 
     async fn resources(&self, name: &str, runs: usize) -> Answer {
         let limit = query(&[("limit", runs.to_string())]);
-        json_of(super::resources::job_resources(State(self.clone()), path(name), limit).await)
-            .await
+        json_of(super::resources::job_resources(State(self.clone()), path(name), limit).await).await
     }
 
     async fn cluster(&self) -> Answer {
@@ -222,7 +221,11 @@ impl Backend for AppState {
     async fn metrics_text(&self) -> Answer<String> {
         let response = match super::metrics(State(self.clone()), HeaderMap::new()).await {
             Ok(response) => response,
-            Err(err) => return json_of(Err::<Response, _>(err)).await.map(|_| String::new()),
+            Err(err) => {
+                return json_of(Err::<Response, _>(err))
+                    .await
+                    .map(|_| String::new())
+            }
         };
         let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
             .await
