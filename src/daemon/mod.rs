@@ -10,6 +10,7 @@
 
 pub mod args;
 pub mod build;
+pub mod init;
 pub mod plan;
 pub mod sources;
 pub mod state_args;
