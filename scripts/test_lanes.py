@@ -39,7 +39,9 @@ EXPECTED_SECONDS = {
     "pools_kubernetes": 20,
     "pools": 12,
     "pools_etcd": 10,
+    "mcp_sdk": 8,
     "resources": 6,
+    "mcp": 3,
     "limits": 4,
 }
 DEFAULT_SECONDS = 10

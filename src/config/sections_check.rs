@@ -228,21 +228,12 @@ pub fn check_cross_sections(
         ));
     }
     if let Some(mcp) = &sections.mcp {
-        let m = &mcp.value;
-        if m.max_rows.is_some_and(|v| v < 1) {
-            return Err(ConfigError::config(
-                Location::source(&mcp.source),
-                "mcp.maxRows must be >= 1",
-            ));
-        }
-        if m.max_body_bytes.is_some_and(|v| v < 1) {
-            return Err(ConfigError::config(
-                Location::source(&mcp.source),
-                "mcp.maxBodyBytes must be >= 1",
-            ));
-        }
-        if m.enabled == Some(true) {
-            return Err(not_supported(&mcp.source, "mcp.enabled (the MCP server)"));
+        let web = sections.web.as_ref().map(|w| &w.value);
+        match super::mcp::check(&mcp.value, web) {
+            Ok(found) => warnings.extend(found),
+            Err(message) => {
+                return Err(ConfigError::config(Location::source(&mcp.source), message))
+            }
         }
     }
     if let Some(notify) = &sections.notify {

@@ -227,6 +227,7 @@ pub fn run(
         // delays a launch (see `web::ApiThread`).
         let web = match web::ApiThread::start(
             sources.web_config,
+            sources.mcp_settings,
             probe_listen,
             control,
             published,
