@@ -53,6 +53,11 @@ fn main() -> ExitCode {
     if let Some(Subcommand::Init(init)) = &cli.command {
         return run_init(init.directory.as_deref(), cli.config.as_deref());
     }
+    // The MCP stdio bridge: a client of a running daemon, no config, and
+    // stdout carries protocol frames only (no logging set up).
+    if let Some(Subcommand::Mcp(mcp)) = &cli.command {
+        return ExitCode::from(cronstable::cli::mcp::run(mcp));
+    }
     // A job command talks to the running daemon's job API: no logging,
     // no config.
     if let Some(job) = job {

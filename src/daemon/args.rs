@@ -166,6 +166,11 @@ pub enum Subcommand {
     /// `secret get|list`: the run's staged secrets.
     #[command(about = "read a secret available to the current run")]
     Secret(SecretArgs),
+    /// `mcp`: the MCP stdio bridge to a running daemon's `/mcp`.
+    #[command(
+        about = "run the MCP stdio bridge to a running daemon's /mcp endpoint (for desktop MCP clients)"
+    )]
+    Mcp(crate::cli::mcp::McpArgs),
 }
 
 /// `init [DIRECTORY]`.
@@ -244,7 +249,7 @@ impl Cli {
             Subcommand::Idempotent(args) => args.invocation(),
             Subcommand::Xcom(args) => args.invocation(),
             Subcommand::Secret(args) => args.invocation(),
-            Subcommand::Crd | Subcommand::Init(_) => return None,
+            Subcommand::Crd | Subcommand::Init(_) | Subcommand::Mcp(_) => return None,
         };
         Some(invocation.with_trailing_command(self.trailing_command.clone()))
     }

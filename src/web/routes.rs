@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 
+mod mcp;
 pub mod pools;
 mod resources;
 pub mod state;
@@ -51,6 +52,8 @@ pub struct AppState {
     pub status_cache: Arc<super::cache::StatusCache>,
     /// The durable store, when a `state` section opened one (read only).
     pub store: Option<Arc<state::StoreView>>,
+    /// The MCP server, when `mcp.enabled` is set (`POST /mcp`).
+    pub mcp: Option<Arc<super::mcp::Server>>,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -155,6 +158,8 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/state", get(state::inventory)),
         ("GET", "/state/documents", get(state::documents)),
         ("GET", "/state/records", get(state::records)),
+        // GET (405) and OPTIONS (the CORS preflight) share the entry.
+        ("POST", "/mcp", mcp::route()),
     ]
 }
 
@@ -208,12 +213,19 @@ async fn method_not_allowed() -> ApiError {
 /// Auth, the cross-site check, and the extra headers on success.
 async fn authorize(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
-    let needed = request::needed(request.method());
+    // `/mcp` opens to `view`, checks its own Origin list, and each tool
+    // then asks for its REST twin's scope.
+    let is_mcp = path == "/mcp";
+    let needed = match is_mcp {
+        true => Needed::View,
+        false => request::needed(request.method()),
+    };
     // Probes reveal nothing but health, and a kubelet cannot be given a
     // token without putting it in the pod spec: they never need one.
     let public = (path == "/metrics" && state.credentials.metrics_public)
         || path == "/livez"
-        || path == "/readyz";
+        || path == "/readyz"
+        || (is_mcp && mcp::preflight(request.method(), request.headers()));
     let grant = if !public {
         let auth = request
             .headers()
@@ -239,7 +251,10 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
                 )
                 .into_response();
             }
-            Ok(grant) => grant,
+            Ok(grant) => match is_mcp.then(|| mcp::anonymous_refusal(&state, &grant)) {
+                Some(Some(refusal)) => return refusal,
+                _ => grant,
+            },
         }
     } else {
         Grant::default()
