@@ -101,28 +101,21 @@ mod tests {
     async fn late_reports_wait_for_completion_reports_but_never_the_reverse() {
         let log = Arc::new(Mutex::new(Vec::new()));
         let mut tails = ReportTails::default();
-        let mut tasks = Vec::new();
-        // A slow completion report, then a quick late one of the same job:
-        // the late one is delivered second.
-        tasks.push(tokio::spawn(
-            tails.completion("a", delivery(&log, "a done 1", 10)),
-        ));
-        tasks.push(tokio::spawn(tails.late("a", delivery(&log, "a late 1", 0))));
-        // Another job is not held up by a's reports.
-        tasks.push(tokio::spawn(tails.late("b", delivery(&log, "b late", 1))));
-        // A second late report of a waits for the first.
-        tasks.push(tokio::spawn(tails.late("a", delivery(&log, "a late 2", 1))));
-        // A completion report after the late ones waits only for the
-        // previous completion report, not for a slow late one.
-        tasks.push(tokio::spawn(
-            tails.late("c", delivery(&log, "c late (slow)", 100)),
-        ));
-        tasks.push(tokio::spawn(
-            tails.completion("c", delivery(&log, "c done", 2)),
-        ));
-        tasks.push(tokio::spawn(
-            tails.completion("a", delivery(&log, "a done 2", 3)),
-        ));
+        // Spawned in this order: a slow completion report, then a quick
+        // late one of the same job (delivered second); a late report of
+        // another job (not held up by a's); a second late report of a
+        // (waits for the first); a slow late report of c and a completion
+        // report after it (waits only for the previous completion report,
+        // not for the late one); a second completion report of a.
+        let tasks = [
+            tokio::spawn(tails.completion("a", delivery(&log, "a done 1", 10))),
+            tokio::spawn(tails.late("a", delivery(&log, "a late 1", 0))),
+            tokio::spawn(tails.late("b", delivery(&log, "b late", 1))),
+            tokio::spawn(tails.late("a", delivery(&log, "a late 2", 1))),
+            tokio::spawn(tails.late("c", delivery(&log, "c late (slow)", 100))),
+            tokio::spawn(tails.completion("c", delivery(&log, "c done", 2))),
+            tokio::spawn(tails.completion("a", delivery(&log, "a done 2", 3))),
+        ];
         for task in tasks {
             task.await.unwrap();
         }
