@@ -109,6 +109,21 @@ elif [ "${CI:-}" = "true" ]; then
   exit 1
 fi
 
+# tests/mcp_sdk.rs drives the MCP server with the official MCP Python SDK
+# (`mcp` from PyPI, which needs Python 3.10 or later and pins libraries of
+# its own): a virtualenv in the tools cache, found by the test there.
+if [ ! -x "$TOOLS/mcp-venv/bin/python3" ] || ! "$TOOLS/mcp-venv/bin/python3" -c "import mcp" >/dev/null 2>&1; then
+  if command -v python3 >/dev/null 2>&1; then
+    python3 -m venv "$TOOLS/mcp-venv"
+    "$TOOLS/mcp-venv/bin/python3" -m pip install --quiet --disable-pip-version-check mcp </dev/null
+  fi
+fi
+if [ "${CI:-}" = "true" ] && ! "$TOOLS/mcp-venv/bin/python3" -c "import mcp" >/dev/null 2>&1; then
+  echo "scripts/test.sh: the MCP Python SDK (pip mcp) could not be installed" >&2
+  exit 1
+fi
+export CRONSTABLE_TOOLS="$TOOLS"
+
 # tests/prometheus.rs scrapes the daemon with a real Prometheus server.
 # Install it when missing (CI runs as root without stdin); elsewhere a
 # non-root user gets a note and that test skips itself, but under CI the

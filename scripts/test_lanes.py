@@ -36,9 +36,13 @@ EXPECTED_SECONDS = {
     "kube_chart_install": 43,
     "kube_real": 32,
     "cluster_etcd": 29,
+    "pools_kubernetes": 20,
     "web_ui": 14,
     "pools": 12,
+    "pools_etcd": 10,
+    "mcp_sdk": 8,
     "resources": 6,
+    "mcp": 3,
     "limits": 4,
 }
 DEFAULT_SECONDS = 10

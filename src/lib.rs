@@ -15,6 +15,8 @@
 //!   interpreter holds them (`json.loads`/`json.dumps`, lone surrogates,
 //!   `repr()`, `int()`/`float()` of text), shared by the job state and the
 //!   job commands.
+//! - [`cli`]: clients of a running daemon's web listener (`cronstable
+//!   mcp`, the MCP stdio bridge).
 //! - [`jobcli`]: the job-facing commands (`state get`, `cursor`, `lock`,
 //!   `artifact`, ...), the client of the daemon's loopback job API.
 //! - [`config`]: the config model, loading, crontabs and validation.
@@ -50,6 +52,7 @@
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.
 
+pub mod cli;
 pub mod cluster;
 pub(crate) mod compat;
 pub mod config;

@@ -1,9 +1,10 @@
 //! The `cronstable` command line: parse arguments, set up logging, load
-//! the config, then answer a one-shot question (`crd`, `state ...`, `-v`,
+//! the config, then answer a one-shot question (`crd`, `init`, `state ...`, `-v`,
 //! `--job-set-id`) or run the daemon ([`cronstable::daemon::run`]).
 
 use cronstable::config::{self, ConfigError};
 use cronstable::daemon::args::{self, ConfigRoot, Subcommand};
+use cronstable::daemon::init;
 use cronstable::daemon::state_args;
 use cronstable::{fingerprint, logging, platform};
 use std::io::Write;
@@ -49,6 +50,14 @@ fn main() -> ExitCode {
     if let Some(Subcommand::Crd) = cli.command {
         return print_crd();
     }
+    if let Some(Subcommand::Init(init)) = &cli.command {
+        return run_init(init.directory.as_deref(), cli.config.as_deref());
+    }
+    // The MCP stdio bridge: a client of a running daemon, no config, and
+    // stdout carries protocol frames only (no logging set up).
+    if let Some(Subcommand::Mcp(mcp)) = &cli.command {
+        return ExitCode::from(cronstable::cli::mcp::run(mcp));
+    }
     // A job command talks to the running daemon's job API: no logging,
     // no config.
     if let Some(job) = job {
@@ -78,6 +87,12 @@ fn main() -> ExitCode {
     let root = match args::config_root(given, cli.kube, default, default.exists()) {
         ConfigRoot::Path(path) => Some(path),
         ConfigRoot::None => None,
+        // A bare command on a fresh host is a first run: guidance, not
+        // an error.
+        ConfigRoot::MissingDefault if std::env::args_os().len() == 1 => {
+            print!("{}", args::first_run_guidance());
+            return ExitCode::SUCCESS;
+        }
         ConfigRoot::MissingDefault => return missing_default(),
     };
 
@@ -143,6 +158,28 @@ fn run_state(command: state_args::StateCommand) -> ExitCode {
 
 /// No config at the default location: the manual's message and the
 /// help on stderr, exit 1.
+/// `cronstable init`: the starter config written (stdout says where and
+/// how to start), or the refusal on stderr with exit 1.
+fn run_init(directory: Option<&Path>, config: Option<&Path>) -> ExitCode {
+    let default = Path::new(platform::DEFAULT_CONFIG_PATH);
+    let target = init::target(directory, config, default);
+    if let Some(note) = &target.note {
+        eprintln!("{note}");
+    }
+    match init::run(&target, default) {
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(refusal) => {
+            eprintln!("{refusal}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn missing_default() -> ExitCode {
     // Nowhere to report a failed write: the exit code still tells.
     let _ = std::io::stderr().write_all(args::missing_default_text().as_bytes());

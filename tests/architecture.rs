@@ -15,7 +15,7 @@
 //! |------|---------------------------------------|------------------------------------------------------|
 //! | 0    | platform, pyfmt, compat, cronexpr, redact | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
 //! | 1    | jinja, logging, pyjson                | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; Python's JSON values and `str` (over pyfmt's float spelling), which the job state and the job commands share |
-//! | 2    | config, jobcli                        | the model, loading, validation; the job-facing client commands, which need only Python's JSON and the OS |
+//! | 2    | config, jobcli, cli                   | the model, loading, validation; the job-facing client commands, which need only Python's JSON and the OS; the clients of the web listener (the MCP stdio bridge), which need only the OS |
 //! | 3    | fingerprint, tls                      | the job-set id, computed from loaded config; the `https://` listener of the web API and the job endpoint |
 //! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
 //! | 5    | status, state                         | the state the edges publish (leadership, Kubernetes mode) on watch channels, for the gate, the API and the metrics to read; the durable store's files and record formats (peers) |
@@ -46,6 +46,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("pyjson", 1),
     ("config", 2),
     ("jobcli", 2),
+    ("cli", 2),
     ("fingerprint", 3),
     ("tls", 3),
     ("job", 4),

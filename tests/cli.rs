@@ -171,13 +171,25 @@ fn missing_default_config_location_is_explained() {
         return;
     }
     let help = help();
-    // Every request for a config that is not there: the message and the
-    // help on stderr, exit 1, nothing on stdout.
+    // A bare `cronstable` on a fresh host is a first run: where it looked
+    // and what to run, then the help, on stdout, exit 0; nothing written.
+    let run = cronstable(&[], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.stdout,
+        format!(
+            "cronstable: no configuration at the default location ({DEFAULT_CONFIG}). Run \
+             `cronstable init` to create a starter configuration, or use -c/--config to select \
+             an existing file or directory.\n\n{help}"
+        )
+    );
+    assert!(run.stderr.is_empty(), "{}", run.stderr);
+    assert!(!std::path::Path::new(DEFAULT_CONFIG).exists());
+    // Every explicit request for a config that is not there: the message
+    // and the help on stderr, exit 1, nothing on stdout. The manual's
+    // special case fires whether -c was left out or names the default.
     for args in [
-        // A bare `cronstable` too: the manual's special case fires
-        // whether -c was left out or names the default.
-        &[][..],
-        &["-v"],
+        &["-v"][..],
         &["--job-set-id"],
         &["-l", "INFO"],
         &["-c", DEFAULT_CONFIG],
@@ -195,4 +207,115 @@ fn quickstart_example_is_valid() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let run = cronstable(&["-c", "examples/quickstart.yaml", "-v"], root);
     assert_eq!(run.code, Some(0), "{}", run.stderr);
+}
+
+#[test]
+fn init_writes_a_starter_that_validates_and_never_overwrites() {
+    let dir = write_tree(&[]);
+    let target = dir.path().join("conf.d");
+    let target_arg = target.to_str().expect("utf-8 temp path");
+    let run = cronstable(&["init", target_arg], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let written = target.join("cronstable.yaml");
+    assert_eq!(
+        run.stdout,
+        format!(
+            "wrote {}\nstart the scheduler with: cronstable -c {target_arg}\n",
+            written.display()
+        )
+    );
+    let starter = std::fs::read_to_string(&written).expect("the starter is there");
+    let check = cronstable(&["-c", target_arg, "-v"], dir.path());
+    assert_eq!(
+        check.code,
+        Some(0),
+        "the starter validates: {}",
+        check.stderr
+    );
+    assert!(
+        check.stderr.contains("Configuration is valid."),
+        "{}",
+        check.stderr
+    );
+
+    // A second init (DIRECTORY, or -c naming it) refuses and leaves the
+    // file as it was, even after the user edited it.
+    std::fs::write(&written, format!("{starter}# edited\n")).unwrap();
+    for args in [&["init", target_arg][..], &["-c", target_arg, "init"]] {
+        let again = cronstable(args, dir.path());
+        assert_eq!(again.code, Some(1), "{args:?}");
+        assert_eq!(
+            again.stderr,
+            format!(
+                "cronstable init: {target_arg} already holds configuration (cronstable.yaml); \
+                 refusing to add a starter to a live setup\n"
+            )
+        );
+    }
+    assert!(std::fs::read_to_string(&written)
+        .unwrap()
+        .ends_with("# edited\n"));
+
+    // Any loadable file counts as a setup; a skipped one does not.
+    let crontab_dir = dir.path().join("crontabs");
+    std::fs::create_dir(&crontab_dir).unwrap();
+    std::fs::write(crontab_dir.join("_disabled.yaml"), "jobs: []\n").unwrap();
+    std::fs::write(crontab_dir.join("crontab"), "* * * * * true\n").unwrap();
+    let refused = cronstable(&["init", crontab_dir.to_str().unwrap()], dir.path());
+    assert_eq!(refused.code, Some(1));
+    assert!(
+        refused
+            .stderr
+            .contains("already holds configuration (crontab)"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!crontab_dir.join("cronstable.yaml").exists());
+
+    // A file is no directory.
+    let file = dir.path().join("jobs.yaml");
+    std::fs::write(&file, "jobs: []\n").unwrap();
+    let refused = cronstable(&["init", file.to_str().unwrap()], dir.path());
+    assert_eq!(refused.code, Some(1));
+    assert!(refused
+        .stderr
+        .contains("is a file; init writes a starter file into a configuration DIRECTORY"));
+
+    // -c and a different DIRECTORY: DIRECTORY wins, and stderr says so.
+    let other = dir.path().join("other");
+    let run = cronstable(
+        &["-c", target_arg, "init", other.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "cronstable init: -c {target_arg} and DIRECTORY {} disagree; writing to {}\n",
+            other.display(),
+            other.display()
+        )
+    );
+    assert!(other.join("cronstable.yaml").exists());
+}
+
+#[test]
+fn the_starter_job_runs_under_the_daemon() {
+    // The starter as written, plus a web listener to start its job now
+    // rather than at the next five minutes.
+    let dir = write_tree(&[]);
+    let target = dir.path().join("conf.d");
+    let run = cronstable(&["init", target.to_str().unwrap()], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    let starter = std::fs::read_to_string(target.join("cronstable.yaml")).unwrap();
+    let port = support::http::free_port();
+    let config = format!("{starter}\nweb:\n  listen:\n    - http://127.0.0.1:{port}\n");
+    let daemon = support::daemon::Daemon::start(&config);
+    support::http::wait_listening(port, std::time::Duration::from_secs(20));
+    let started = support::http::post(port, "/jobs/hello/start");
+    assert_eq!(started.status, 200, "{}", started.body);
+    let record = daemon.first_run(port, "hello");
+    assert_eq!(record["exit_code"], 0, "{record}\n{}", daemon.log());
+    let stdout = record["stdout"].as_str().unwrap_or_default();
+    assert!(stdout.starts_with("hello from cronstable on "), "{record}");
 }

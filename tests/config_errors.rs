@@ -472,11 +472,43 @@ fn unset_variable_names_value_path_and_variable() {
 }
 
 #[test]
-fn sections_not_supported_yet_are_refused_by_name() {
-    // `notify`, `sla` and `monitorResources` are supported now; `mcp` is not.
-    let yaml = "web:\n  listen:\n    - http://127.0.0.1:8080\nmcp:\n  enabled: true\n";
-    let err = rejected(&[("c.yaml", yaml)]);
-    assert_contains(&err, &["mcp.enabled", "not supported yet"]);
+fn the_mcp_section_fails_closed_on_an_open_routable_listener() {
+    // The original's text, naming the listener /mcp would be open on.
+    let open = "web:\n  listen:\n    - http://0.0.0.0:8080\nmcp:\n  enabled: true\n";
+    let err = rejected(&[("c.yaml", open)]);
+    assert_contains(
+        &err,
+        &[
+            "mcp.enabled is set but no web.authToken/authTokens is set, and the web API listens \
+           on non-loopback address(es) http://0.0.0.0:8080: /mcp would be served without \
+           authentication",
+        ],
+    );
+    let err = rejected(&[("c.yaml", "mcp:\n  enabled: true\n")]);
+    assert_contains(&err, &["mcp.enabled requires a `web` section"]);
+    let err = rejected(&[("c.yaml", "mcp:\n  maxRows: 0\n")]);
+    assert_contains(&err, &["mcp.maxRows must be >= 1"]);
+    // Loopback, a token, mutual TLS or the explicit waiver load.
+    for yaml in [
+        "web:\n  listen:\n    - http://127.0.0.1:8080\nmcp:\n  enabled: true\n",
+        "web:\n  listen:\n    - http://0.0.0.0:8080\n  authToken:\n    value: t\nmcp:\n  enabled: true\n",
+        "web:\n  listen:\n    - http://0.0.0.0:8080\nmcp:\n  enabled: true\n  allowUnauthenticated: true\n",
+    ] {
+        let dir = write_tree(&[("c.yaml", yaml)]);
+        let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+        assert_eq!(run.code, Some(0), "{yaml}\n{}", run.stderr);
+    }
+    // `act` under readOnly loads, with the original's warning.
+    let dir = write_tree(&[(
+        "c.yaml",
+        "web:\n  listen:\n    - http://127.0.0.1:8080\nmcp:\n  enabled: true\n  toolsets: [observe, act]\n",
+    )]);
+    let run = cronstable(&["-c", "c.yaml", "-v"], dir.path());
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_contains(
+        &run.stderr,
+        &["mcp.toolsets includes 'act' but mcp.readOnly is true"],
+    );
 }
 
 #[test]

@@ -283,6 +283,44 @@ fn cancelling_a_capped_run_kills_a_descendant_that_left_its_session() {
 }
 
 #[test]
+fn a_capped_run_is_sampled_from_its_cgroup_with_a_process_that_left_its_session() {
+    // The burner calls setsid: its session is not the run's, so reading
+    // the run's session cannot see it, while its cgroup lists it. The
+    // shell reaps it and ends at once, so the shell's own counters never
+    // show the burner's time to a session sample either.
+    let burn = "setsid python3 -c \"import time; t = time.process_time; e = t() + 1.5; \
+                exec('while t() < e: pass')\" </dev/null &\n      wait";
+    let monitored = "    monitorResources:\n      interval: 0.2\n";
+    let jobs = at_start(
+        "capped",
+        burn,
+        &format!("{monitored}    resourceLimits:\n      processes: 64\n"),
+    ) + &at_start("uncapped", burn, monitored);
+    let (daemon, port) = daemon(&jobs, &[]);
+    require_enforcement!(port, &["processes"]);
+    let cpu = |name: &str| {
+        let run = daemon.first_run(port, name);
+        assert_eq!(run["exit_code"], 0, "{run}\n{}", daemon.log());
+        run["resources"]["cpu_total_seconds"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{name}: no resources in {run}"))
+    };
+    let capped = cpu("capped");
+    assert!(
+        capped >= 0.9,
+        "the cgroup lists the burner for its whole 1.5 s of CPU: counted {capped} s\n{}",
+        daemon.log()
+    );
+    // The contrast that makes the check above mean something: the same
+    // command read through its session misses the burner.
+    let uncapped = cpu("uncapped");
+    assert!(
+        uncapped < 0.5,
+        "the session reading cannot see a process that left it: {uncapped} s"
+    );
+}
+
+#[test]
 fn required_caps_that_cannot_apply_refuse_the_run_and_optional_ones_run_without() {
     let jobs = at_start(
         "strict",

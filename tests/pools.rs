@@ -7,84 +7,10 @@
 mod support;
 
 use serde_json::Value;
-use std::path::Path;
 use std::time::{Duration, Instant};
-use support::daemon::{read_lines, Daemon};
+use support::daemon::Daemon;
 use support::http;
-
-const LONG: Duration = Duration::from_secs(40);
-
-/// A job firing every second on pool `pool`; each run writes
-/// `start <job> <node> <ns>` and `end <job> <node> <ns>` to `log`
-/// around a short sleep.
-fn pooled(name: &str, pool: &str, log: &str, extra: &str) -> String {
-    format!(
-        "  - name: {name}\n    schedule: '* * * * * * *'\n    pool: {pool}\n    command: |\n      \
-         echo \"start {name} ${{NODE:-here}} $(date +%s%N)\" >> {log}\n      sleep 0.3\n      \
-         echo \"end {name} ${{NODE:-here}} $(date +%s%N)\" >> {log}\n{extra}"
-    )
-}
-
-/// The `[start, end]` intervals in `lines`, in nanoseconds, with the job
-/// and node of each.
-fn intervals(lines: &[String]) -> Vec<(u128, u128, String)> {
-    let mut open: std::collections::HashMap<String, u128> = Default::default();
-    let mut done = Vec::new();
-    for line in lines {
-        let parts: Vec<&str> = line.split_whitespace().collect();
-        let [kind, job, node, at] = parts[..] else {
-            panic!("unexpected line {line:?}");
-        };
-        let at: u128 = at.parse().expect("nanoseconds");
-        let key = format!("{job} {node}");
-        match kind {
-            "start" => {
-                assert!(
-                    open.insert(key.clone(), at).is_none(),
-                    "{key} started twice"
-                );
-            }
-            "end" => {
-                let start = open.remove(&key).expect("an end after its start");
-                done.push((start, at, key));
-            }
-            _ => panic!("unexpected line {line:?}"),
-        }
-    }
-    done.sort();
-    done
-}
-
-/// Panics when any two runs overlapped.
-fn assert_no_overlap(runs: &[(u128, u128, String)]) {
-    for pair in runs.windows(2) {
-        assert!(
-            pair[1].0 >= pair[0].1,
-            "{} started at {} before {} ended at {}: {runs:?}",
-            pair[1].2,
-            pair[1].0,
-            pair[0].2,
-            pair[0].1
-        );
-    }
-}
-
-/// Waits until `path` holds `count` complete runs.
-fn wait_runs(path: &Path, count: usize, logs: &dyn Fn() -> String) -> Vec<String> {
-    let start = Instant::now();
-    loop {
-        let lines = read_lines(path);
-        if lines.iter().filter(|l| l.starts_with("end ")).count() >= count {
-            return lines;
-        }
-        assert!(
-            start.elapsed() < LONG,
-            "{count} runs not done after {LONG:?}: {lines:?}\n{}",
-            logs()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+use support::pools::{assert_no_overlap, intervals, pooled, wait_runs, LONG};
 
 fn header(port: u16, store: &str) -> String {
     format!(
@@ -317,7 +243,7 @@ fn a_run_that_loses_its_pool_lease_is_cancelled_with_exit_code_minus_100() {
 }
 
 #[test]
-fn pools_need_a_state_section_and_known_pools_with_room_for_the_job() {
+fn pools_need_a_store_and_known_pools_with_room_for_the_job() {
     for (config, error) in [
         (
             "pools:\n  p:\n    slots: 1\n",
@@ -334,8 +260,11 @@ fn pools_need_a_state_section_and_known_pools_with_room_for_the_job() {
             "job 'j': poolSlots exceeds pool capacity",
         ),
         (
-            "state:\n  slotTtlSeconds: 30\ncluster:\n  backend: etcd\npools:\n  p:\n    slots: 1\n",
-            "the kubernetes and etcd backends keep no pool state",
+            "cluster:\n  backend: gossip\n  nodeName: a\n  listen: '127.0.0.1:9000'\n  \
+             tls: {ca: ca.pem, cert: a.pem, key: a.key}\n  peers:\n    - host: 'b:9000'\n\
+             pools:\n  p:\n    slots: 1\n",
+            "pools require durable state: the gossip backend keeps no shared store for the pool \
+             queues; set state.path",
         ),
         (
             "state:\n  path: ./s\npools:\n  p:\n    slots: 10001\n",
@@ -355,6 +284,24 @@ fn pools_need_a_state_section_and_known_pools_with_room_for_the_job() {
         let run = support::cli::cronstable(&["-c", "c.yaml", "-v"], dir.path());
         assert_eq!(run.code, Some(1), "{config}\n{}", run.stderr);
         assert!(run.stderr.contains(error), "{config}\n{}", run.stderr);
+    }
+    // Beside a lease backend, its store keeps the pools (a Lease or an
+    // etcd key per pool, or its directory), with or without a `state`
+    // section.
+    for cluster in [
+        "cluster:\n  backend: kubernetes\n",
+        "cluster:\n  backend: etcd\n",
+        "state:\n  slotTtlSeconds: 30\ncluster:\n  backend: etcd\n",
+        "state:\n  onStoreUnavailable: fail-closed\ncluster:\n  backend: kubernetes\n",
+        "cluster:\n  backend: filesystem\n  filesystem:\n    path: ./shared\n",
+    ] {
+        let config = format!(
+            "{cluster}pools:\n  p:\n    slots: 1\njobs:\n  - name: j\n    command: 'true'\n    \
+             schedule: '* * * * *'\n    pool: p\n"
+        );
+        let dir = support::cli::write_tree(&[("c.yaml", &config)]);
+        let run = support::cli::cronstable(&["-c", "c.yaml", "-v"], dir.path());
+        assert_eq!(run.code, Some(0), "{config}\n{}", run.stderr);
     }
     let dir = support::cli::write_tree(&[
         (

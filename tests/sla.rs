@@ -78,7 +78,10 @@ fn each_check_breaches_reports_once_shows_and_recovers() {
     // Early in a minute: the 30th second's slot comes before the next
     // boundary, and every check has passed its threshold by then.
     wait_for_second(2, 12);
-    let (daemon, port) = Daemon::start_with_web("", &jobs);
+    // A durable store: the breach counts survive a restart (checked last).
+    let store = tempfile::tempdir().expect("temp dir");
+    let state = format!("state:\n  path: {}\n", store.path().display());
+    let (mut daemon, port) = Daemon::start_with_web(&state, &jobs);
     let pause = http::request(
         port,
         "POST",
@@ -165,7 +168,17 @@ fn each_check_breaches_reports_once_shows_and_recovers() {
     assert!(entry(port, "plain").get("sla").is_none());
 
     // The metric families.
-    let metrics = http::get(port, "/metrics").body;
+    // The first evaluation may come a moment after the listener answers.
+    let start = std::time::Instant::now();
+    let metrics = loop {
+        let metrics = http::get(port, "/metrics").body;
+        if metrics.contains("cronstable_job_sla_breaches_total{job_name=\"stale\"")
+            || start.elapsed() > Duration::from_secs(10)
+        {
+            break metrics;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     for (job, check) in [
         ("overrun", "maxRuntime"),
         ("stale", "maxTimeSinceSuccess"),
@@ -234,6 +247,36 @@ fn each_check_breaches_reports_once_shows_and_recovers() {
     // Each breach was reported once: no re-fire while it lasted.
     assert_eq!(hook.requests().len(), 1);
     assert_eq!(daemon.log().matches("reporting SLA breach").count(), 3);
+
+    // A restart (a rollout) keeps the counts: the snapshot the clean stop
+    // wrote carries them, and the new process shows them at its first
+    // evaluation, without a breach of its own.
+    // (The paused job's run would hold the stop until it ends.)
+    let cancel = http::post(port, "/jobs/paused/cancel");
+    assert!(
+        cancel.status == 200 || cancel.body.contains("is not running"),
+        "{}\n{}",
+        cancel.body,
+        daemon.log()
+    );
+    daemon.signal(nix::sys::signal::Signal::SIGTERM);
+    assert_eq!(daemon.wait_exit(long), Some(0), "{}", daemon.log());
+    let (again, port) = Daemon::start_with_web(&state, &jobs);
+    let metrics = http::get(port, "/metrics").body;
+    for (job, check) in [
+        ("overrun", "maxRuntime"),
+        ("stale", "maxTimeSinceSuccess"),
+        ("held", "lateAfter"),
+    ] {
+        let series =
+            format!("cronstable_job_sla_breaches_total{{job_name=\"{job}\",check=\"{check}\"}}");
+        assert_eq!(
+            sample(&metrics, &series),
+            Some(1.0),
+            "{series}\n{metrics}\n{}",
+            again.log()
+        );
+    }
 }
 
 #[test]

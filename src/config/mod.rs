@@ -12,6 +12,7 @@ pub mod job_api;
 pub mod limits;
 pub(crate) mod load;
 pub(crate) mod locate;
+pub mod mcp;
 pub(crate) mod merge;
 pub(crate) mod model;
 pub(crate) mod sections;

@@ -184,20 +184,14 @@ pub fn check_cross_sections(
             ));
         }
     }
-    // Pool documents live in a directory: `state.path`, or the
-    // filesystem backend's when the state section has no path.
-    let pool_directory = sections
-        .state
-        .as_ref()
-        .is_some_and(|s| !s.value.path.trim().is_empty())
-        || sections.cluster.as_ref().is_some_and(|c| {
-            matches!(
-                super::cluster::resolve(&c.value, crate::platform::host_name()),
-                Ok(super::cluster::Resolved::Lease { settings, .. })
-                    if matches!(settings.backend, super::cluster::Backend::Filesystem(_))
-            )
-        });
-    check_pools(jobs, sections, pool_directory)?;
+    // Pool documents live where the slots do: `state.path`, else the
+    // lease backend's store (its directory, Leases, etcd keys).
+    let pool_store = lease_backend
+        || sections
+            .state
+            .as_ref()
+            .is_some_and(|s| !s.value.path.trim().is_empty());
+    check_pools(jobs, sections, pool_store)?;
     let secret_jobs = offenders(&has_secrets);
     if let Some(first) = jobs.iter().find(|j| has_secrets(j)) {
         // Secrets are staged over the job endpoint (the original's texts).
@@ -234,21 +228,12 @@ pub fn check_cross_sections(
         ));
     }
     if let Some(mcp) = &sections.mcp {
-        let m = &mcp.value;
-        if m.max_rows.is_some_and(|v| v < 1) {
-            return Err(ConfigError::config(
-                Location::source(&mcp.source),
-                "mcp.maxRows must be >= 1",
-            ));
-        }
-        if m.max_body_bytes.is_some_and(|v| v < 1) {
-            return Err(ConfigError::config(
-                Location::source(&mcp.source),
-                "mcp.maxBodyBytes must be >= 1",
-            ));
-        }
-        if m.enabled == Some(true) {
-            return Err(not_supported(&mcp.source, "mcp.enabled (the MCP server)"));
+        let web = sections.web.as_ref().map(|w| &w.value);
+        match super::mcp::check(&mcp.value, web) {
+            Ok(found) => warnings.extend(found),
+            Err(message) => {
+                return Err(ConfigError::config(Location::source(&mcp.source), message))
+            }
         }
     }
     if let Some(notify) = &sections.notify {
@@ -317,27 +302,34 @@ pub fn check_cross_sections(
 }
 
 /// The pool rules across sections and jobs, in the original's order and
-/// words: pools need a `state` section; a job names a defined pool, and
-/// its `poolSlots` fit in it.
+/// words: pools need durable state (ours: `state.path`, or a `cluster`
+/// section whose lease backend keeps the slots, also keeps the pools); a
+/// job names a defined pool, and its `poolSlots` fit in it.
 fn check_pools(
     jobs: &[JobConfig],
     sections: &Sections,
-    pool_directory: bool,
+    pool_store: bool,
 ) -> Result<(), ConfigError> {
-    if let (Some(first), None) = (sections.pools.first(), &sections.state) {
+    if let (Some(first), false) = (sections.pools.first(), pool_store) {
+        let gossip = sections.cluster.as_ref().is_some_and(|c| {
+            matches!(
+                super::cluster::resolve(&c.value, crate::platform::host_name()),
+                Ok(super::cluster::Resolved::Gossip { .. })
+            )
+        });
+        // The original's sentence, then ours: where the queues can live.
+        let message = if gossip {
+            "pools require durable state: the gossip backend keeps no shared store for the pool \
+             queues; set state.path (a directory every node shares)"
+        } else if sections.state.is_none() {
+            "pools require durable state"
+        } else {
+            "pools require durable state: a state.path, or a cluster section with the \
+             kubernetes, etcd or filesystem backend, keeps the pool queues"
+        };
         return Err(ConfigError::config(
             Location::source(&first.source),
-            "pools require durable state",
-        ));
-    }
-    if let (Some(first), false) = (sections.pools.first(), pool_directory) {
-        // Ours: a state section without `path` beside the kubernetes or
-        // etcd backend has no directory for the pool documents.
-        return Err(ConfigError::config(
-            Location::source(&first.source),
-            "pools require durable state: a state.path (or a cluster section with the \
-             filesystem backend, whose directory then keeps the pools); the kubernetes and \
-             etcd backends keep no pool state",
+            message,
         ));
     }
     let table = sections.pool_table();

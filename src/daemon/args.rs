@@ -136,6 +136,11 @@ pub struct Cli {
 /// One-shot commands that print something and exit.
 #[derive(clap::Subcommand, Debug)]
 pub enum Subcommand {
+    /// Write a commented starter configuration into DIRECTORY and exit.
+    #[command(
+        about = "write a commented starter configuration into DIRECTORY (default: the platform config directory) and exit"
+    )]
+    Init(InitArgs),
     /// Print the CronJobSet CustomResourceDefinition (YAML) and exit.
     Crd,
     /// Administer the durable state store of the config's `state:` section.
@@ -161,6 +166,20 @@ pub enum Subcommand {
     /// `secret get|list`: the run's staged secrets.
     #[command(about = "read a secret available to the current run")]
     Secret(SecretArgs),
+    /// `mcp`: the MCP stdio bridge to a running daemon's `/mcp`.
+    #[command(
+        about = "run the MCP stdio bridge to a running daemon's /mcp endpoint (for desktop MCP clients)"
+    )]
+    Mcp(crate::cli::mcp::McpArgs),
+}
+
+/// `init [DIRECTORY]`.
+#[derive(clap::Args, Debug)]
+pub struct InitArgs {
+    /// Target configuration directory (default: -c/--config if given,
+    /// else the platform config directory).
+    #[arg(value_name = "DIRECTORY")]
+    pub directory: Option<PathBuf>,
 }
 
 /// `--log-format`: one variant a [`LogFormat`], described in the flag's
@@ -230,7 +249,7 @@ impl Cli {
             Subcommand::Idempotent(args) => args.invocation(),
             Subcommand::Xcom(args) => args.invocation(),
             Subcommand::Secret(args) => args.invocation(),
-            Subcommand::Crd => return None,
+            Subcommand::Crd | Subcommand::Init(_) | Subcommand::Mcp(_) => return None,
         };
         Some(invocation.with_trailing_command(self.trailing_command.clone()))
     }
@@ -333,6 +352,19 @@ pub fn missing_default_text() -> String {
         "cronstable error: configuration file not found at the default location ({}). Run \
          `cronstable init` to create a starter configuration there, or point -c/--config at an \
          existing file or directory.\n{}",
+        platform::DEFAULT_CONFIG_PATH,
+        help()
+    )
+}
+
+/// What a bare `cronstable` (no argument at all) prints on stdout before
+/// exiting with 0 when the default location is missing: where it looked,
+/// what to run, then the help.
+pub fn first_run_guidance() -> String {
+    format!(
+        "cronstable: no configuration at the default location ({}). Run `cronstable init` to \
+         create a starter configuration, or use -c/--config to select an existing file or \
+         directory.\n\n{}",
         platform::DEFAULT_CONFIG_PATH,
         help()
     )

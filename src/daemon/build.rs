@@ -54,36 +54,51 @@ pub fn slot_store(plan: SlotStorePlan, shared: SharedClient) -> Arc<dyn cluster:
             deployment_id,
         } => Arc::new(cluster::slots::fs::FsSlotStore::new(&path, &deployment_id)),
         SlotStorePlan::Leases { lease, client } => {
-            let lease_name = lease.lease_name.clone();
-            let source: cluster::slots::kube::LeaseApiSource = Arc::new(move || {
-                let lease = lease.clone();
-                let shared = shared.clone();
-                Box::pin(async move {
-                    let (client, namespace) = lease_client(client, shared, &lease).await?;
-                    Ok(kube::Api::namespaced(client, &namespace))
-                })
-            });
             Arc::new(cluster::slots::kube::KubeSlotStore::new(
-                &lease_name,
-                source,
+                &lease.lease_name.clone(),
+                lease_api_source(lease, client, shared),
             ))
         }
         SlotStorePlan::Etcd { etcd, timeout } => {
-            let election_name = etcd.election_name.clone();
-            let source: cluster::slots::etcd::EtcdClientSource = Arc::new(move || {
-                let etcd = etcd.clone();
-                Box::pin(async move {
-                    // The node name is the election's business; the slot
-                    // store only borrows the client.
-                    cluster::etcd::EtcdLease::connect(&etcd, String::new(), timeout).await
-                })
-            });
             Arc::new(cluster::slots::etcd::EtcdSlotStore::new(
-                &election_name,
-                source,
+                &etcd.election_name.clone(),
+                etcd_client_source(etcd, timeout),
             ))
         }
     }
+}
+
+/// How a store on the Lease backend's objects gets its Lease API: the
+/// election's client and namespace ([`lease_client`]), on first use.
+fn lease_api_source(
+    lease: KubernetesSettings,
+    client: LeaseClient,
+    shared: SharedClient,
+) -> cluster::slots::kube::LeaseApiSource {
+    Arc::new(move || {
+        let lease = lease.clone();
+        let shared = shared.clone();
+        Box::pin(async move {
+            let (client, namespace) = lease_client(client, shared, &lease).await?;
+            Ok(kube::Api::namespaced(client, &namespace))
+        })
+    })
+}
+
+/// How a store on the etcd backend's keys gets a client of its own, built
+/// from the section's `etcd` block on first use.
+fn etcd_client_source(
+    etcd: crate::config::cluster::EtcdSettings,
+    timeout: std::time::Duration,
+) -> cluster::slots::etcd::EtcdClientSource {
+    Arc::new(move || {
+        let etcd = etcd.clone();
+        Box::pin(async move {
+            // The node name is the election's business; a store only
+            // borrows the client.
+            cluster::etcd::EtcdLease::connect(&etcd, String::new(), timeout).await
+        })
+    })
 }
 
 /// How a `cluster` section becomes a running lease backend: the
@@ -219,8 +234,9 @@ pub fn kube_facts(
 pub struct PoolPlan {
     /// The node claims are held under (the slots' node name).
     node: String,
-    /// The slot directory, when slots live in one.
-    directory: Option<(String, String)>,
+    /// Where the slots live (`state.path`'s directory first, else the
+    /// lease backend's store): the pools live there too.
+    store: Option<SlotStorePlan>,
     /// A durable store of `state.path` is planned.
     durable: bool,
 }
@@ -233,41 +249,49 @@ impl PoolPlan {
                 || crate::platform::host_name().to_owned(),
                 |s| s.node.clone(),
             ),
-            directory: match plan.slots.as_ref().map(|s| &s.store) {
-                Some(SlotStorePlan::Directory {
-                    path,
-                    deployment_id,
-                }) => Some((path.clone(), deployment_id.clone())),
-                _ => None,
-            },
+            store: plan.slots.as_ref().map(|s| s.store.clone()),
             durable: plan.durable.is_some(),
         }
     }
 }
 
-/// The resource pools' store: the state store's documents when the
-/// durable store of `state.path` is open, else the slot directory of the
-/// filesystem backend (a store opened there). The Kubernetes and etcd
-/// slot stores keep no pools: pools configured with one of them alone
-/// answer that pool state is unavailable (logged once at start).
+/// The resource pools' store, where the slots live: the state store's
+/// documents when the durable store of `state.path` is open, else the
+/// lease backend's store: the filesystem backend's directory (a store
+/// opened there), a Lease per pool beside the election Lease, or an etcd
+/// key per pool under the election key. With none (the gossip backend
+/// alone, which the load refuses, or a `state.path` that did not open)
+/// pools answer that pool state is unavailable, logged once at start.
+/// Call inside the runtime (the Lease and etcd stores use it).
 pub fn pools(
     plan: PoolPlan,
     durable: Option<Arc<crate::state::store::Store>>,
+    shared: SharedClient,
     table: tokio::sync::watch::Receiver<Arc<crate::config::sections::PoolTable>>,
 ) -> Box<dyn crate::scheduler::ports::Pools> {
+    use cluster::pools::optimistic::Optimistic;
     let configured = !table.borrow().is_empty();
     let node = plan.node;
-    let store = match (durable, &plan.directory) {
-        (Some(store), _) => Some(store),
-        (None, Some((path, deployment_id))) if !plan.durable => {
+    let runtime = tokio::runtime::Handle::current();
+    let docs: Option<Arc<dyn cluster::pools::PoolDocs>> = match (durable, plan.store) {
+        (Some(store), _) => Some(Arc::new(cluster::pools::fs::FsPoolDocs::new(store))),
+        (
+            None,
+            Some(SlotStorePlan::Directory {
+                path,
+                deployment_id,
+            }),
+        ) if !plan.durable => {
             let settings = crate::state::store::StoreSettings {
-                root: crate::state::format::absolute_root(path),
-                deployment_id: deployment_id.clone(),
+                root: crate::state::format::absolute_root(&path),
+                deployment_id,
                 topology: None,
                 max_ops_per_second: 0.0,
             };
             match crate::state::store::Store::open(&settings) {
-                Ok(store) => Some(Arc::new(store)),
+                Ok(store) => Some(Arc::new(cluster::pools::fs::FsPoolDocs::new(Arc::new(
+                    store,
+                )))),
                 Err(err) => {
                     if configured {
                         tracing::error!(
@@ -279,20 +303,33 @@ pub fn pools(
                 }
             }
         }
+        (None, Some(SlotStorePlan::Leases { lease, client })) if !plan.durable => {
+            let lease_name = lease.lease_name.clone();
+            let docs = cluster::pools::kube::KubePoolDocs::new(
+                &lease_name,
+                lease_api_source(lease, client, shared),
+            );
+            Some(Arc::new(Optimistic::new(docs, runtime)))
+        }
+        (None, Some(SlotStorePlan::Etcd { etcd, timeout })) if !plan.durable => {
+            let election_name = etcd.election_name.clone();
+            let docs = cluster::pools::etcd::EtcdPoolDocs::new(
+                &election_name,
+                etcd_client_source(etcd, timeout),
+            );
+            Some(Arc::new(Optimistic::new(docs, runtime)))
+        }
         _ => None,
     };
-    match store {
-        Some(store) => Box::new(cluster::pools::StorePools::new(
-            Arc::new(cluster::pools::fs::FsPoolDocs::new(store)),
-            &node,
-            table,
-        )),
+    match docs {
+        Some(docs) => Box::new(cluster::pools::StorePools::new(docs, &node, table)),
         None => {
             if configured {
                 tracing::error!(
                     target: "cronstable::state",
                     "pools: no store keeps pool state (pools need state.path, or a cluster \
-                     section with the filesystem backend); pooled jobs cannot be queued"
+                     section with the kubernetes, etcd or filesystem backend); pooled jobs \
+                     cannot be queued"
                 );
             }
             Box::new(crate::scheduler::ports::NoPools {

@@ -10,6 +10,7 @@
 
 pub mod args;
 pub mod build;
+pub mod init;
 pub mod plan;
 pub mod sources;
 pub mod state_args;
@@ -144,6 +145,7 @@ pub fn run(
         let (feed_tx, feed) =
             cluster::feed::SchedulerFeed::channel(sources.initial.job_set_id.clone());
         let facts_client = sources.kube_client.clone();
+        let pools_client = sources.kube_client.clone();
         let (gate, leadership) = cluster::supervise::start(
             sources.cluster_config,
             build::backend_factory(sources.kube_client),
@@ -199,7 +201,12 @@ pub fn run(
         if let Some(api) = &job_api {
             scheduler.set_run_grants(api.grants());
         }
-        scheduler.set_pools(build::pools(pool_plan, durable.store.clone(), pool_table));
+        scheduler.set_pools(build::pools(
+            pool_plan,
+            durable.store.clone(),
+            pools_client,
+            pool_table,
+        ));
         platform::release_free_memory();
         let control = scheduler.control();
         if let Some(writer) = sources.status_writer {
@@ -220,6 +227,7 @@ pub fn run(
         // delays a launch (see `web::ApiThread`).
         let web = match web::ApiThread::start(
             sources.web_config,
+            sources.mcp_settings,
             probe_listen,
             control,
             published,

@@ -20,6 +20,8 @@ pub struct Sources {
     pub initial: ports::JobSet,
     /// The running `web` section, for the API thread.
     pub web_config: watch::Receiver<Option<WebConfig>>,
+    /// The MCP server's settings in force, for the API thread.
+    pub mcp_settings: watch::Receiver<Option<crate::config::mcp::McpSettings>>,
     /// The running `cluster` section, for the leadership supervisor.
     pub cluster_config: watch::Receiver<Option<ClusterConfig>>,
     /// The reporter to hand the scheduler.
@@ -45,6 +47,7 @@ pub async fn open(
     may_write: watch::Receiver<bool>,
 ) -> Result<Sources, ExitCode> {
     let web_config = sections.web();
+    let mcp_settings = sections.mcp();
     let cluster_config = sections.cluster();
     match (kube, root) {
         (Some(options), root) => {
@@ -63,6 +66,7 @@ pub async fn open(
             })?;
             Ok(Sources {
                 web_config,
+                mcp_settings,
                 cluster_config,
                 source: Box::new(mode.source),
                 initial: mode.initial,
@@ -77,6 +81,7 @@ pub async fn open(
             let (source, initial) = FileSource::open(root, loaded, sections);
             Ok(Sources {
                 web_config,
+                mcp_settings,
                 cluster_config,
                 reload: Some(source.reload_trigger()),
                 source: Box::new(source),

@@ -310,6 +310,12 @@ impl LiveOutput {
         }
     }
 
+    /// The retained lines, oldest first, without subscribing (a poll of
+    /// the output, such as the MCP log tail, makes no channel).
+    pub fn lines(&self) -> Vec<(&'static str, Arc<str>)> {
+        self.lock().lines.iter().cloned().collect()
+    }
+
     /// True once the output is complete.
     pub fn is_closed(&self) -> bool {
         self.lock().closed

@@ -300,15 +300,15 @@ pub struct MemberReading {
 pub enum Reading {
     /// The run's processes, one reading each (the `/proc` source).
     Members(Vec<MemberReading>),
-    /// Totals kept for the run as a whole, exited processes included (a
-    /// run's own cgroup: `cpu.stat`, `memory.current`).
-    Totals {
-        /// Cumulative user CPU seconds.
-        user: f64,
-        /// Cumulative system CPU seconds.
-        system: f64,
-        /// Resident bytes now.
-        rss: u64,
+    /// The processes listed in the run's own cgroup, with the cgroup's
+    /// CPU totals where the hierarchy keeps them: the members give the
+    /// resident memory, and the totals (which never miss a process
+    /// reaped between two samples) floor the CPU counted from them.
+    Contained {
+        /// The cgroup's processes, read as for [`Reading::Members`].
+        members: Vec<MemberReading>,
+        /// (user, system) CPU seconds of everything that ran there.
+        cpu: Option<(f64, f64)>,
     },
 }
 
@@ -364,21 +364,17 @@ impl Account {
     /// (Unix seconds). A reading that found no process counts no sample.
     pub fn fold(&mut self, reading: &Reading, mono: f64, wall: f64) {
         let (user, system, rss) = match reading {
-            Reading::Totals { user, system, rss } => (*user, *system, *rss),
-            Reading::Members(members) => {
-                self.bank_departed(members);
-                if members.is_empty() {
-                    return;
+            Reading::Members(members) => match self.fold_members(members) {
+                Some(totals) => totals,
+                None => return,
+            },
+            Reading::Contained { members, cpu } => match self.fold_members(members) {
+                Some((user, system, rss)) => {
+                    let (whole_user, whole_system) = cpu.unwrap_or((0.0, 0.0));
+                    (user.max(whole_user), system.max(whole_system), rss)
                 }
-                let (mut user, mut system) = self.banked;
-                let mut rss = 0u64;
-                for m in members {
-                    user += m.own.0 + m.children.0;
-                    system += m.own.1 + m.children.1;
-                    rss = rss.saturating_add(m.rss);
-                }
-                (user, system, rss)
-            }
+                None => return,
+            },
         };
         if !(user.is_finite() && system.is_finite()) {
             return;
@@ -401,6 +397,24 @@ impl Account {
         if let Some(recorder) = &mut self.recorder {
             recorder.add(wall, cpu_percent, rss);
         }
+    }
+
+    /// The (user, system, rss) totals of one reading of the run's
+    /// processes, banking the ones gone since the last; None when it
+    /// found no process.
+    fn fold_members(&mut self, members: &[MemberReading]) -> Option<(f64, f64, u64)> {
+        self.bank_departed(members);
+        if members.is_empty() {
+            return None;
+        }
+        let (mut user, mut system) = self.banked;
+        let mut rss = 0u64;
+        for m in members {
+            user += m.own.0 + m.children.0;
+            system += m.own.1 + m.children.1;
+            rss = rss.saturating_add(m.rss);
+        }
+        Some((user, system, rss))
     }
 
     /// Banks the members missing from `now` whose time did not pass to a

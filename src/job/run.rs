@@ -247,8 +247,8 @@ pub fn start(request: RunRequest) -> (RunHandle, JoinHandle<RunRecord>) {
     let mut contained = contain::manager().prepare(&job);
     let spawned = spawn_contained(&job, &request.extra_env, contained.as_mut());
     let pid = spawned.as_ref().ok().map(JobChild::id);
-    let monitor = super::sampler::for_run(job.monitor.as_ref(), pid);
     let cgroup = contained.as_ref().and_then(RunLimits::place).map(Arc::new);
+    let monitor = super::sampler::for_run(job.monitor.as_ref(), pid, cgroup.as_ref());
     let handle = RunHandle {
         run_id: request.run_id,
         pid,

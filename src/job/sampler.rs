@@ -9,16 +9,17 @@
 //! of their own). A run's first reading, as it starts, reads its first
 //! process alone: one small file, not a pass.
 //!
-//! A run is watched through a [`Source`]. Today that is its session: the
-//! run's first process leads a session of its own (session id = its pid)
-//! and every process it starts stays in it unless it calls `setsid`. A
-//! run that gets a cgroup of its own can later be read from the cgroup's
-//! totals instead (`Reading::Totals`), which also count processes that
-//! left the session or lived between two samples; the account already
-//! folds both kinds of reading.
+//! A run is watched through a [`Source`]. A run with a cgroup of its own
+//! (resource limits) is read from it: the cgroup lists every process of
+//! the run, one that called `setsid` included, and (v2, or a v1
+//! `cpu,cpuacct` hierarchy) keeps CPU totals that also count processes
+//! that lived and were reaped between two samples. Such runs cost no pass
+//! over `/proc`. Any other run is read through its session: the run's
+//! first process leads a session of its own (session id = its pid) and
+//! every process it starts stays in it unless it calls `setsid`.
 
 use super::monitor::{Account, LiveReading, MemberReading, Point, Reading, ResourceUsage};
-use crate::platform::{self, ProcessStat};
+use crate::platform::{self, CgroupPlace, ProcessStat};
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -29,6 +30,8 @@ pub enum Source {
     /// The processes of session `sid` (the run's first process's pid),
     /// read from `/proc`.
     Session(u32),
+    /// The processes of the run's own cgroup.
+    Cgroup(Arc<CgroupPlace>),
 }
 
 /// One monitored run: its source, its account and when it is next due.
@@ -77,51 +80,75 @@ impl Monitor {
         let mut state = self.lock();
         if !state.stopped {
             state.stopped = true;
-            // Only the processes already known are read again: a whole
-            // pass over /proc for each ending run would cost more than
-            // the samples themselves. A process started since the last
-            // sample is missed, as it would be between samples anyway.
-            let Source::Session(sid) = self.source;
-            let known: Vec<(u32, u64)> = state.account.members().collect();
-            let still: Vec<ProcessStat> = known
-                .into_iter()
-                .filter_map(|(pid, start)| {
-                    platform::process_stat(pid)
-                        .filter(|p| p.start_ticks == start && p.session == sid)
-                })
-                .collect();
-            fold(&mut state.account, &still);
+            match &self.source {
+                // Only the processes already known are read again: a
+                // whole pass over /proc for each ending run would cost
+                // more than the samples themselves. A process started
+                // since the last sample is missed, as it would be between
+                // samples anyway.
+                Source::Session(sid) => {
+                    let known: Vec<(u32, u64)> = state.account.members().collect();
+                    let still: Vec<ProcessStat> = known
+                        .into_iter()
+                        .filter_map(|(pid, start)| {
+                            platform::process_stat(pid)
+                                .filter(|p| p.start_ticks == start && p.session == *sid)
+                        })
+                        .collect();
+                    fold(&mut state.account, Reading::Members(readings(&still)));
+                }
+                // The cgroup is still there (it is released after this):
+                // its listing and totals are one small read.
+                Source::Cgroup(place) => {
+                    if let Some(reading) = contained(place) {
+                        fold(&mut state.account, reading);
+                    }
+                }
+            }
         }
         state.account.usage()
     }
 
-    /// Folds this sample of the run's session (from one pass over the
-    /// process table) and schedules the next.
+    /// Folds this sample of the run (its session from one pass over the
+    /// process table, or its cgroup) and schedules the next.
     fn sample(&self, table: &HashMap<u32, Vec<ProcessStat>>, now: Instant) {
-        let Source::Session(sid) = self.source;
-        let members = table.get(&sid).map(Vec::as_slice).unwrap_or_default();
-        self.fold_and_schedule(members, now);
+        let reading = match &self.source {
+            Source::Session(sid) => Some(Reading::Members(readings(
+                table.get(sid).map(Vec::as_slice).unwrap_or_default(),
+            ))),
+            Source::Cgroup(place) => contained(place),
+        };
+        self.fold_and_schedule(reading, now);
     }
 
-    /// The first reading, as the run starts: its first process alone (a
-    /// process it starts meanwhile is seen at the next pass, and its time
-    /// reaches the first process's count of reaped children if it ends
-    /// before that).
+    /// The first reading, as the run starts: a session's first process
+    /// alone (a process it starts meanwhile is seen at the next pass, and
+    /// its time reaches the first process's count of reaped children if
+    /// it ends before that), or the whole cgroup.
     fn first_reading(&self, now: Instant) {
-        let Source::Session(sid) = self.source;
-        let root: Vec<ProcessStat> = platform::process_stat(sid)
-            .filter(|p| p.session == sid)
-            .into_iter()
-            .collect();
-        self.fold_and_schedule(&root, now);
+        let reading = match &self.source {
+            Source::Session(sid) => {
+                let root: Vec<ProcessStat> = platform::process_stat(*sid)
+                    .filter(|p| p.session == *sid)
+                    .into_iter()
+                    .collect();
+                Some(Reading::Members(readings(&root)))
+            }
+            Source::Cgroup(place) => contained(place),
+        };
+        self.fold_and_schedule(reading, now);
     }
 
-    fn fold_and_schedule(&self, processes: &[ProcessStat], now: Instant) {
+    /// Folds `reading` (None: the cgroup did not read this time) and
+    /// schedules the next sample.
+    fn fold_and_schedule(&self, reading: Option<Reading>, now: Instant) {
         let mut state = self.lock();
         if state.stopped {
             return;
         }
-        fold(&mut state.account, processes);
+        if let Some(reading) = reading {
+            fold(&mut state.account, reading);
+        }
         state.due = Some(next_tick(now, self.interval));
     }
 
@@ -151,9 +178,9 @@ fn clock_origin() -> Instant {
     *ORIGIN.get_or_init(Instant::now)
 }
 
-/// Folds the processes read in one sample into `account`.
-fn fold(account: &mut Account, processes: &[ProcessStat]) {
-    let members = processes
+/// The account's view of the processes one sample read.
+fn readings(processes: &[ProcessStat]) -> Vec<MemberReading> {
+    processes
         .iter()
         .map(|p| MemberReading {
             pid: p.pid,
@@ -163,13 +190,32 @@ fn fold(account: &mut Account, processes: &[ProcessStat]) {
             children: (p.children_user, p.children_system),
             rss: p.rss_bytes,
         })
+        .collect()
+}
+
+/// One reading of a run's cgroup: its processes, each read from `/proc`,
+/// and its CPU totals. None when the cgroup does not list.
+fn contained(place: &CgroupPlace) -> Option<Reading> {
+    let usage = place.usage()?;
+    let processes: Vec<ProcessStat> = usage
+        .pids
+        .iter()
+        .filter_map(|pid| platform::process_stat(*pid))
         .collect();
+    Some(Reading::Contained {
+        members: readings(&processes),
+        cpu: usage.cpu,
+    })
+}
+
+/// Folds one sample's reading into `account`, stamped now.
+fn fold(account: &mut Account, reading: Reading) {
     let mono = monotonic_seconds();
     let wall = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0);
-    account.fold(&Reading::Members(members), mono, wall);
+    account.fold(&reading, mono, wall);
 }
 
 /// Seconds on a monotonic clock (since the sampler's clock began).
@@ -198,13 +244,19 @@ pub fn watch(source: Source, interval: f64, history: usize) -> Arc<Monitor> {
 }
 
 /// The sampler of a run whose command started as `pid`, when the job
-/// has `monitorResources` on (`monitor`).
+/// has `monitorResources` on (`monitor`): from the run's cgroup when it
+/// has one that lists (`cgroup`), else from its session.
 pub fn for_run(
     monitor: Option<&crate::config::job::Monitor>,
     pid: Option<u32>,
+    cgroup: Option<&Arc<CgroupPlace>>,
 ) -> Option<Arc<Monitor>> {
     let (m, pid) = (monitor?, pid?);
-    Some(watch(Source::Session(pid), m.interval, m.history))
+    let source = match cgroup {
+        Some(place) if place.usage().is_some() => Source::Cgroup(Arc::clone(place)),
+        _ => Source::Session(pid),
+    };
+    Some(watch(source, m.interval, m.history))
 }
 
 /// The daemon's one sampling thread and the runs it watches. It holds
@@ -299,14 +351,18 @@ impl Ticker {
             drop(list);
             let sessions: HashSet<u32> = due
                 .iter()
-                .map(|m| match m.source {
-                    Source::Session(sid) => sid,
+                .filter_map(|m| match m.source {
+                    Source::Session(sid) => Some(sid),
+                    Source::Cgroup(_) => None,
                 })
                 .collect();
             let mut table: HashMap<u32, Vec<ProcessStat>> = HashMap::new();
-            let processes = platform::session_processes(|sid| sessions.contains(&sid));
-            for p in processes.into_iter().flatten() {
-                table.entry(p.session).or_default().push(p);
+            // Runs read from their cgroups need no pass over /proc.
+            if !sessions.is_empty() {
+                let processes = platform::session_processes(|sid| sessions.contains(&sid));
+                for p in processes.into_iter().flatten() {
+                    table.entry(p.session).or_default().push(p);
+                }
             }
             let now = Instant::now();
             for monitor in &due {

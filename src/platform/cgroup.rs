@@ -5,6 +5,7 @@
 mod fs;
 mod join;
 mod run;
+mod usage;
 mod v1;
 mod v2;
 #[cfg(test)]
@@ -13,6 +14,7 @@ mod v2_tests;
 pub use fs::{CgroupFs, RealCgroupFs};
 pub use join::JoinStep;
 pub use run::{CgroupCapability, CgroupCaps, CgroupPlace, CgroupStats, LimitResource, RunCgroup};
+pub use usage::CgroupUsage;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -23,8 +23,8 @@ pub use accounts::*;
 pub use allocator::*;
 pub use boot::*;
 pub use cgroup::{
-    CgroupBackend, CgroupCapability, CgroupCaps, CgroupFs, CgroupPlace, CgroupStats, JoinStep,
-    LimitResource, RealCgroupFs, RunCgroup, CGROUP_ROOT_ENV,
+    CgroupBackend, CgroupCapability, CgroupCaps, CgroupFs, CgroupPlace, CgroupStats, CgroupUsage,
+    JoinStep, LimitResource, RealCgroupFs, RunCgroup, CGROUP_ROOT_ENV,
 };
 pub use clock::*;
 pub use files::*;

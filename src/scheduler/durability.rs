@@ -149,6 +149,7 @@ impl Scheduler {
         if let Some(snapshot) = read.counters {
             let names: std::collections::HashSet<String> = self.by_name.keys().cloned().collect();
             let seeded = self.counters().seed(&snapshot, |name| names.contains(name));
+            self.seed_carried(&snapshot, |name| names.contains(name));
             if seeded > 0 {
                 tracing::info!(
                     target: "cronstable::state",
@@ -312,7 +313,7 @@ impl Scheduler {
             return;
         }
         self.durability.counters_at = Some(Instant::now());
-        let snapshot = self.counters().snapshot();
+        let snapshot = self.counters_snapshot();
         self.durable
             .write(DurableWrite::Counters { snapshot, force });
     }

@@ -133,7 +133,7 @@ impl Scheduler {
             None => {
                 self.end_retries(&job.name, "succeeded");
                 let delivery = self.reporter.report(Hook::Success, &job, &record);
-                self.deliver(delivery);
+                self.deliver_completion(&job.name, delivery);
             }
             Some(_) => {
                 // The failed run's captured output, one INFO line per
@@ -158,12 +158,15 @@ impl Scheduler {
                 // One delivery for both hooks: every onFailure reporter is
                 // done (or timed out) before any onPermanentFailure one
                 // starts, so a receiver never sees them out of order.
-                self.deliver(Box::pin(async move {
-                    failure.await;
-                    if let Some(permanent) = permanent {
-                        permanent.await;
-                    }
-                }));
+                self.deliver_completion(
+                    &job.name,
+                    Box::pin(async move {
+                        failure.await;
+                        if let Some(permanent) = permanent {
+                            permanent.await;
+                        }
+                    }),
+                );
             }
         }
     }

@@ -147,7 +147,7 @@ impl Scheduler {
                         last_success_at: last_success,
                     },
                 );
-                self.deliver(delivery);
+                self.deliver_late(&job, delivery);
             }
             Transition::Recovered { job, observation } => {
                 tracing::info!(

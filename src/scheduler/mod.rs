@@ -11,6 +11,7 @@
 
 mod api;
 mod api_cache;
+mod carried;
 pub(crate) mod control;
 mod depends;
 mod durability;
@@ -29,6 +30,7 @@ mod pause_sync;
 pub mod pooling;
 pub mod pools;
 pub mod ports;
+mod report_order;
 pub(crate) mod retry;
 mod retry_resume;
 pub mod sections;
@@ -174,6 +176,8 @@ pub struct Scheduler {
     loads: tokio::sync::watch::Receiver<sections::LoadOutcome>,
     job_set_id: String,
     reports: tokio::task::JoinSet<()>,
+    /// The order of each job's report deliveries.
+    report_tails: report_order::ReportTails,
     shutdown: ShutdownHandle,
     /// The newest boundary whose due jobs were launched (or deliberately
     /// passed over); the next pass starts after it.
@@ -242,6 +246,7 @@ impl Scheduler {
             loads: ports.loads,
             job_set_id: String::new(),
             reports: tokio::task::JoinSet::new(),
+            report_tails: report_order::ReportTails::default(),
             shutdown: ports.shutdown,
             evaluated,
             suspended: HashSet::new(),
@@ -553,6 +558,19 @@ impl Scheduler {
         // Forget deliveries that already finished, so the set stays small.
         while self.reports.try_join_next().is_some() {}
         self.reports.spawn(delivery);
+    }
+
+    /// Delivers a completion report of `job` after the job's previous one.
+    fn deliver_completion(&mut self, job: &str, delivery: ReportFuture) {
+        let chained = self.report_tails.completion(job, delivery);
+        self.deliver(chained);
+    }
+
+    /// Delivers an `onLate` report of `job` after the job's completion
+    /// reports in flight and its previous `onLate` report.
+    fn deliver_late(&mut self, job: &str, delivery: ReportFuture) {
+        let chained = self.report_tails.late(job, delivery);
+        self.deliver(chained);
     }
 }
 

@@ -93,6 +93,10 @@ pub struct PauseRequest {
     pub note: Option<String>,
     /// Operator (at most 100 characters).
     pub by: Option<String>,
+    /// The channel the pause came through, when not the REST API (`mcp`
+    /// for the MCP tool); never read from a request body.
+    #[serde(skip)]
+    pub channel: Option<&'static str>,
 }
 
 /// Turns a request into a window starting `now`, or says what is wrong.
@@ -133,7 +137,7 @@ pub fn window(request: &PauseRequest, now: DateTime<Utc>) -> Result<PauseWindow,
         until,
         note,
         by,
-        channel: "api".into(),
+        channel: request.channel.unwrap_or("api").into(),
     })
 }
 

@@ -8,6 +8,7 @@
 //! whichever source loaded it; it lives beside the ports because both
 //! sources (`source`, `kube`) sit above them.
 
+use crate::config::mcp::McpSettings;
 use crate::config::model::{ClusterConfig, NotifyConfig, WebConfig};
 use crate::config::sections::{PoolTable, Sections};
 use crate::config::web_buckets;
@@ -30,6 +31,7 @@ pub struct LoadOutcome {
 /// The sections in force, and where they are published.
 pub struct LiveSections {
     web: watch::Sender<Option<WebConfig>>,
+    mcp: watch::Sender<Option<McpSettings>>,
     cluster: watch::Sender<Option<ClusterConfig>>,
     pools: watch::Sender<Arc<PoolTable>>,
     notify: watch::Sender<Option<NotifyConfig>>,
@@ -42,6 +44,7 @@ impl LiveSections {
     pub fn start(sections: &Sections, loaded_at: f64) -> LiveSections {
         let live = LiveSections {
             web: watch::channel(None).0,
+            mcp: watch::channel(None).0,
             cluster: watch::channel(None).0,
             pools: watch::channel(Arc::new(PoolTable::default())).0,
             notify: watch::channel(None).0,
@@ -60,6 +63,13 @@ impl LiveSections {
     /// every reload that changes it.
     pub fn web(&self) -> watch::Receiver<Option<WebConfig>> {
         self.web.subscribe()
+    }
+
+    /// The MCP server's settings in force (None: no `mcp` section, or
+    /// one that does not enable it); changes on every reload that
+    /// changes them.
+    pub fn mcp(&self) -> watch::Receiver<Option<McpSettings>> {
+        self.mcp.subscribe()
     }
 
     /// The `cluster` section in force (None: no cluster section); changes
@@ -109,6 +119,10 @@ impl LiveSections {
         // Only a change wakes the followers: an unchanged section keeps
         // the listeners (and the leadership backend) as they are.
         publish(&self.web, web);
+        publish(
+            &self.mcp,
+            McpSettings::of(sections.mcp.as_ref().map(|m| &m.value)),
+        );
         publish(
             &self.cluster,
             sections.cluster.as_ref().map(|c| c.value.clone()),

@@ -208,13 +208,64 @@ struct Track {
 #[derive(Debug, Clone, Default)]
 pub struct Monitor {
     jobs: HashMap<String, Track>,
+    /// Breach counts an earlier process persisted, per job and check,
+    /// added to a job's counts when the monitor first tracks it (so a
+    /// restart does not reset `cronstable_job_sla_breaches_total`).
+    carried: HashMap<String, [u64; 3]>,
 }
 
 impl Monitor {
     fn track(&mut self, name: &str, now: DateTime<Utc>) -> &mut Track {
-        let track = self.jobs.entry(name.to_owned()).or_default();
+        let carried = &mut self.carried;
+        let track = self.jobs.entry(name.to_owned()).or_insert_with(|| Track {
+            breaches: carried.remove(name).unwrap_or_default(),
+            ..Track::default()
+        });
         track.first_seen.get_or_insert(now);
         track
+    }
+
+    /// Adds `count` breaches of the check named `check` (its metric
+    /// label) that an earlier process counted for `job`. An unknown check
+    /// name is ignored. Knowing the count does not make the monitor know
+    /// the job ([`Monitor::knows`]).
+    pub fn carry_breaches(&mut self, job: &str, check: &str, count: u64) {
+        let Some(check) = CHECKS.iter().find(|c| c.name() == check) else {
+            return;
+        };
+        let slot = match self.jobs.get_mut(job) {
+            Some(track) => &mut track.breaches[check.index()],
+            None => &mut self.carried.entry(job.to_owned()).or_default()[check.index()],
+        };
+        *slot = slot.saturating_add(count);
+    }
+
+    /// Per job, the breach counts to persist: every evaluated check's
+    /// (zero included, as the original keeps them), and counts carried
+    /// from an earlier process that no evaluation took up yet.
+    pub fn persisted_breaches(&self) -> Vec<(String, Vec<(&'static str, u64)>)> {
+        let tracked = self.jobs.iter().map(|(job, track)| {
+            let counts = CHECKS
+                .iter()
+                .filter(|c| track.evaluated[c.index()] || track.breaches[c.index()] > 0)
+                .map(|c| (c.name(), track.breaches[c.index()]))
+                .collect();
+            (job.clone(), counts)
+        });
+        let carried = self.carried.iter().map(|(job, counts)| {
+            let counts = CHECKS
+                .iter()
+                .filter(|c| counts[c.index()] > 0)
+                .map(|c| (c.name(), counts[c.index()]))
+                .collect();
+            (job.clone(), counts)
+        });
+        let mut out: Vec<(String, Vec<(&'static str, u64)>)> = tracked
+            .chain(carried)
+            .filter(|(_, counts): &(String, Vec<_>)| !counts.is_empty())
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        out
     }
 
     /// Whether the monitor knows `name` (it was evaluated, or something
@@ -226,6 +277,7 @@ impl Monitor {
     /// Forgets jobs no longer configured.
     pub fn retain(&mut self, keep: impl Fn(&str) -> bool) {
         self.jobs.retain(|name, _| keep(name));
+        self.carried.retain(|name, _| keep(name));
     }
 
     /// A scheduled slot of `name` fell due at `at` on this node (owned,

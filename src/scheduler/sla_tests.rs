@@ -392,3 +392,35 @@ fn banked_spans_merge_and_stay_bounded() {
     assert_eq!(one.held, [(t(0), t(20)), (t(30), t(40))]);
     assert!(now > 0);
 }
+
+#[test]
+fn breach_counts_carried_from_an_earlier_process_add_up_without_knowing_the_job() {
+    let s = sla(Some(100), None, None);
+    let mut m = Monitor::default();
+    m.carry_breaches("a", "maxTimeSinceSuccess", 4);
+    m.carry_breaches("a", "noSuchCheck", 9);
+    m.carry_breaches("gone", "lateAfter", 2);
+    assert!(!m.knows("a"), "a carried count is not a sighting");
+    assert_eq!(
+        m.persisted_breaches(),
+        [
+            ("a".to_owned(), vec![("maxTimeSinceSuccess", 4)]),
+            ("gone".to_owned(), vec![("lateAfter", 2)])
+        ],
+        "kept until an evaluation takes them up"
+    );
+    m.retain(|name| name != "gone");
+    m.evaluate([facts("a", &s)], t(0));
+    assert_eq!(
+        m.series()[0].breaches,
+        4,
+        "taken up at the first evaluation"
+    );
+    m.evaluate([facts("a", &s)], t(101));
+    assert_eq!(m.series()[0].breaches, 5, "and counted on from there");
+    m.carry_breaches("a", "maxTimeSinceSuccess", 1);
+    assert_eq!(
+        m.persisted_breaches(),
+        [("a".to_owned(), vec![("maxTimeSinceSuccess", 6)])]
+    );
+}

@@ -676,6 +676,7 @@ async fn a_jobs_stamp_holds_only_while_nothing_shown_changed() {
         until: None,
         note: None,
         by: None,
+        channel: None,
     };
     h.control.pause("far", request).await.unwrap();
     let (paused_stamp, jobs) = jobs_now(&h.control, Some(stamp)).await.expect("moved");

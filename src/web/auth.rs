@@ -199,6 +199,12 @@ impl Credentials {
         found.ok_or(BadCredential)
     }
 
+    /// Whether the API takes no token at all (every caller has every
+    /// scope).
+    pub fn is_open(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
     /// The label of the token a grant came from: `anonymous` for the
     /// anonymous grant, as the original names it in its 403 body.
     pub fn label(&self, grant: &Grant) -> &str {

@@ -8,6 +8,7 @@ pub(crate) mod auth;
 pub(crate) mod cache;
 pub(crate) mod conditional;
 pub(crate) mod logs;
+pub mod mcp;
 pub(crate) mod node;
 pub(crate) mod preview;
 pub mod request;
@@ -16,6 +17,7 @@ pub(crate) mod ui;
 use crate::tls;
 pub(crate) mod views;
 
+use crate::config::mcp::McpSettings;
 use crate::config::model::WebConfig;
 use crate::scheduler::control::ControlHandle;
 use crate::status::Published;
@@ -120,6 +122,7 @@ impl ApiThread {
     /// the daemon then runs without its API.
     pub fn start(
         config: watch::Receiver<Option<WebConfig>>,
+        mcp: watch::Receiver<Option<McpSettings>>,
         probe: Option<String>,
         control: ControlHandle,
         published: Published,
@@ -143,7 +146,7 @@ impl ApiThread {
                 }
                 runtime.block_on(async move {
                     tokio::select! {
-                        () = supervise(config, probe, control, published, store) => {}
+                        () = supervise(config, mcp, probe, control, published, store) => {}
                         _ = stopped => {}
                     }
                 });
@@ -181,8 +184,11 @@ const TLS_CHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(5
 /// ConfigMap that is missing still answers its probes; the section's own
 /// listeners replace it when one arrives. `store` is the durable store
 /// when one is open (read only: trends, the state inspector, metrics).
+/// `mcp` is the MCP server's settings (None: `POST /mcp` is off); a
+/// change restarts the listeners like a change of the section.
 pub async fn supervise(
     mut config: watch::Receiver<Option<WebConfig>>,
+    mut mcp: watch::Receiver<Option<McpSettings>>,
     probe: Option<String>,
     control: ControlHandle,
     published: Published,
@@ -197,6 +203,10 @@ pub async fn supervise(
     let node = Arc::new(node::NodeSampler::new());
     loop {
         let current = config.borrow_and_update().clone();
+        let mcp_server = mcp
+            .borrow_and_update()
+            .clone()
+            .map(|settings| Arc::new(mcp::Server::new(settings)));
         if let Some(old) = running.take() {
             tracing::info!(target: "cronstable::web", "Stopping http server");
             old.stop().await;
@@ -210,6 +220,7 @@ pub async fn supervise(
                 published.clone(),
                 &node,
                 store.clone(),
+                mcp_server,
             )
             .await;
         }
@@ -223,6 +234,7 @@ pub async fn supervise(
                     published.clone(),
                     &node,
                     store.clone(),
+                    None,
                 )
                 .await;
             }
@@ -234,6 +246,7 @@ pub async fn supervise(
         let closed = loop {
             tokio::select! {
                 changed = config.changed() => break changed.is_err(),
+                changed = mcp.changed() => break changed.is_err(),
                 _ = check.tick(), if !tls_stamp.is_empty() => {
                     let now = tls::files_stamp(current.as_ref().and_then(|w| w.tls.as_ref()));
                     if now != tls_stamp {
@@ -288,6 +301,7 @@ async fn start(
     published: Published,
     node: &Arc<node::NodeSampler>,
     store: Option<Arc<routes::state::StoreView>>,
+    mcp: Option<Arc<mcp::Server>>,
 ) -> Option<Running> {
     let credentials = match Credentials::resolve(web) {
         Ok(c) => c,
@@ -325,6 +339,7 @@ async fn start(
         status_cache: Arc::default(),
         store,
         ui: web.ui.unwrap_or(true),
+        mcp,
     };
     let app = match serve_what {
         Serve::Api => routes::router(state),

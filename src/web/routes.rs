@@ -24,6 +24,7 @@ use tokio::sync::watch;
 
 mod cronjobsets;
 mod dashboard;
+mod mcp;
 pub mod pools;
 mod resources;
 pub mod state;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub store: Option<Arc<state::StoreView>>,
     /// `web.ui`: whether `/` serves the dashboard.
     pub ui: bool,
+    /// The MCP server, when `mcp.enabled` is set (`POST /mcp`).
+    pub mcp: Option<Arc<super::mcp::Server>>,
 }
 
 /// An error answered as `{"error": "..."}`.
@@ -162,6 +165,8 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/state/records", get(state::records)),
         ("GET", "/", get(dashboard::index)),
         ("GET", "/ui/{file}", get(dashboard::file)),
+        // GET (405) and OPTIONS (the CORS preflight) share the entry.
+        ("POST", "/mcp", mcp::route()),
     ]
 }
 
@@ -215,13 +220,20 @@ async fn method_not_allowed() -> ApiError {
 /// Auth, the cross-site check, and the extra headers on success.
 async fn authorize(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let path = request.uri().path().to_owned();
-    let needed = request::needed(request.method());
+    // `/mcp` opens to `view`, checks its own Origin list, and each tool
+    // then asks for its REST twin's scope.
+    let is_mcp = path == "/mcp";
+    let needed = match is_mcp {
+        true => Needed::View,
+        false => request::needed(request.method()),
+    };
     // Probes reveal nothing but health, and a kubelet cannot be given a
     // token without putting it in the pod spec: they never need one.
     let public = (path == "/metrics" && state.credentials.metrics_public)
         || path == "/livez"
         || path == "/readyz"
-        || super::ui::is_ui_path(&path);
+        || super::ui::is_ui_path(&path)
+        || (is_mcp && mcp::preflight(request.method(), request.headers()));
     let grant = if !public {
         let auth = request
             .headers()
@@ -247,7 +259,10 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
                 )
                 .into_response();
             }
-            Ok(grant) => grant,
+            Ok(grant) => match is_mcp.then(|| mcp::anonymous_refusal(&state, &grant)) {
+                Some(Some(refusal)) => return refusal,
+                _ => grant,
+            },
         }
     } else {
         Grant::default()

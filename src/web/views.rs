@@ -7,6 +7,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
 
+mod entries;
 mod status;
 pub use status::{status_json, status_text, StatusNames};
 

@@ -6,7 +6,8 @@
 //! daemon in Kubernetes mode against it (`kube_daemon`), real receivers
 //! for reports (`receivers`, with `smtp_sink.py`), a test-time certificate
 //! authority (`certs`), the members of a cluster under test (`cluster`),
-//! the original daemon (`original`) and the runner of the Python offline
+//! the original daemon (`original`), pooled jobs and pool stores
+//! (`pools`) and the runner of the Python offline
 //! checks (`scripts`).
 //!
 //! Every test binary declares `mod support;` and uses what it needs, so
@@ -25,5 +26,6 @@ pub mod http;
 pub mod kube_daemon;
 pub mod kube_fake;
 pub mod original;
+pub mod pools;
 pub mod receivers;
 pub mod scripts;

@@ -1,7 +1,10 @@
 //! Resource pools shared through a store: the scheduler's
 //! [`Pools`] port over documents every node changes under one exclusive
 //! lock per pool ([`PoolDocs`]; [`fs::FsPoolDocs`] keeps them in the state
-//! store, in the original's namespace and format).
+//! store, in the original's namespace and format; where there is no
+//! `state.path`, [`kube::KubePoolDocs`] keeps them in a Lease per pool and
+//! [`etcd::EtcdPoolDocs`] in an etcd key per pool, both written
+//! optimistically through [`optimistic::Optimistic`]).
 //!
 //! Every operation is one locked change of one pool's document: the
 //! housekeeping of [`PoolDoc::maintain`] first, then the operation's rule
@@ -13,7 +16,10 @@
 //! pending and is tried again each round, without renewing the claim
 //! (the lease then bounds it, as the original's).
 
+pub mod etcd;
 pub mod fs;
+pub mod kube;
+pub mod optimistic;
 
 use crate::config::sections::{PoolConf, PoolTable};
 use crate::scheduler::pools::queue::{Entry, EntryState, PoolDoc};
@@ -35,14 +41,18 @@ use tokio::task::JoinHandle;
 pub type Change<'a> = &'a mut dyn FnMut(Option<PoolDoc>) -> Result<Option<PoolDoc>, PoolError>;
 
 /// Where pool documents live. `mutate` blocks (it is called on a thread
-/// of its own) and holds the document's exclusive lock across the read,
-/// the change and the write, so nodes sharing the store see each other's
-/// changes one at a time.
+/// of its own) and makes the read, the change and the write one step as
+/// the other nodes see it: under the document's exclusive lock (the
+/// files), or by a write that lands only if nobody wrote since the read
+/// ([`optimistic`]: the Lease and etcd stores), calling the change again
+/// on the newer document after a lost race. Either way nodes sharing the
+/// store see each other's changes one at a time, and none is lost.
 pub trait PoolDocs: Send + Sync + 'static {
     /// Changes pool `pool`'s document under its lock. A document that
     /// does not read, and any I/O failure, is [`PoolError::Unavailable`]
     /// (nothing written); an error of the change is returned as it is
-    /// (nothing written).
+    /// (nothing written). The change may be called more than once; only
+    /// the last call's document is written.
     fn mutate(&self, pool: &str, change: Change<'_>) -> Result<(), PoolError>;
 
     /// Whether `mutate` may block (file I/O): it then runs on a thread of
@@ -101,14 +111,16 @@ impl Inner {
         self: &Arc<Self>,
         pool: &str,
         strict: Option<PoolConf>,
-        action: impl FnOnce(&mut PoolDoc, f64) -> Result<(R, bool), PoolError> + Send + 'static,
+        mut action: impl FnMut(&mut PoolDoc, f64) -> Result<(R, bool), PoolError> + Send + 'static,
     ) -> Result<R, PoolError> {
         let docs = Arc::clone(&self.docs);
         let fresh = strict.or_else(|| self.conf(pool)).map_or(0, |c| c.slots);
         let name = pool.to_owned();
         let clock = Arc::clone(&self.clock);
-        let work = move || {
-            let mut action = Some(action);
+        let mut work = move || {
+            // A store that writes optimistically calls the change again
+            // after a lost race, on the document the winner wrote: the
+            // last call's answer is the one that was written.
             let mut answer: Option<R> = None;
             docs.mutate(&name, &mut |current| {
                 let now = clock();
@@ -118,9 +130,6 @@ impl Inner {
                 if let Some(conf) = strict {
                     changed |= doc.adopt_capacity(conf.slots);
                 }
-                let Some(action) = action.take() else {
-                    return Ok(None);
-                };
                 let (result, acted) = action(&mut doc, now)?;
                 answer = Some(result);
                 // A document nobody wrote yet is written only once it
@@ -154,15 +163,26 @@ impl Inner {
         }
     }
 
-    /// The pool's view when the document differs from the one the last
-    /// view was made of (another node's change counts); None otherwise.
-    fn view_if_new(&self, name: &str, conf: PoolConf, doc: &PoolDoc) -> Option<serde_json::Value> {
-        let mut viewed = lock(&self.viewed);
-        if viewed.get(name) == Some(doc) {
+    /// The pool's view, with the document it was made of, when the
+    /// document differs from the one the last view was made of (another
+    /// node's change counts); None otherwise. Recorded by [`Self::viewed`]
+    /// once the change that made it was written (a lost race makes
+    /// another).
+    fn view_if_new(
+        &self,
+        name: &str,
+        conf: PoolConf,
+        doc: &PoolDoc,
+    ) -> Option<(PoolDoc, serde_json::Value)> {
+        if lock(&self.viewed).get(name) == Some(doc) {
             return None;
         }
-        viewed.insert(name.to_owned(), doc.clone());
-        Some(pool_view(name, conf, doc))
+        Some((doc.clone(), pool_view(name, conf, doc)))
+    }
+
+    /// Records the document a view answered was made of.
+    fn viewed(&self, name: &str, doc: PoolDoc) {
+        lock(&self.viewed).insert(name.to_owned(), doc);
     }
 
     fn owner(&self) -> String {
@@ -366,13 +386,17 @@ impl Pools for StorePools {
             let viewing = Arc::clone(&inner);
             let (pass, gauges, view) = inner
                 .change(&pool, Some(conf), move |doc, now| {
-                    let mut gates = gates;
+                    let mut gates = gates.clone();
                     let pass = doc.dispatch(&mut gates, &claim_owner, now);
                     let acted = !pass.claimed.is_empty() || !pass.cancelled.is_empty();
                     let view = viewing.view_if_new(&name, conf, doc);
                     Ok(((pass, (doc.slots, doc.used(), doc.queued()), view), acted))
                 })
                 .await?;
+            let view = view.map(|(doc, view)| {
+                inner.viewed(&pool, doc);
+                view
+            });
             let deadline = started
                 + std::time::Duration::from_secs_f64(crate::scheduler::pools::queue::LEASE_SECONDS);
             let mut held = lock(&inner.held);

@@ -55,6 +55,12 @@ pub type LeaseApiSource =
 /// hex digits of the SHA-256 of the exact job name, so `Backup` and
 /// `backup` (or two long names sharing a prefix) get Leases of their own.
 pub fn slot_lease_name(lease_name: &str, job: &str) -> String {
+    lease_name_for(lease_name, "slot", job)
+}
+
+/// `<leaseName>-<kind>-<name>` by the rules of [`slot_lease_name`] (which
+/// is this with `slot`); the pool documents' Leases use `pool`.
+pub fn lease_name_for(lease_name: &str, kind: &str, job: &str) -> String {
     let mut part = String::with_capacity(job.len());
     for c in job.chars() {
         let c = c.to_ascii_lowercase();
@@ -69,9 +75,9 @@ pub fn slot_lease_name(lease_name: &str, job: &str) -> String {
         part.pop();
     }
     let full = if part.is_empty() {
-        format!("{lease_name}-slot")
+        format!("{lease_name}-{kind}")
     } else {
-        format!("{lease_name}-slot-{part}")
+        format!("{lease_name}-{kind}-{part}")
     };
     if !part.is_empty() && part == job && full.len() <= MAX_NAME {
         return full;

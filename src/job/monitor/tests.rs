@@ -305,23 +305,32 @@ fn live_cpu_percent_is_usage_since_the_previous_sample() {
 }
 
 #[test]
-fn totals_from_a_container_replace_the_member_sum() {
+fn a_cgroup_reading_floors_cpu_with_its_totals_and_sums_members_rss() {
     let mut a = Account::new(0);
+    let contained = |members: &[MemberReading], cpu: Option<(f64, f64)>| Reading::Contained {
+        members: members.to_vec(),
+        cpu,
+    };
+    // The members count 0.5 s; the cgroup saw 1.0 + 0.25 (a process
+    // reaped between samples, outside any member's children counters).
     a.fold(
-        &Reading::Totals {
-            user: 1.0,
-            system: 0.25,
-            rss: 4096,
-        },
+        &contained(
+            &[member(10, 1, (0.5, 0.0), (0.0, 0.0), 4096)],
+            Some((1.0, 0.25)),
+        ),
         0.0,
         0.0,
     );
+    // A member that left the session but not the cgroup is still read,
+    // and now the members count more than the (older) totals.
     a.fold(
-        &Reading::Totals {
-            user: 3.0,
-            system: 0.5,
-            rss: 1024,
-        },
+        &contained(
+            &[
+                member(10, 1, (0.5, 0.0), (0.0, 0.0), 1024),
+                member(20, 1, (2.5, 0.5), (0.0, 0.0), 2048),
+            ],
+            Some((1.5, 0.25)),
+        ),
         1.0,
         1.0,
     );
@@ -335,21 +344,39 @@ fn totals_from_a_container_replace_the_member_sum() {
         ),
         (3.0, 0.5, 4096, 2)
     );
-    assert_eq!(a.live().unwrap().cpu_percent, 225.0);
-    a.fold(
-        &Reading::Totals {
-            user: f64::NAN,
-            system: 0.0,
-            rss: 0,
-        },
-        2.0,
-        2.0,
-    );
     assert_eq!(
-        a.usage().unwrap().samples,
-        2,
-        "a non-finite reading is no sample"
+        a.live().unwrap().rss_bytes,
+        3072,
+        "the live reading sums members"
     );
+    assert_eq!(a.live().unwrap().cpu_percent, 225.0);
+    // Without totals (a v1 cpu hierarchy without cpuacct) the members
+    // alone count, and CPU never goes backwards.
+    a.fold(
+        &contained(&[member(20, 1, (2.5, 0.5), (0.0, 0.0), 2048)], None),
+        2.0,
+        2.0,
+    );
+    let u = a.usage().unwrap();
+    assert_eq!(
+        (u.cpu_user_seconds, u.cpu_system_seconds, u.samples),
+        (3.0, 0.5, 3)
+    );
+    // A total that does not read as a number leaves the members' count.
+    a.fold(
+        &contained(
+            &[member(20, 1, (2.5, 0.5), (0.0, 0.0), 2048)],
+            Some((f64::NAN, 0.0)),
+        ),
+        3.0,
+        3.0,
+    );
+    let u = a.usage().unwrap();
+    assert_eq!((u.cpu_user_seconds, u.samples), (3.0, 4));
+    // An empty cgroup (the run's processes are gone) is no sample, even
+    // with totals.
+    a.fold(&contained(&[], Some((9.0, 9.0))), 4.0, 4.0);
+    assert_eq!(a.usage().unwrap().samples, 4, "no process, no sample");
 }
 
 #[test]

@@ -11,9 +11,11 @@
 //! `last_failure_time` (a Unix time or `null`), and the resource
 //! counters of monitored runs: `cpu_user_sum`, `cpu_system_sum` (CPU
 //! seconds), `cpu_count` (monitored runs) and `max_rss_observed` (bytes,
-//! a high-water mark: a seed keeps the larger). The original also keeps
-//! SLA-breach counters we do not track; a snapshot of ours carries them
-//! as its zero value (`sla_breaches`), and a seed ignores them.
+//! a high-water mark: a seed keeps the larger). The SLA breach counts
+//! (`sla_breaches`) and the runs a memory cap ended
+//! (`memory_limit_exceeded`) have other owners: the snapshot made here
+//! carries `sla_breaches` empty, and the scheduler fills both in from
+//! their owners and seeds them back (`scheduler::carried`).
 //!
 //! Unlike the original, a seed never parks a histogram whose bounds differ
 //! from the live ones for a later bucket change to adopt: the original
@@ -56,8 +58,7 @@ fn job_snapshot(counters: &JobCounters) -> Value {
         "cpu_system_sum": counters.cpu_system,
         "cpu_count": counters.cpu_count,
         "max_rss_observed": counters.max_rss,
-        // Tracked by the original only: its zero value, so it can read
-        // this snapshot (and seeds nothing from it).
+        // Filled in by the scheduler from the SLA monitor's counts.
         "sla_breaches": {},
     })
 }
