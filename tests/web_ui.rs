@@ -713,6 +713,13 @@ fn the_page_is_served_with_strict_headers_validators_and_compression() {
     let again = request(port, "GET", "/", &[("If-None-Match", &etag)], "");
     assert_eq!(again.status, 304);
     assert!(again.body.is_empty());
+    // A browser refreshes the stored page's headers from a 304: the
+    // operator's policy is on it too, and the page's own caching.
+    assert_eq!(
+        again.header("content-security-policy"),
+        Some("default-src 'self'; frame-ancestors 'self'")
+    );
+    assert_eq!(again.header("cache-control"), Some("no-cache"));
     // The files: versioned links are kept a year, others revalidated.
     let version = page
         .body

@@ -298,14 +298,19 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if status == StatusCode::OK || status == StatusCode::CONFLICT {
+    // Also on a dashboard 304 (a browser refreshes the stored headers).
+    let page = super::ui::is_ui_path(&path);
+    if status == StatusCode::OK
+        || status == StatusCode::CONFLICT
+        || (page && status == StatusCode::NOT_MODIFIED)
+    {
         for (name, value) in state.extra_headers.iter() {
             if event_stream
                 && (name == header::CACHE_CONTROL || name.as_str() == "x-accel-buffering")
             {
                 continue;
             }
-            if super::ui::is_ui_path(&path) && super::ui::keeps_own(name) {
+            if page && super::ui::keeps_own(name) {
                 continue;
             }
             response.headers_mut().insert(name.clone(), value.clone());
