@@ -22,8 +22,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-mod cronjobsets;
 mod dashboard;
+mod kubernetes;
 mod mcp;
 pub mod pools;
 mod resources;
@@ -151,8 +151,8 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
             post(pools::cancel),
         ),
         ("GET", "/job-set-id", get(job_set_id)),
-        ("GET", "/kube", get(kube)),
-        ("GET", "/kube/sets", get(cronjobsets::sets)),
+        ("GET", "/kube", get(kubernetes::state)),
+        ("GET", "/kube/sets", get(kubernetes::sets)),
         ("GET", "/livez", get(livez)),
         ("GET", "/readyz", get(readyz)),
         ("GET", "/cluster", get(cluster)),
@@ -563,17 +563,6 @@ async fn fleet(State(state): State<AppState>) -> ApiResult {
         gossip.origin.elapsed(),
     );
     Ok(Json(view).into_response())
-}
-
-/// `GET /kube`: the Kubernetes mode's state (watch health, sets, status
-/// writes), or `{"enabled": false}` without `--kube` (the shape of
-/// `GET /cluster` without a cluster).
-async fn kube(State(state): State<AppState>) -> ApiResult {
-    let body = match &state.published.kube {
-        Some(kube) => kube.snapshot().to_json(),
-        None => json!({"enabled": false}),
-    };
-    Ok(Json(body).into_response())
 }
 
 async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult {

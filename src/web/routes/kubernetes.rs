@@ -1,16 +1,27 @@
-//! `GET /kube/sets`: every CronJobSet the Kubernetes mode selected, as the
-//! source last concluded (accepted or refused with the loader's message,
-//! suspended, the generation running, the jobs it put in the table), each
-//! with the Events this scheduler raised on it. The dashboard's
-//! CronJobSet card reads it and joins the jobs with `GET /jobs` for the
-//! last and next schedule. Without `--kube`: `{"enabled": false}`, the
-//! shape of `GET /kube`.
+//! The Kubernetes mode's routes. `GET /kube`: its state (watch health,
+//! sets, status writes). `GET /kube/sets`: every CronJobSet it selected,
+//! as the source last concluded (accepted or refused with the loader's
+//! message, suspended, the generation running, the jobs it put in the
+//! table), each with the Events this scheduler raised on it; the
+//! dashboard's CronJobSet card reads it and joins the jobs with
+//! `GET /jobs` for the last and next schedule. Without `--kube` both
+//! answer `{"enabled": false}`.
 
 use super::AppState;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Value};
+
+/// `GET /kube`: the Kubernetes mode's state, or `{"enabled": false}`
+/// without `--kube` (the shape of `GET /cluster` without a cluster).
+pub(super) async fn state(State(state): State<AppState>) -> Response {
+    let body = match &state.published.kube {
+        Some(kube) => kube.snapshot().to_json(),
+        None => json!({"enabled": false}),
+    };
+    Json(body).into_response()
+}
 
 /// `GET /kube/sets`.
 pub(super) async fn sets(State(state): State<AppState>) -> Response {
