@@ -30,6 +30,7 @@
 //! ```
 
 mod calendar;
+mod describe;
 mod error;
 mod expr;
 mod field;
@@ -42,6 +43,7 @@ mod search;
 mod tz;
 mod why;
 
+pub use describe::{describe, describe_parsed, REBOOT_DESCRIPTION};
 pub use error::{Field, ParseError};
 pub use expr::CronExpr;
 pub use field::{Fields, YearSet, YEAR_FLOOR, YEAR_HORIZON};
@@ -82,6 +84,15 @@ impl Schedule {
         match self {
             Schedule::Reboot => None,
             Schedule::Cron(expr) => Some(expr),
+        }
+    }
+
+    /// The schedule in plain English (see [`describe`]): what the API
+    /// shows as `description`.
+    pub fn description(&self) -> String {
+        match self {
+            Schedule::Reboot => REBOOT_DESCRIPTION.to_owned(),
+            Schedule::Cron(expr) => describe_parsed(expr.canonical(), expr),
         }
     }
 
