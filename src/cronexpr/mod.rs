@@ -34,6 +34,7 @@ mod describe;
 mod error;
 mod expr;
 mod field;
+mod fleet;
 mod hash;
 mod hint;
 mod lint;
@@ -47,6 +48,11 @@ pub use describe::{describe, describe_parsed, REBOOT_DESCRIPTION};
 pub use error::{Field, ParseError};
 pub use expr::CronExpr;
 pub use field::{Fields, YearSet, YEAR_FLOOR, YEAR_HORIZON};
+pub use fleet::{
+    duplicates, pressure, python_iso, suggest, zone_label, BasedOn, BusiestMinute, BusiestSlot,
+    DuplicateGroup, Excluded, FleetEntry, Period, Pressure, Slot, Suggestion, TopCell,
+    MAX_PRESSURE_HOURS,
+};
 pub use parse::{quotable, MAX_EXPRESSION_LEN};
 // For the classic-crontab front end (`config::crontab`), which splits its
 // lines and recognises nicknames with the engine's own rules rather than a

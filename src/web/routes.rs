@@ -604,8 +604,7 @@ async fn schedule_why(
     payload["enabled"] = json!(config.enabled);
     payload["timezone"] = json!(tz.name().unwrap_or("local"));
     payload["at"] = json!(at);
-    // Plain-English descriptions are not produced by this version.
-    payload["description"] = Value::Null;
+    payload["description"] = json!(config.schedule.parsed.description());
     Ok(Json(payload).into_response())
 }
 

@@ -115,6 +115,9 @@ pub struct JobDetail<'a> {
     command: std::borrow::Cow<'a, str>,
     #[serde(rename = "concurrencyScope", skip_serializing_if = "Option::is_none")]
     concurrency_scope: Option<&'static str>,
+    /// The schedule in plain English (ours: the original's `/jobs` has no
+    /// such member; its dashboard phrases the schedule itself).
+    description: String,
     enabled: bool,
     history: Vec<HistoryPoint>,
     last_run: Option<RunSummaryView<'a>>,
@@ -309,6 +312,7 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
             .then(|| crate::scheduler::ports::cluster_policy_name(c.cluster_policy)),
         command,
         concurrency_scope: job.slot.as_ref().map(|_| "cluster"),
+        description: c.schedule.parsed.description(),
         enabled: c.enabled,
         history: job
             .history
@@ -823,6 +827,7 @@ mod tests {
             "enabled": c.enabled,
             "schedule": c.schedule.text,
             "command": command_text(&c.command),
+            "description": c.schedule.parsed.description(),
             "captureStdout": c.capture_stdout,
             "captureStderr": c.capture_stderr,
             "utc": c.schedule.utc,
