@@ -214,13 +214,20 @@ impl Columns {
         };
         let days = listed(&self.days);
         let day_clause = if !self.day_phrases.is_empty() {
-            let mut items: Vec<String> = days.iter().map(|&d| format!("the {}", ordinal(d))).collect();
+            let mut items: Vec<String> = days
+                .iter()
+                .map(|&d| format!("the {}", ordinal(d)))
+                .collect();
             items.extend(self.day_phrases.iter().cloned());
             Some(format!("on {}", join_list(&items)))
         } else if !days.is_empty() {
             let items: Vec<String> = days.iter().map(|&d| ordinal(d)).collect();
             // "of the month" only when no weekday clause follows.
-            let tail = if weekday_clause.is_none() { " of the month" } else { "" };
+            let tail = if weekday_clause.is_none() {
+                " of the month"
+            } else {
+                ""
+            };
             Some(format!("on the {}{tail}", join_list(&items)))
         } else {
             None
@@ -303,7 +310,10 @@ fn time_of_day(minute: &str, hour: &str, minutes: &Values, hours: &Values) -> St
             return format!("Every {} minutes", minute_step.unwrap_or_default())
         }
         (None, Some(_)) if hour_step.is_some() => {
-            return format!("Every minute, every {} hours", hour_step.unwrap_or_default())
+            return format!(
+                "Every minute, every {} hours",
+                hour_step.unwrap_or_default()
+            )
         }
         (Some(_), None) if digits(minute) => {
             return format!("Every hour at :{:02}", number(minute))
@@ -459,7 +469,10 @@ fn weekday_phrase(item: &str, out: &mut Vec<String>) -> Phrased<bool> {
         }
         // A reversed range names no day (and then the item says nothing).
         for day in first..=last {
-            out.push(format!("the last {} of the month", WEEKDAY_NAMES[day as usize % 7]));
+            out.push(format!(
+                "the last {} of the month",
+                WEEKDAY_NAMES[day as usize % 7]
+            ));
         }
     } else if let Some((day, nth)) = item.split_once('#') {
         let day = match WEEKDAY_ABBREVIATIONS.iter().position(|n| *n == day) {

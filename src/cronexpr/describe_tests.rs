@@ -28,15 +28,27 @@ fn every_form_has_its_sentence() {
         ("5 * * * *", "Every hour at :05, every day"),
         ("30 */2 * * *", "At :30 every 2 hours, every day"),
         ("0,30 9 * * *", "At minutes 00, 30 past hour 09, every day"),
-        ("0 9-11 * * *", "At minute 00 past hours 09, 10, 11, every day"),
+        (
+            "0 9-11 * * *",
+            "At minute 00 past hours 09, 10, 11, every day",
+        ),
         ("0 9 1,15 * *", "At 09:00, on the 1st and 15th of the month"),
-        ("0 9 * jan-mar *", "At 09:00, in January, February and March"),
+        (
+            "0 9 * jan-mar *",
+            "At 09:00, in January, February and March",
+        ),
         ("0 9 13 * 5", "At 09:00, on the 13th, and only on Friday"),
         ("0 9 L * *", "At 09:00, on the last day of the month"),
-        ("0 9 L-1 * *", "At 09:00, on the day before the last day of the month"),
+        (
+            "0 9 L-1 * *",
+            "At 09:00, on the day before the last day of the month",
+        ),
         ("0 9 15W * *", "At 09:00, on the weekday nearest the 15th"),
         ("0 9 LW * *", "At 09:00, on the last weekday of the month"),
-        ("0 9 1,L * *", "At 09:00, on the 1st and the last day of the month"),
+        (
+            "0 9 1,L * *",
+            "At 09:00, on the 1st and the last day of the month",
+        ),
         ("0 9 * * 5#3", "At 09:00, on the 3rd Friday of the month"),
         ("0 9 * * fri#3", "At 09:00, on the 3rd Friday of the month"),
         ("0 9 * * L5", "At 09:00, on the last Friday of the month"),
@@ -45,10 +57,16 @@ fn every_form_has_its_sentence() {
             "At 09:00, on the 1st Monday of the month and the last Friday of the month",
         ),
         ("0 9 * * 7", "At 09:00, on Sunday"),
-        ("0 9 1 1 * 2026", "At 09:00, on the 1st of the month, in January, in 2026"),
+        (
+            "0 9 1 1 * 2026",
+            "At 09:00, on the 1st of the month, in January, in 2026",
+        ),
         ("*/5 * * * * * *", "Every 5 seconds"),
         ("* * * * * * *", "Every second"),
-        ("*/7 * * * * * *", "At seconds 00, 07, 14, 21, 28, 35, 42, 49, 56"),
+        (
+            "*/7 * * * * * *",
+            "At seconds 00, 07, 14, 21, 28, 35, 42, 49, 56",
+        ),
         ("30 0 9 * * * *", "At 09:00, every day, at second 30"),
         ("* 0 9 * * * *", "At 09:00, every day, every second"),
         ("0 0 9 * * * *", "At 09:00, every day"),
@@ -83,17 +101,19 @@ fn what_the_engine_refuses_or_the_wording_cannot_say_is_custom() {
 #[test]
 fn hashed_slots_are_described_resolved_and_marked() {
     let expr = CronExpr::parse("H * * * *", Some("job")).unwrap();
-    let want = format!(
-        "{} (H slots hashed from the job name)",
-        d(expr.resolved())
-    );
+    let want = format!("{} (H slots hashed from the job name)", d(expr.resolved()));
     assert_eq!(describe("H * * * *", Some("job")), want);
     assert_eq!(describe_parsed("H * * * *", &expr), want);
 }
 
 #[test]
 fn the_parsed_entry_point_agrees_with_the_text_one() {
-    for text in ["0 9 * * mon,fri", "*/5 * * * * * *", "@hourly", "0 0 LW * *"] {
+    for text in [
+        "0 9 * * mon,fri",
+        "*/5 * * * * * *",
+        "@hourly",
+        "0 0 LW * *",
+    ] {
         let expr = CronExpr::parse(text, None).unwrap();
         assert_eq!(describe_parsed(text, &expr), d(text), "{text}");
     }
@@ -134,13 +154,17 @@ fn the_originals_recorded_sentences() {
         let want = case["want"].as_str().expect("want");
         let got = describe(expr, key);
         if got != want {
-            wrong.push(format!("{expr:?} key {key:?}\n  want {want:?}\n  got  {got:?}"));
+            wrong.push(format!(
+                "{expr:?} key {key:?}\n  want {want:?}\n  got  {got:?}"
+            ));
         }
         // The entry point for an expression the caller parsed already.
         if let Ok(parsed) = CronExpr::parse(expr, key) {
             let got = describe_parsed(expr, &parsed);
             if got != want {
-                wrong.push(format!("parsed {expr:?} key {key:?}\n  want {want:?}\n  got  {got:?}"));
+                wrong.push(format!(
+                    "parsed {expr:?} key {key:?}\n  want {want:?}\n  got  {got:?}"
+                ));
             }
         }
         count += 1;

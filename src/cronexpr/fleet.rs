@@ -345,7 +345,11 @@ pub fn duplicates(entries: &[FleetEntry<'_>]) -> Vec<DuplicateGroup> {
         })
         .collect();
     // stable: groups that tie keep their first-seen order
-    out.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.expression.cmp(&b.expression)));
+    out.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.expression.cmp(&b.expression))
+    });
     out
 }
 

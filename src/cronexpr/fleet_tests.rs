@@ -53,13 +53,19 @@ fn the_originals_recorded_analyses() {
     assert!(scenarios.len() >= 5);
     for scenario in &scenarios {
         let name = scenario["name"].as_str().expect("a name");
-        let fleet = Fleet::new(scenario["fleet"].as_array().expect("rows").iter().map(|row| {
-            (
-                row[0].as_str().expect("name"),
-                row[1].as_str().expect("expr"),
-                row[2].as_str().expect("zone"),
-            )
-        }));
+        let fleet = Fleet::new(
+            scenario["fleet"]
+                .as_array()
+                .expect("rows")
+                .iter()
+                .map(|row| {
+                    (
+                        row[0].as_str().expect("name"),
+                        row[1].as_str().expect("expr"),
+                        row[2].as_str().expect("zone"),
+                    )
+                }),
+        );
         let entries = fleet.entries();
         let start = at(scenario["start"].as_str().expect("start"));
         let hours = scenario["hours"].as_u64().expect("hours") as u32;
@@ -94,7 +100,13 @@ fn pressure_counts_fires_strictly_inside_the_window() {
         ("quarter", "*/15 * * * *", "UTC"),
     ]);
     let start = Utc.with_ymd_and_hms(2026, 7, 18, 0, 0, 0).unwrap();
-    let p = pressure(&fleet.entries(), start, 24, &TimeBase::Utc, Excluded::default());
+    let p = pressure(
+        &fleet.entries(),
+        start,
+        24,
+        &TimeBase::Utc,
+        Excluded::default(),
+    );
     // the fire at the start itself is not "ahead"; the one at the end is
     // outside the window
     assert_eq!(p.grid[0][0], 0);
@@ -129,7 +141,13 @@ fn pressure_clamps_its_window_and_names_its_clock() {
 fn seconds_weigh_their_minute() {
     let fleet = Fleet::new([("fast", "*/10 * * * * * *", "UTC")]);
     let start = Utc.with_ymd_and_hms(2026, 7, 18, 0, 0, 30).unwrap();
-    let p = pressure(&fleet.entries(), start, 1, &TimeBase::Utc, Excluded::default());
+    let p = pressure(
+        &fleet.entries(),
+        start,
+        1,
+        &TimeBase::Utc,
+        Excluded::default(),
+    );
     // six fires a minute in each minute whose start is in the window
     // (01:00 included: it is counted as a whole minute, as the original
     // counts it)
@@ -164,8 +182,16 @@ fn duplicates_group_by_meaning_and_clock() {
     let plain = CronExpr::parse(hashed.resolved(), None).unwrap();
     let utc = TimeBase::Utc;
     let groups = duplicates(&[
-        FleetEntry { name: "h", expr: &hashed, tz: &utc },
-        FleetEntry { name: "p", expr: &plain, tz: &utc },
+        FleetEntry {
+            name: "h",
+            expr: &hashed,
+            tz: &utc,
+        },
+        FleetEntry {
+            name: "p",
+            expr: &plain,
+            tz: &utc,
+        },
     ]);
     assert_eq!(groups.len(), 1);
     assert_eq!(groups[0].jobs, ["h", "p"]);
@@ -176,7 +202,10 @@ fn duplicates_group_by_meaning_and_clock() {
 fn an_idle_fleet_gets_half_past() {
     let start = Utc.with_ymd_and_hms(2026, 7, 18, 16, 20, 0).unwrap();
     let s = suggest(&[], Period::Hourly, start, &TimeBase::Utc);
-    assert_eq!((s.slot.minute, s.slot.expression.as_str()), (30, "30 * * * *"));
+    assert_eq!(
+        (s.slot.minute, s.slot.expression.as_str()),
+        (30, "30 * * * *")
+    );
     let others: Vec<u32> = s.alternatives.iter().map(|a| a.minute).collect();
     assert_eq!(others, [29, 31]);
     assert_eq!(s.hash_hint, "H * * * *");
@@ -187,10 +216,7 @@ fn an_idle_fleet_gets_half_past() {
 
 #[test]
 fn suggestions_avoid_the_load() {
-    let fleet = Fleet::new([
-        ("a", "*/2 * * * *", "UTC"),
-        ("b", "0-29 * * * *", "UTC"),
-    ]);
+    let fleet = Fleet::new([("a", "*/2 * * * *", "UTC"), ("b", "0-29 * * * *", "UTC")]);
     let start = Utc.with_ymd_and_hms(2026, 7, 18, 0, 0, 0).unwrap();
     let s = suggest(&fleet.entries(), Period::Hourly, start, &TimeBase::Utc);
     // Odd minutes past :30 are empty. The busiest minute is :02 (both jobs

@@ -37,6 +37,7 @@ mod field;
 mod fleet;
 mod hash;
 mod hint;
+mod ics;
 mod lint;
 mod parse;
 mod render;
@@ -53,6 +54,7 @@ pub use fleet::{
     DuplicateGroup, Excluded, FleetEntry, Period, Pressure, Slot, Suggestion, TopCell,
     MAX_PRESSURE_HOURS,
 };
+pub use ics::{render_calendar, CalendarEntry, CalendarWindow};
 pub use parse::{quotable, MAX_EXPRESSION_LEN};
 // For the classic-crontab front end (`config::crontab`), which splits its
 // lines and recognises nicknames with the engine's own rules rather than a

@@ -138,7 +138,10 @@ mod tests {
         assert!(bad["error"].as_str().unwrap().contains("61"));
         let reboot = preview(&q(&[("expr", "@reboot")]), now()).unwrap();
         assert_eq!(reboot["reboot"], true);
-        assert_eq!(reboot["description"], "Once, when cronstable starts (@reboot)");
+        assert_eq!(
+            reboot["description"],
+            "Once, when cronstable starts (@reboot)"
+        );
         assert_eq!(reboot["lint"], json!([]));
         let upper = preview(&q(&[("expr", "@REBOOT")]), now()).unwrap();
         assert_eq!(upper["reboot"], true);
