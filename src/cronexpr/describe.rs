@@ -131,7 +131,7 @@ type Phrased<T> = Result<T, Unphraseable>;
 fn sentence_of(text: &str) -> Option<String> {
     let fields = split_fields(text);
     let (second, core, year) = match fields.as_slice() {
-        [core @ ..] if core.len() == 5 => ("0", core, "*"),
+        core if core.len() == 5 => ("0", core, "*"),
         [core @ .., year] if core.len() == 5 => ("0", core, *year),
         [second, core @ .., year] if core.len() == 5 => (*second, core, *year),
         _ => return None,
@@ -352,7 +352,7 @@ fn even_step(spec: &str, span: u64) -> Option<&str> {
         return None;
     }
     let n: u64 = step.parse().ok()?;
-    (n != 0 && span % n == 0).then_some(step)
+    (n != 0 && span.is_multiple_of(n)).then_some(step)
 }
 
 fn padded_list(values: &[u32]) -> String {

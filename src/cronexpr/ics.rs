@@ -234,14 +234,12 @@ pub fn render_calendar(entries: &[CalendarEntry<'_>], window: &CalendarWindow<'_
             "END:VEVENT".to_owned(),
         ]
         .join(CRLF);
-        let mut count = 0;
         let mut truncated = false;
-        for fire in fires {
+        for (count, fire) in fires.enumerate() {
             if count >= window.per_job {
                 truncated = true;
                 break;
             }
-            count += 1;
             let at = stamp(fire);
             for part in [&head, &at, &middle, &at, &tail] {
                 out.push_str(part);
