@@ -15,8 +15,8 @@
 
 use chrono::{TimeZone, Utc};
 use cronstable::cronexpr::{
-    describe_parsed, duplicates, pressure, render_calendar, suggest, CalendarEntry,
-    CalendarWindow, CronExpr, Excluded, FleetEntry, Period, TimeBase,
+    describe_parsed, duplicates, pressure, render_calendar, suggest, CalendarEntry, CalendarWindow,
+    CronExpr, Excluded, FleetEntry, Period, TimeBase,
 };
 use std::time::Instant;
 
@@ -132,6 +132,31 @@ fn main() {
     let one = [sorted[0]];
     let (single, _) = time(|| render_calendar(&one, &window));
     println!("calendar, one job:         {single:8.3} ms");
+    // The worst case for the walks: no two jobs share a schedule, and
+    // every one fires hundreds of times a day.
+    let busy: Vec<(String, CronExpr, TimeBase)> = (0..JOBS)
+        .map(|i| {
+            let text = format!(
+                "{}-59 {}-23 * * {}-6",
+                i % 60,
+                (i / 60) % 24,
+                (i / 1440) % 7
+            );
+            let expr = CronExpr::parse(&text, None).expect("a valid schedule");
+            (format!("busy-{i:05}"), expr, TimeBase::Utc)
+        })
+        .collect();
+    let busy_entries: Vec<FleetEntry<'_>> = busy
+        .iter()
+        .map(|(name, expr, tz)| FleetEntry { name, expr, tz })
+        .collect();
+    let (worst, p) = time(|| pressure(&busy_entries, start, 24, &utc, Excluded::default()));
+    println!(
+        "pressure, 10,000 distinct busy schedules: {worst:8.1} ms  ({} fires)",
+        p.total_fires
+    );
+    let (worst_suggest, _) = time(|| suggest(&busy_entries, Period::Hourly, start, &utc));
+    println!("suggest, the same:         {worst_suggest:8.1} ms");
     let (described, sentences) = time(|| {
         rows.iter()
             .map(|(_, expr, _)| describe_parsed(expr.canonical(), expr))
