@@ -167,12 +167,32 @@ fn uid_prefix(name: &str) -> String {
     hex
 }
 
+/// The size at which [`write_calendar`] hands a piece of the feed over.
+const PIECE_BYTES: usize = 64 * 1024;
+
 /// The whole `.ics` text for `entries` (in the order given; pass them
 /// sorted by name for a stable feed). A job without a fire in the window
 /// has no event; no jobs at all is a valid, empty calendar.
 pub fn render_calendar(entries: &[CalendarEntry<'_>], window: &CalendarWindow<'_>) -> String {
-    let end = window.start + Duration::days(i64::from(window.days));
     let mut out = String::new();
+    write_calendar(entries, window, |piece| {
+        out.push_str(&piece);
+        true
+    });
+    out
+}
+
+/// [`render_calendar`]'s text handed to `emit` in pieces of about 64 KiB
+/// (whole events; a job's events may span pieces), so a feed of a
+/// hundred megabytes never has to be held whole. `emit` answers whether
+/// to go on; `false` (the reader went away) stops the writing.
+pub fn write_calendar(
+    entries: &[CalendarEntry<'_>],
+    window: &CalendarWindow<'_>,
+    mut emit: impl FnMut(String) -> bool,
+) {
+    let end = window.start + Duration::days(i64::from(window.days));
+    let mut out = String::with_capacity(PIECE_BYTES + 4096);
     for line in [
         "BEGIN:VCALENDAR",
         "VERSION:2.0",
@@ -245,6 +265,12 @@ pub fn render_calendar(entries: &[CalendarEntry<'_>], window: &CalendarWindow<'_
                 out.push_str(part);
             }
             out.push_str(CRLF);
+            if out.len() >= PIECE_BYTES {
+                let piece = std::mem::replace(&mut out, String::with_capacity(PIECE_BYTES + 4096));
+                if !emit(piece) {
+                    return;
+                }
+            }
         }
         if truncated {
             // the cap rides as a parameter: a raw ';' inside a TEXT value
@@ -258,7 +284,7 @@ pub fn render_calendar(entries: &[CalendarEntry<'_>], window: &CalendarWindow<'_
     }
     out.push_str("END:VCALENDAR");
     out.push_str(CRLF);
-    out
+    emit(out);
 }
 
 #[cfg(test)]

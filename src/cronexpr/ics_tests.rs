@@ -157,3 +157,35 @@ fn uids_are_stable_per_job_and_instant() {
     assert_eq!(uid_prefix("x"), uid_prefix("x"));
     assert_ne!(uid_prefix("x"), uid_prefix("y"));
 }
+
+#[test]
+fn the_feed_comes_in_pieces_that_add_up_to_it() {
+    let rows: Rows = (0..30)
+        .map(|i| {
+            (
+                format!("job-{i:02}"),
+                CronExpr::parse("*/5 * * * *", None).unwrap(),
+                TimeBase::Utc,
+                None,
+            )
+        })
+        .collect();
+    let entries = entries(&rows);
+    let window = window(14, 1000);
+    let whole = render_calendar(&entries, &window);
+    let mut pieces = Vec::new();
+    write_calendar(&entries, &window, |piece| {
+        pieces.push(piece);
+        true
+    });
+    assert!(pieces.len() > 10, "{} pieces", pieces.len());
+    assert!(pieces.iter().all(|p| p.len() < PIECE_BYTES + 1024));
+    assert_eq!(pieces.concat(), whole);
+    // a reader that goes away stops the writing
+    let mut asked = 0;
+    write_calendar(&entries, &window, |_| {
+        asked += 1;
+        false
+    });
+    assert_eq!(asked, 1);
+}

@@ -54,7 +54,7 @@ pub use fleet::{
     DuplicateGroup, Excluded, FleetEntry, Period, Pressure, Slot, Suggestion, TopCell,
     MAX_PRESSURE_HOURS,
 };
-pub use ics::{render_calendar, CalendarEntry, CalendarWindow};
+pub use ics::{render_calendar, write_calendar, CalendarEntry, CalendarWindow};
 pub use parse::{quotable, MAX_EXPRESSION_LEN};
 // For the classic-crontab front end (`config::crontab`), which splits its
 // lines and recognises nicknames with the engine's own rules rather than a

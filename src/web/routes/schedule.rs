@@ -11,11 +11,12 @@
 
 use super::{request, ApiError, ApiResult, AppState};
 use crate::cronexpr::{
-    duplicates, paused_note, pressure, render_calendar, suggest, why, CalendarEntry,
-    CalendarWindow, Excluded, FleetEntry, Period, Probe, TimeBase,
+    duplicates, paused_note, pressure, suggest, why, write_calendar, CalendarEntry, CalendarWindow,
+    Excluded, FleetEntry, Period, Probe, TimeBase,
 };
 use crate::pyfmt::py_repr;
 use crate::scheduler::control::{ControlError, JobSnapshot};
+use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -213,17 +214,21 @@ fn window_of(query: &HashMap<String, String>) -> (u32, usize) {
     (days, per_job)
 }
 
-/// The feed's text over `jobs` (with their mean run times), as a
-/// `text/calendar` response.
-async fn feed(
+/// The feed over `jobs` (with their mean run times), as a `text/calendar`
+/// response written while it is sent: the text is made on the blocking
+/// pool in pieces of about 64 KiB, at most a few of them waiting for the
+/// client, so a feed of hundreds of megabytes is never held whole, and a
+/// client that goes away stops the work.
+fn feed(
     jobs: Vec<JobSnapshot>,
     averages: Vec<Option<f64>>,
     name: String,
     query: &HashMap<String, String>,
-) -> ApiResult {
+) -> Response {
     let (days, per_job) = window_of(query);
     let now: DateTime<Utc> = Utc::now();
-    let text = off_reactor(move || {
+    let (pieces, receiver) = tokio::sync::mpsc::channel::<String>(PIECES_IN_FLIGHT);
+    tokio::task::spawn_blocking(move || {
         let (entries, _) = fleet(&jobs);
         let by_name: HashMap<&str, Option<f64>> = jobs
             .iter()
@@ -238,23 +243,23 @@ async fn feed(
             })
             .collect();
         rows.sort_by(|a, b| a.job.name.cmp(b.job.name));
-        render_calendar(
-            &rows,
-            &CalendarWindow {
-                start: now,
-                days,
-                per_job,
-                name: &name,
-                now,
-                version: env!("CARGO_PKG_VERSION"),
-            },
-        )
-    })
-    .await?;
-    Ok(calendar_response(text))
-}
-
-fn calendar_response(text: String) -> Response {
+        let window = CalendarWindow {
+            start: now,
+            days,
+            per_job,
+            name: &name,
+            now,
+            version: env!("CARGO_PKG_VERSION"),
+        };
+        write_calendar(&rows, &window, |piece| pieces.blocking_send(piece).is_ok());
+    });
+    let body = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let piece = receiver.recv().await?;
+        Some((
+            Ok::<_, std::convert::Infallible>(Bytes::from(piece)),
+            receiver,
+        ))
+    });
     (
         [
             (header::CONTENT_TYPE, "text/calendar; charset=utf-8"),
@@ -263,10 +268,13 @@ fn calendar_response(text: String) -> Response {
                 "inline; filename=\"cronstable.ics\"",
             ),
         ],
-        text,
+        Body::from_stream(body),
     )
         .into_response()
 }
+
+/// Pieces of a feed made ahead of the client, at most.
+const PIECES_IN_FLIGHT: usize = 4;
 
 /// `GET /calendar.ics?days=&limit=`: every enabled, cron-scheduled job's
 /// upcoming fires as an iCalendar feed.
@@ -294,7 +302,7 @@ pub(super) async fn calendar(
         .iter()
         .map(|j| activity.get(&j.config.name).copied().flatten())
         .collect();
-    feed(jobs, averages, "cronstable".to_owned(), &query).await
+    Ok(feed(jobs, averages, "cronstable".to_owned(), &query))
 }
 
 /// `GET /jobs/{name}/calendar.ics?days=&limit=`: one job's upcoming fires
@@ -308,13 +316,8 @@ pub(super) async fn job_calendar(
     let job = state.control.job(&name).await.map_err(no_schedule(&name))?;
     let runs = state.control.runs(&name).await.unwrap_or_default();
     let average = mean(runs.iter().filter_map(|r| r.duration_seconds()));
-    feed(
-        vec![job],
-        vec![average],
-        format!("cronstable: {name}"),
-        &query,
-    )
-    .await
+    let title = format!("cronstable: {name}");
+    Ok(feed(vec![job], vec![average], title, &query))
 }
 
 /// `GET /whoami`: the credential that authenticated this request, its
