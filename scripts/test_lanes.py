@@ -36,10 +36,10 @@ EXPECTED_SECONDS = {
     "kube_chart_install": 43,
     "kube_real": 32,
     "cluster_etcd": 29,
-    "schedule_intel": 14,
     "pools": 12,
     "resources": 6,
     "limits": 4,
+    "schedule_intel": 3,
 }
 DEFAULT_SECONDS = 10
 
