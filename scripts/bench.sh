@@ -21,12 +21,20 @@
 #
 #   scripts/bench.sh --state [scripts/bench_state.py arguments]
 #
+# Schedule intelligence over 10,000 jobs in-process (pressure, suggest,
+# duplicates, the calendar feed, descriptions; benches/schedule_intel.rs):
+#
+#   scripts/bench.sh --schedule
+#
 # See `scripts/bench.py --help` and docs/performance.md. The micro
 # benchmarks are `cargo bench` (benches/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 case "${1:-}" in
+  --schedule)
+    exec cargo bench --bench schedule_intel
+    ;;
   --state)
     shift
     cargo build --release --quiet

@@ -36,6 +36,11 @@ if command -v python3 >/dev/null 2>&1; then
   need_python_module jinja2 jinja2
 fi
 
+# tests/schedule_intel.rs parses the calendar feeds back with icalendar.
+if command -v python3 >/dev/null 2>&1; then
+  need_python_module icalendar icalendar
+fi
+
 # tests/crd.rs checks the CRD with kubernetes-validate (offline schemas of
 # every Kubernetes minor) and the CRD's schema with its jsonschema.
 if command -v python3 >/dev/null 2>&1; then

@@ -44,6 +44,7 @@ EXPECTED_SECONDS = {
     "resources": 6,
     "mcp": 3,
     "limits": 4,
+    "schedule_intel": 3,
 }
 DEFAULT_SECONDS = 10
 

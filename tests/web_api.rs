@@ -591,7 +591,7 @@ fn schedule_why_explains_one_timestamp_field_by_field() {
     assert_eq!(v["at_in_zone"], "2026-07-14T09:00:00+02:00");
     assert_eq!(v["expression"], "0 9 * * mon,fri");
     assert_eq!(v["reboot"], false);
-    assert!(v["description"].is_null());
+    assert_eq!(v["description"], "At 09:00, on Monday and Friday");
     assert!(v.get("resolved").is_none(), "{v}");
     assert_eq!(v["matches"], false);
     assert_eq!(v["failed"], serde_json::json!(["day-of-week"]));
@@ -649,6 +649,10 @@ fn schedule_why_explains_one_timestamp_field_by_field() {
     );
     let minute = resolved.split(' ').next().unwrap();
     assert_eq!(v["checks"][1]["allowed"], minute);
+    assert_eq!(
+        v["description"],
+        format!("At 03:{minute:0>2}, every day (H slots hashed from the job name)")
+    );
     assert_eq!(v["matches"], minute == "0");
 
     // @reboot: no timetable, no checks.
@@ -657,6 +661,7 @@ fn schedule_why_explains_one_timestamp_field_by_field() {
     assert_eq!(v["matches"], false);
     assert_eq!(v["checks"], serde_json::json!([]));
     assert_eq!(v["notes"][0]["code"], "reboot");
+    assert_eq!(v["description"], "Once, when cronstable starts (@reboot)");
     assert!(v["next_fire"].is_null() && v["previous_fire"].is_null());
 
     // A pause is part of the answer: a match would not launch.
@@ -702,9 +707,10 @@ fn schedule_why_explains_one_timestamp_field_by_field() {
     );
     let missing = get(port, "/schedule/why?job=nope&at=2026-07-14T09:00");
     assert_eq!(missing.status, 404);
+    // the manual's words for the routes that name a job's schedule
     assert_eq!(
         missing.json(),
-        serde_json::json!({"error": "job 'nope' not found"})
+        serde_json::json!({"error": "no job or DAG schedule named 'nope'"})
     );
 }
 

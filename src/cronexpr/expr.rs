@@ -161,6 +161,23 @@ impl CronExpr {
         Some(seconds(fire - after))
     }
 
+    /// The same expression firing only at second 0 of each minute it
+    /// selects, and how many times the expression fires within such a
+    /// minute: a count by the minute walks a per-second schedule a
+    /// sixtieth as often and weighs each minute instead.
+    pub(crate) fn minute_twin(&self) -> (CronExpr, u32) {
+        let weight = self.fields.seconds.count_ones();
+        let mut fields = self.fields;
+        fields.seconds = 1;
+        let twin = CronExpr {
+            fields,
+            seven: false,
+            source: self.source.clone(),
+            resolved: self.resolved.clone(),
+        };
+        (twin, weight)
+    }
+
     /// A normal form that is equal for equal expressions and different for
     /// different ones: seven fields, values sorted, ranges compacted, and
     /// redundant day forms dropped. Suitable as a grouping key (duplicate

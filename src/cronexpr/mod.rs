@@ -30,11 +30,14 @@
 //! ```
 
 mod calendar;
+mod describe;
 mod error;
 mod expr;
 mod field;
+mod fleet;
 mod hash;
 mod hint;
+mod ics;
 mod lint;
 mod parse;
 mod render;
@@ -42,9 +45,16 @@ mod search;
 mod tz;
 mod why;
 
+pub use describe::{describe, describe_parsed, REBOOT_DESCRIPTION};
 pub use error::{Field, ParseError};
 pub use expr::CronExpr;
 pub use field::{Fields, YearSet, YEAR_FLOOR, YEAR_HORIZON};
+pub use fleet::{
+    duplicates, pressure, python_iso, suggest, zone_label, BasedOn, BusiestMinute, BusiestSlot,
+    DuplicateGroup, Excluded, FleetEntry, Period, Pressure, Slot, Suggestion, TopCell,
+    MAX_PRESSURE_HOURS,
+};
+pub use ics::{render_calendar, write_calendar, CalendarEntry, CalendarWindow};
 pub use parse::{quotable, MAX_EXPRESSION_LEN};
 // For the classic-crontab front end (`config::crontab`), which splits its
 // lines and recognises nicknames with the engine's own rules rather than a
@@ -82,6 +92,15 @@ impl Schedule {
         match self {
             Schedule::Reboot => None,
             Schedule::Cron(expr) => Some(expr),
+        }
+    }
+
+    /// The schedule in plain English (see [`describe`]): what the API
+    /// shows as `description`.
+    pub fn description(&self) -> String {
+        match self {
+            Schedule::Reboot => REBOOT_DESCRIPTION.to_owned(),
+            Schedule::Cron(expr) => describe_parsed(expr.canonical(), expr),
         }
     }
 

@@ -71,6 +71,22 @@ pub enum Needed {
     Control,
 }
 
+/// What `GET /whoami` says about the caller.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WhoAmI {
+    /// A configured token authenticated the request.
+    pub authenticated: bool,
+    /// That token's label; `anonymous` for the anonymous grant; `None`
+    /// when no token is configured.
+    pub label: Option<String>,
+    /// The scopes held (`view` implied by the others), sorted.
+    pub scopes: Vec<&'static str>,
+    /// Whether every scope is held: what a client branches on (an open
+    /// API and the anonymous grant are both unauthenticated).
+    #[serde(rename = "allScopes")]
+    pub all_scopes: bool,
+}
+
 /// A credential was presented but is not valid (always a 401).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BadCredential;
@@ -169,22 +185,43 @@ impl Credentials {
     /// The grant of a request's `Authorization` header: `Err(BadCredential)` for a
     /// presented but wrong credential (always a 401, never a downgrade).
     pub fn grant(&self, authorization: Option<&str>) -> Result<Grant, BadCredential> {
-        let Some(header) = authorization else {
-            // No credential and no anonymous grant: that is a 401, not a
-            // 403, exactly like a wrong token.
-            if self.anonymous == Grant::default() {
-                return Err(BadCredential);
-            }
-            return Ok(self.anonymous);
-        };
+        self.grant_for(authorization, None, false)
+    }
+
+    /// The grant of a request from its `Authorization` header and its
+    /// `token` query parameter. The query token authenticates only on a
+    /// calendar feed (`calendar`: a path ending in `.ics`), because
+    /// calendar apps cannot send a header; everywhere else it is refused,
+    /// keeping tokens out of URLs where a header will do. Either one is a
+    /// presented credential, so with one the anonymous grant never
+    /// applies: a wrong or misplaced token is a 401.
+    pub fn grant_for(
+        &self,
+        authorization: Option<&str>,
+        query_token: Option<&str>,
+        calendar: bool,
+    ) -> Result<Grant, BadCredential> {
         if self.tokens.is_empty() {
             return Ok(Grant::ALL);
         }
-        let (scheme, token) = header.trim().split_once(' ').ok_or(BadCredential)?;
-        if !scheme.eq_ignore_ascii_case("bearer") {
-            return Err(BadCredential);
+        let query_token = query_token.filter(|t| !t.is_empty());
+        let bearer = authorization.and_then(|header| {
+            let (scheme, token) = header.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+        });
+        match (authorization, bearer, query_token) {
+            // No credential and no anonymous grant: that is a 401, not a
+            // 403, exactly like a wrong token.
+            (None, _, None) if self.anonymous == Grant::default() => Err(BadCredential),
+            (None, _, None) => Ok(self.anonymous),
+            (_, Some(token), _) => self.matching(token),
+            (_, None, Some(token)) if calendar => self.matching(token),
+            _ => Err(BadCredential),
         }
-        let token = token.trim();
+    }
+
+    /// The grant of the configured token equal to `token`.
+    fn matching(&self, token: &str) -> Result<Grant, BadCredential> {
         let mut found = None;
         // Compare against every token so timing does not reveal which one
         // (or whether any) matched.
@@ -203,6 +240,45 @@ impl Credentials {
     /// scope).
     pub fn is_open(&self) -> bool {
         self.tokens.is_empty()
+    }
+
+    /// `GET /whoami` for a request granted `grant`: the token that
+    /// authenticated it, or the anonymous grant, or an open API.
+    pub fn whoami(&self, grant: &Grant) -> WhoAmI {
+        let scopes = |g: &Grant| {
+            [
+                ("approve", g.approve),
+                ("control", g.control),
+                ("view", g.view),
+            ]
+            .into_iter()
+            .filter_map(|(name, held)| held.then_some(name))
+            .collect::<Vec<_>>()
+        };
+        let all = |g: &Grant| g.view && g.control && g.approve;
+        if self.tokens.is_empty() {
+            // No token, no auth: every caller holds every scope.
+            return WhoAmI {
+                authenticated: false,
+                label: None,
+                scopes: scopes(&Grant::ALL),
+                all_scopes: true,
+            };
+        }
+        match grant.token.and_then(|i| self.tokens.get(i)) {
+            Some((_, label, token_grant)) => WhoAmI {
+                authenticated: true,
+                label: Some(label.clone()),
+                scopes: scopes(token_grant),
+                all_scopes: all(token_grant),
+            },
+            None => WhoAmI {
+                authenticated: false,
+                label: Some("anonymous".to_owned()),
+                scopes: scopes(&self.anonymous),
+                all_scopes: all(&self.anonymous),
+            },
+        }
     }
 
     /// The label of the token a grant came from: `anonymous` for the
@@ -302,6 +378,92 @@ mod tests {
         assert_eq!(c.label(&operator), "web.authTokens[1]");
         assert_eq!(c.label(&anonymous), "anonymous");
         assert_eq!(anonymous.token, None);
+    }
+
+    #[test]
+    fn query_tokens_count_on_calendar_feeds_only() {
+        let mut w = web("listen: [http://127.0.0.1:1]\nanonymousScopes: [view]\n");
+        w.auth_tokens = Some(vec![AuthToken {
+            value: Some("s3cret".into()),
+            from_file: None,
+            from_env_var: None,
+            scopes: Some(vec![Scope::View]),
+            label: Some("phone".into()),
+        }]);
+        let c = Credentials::resolve(&w).unwrap();
+        let token = Grant {
+            view: true,
+            token: Some(0),
+            ..Grant::default()
+        };
+        assert_eq!(c.grant_for(None, Some("s3cret"), true), Ok(token));
+        // a header that is not a bearer one leaves the query token in play
+        assert_eq!(
+            c.grant_for(Some("Basic x"), Some("s3cret"), true),
+            Ok(token)
+        );
+        assert_eq!(
+            c.grant_for(Some("Bearer s3cret"), Some("nope"), true),
+            Ok(token)
+        );
+        assert_eq!(c.grant_for(None, Some("nope"), true), Err(BadCredential));
+        // elsewhere a query token authenticates nothing, and as a presented
+        // credential it also rules the anonymous grant out
+        assert_eq!(c.grant_for(None, Some("s3cret"), false), Err(BadCredential));
+        assert_eq!(
+            c.grant_for(None, Some(""), false).map(|g| g.token),
+            Ok(None)
+        );
+        assert_eq!(c.grant_for(None, None, true).map(|g| g.token), Ok(None));
+        // an open API ignores tokens wherever they are
+        let open = Credentials::resolve(&web("listen: [http://127.0.0.1:1]")).unwrap();
+        assert_eq!(open.grant_for(None, Some("x"), false), Ok(Grant::ALL));
+    }
+
+    #[test]
+    fn whoami_tells_the_three_kinds_of_caller_apart() {
+        let open = Credentials::resolve(&web("listen: [http://127.0.0.1:1]")).unwrap();
+        let me = open.whoami(&Grant::ALL);
+        assert_eq!(
+            (me.authenticated, me.label, me.scopes, me.all_scopes),
+            (false, None, vec!["approve", "control", "view"], true)
+        );
+        let mut w = web(
+            "listen: [http://127.0.0.1:1]\nanonymousScopes: [view]\nauthToken:\n  value: all\n",
+        );
+        w.auth_tokens = Some(vec![AuthToken {
+            value: Some("ops".into()),
+            from_file: None,
+            from_env_var: None,
+            scopes: Some(vec![Scope::Control]),
+            label: Some("operator".into()),
+        }]);
+        let c = Credentials::resolve(&w).unwrap();
+        let me = c.whoami(&c.grant(Some("Bearer ops")).unwrap());
+        assert_eq!(
+            (
+                me.authenticated,
+                me.label.as_deref(),
+                me.scopes,
+                me.all_scopes
+            ),
+            (true, Some("operator"), vec!["control", "view"], false)
+        );
+        let me = c.whoami(&c.grant(Some("Bearer all")).unwrap());
+        assert_eq!(
+            (me.label.as_deref(), me.all_scopes),
+            (Some("authToken"), true)
+        );
+        let me = c.whoami(&c.grant(None).unwrap());
+        assert_eq!(
+            (
+                me.authenticated,
+                me.label.as_deref(),
+                me.scopes,
+                me.all_scopes
+            ),
+            (false, Some("anonymous"), vec!["view"], false)
+        );
     }
 
     #[test]

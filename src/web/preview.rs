@@ -1,7 +1,7 @@
 //! `GET /schedule/preview`: parse, preview and lint one expression with the
 //! scheduler's own engine. Pure apart from "now", which is an argument.
 
-use crate::cronexpr::{CronExpr, Linter, TimeBase};
+use crate::cronexpr::{describe_parsed, CronExpr, Linter, TimeBase, REBOOT_DESCRIPTION};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -32,10 +32,17 @@ pub fn preview(query: &HashMap<String, String>, now: DateTime<Utc>) -> Result<Va
     };
     let seed = query.get("seed").map(String::as_str);
     let mut payload = json!({"expression": expr, "timezone": tz_name});
-    if expr == "@reboot" {
+    // The preview reads `@reboot` in any case, as the original's does.
+    if expr.eq_ignore_ascii_case("@reboot") {
         payload["valid"] = json!(true);
         payload["reboot"] = json!(true);
+        payload["description"] = json!(REBOOT_DESCRIPTION);
         payload["fires"] = json!([]);
+        payload["never_fires"] = json!(false);
+        payload["lint"] = json!([]);
+        if let Some(seed) = seed {
+            payload["seed"] = json!(seed);
+        }
         return Ok(payload);
     }
     let parsed = match CronExpr::parse(expr, seed) {
@@ -64,8 +71,7 @@ pub fn preview(query: &HashMap<String, String>, now: DateTime<Utc>) -> Result<Va
     payload["valid"] = json!(true);
     payload["reboot"] = json!(false);
     payload["normalized"] = json!(parsed.canonical());
-    // Plain-English descriptions are not produced by this version.
-    payload["description"] = Value::Null;
+    payload["description"] = json!(describe_parsed(expr, &parsed));
     payload["never_fires"] = json!(fires.is_empty());
     payload["fires"] = json!(fires);
     payload["lint"] = json!(Linter::new(now).lint(&parsed, &base));
@@ -103,6 +109,10 @@ mod tests {
             json!(["2026-07-18T15:42:00+00:00", "2026-07-18T15:49:00+00:00"])
         );
         assert_eq!(v["lint"][0]["code"], "uneven-step");
+        assert_eq!(
+            v["description"],
+            "At minutes 00, 07, 14, 21, 28, 35, 42, 49, 56 past every hour, every day"
+        );
         let v = preview(
             &q(&[
                 ("expr", "0 9 * * *"),
@@ -128,6 +138,13 @@ mod tests {
         assert!(bad["error"].as_str().unwrap().contains("61"));
         let reboot = preview(&q(&[("expr", "@reboot")]), now()).unwrap();
         assert_eq!(reboot["reboot"], true);
+        assert_eq!(
+            reboot["description"],
+            "Once, when cronstable starts (@reboot)"
+        );
+        assert_eq!(reboot["lint"], json!([]));
+        let upper = preview(&q(&[("expr", "@REBOOT")]), now()).unwrap();
+        assert_eq!(upper["reboot"], true);
         let never = preview(&q(&[("expr", "0 0 30 2 *")]), now()).unwrap();
         assert_eq!(never["never_fires"], true);
     }
@@ -140,5 +157,9 @@ mod tests {
         assert_eq!(seeded["valid"], true);
         assert_eq!(seeded["seed"], "backup");
         assert!(seeded["resolved"].as_str().is_some());
+        assert!(seeded["description"]
+            .as_str()
+            .unwrap()
+            .ends_with(" (H slots hashed from the job name)"));
     }
 }

@@ -5,7 +5,6 @@ use super::auth::{Credentials, Grant, Needed};
 use super::node::{node_name, NodeSampler};
 use super::request::{self, PauseRequest};
 use super::{conditional, logs, views};
-use crate::cronexpr::{paused_note, why, Probe};
 use crate::metrics::prometheus::Format;
 use crate::pyfmt::py_repr;
 use crate::scheduler::control::{ControlError, ControlHandle};
@@ -27,6 +26,7 @@ mod kubernetes;
 mod mcp;
 pub mod pools;
 mod resources;
+mod schedule;
 pub mod state;
 
 /// What every handler shares.
@@ -158,8 +158,26 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
         ("GET", "/cluster", get(cluster)),
         ("GET", "/fleet", get(fleet)),
         ("GET", "/metrics", get(metrics)),
-        ("GET", "/schedule/preview", get(schedule_preview)),
-        ("GET", "/schedule/why", get(schedule_why)),
+        ("GET", "/schedule/preview", get(schedule::preview)),
+        ("GET", "/schedule/why", get(schedule::explain)),
+        (
+            "GET",
+            "/schedule/pressure",
+            get(schedule::schedule_pressure),
+        ),
+        (
+            "GET",
+            "/schedule/duplicates",
+            get(schedule::schedule_duplicates),
+        ),
+        ("GET", "/schedule/suggest", get(schedule::schedule_suggest)),
+        ("GET", "/calendar.ics", get(schedule::calendar)),
+        (
+            "GET",
+            "/jobs/{name}/calendar.ics",
+            get(schedule::job_calendar),
+        ),
+        ("GET", "/whoami", get(schedule::whoami)),
         ("GET", "/state", get(state::inventory)),
         ("GET", "/state/documents", get(state::documents)),
         ("GET", "/state/records", get(state::records)),
@@ -239,7 +257,22 @@ async fn authorize(State(state): State<AppState>, mut request: Request, next: Ne
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
-        match state.credentials.grant(auth) {
+        // A `token` query parameter counts as a credential everywhere and
+        // authenticates on the calendar feeds only (see Credentials).
+        let query_token = request
+            .uri()
+            .query()
+            .filter(|q| q.contains("token"))
+            .and_then(|_| {
+                Query::<HashMap<String, String>>::try_from_uri(request.uri())
+                    .ok()
+                    .and_then(|Query(mut q)| q.remove("token"))
+            });
+        let calendar = path.ends_with(".ics");
+        match state
+            .credentials
+            .grant_for(auth, query_token.as_deref(), calendar)
+        {
             Err(_) => {
                 return ApiError(StatusCode::UNAUTHORIZED, "401: Unauthorized".into())
                     .into_response()
@@ -586,47 +619,6 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
         }));
     let body = state.metrics_cache.body(snapshot, format).await;
     Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
-}
-
-async fn schedule_preview(Query(query): Query<HashMap<String, String>>) -> ApiResult {
-    request::preview(&query, Utc::now())
-        .map(|v| Json(v).into_response())
-        .map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))
-}
-
-/// `GET /schedule/why?job=&at=`: why one job's schedule did or did not
-/// select one timestamp, column by column, with the nearest real fires
-/// around it (see `cronexpr::why`).
-async fn schedule_why(
-    State(state): State<AppState>,
-    Query(query): Query<HashMap<String, String>>,
-) -> ApiResult {
-    let (name, at) = request::why_params(&query)
-        .map_err(|message| ApiError(StatusCode::BAD_REQUEST, message))?;
-    // an unknown job is a 404 whatever the timestamp says
-    let job = state.control.job(name).await?;
-    let probe = Probe::parse(at).map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
-    let config = &job.config;
-    let tz = &config.schedule.time_base;
-    let mut report = why(&config.schedule.parsed, tz, &probe);
-    if let Some(pause) = &job.paused {
-        report
-            .notes
-            .push(paused_note(tz, pause.until, &pause.by, &pause.note));
-    }
-    let mut payload = serde_json::to_value(&report).map_err(|e| {
-        ApiError(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("cannot encode the answer: {e}"),
-        )
-    })?;
-    payload["job"] = json!(config.name);
-    payload["enabled"] = json!(config.enabled);
-    payload["timezone"] = json!(tz.name().unwrap_or("local"));
-    payload["at"] = json!(at);
-    // Plain-English descriptions are not produced by this version.
-    payload["description"] = Value::Null;
-    Ok(Json(payload).into_response())
 }
 
 /// `GET /jobs/{name}/logs`: the Server-Sent Events tail of the job's

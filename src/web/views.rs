@@ -116,6 +116,8 @@ pub struct JobDetail<'a> {
     command: std::borrow::Cow<'a, str>,
     #[serde(rename = "concurrencyScope", skip_serializing_if = "Option::is_none")]
     concurrency_scope: Option<&'static str>,
+    /// The schedule in plain English (ours: the original's has none).
+    description: String,
     enabled: bool,
     history: Vec<HistoryPoint>,
     last_run: Option<RunSummaryView<'a>>,
@@ -310,6 +312,7 @@ pub fn job_detail(job: &JobSnapshot, now: DateTime<Utc>) -> JobDetail<'_> {
             .then(|| crate::scheduler::ports::cluster_policy_name(c.cluster_policy)),
         command,
         concurrency_scope: job.slot.as_ref().map(|_| "cluster"),
+        description: c.schedule.parsed.description(),
         enabled: c.enabled,
         history: job
             .history
@@ -421,7 +424,7 @@ pub struct RenderedJobs {
     entries: Vec<Entry>,
     /// The state rendered, to compare the next one with.
     jobs: Vec<JobSnapshot>,
-    /// The entity tag ([`jobs_etag`] of the same state).
+    /// The entity tag (the tests' `jobs_etag` of the same state).
     etag: String,
 }
 
@@ -678,35 +681,6 @@ impl TagDigest {
     }
 }
 
-/// The entity tag of a `GET /jobs` answer: a digest over every entry as
-/// it would be served, except that each countdown (`scheduled_in`) is
-/// cut out and the absolute instant it counts down to is digested next
-/// to the entry instead. The tag therefore stays put while only the
-/// clock moves (a dashboard that got a 304 keeps its copy and counts
-/// down itself, as with the original) and moves with anything else that
-/// changes. Each entry is digested on its own and the tag digests those
-/// digests (with the instants), so a rendering that reuses an unchanged
-/// entry reuses its digest too; nothing served is left out of it.
-/// [`RenderedJobs`] computes the same tag while rendering; this is its
-/// reference, written from the serialized entries alone.
-#[cfg(test)]
-pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
-    let mut tag = Vec::new();
-    let epoch = DateTime::<Utc>::UNIX_EPOCH;
-    for job in jobs {
-        let mut entry = job_detail(job, epoch);
-        let at = entry.scheduled_in.and(job.next_fire);
-        entry.scheduled_in = None;
-        let text = serde_json::to_vec(&entry).expect("serializes");
-        let member = scheduled_in_member(&text).expect("a scheduled_in member");
-        let cut = member + SCHEDULED_IN_NULL.len() - b"null".len();
-        let mut cut_out = text.clone();
-        cut_out.drain(cut..cut + 4);
-        tag_entry(&mut tag, &entry_digest(&cut_out, cut), at);
-    }
-    TagDigest::of(&tag).tag()
-}
-
 /// One run of `GET /jobs/{name}/runs`.
 pub fn run_entry(run: &RunRecord) -> Value {
     let mut entry = run_summary(&RunSummary::of(run));
@@ -803,6 +777,34 @@ mod tests {
     use super::*;
     use crate::scheduler::control::StatusTable;
 
+    /// The entity tag of a `GET /jobs` answer: a digest over every entry as
+    /// it would be served, except that each countdown (`scheduled_in`) is
+    /// cut out and the absolute instant it counts down to is digested next
+    /// to the entry instead. The tag therefore stays put while only the
+    /// clock moves (a dashboard that got a 304 keeps its copy and counts
+    /// down itself, as with the original) and moves with anything else that
+    /// changes. Each entry is digested on its own and the tag digests those
+    /// digests (with the instants), so a rendering that reuses an unchanged
+    /// entry reuses its digest too; nothing served is left out of it.
+    /// [`RenderedJobs`] computes the same tag while rendering; this is its
+    /// reference, written from the serialized entries alone.
+    pub fn jobs_etag(jobs: &[JobSnapshot]) -> String {
+        let mut tag = Vec::new();
+        let epoch = DateTime::<Utc>::UNIX_EPOCH;
+        for job in jobs {
+            let mut entry = job_detail(job, epoch);
+            let at = entry.scheduled_in.and(job.next_fire);
+            entry.scheduled_in = None;
+            let text = serde_json::to_vec(&entry).expect("serializes");
+            let member = scheduled_in_member(&text).expect("a scheduled_in member");
+            let cut = member + SCHEDULED_IN_NULL.len() - b"null".len();
+            let mut cut_out = text.clone();
+            cut_out.drain(cut..cut + 4);
+            tag_entry(&mut tag, &entry_digest(&cut_out, cut), at);
+        }
+        TagDigest::of(&tag).tag()
+    }
+
     /// The `GET /jobs` entry as it was built before it was serialized
     /// straight from the snapshot: a JSON map per job. The direct form
     /// must give the same bytes.
@@ -824,6 +826,7 @@ mod tests {
             "enabled": c.enabled,
             "schedule": c.schedule.text,
             "command": command_text(&c.command),
+            "description": c.schedule.parsed.description(),
             "captureStdout": c.capture_stdout,
             "captureStderr": c.capture_stderr,
             "utc": c.schedule.utc,

@@ -253,7 +253,7 @@ impl Backend for AppState {
 
     async fn why(&self, name: &str, at: &str) -> Answer {
         let params = query(&[("job", name.to_owned()), ("at", at.to_owned())]);
-        json_of(super::schedule_why(State(self.clone()), params).await).await
+        json_of(super::schedule::explain(State(self.clone()), params).await).await
     }
 
     async fn pools(&self) -> Answer {
