@@ -297,7 +297,7 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
             LONG,
         );
     }
-    b.resize(1400, 1900);
+    b.resize(1400, 2300);
     b.eval("window.scrollTo(0, 0)", json!([]));
     shot(&b, "dashboard-cards");
     b.resize(1400, 900);
