@@ -29,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -136,8 +137,11 @@ def main():
         stdout=subprocess.DEVNULL, stderr=open(os.path.join(tmp, "daemon.log"), "w"),
     )
     driver_port = bench.free_port()
+    # Its own process group: Chromium joins it, and the group is killed at
+    # the end whatever happened.
     driver = subprocess.Popen([chromedriver, f"--port={driver_port}"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
     wd = None
     try:
         start = time.monotonic()
@@ -197,7 +201,11 @@ return out;
     finally:
         if wd:
             wd.quit()
-        bench.stop(driver)
+        try:
+            os.killpg(driver.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        driver.wait()
         bench.stop(daemon)
     print(f"## Dashboard, {args.jobs:,} jobs ({os.path.basename(os.path.dirname(os.path.abspath(args.binary)))} daemon, headless Chromium)\n")
     print("| measure | value |")

@@ -11,6 +11,7 @@
 
 use super::http::{free_port, request, wait_listening};
 use serde_json::{json, Value};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -79,7 +80,11 @@ impl Browser {
     pub fn start(width: u32, height: u32) -> Browser {
         let (driver_bin, chromium) = binaries().expect("chromium and chromedriver");
         let port = free_port();
+        // A process group of its own: Chromium and its helpers join it,
+        // and dropping the browser kills the whole group, so no browser
+        // outlives a test that panicked half-way (even before a session).
         let driver = Command::new(driver_bin)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -277,16 +282,14 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
-        if !self.session.is_empty() {
-            let _ = request(
-                self.port,
-                "DELETE",
-                &format!("/session/{}", self.session),
-                &[],
-                "",
+        // The whole group (chromedriver, Chromium and its helpers) at once;
+        // the profile directory goes with `_profile`.
+        if let Ok(pid) = i32::try_from(self.driver.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
             );
         }
-        let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
 }
