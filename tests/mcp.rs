@@ -365,6 +365,47 @@ fn the_tools_act_on_real_jobs() {
         serde_json::from_str::<Value>(&text).unwrap()["name"],
         "hello"
     );
+
+    // The schedule analytics answer what their REST routes answer.
+    let rest = |path: &str| {
+        request(
+            port,
+            "GET",
+            path,
+            &[("Authorization", "Bearer admin-token")],
+            "",
+        )
+        .json()
+    };
+    let load = call(port, admin, "cron_schedule_pressure", json!({"hours": 6}));
+    let direct = rest("/schedule/pressure?hours=6");
+    assert_eq!(
+        load["structuredContent"]["total_fires"],
+        direct["total_fires"]
+    );
+    assert_eq!(load["structuredContent"]["hours"], json!(6));
+    assert!(load["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("scheduled runs from"));
+    let zone = call(
+        port,
+        admin,
+        "cron_schedule_pressure",
+        json!({"tz": "Mars/Base"}),
+    );
+    assert_eq!(zone["isError"], json!(true), "{zone}");
+    let dups = call(port, admin, "cron_schedule_duplicates", json!({}));
+    assert_eq!(
+        dups["structuredContent"]["groups"],
+        rest("/schedule/duplicates")["groups"]
+    );
+    let slot = call(port, admin, "cron_suggest_slot", json!({"period": "daily"}));
+    assert_eq!(slot["structuredContent"]["period"], "daily", "{slot}");
+    assert!(
+        slot["structuredContent"]["expression"].is_string(),
+        "{slot}"
+    );
 }
 
 fn bridge(port: u16, args: &[&str], token: &str, stdin: &str) -> std::process::Output {

@@ -295,9 +295,7 @@ const fn act(
 const NAME: &[&str] = &["name"];
 
 /// Every tool, in the order `tools/list` shows them. The workflow (`dags`)
-/// tools are absent: this version runs no DAGs. The schedule-analytics
-/// tools (`cron_schedule_pressure`, `cron_schedule_duplicates`,
-/// `cron_suggest_slot`) wait for the engine behind their REST routes.
+/// tools are absent: this version runs no DAGs.
 static TOOLS: &[Tool] = &[
     with_output(
         read(
@@ -405,6 +403,32 @@ static TOOLS: &[Tool] = &[
          to get only the lines written since.",
         &[("name", Str), ("tail", Int), ("cursor", Int)],
         NAME,
+    ),
+    read(
+        "cron_schedule_pressure",
+        "Schedule load",
+        "How the enabled schedules' runs over the next `hours` (24 unless given, 168 at most) \
+         fall by hour and by minute in `tz` (UTC unless given): the busiest minute, the jobs \
+         that start together and the minute positions nothing uses.",
+        &[("hours", Int), ("tz", Str)],
+        &[],
+    ),
+    read(
+        "cron_schedule_duplicates",
+        "Duplicate schedules",
+        "Groups of jobs whose schedules fire at exactly the same instants (`*/5` and \
+         `0-59/5` in one zone, say): candidates to spread apart.",
+        &[],
+        &[],
+    ),
+    read(
+        "cron_suggest_slot",
+        "Suggest a quieter run time",
+        "The least-used time over the next 24 hours for a new job: a minute of the hour for \
+         `period` hourly (the default), a time of day for daily, in `tz`; with the cron \
+         expression, two alternatives and the busiest time.",
+        &[("period", OneOf(&["hourly", "daily"])), ("tz", Str)],
+        &[],
     ),
     with_output(
         read(

@@ -177,6 +177,12 @@ pub(crate) trait Backend {
     async fn log_lines(&self, name: &str) -> Answer<(bool, Vec<(String, String)>)>;
     /// `GET /schedule/why?job=<name>&at=<at>`.
     async fn why(&self, name: &str, at: &str) -> Answer;
+    /// `GET /schedule/pressure?hours=<hours>&tz=<tz>`.
+    async fn pressure(&self, hours: i64, tz: Option<&str>) -> Answer;
+    /// `GET /schedule/duplicates`.
+    async fn duplicates(&self) -> Answer;
+    /// `GET /schedule/suggest?period=<period>&tz=<tz>`.
+    async fn suggest(&self, period: &str, tz: Option<&str>) -> Answer;
     /// `GET /pools`.
     async fn pools(&self) -> Answer;
     /// `GET /state`.

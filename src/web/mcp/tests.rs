@@ -89,6 +89,24 @@ impl Backend for Fake {
                   "checks": []}),
         )
     }
+    async fn pressure(&self, hours: i64, tz: Option<&str>) -> Answer {
+        if tz == Some("Mars/Base") {
+            return Err(Refusal {
+                status: 400,
+                message: "unknown timezone 'Mars/Base'".into(),
+            });
+        }
+        Ok(
+            json!({"hours": hours.clamp(1, 168), "jobs": 2, "total_fires": 48,
+                  "busiest_minute": {"minute": 5, "jobs": 2}, "empty_minutes": [0, 1]}),
+        )
+    }
+    async fn duplicates(&self) -> Answer {
+        Ok(json!({"jobs": 2, "groups": [{"count": 2, "expression": "*/5 * * * *"}]}))
+    }
+    async fn suggest(&self, period: &str, _tz: Option<&str>) -> Answer {
+        Ok(json!({"period": period, "expression": "17 * * * *", "fires_in_window": 0}))
+    }
     async fn pools(&self) -> Answer {
         Ok(json!([]))
     }
@@ -551,6 +569,39 @@ fn schedule_tools_use_the_engine() {
         .as_str()
         .unwrap()
         .contains("no job named 'zeta'"));
+}
+
+#[test]
+fn schedule_analytics_tools_summarize_their_routes() {
+    let s = server("");
+    let open = Caller::open();
+    let load = call(&s, &open, "cron_schedule_pressure", json!({"hours": 500}));
+    assert_eq!(
+        load["content"][0]["text"],
+        "48 scheduled runs from 2 jobs in the next 168h; busiest minute :05 (2 jobs); 2 of 60 \
+         minute positions have no scheduled runs"
+    );
+    let zone = call(
+        &s,
+        &open,
+        "cron_schedule_pressure",
+        json!({"tz": "Mars/Base"}),
+    );
+    assert_eq!(zone["isError"], json!(true));
+    assert_eq!(zone["content"][0]["text"], "unknown timezone 'Mars/Base'");
+    let bad = call(&s, &open, "cron_schedule_pressure", json!({"tz": 5}));
+    assert_eq!(bad["isError"], json!(true), "{bad}");
+    let dups = call(&s, &open, "cron_schedule_duplicates", json!({}));
+    assert_eq!(
+        dups["content"][0]["text"],
+        "1 duplicate group(s) across 2 scheduled job(s); biggest: 2 job(s) sharing '*/5 * * * *'"
+    );
+    let slot = call(&s, &open, "cron_suggest_slot", json!({"period": "daily"}));
+    assert_eq!(
+        slot["content"][0]["text"],
+        "suggested daily schedule: '17 * * * *' (0 runs already scheduled at this time in 24h)"
+    );
+    assert_eq!(slot["structuredContent"]["period"], "daily", "{slot}");
 }
 
 #[test]

@@ -214,6 +214,57 @@ impl Server {
                 let summary = why_summary(&report);
                 Ok(result(report, summary))
             }
+            "cron_schedule_pressure" => {
+                let hours = opt_int(args.get("hours")).unwrap_or(24);
+                let tz = opt_str(args, "tz", "an IANA time zone name")?;
+                let load = backend
+                    .pressure(hours, tz)
+                    .await
+                    .map_err(|r| ToolError(r.message))?;
+                let empty = load["empty_minutes"].as_array().map_or(0, Vec::len);
+                let summary = format!(
+                    "{} scheduled runs from {} jobs in the next {}h; busiest minute :{:02} ({} \
+                     jobs); {empty} of 60 minute positions have no scheduled runs",
+                    load["total_fires"],
+                    load["jobs"],
+                    load["hours"],
+                    load["busiest_minute"]["minute"].as_u64().unwrap_or(0),
+                    load["busiest_minute"]["jobs"],
+                );
+                Ok(result(load, summary))
+            }
+            "cron_schedule_duplicates" => {
+                let found = backend.duplicates().await?;
+                let groups = found["groups"].as_array().cloned().unwrap_or_default();
+                let biggest = groups.first().map_or(String::new(), |g| {
+                    format!(
+                        "; biggest: {} job(s) sharing '{}'",
+                        g["count"],
+                        g["expression"].as_str().unwrap_or_default()
+                    )
+                });
+                let summary = format!(
+                    "{} duplicate group(s) across {} scheduled job(s){biggest}",
+                    groups.len(),
+                    found["jobs"]
+                );
+                Ok(result(found, summary))
+            }
+            "cron_suggest_slot" => {
+                let period = opt_str(args, "period", "hourly or daily")?.unwrap_or("hourly");
+                let tz = opt_str(args, "tz", "an IANA time zone name")?;
+                let slot = backend
+                    .suggest(period, tz)
+                    .await
+                    .map_err(|r| ToolError(r.message))?;
+                let summary = format!(
+                    "suggested {} schedule: '{}' ({} runs already scheduled at this time in 24h)",
+                    slot["period"].as_str().unwrap_or(period),
+                    slot["expression"].as_str().unwrap_or_default(),
+                    slot["fires_in_window"]
+                );
+                Ok(result(slot, summary))
+            }
             "cron_list_pools" => {
                 let pools = backend.pools().await?;
                 let count = pools.as_array().map_or(0, Vec::len);

@@ -251,6 +251,22 @@ impl Backend for AppState {
         Ok((job.running, lines))
     }
 
+    async fn pressure(&self, hours: i64, tz: Option<&str>) -> Answer {
+        let mut params = vec![("hours", hours.to_string())];
+        params.extend(tz.map(|tz| ("tz", tz.to_owned())));
+        json_of(super::schedule::schedule_pressure(State(self.clone()), query(&params)).await).await
+    }
+
+    async fn duplicates(&self) -> Answer {
+        json_of(super::schedule::schedule_duplicates(State(self.clone())).await).await
+    }
+
+    async fn suggest(&self, period: &str, tz: Option<&str>) -> Answer {
+        let mut params = vec![("period", period.to_owned())];
+        params.extend(tz.map(|tz| ("tz", tz.to_owned())));
+        json_of(super::schedule::schedule_suggest(State(self.clone()), query(&params)).await).await
+    }
+
     async fn why(&self, name: &str, at: &str) -> Answer {
         let params = query(&[("job", name.to_owned()), ("at", at.to_owned())]);
         json_of(super::schedule::explain(State(self.clone()), params).await).await
