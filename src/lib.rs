@@ -15,6 +15,8 @@
 //!   interpreter holds them (`json.loads`/`json.dumps`, lone surrogates,
 //!   `repr()`, `int()`/`float()` of text), shared by the job state and the
 //!   job commands.
+//! - [`cli`]: what the clients of a running daemon's web listener share
+//!   (the connection flags and the HTTP client they make).
 //! - [`jobcli`]: the job-facing commands (`state get`, `cursor`, `lock`,
 //!   `artifact`, ...), the client of the daemon's loopback job API.
 //! - [`config`]: the config model, loading, crontabs and validation.
@@ -39,6 +41,8 @@
 //!   Kubernetes mode: watches, the Kubernetes job source, status and Events.
 //! - [`cluster`]: the leadership backends (Kubernetes Lease, etcd, lease
 //!   file, gossip), cluster slots and records, behind the leader gate.
+//! - [`tui`]: `cronstable tui`, the terminal dashboard: a client of the
+//!   HTTP API (jobs board, job drawer with the live log tail, panels).
 //! - [`durable`]: the scheduler's durable-state port over the store: the
 //!   writer, the read at start with crash reconciliation, the poller.
 //! - [`jobapi`]: the loopback job endpoint (`state.jobApi`): run tokens,
@@ -50,6 +54,7 @@
 //! Only what the binary, the tests, the benches and the examples use is
 //! public; the rest is `pub(crate)`.
 
+pub mod cli;
 pub mod cluster;
 pub(crate) mod compat;
 pub mod config;
@@ -75,4 +80,5 @@ pub mod source;
 pub mod state;
 pub mod status;
 pub mod tls;
+pub mod tui;
 pub mod web;

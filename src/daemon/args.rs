@@ -166,6 +166,9 @@ pub enum Subcommand {
     /// `secret get|list`: the run's staged secrets.
     #[command(about = "read a secret available to the current run")]
     Secret(SecretArgs),
+    /// `tui`: the terminal dashboard of a running daemon.
+    #[command(about = "open the terminal dashboard for a running cronstable daemon")]
+    Tui(crate::tui::args::TuiArgs),
 }
 
 /// `init [DIRECTORY]`.
@@ -244,7 +247,7 @@ impl Cli {
             Subcommand::Idempotent(args) => args.invocation(),
             Subcommand::Xcom(args) => args.invocation(),
             Subcommand::Secret(args) => args.invocation(),
-            Subcommand::Crd | Subcommand::Init(_) => return None,
+            Subcommand::Crd | Subcommand::Init(_) | Subcommand::Tui(_) => return None,
         };
         Some(invocation.with_trailing_command(self.trailing_command.clone()))
     }
