@@ -387,9 +387,12 @@ impl App {
         self.remember_selection();
     }
 
-    /// Notes the selected job's name after the selection moved.
+    /// Notes the selected job's name after the selection moved (an empty
+    /// view keeps the last one, to find it again when the filter widens).
     pub fn remember_selection(&mut self) {
-        self.selected = self.selected_job().map(|j| j.name.clone());
+        if let Some(job) = self.selected_job() {
+            self.selected = Some(job.name.clone());
+        }
     }
 
     /// Opens the drawer on `job` (closing one open on another).
@@ -646,4 +649,4 @@ pub fn wall_clock() -> f64 {
 
 #[cfg(test)]
 #[path = "app_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -450,7 +450,7 @@ mod tests {
     fn series_bars_scale_to_the_peak() {
         let series: Vec<Value> = serde_json::from_str("[[0, 0, 10], [1, 50, 20], [2, 100, 40]]").unwrap();
         assert_eq!(series_bars(&series, 1, 10), "▁▅█");
-        assert_eq!(series_bars(&series, 2, 2), "▄█");
+        assert_eq!(series_bars(&series, 2, 2), "▅█");
         assert_eq!(series_bars(&[], 1, 5), "");
     }
 }

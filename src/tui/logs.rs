@@ -310,7 +310,7 @@ mod tests {
         }
         assert_eq!(buf.entries.len(), MAX_LINES);
         assert_eq!(buf.entries[0].text, "line 10");
-        assert_eq!(buf.matches("line 500"), vec![490]);
+        assert_eq!(buf.matches("line 5009"), vec![4999]);
         assert!(buf.matches("").is_empty());
         buf.skipped(7, 0.0);
         assert_eq!(buf.entries.back().unwrap().text, "7 lines skipped");

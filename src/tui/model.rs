@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(b.pause().unwrap().by.as_deref(), Some("me"));
         assert_eq!(b.cluster_owner, None, "no key: the daemon names no owners");
         let c = &jobs[2];
-        assert_eq!(c.paused, None, "no key: a daemon without pauses");
+        assert!(c.paused.is_none(), "no key: a daemon without pauses");
         assert!(!c.enabled);
     }
 

@@ -16,7 +16,7 @@ use ratatui::Frame;
 use serde_json::Value;
 
 /// The web page's shortcut table.
-const KEYS: [(&str, &str); 15] = [
+const KEYS: [(&str, &str); 14] = [
     ("Ctrl-K / Ctrl-P", "Command palette"),
     ("/", "Focus the filter"),
     ("j / ↓", "Next job"),
@@ -31,7 +31,6 @@ const KEYS: [(&str, &str); 15] = [
     ("T", "Dark / light"),
     ("?", "This overlay"),
     ("Esc", "Close the panel or drawer"),
-    ("", ""),
 ];
 
 /// The terminal's own keys.
@@ -90,7 +89,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 ])
             };
             let mut body = vec![Line::styled("dashboard shortcuts", p.ink(p.dim))];
-            body.extend(KEYS.iter().filter(|(k, _)| !k.is_empty()).map(|r| row(r, p.accent)));
+            body.extend(KEYS.iter().map(|r| row(r, p.accent)));
             body.push(Line::raw(""));
             body.push(Line::styled("terminal extras", p.ink(p.dim)));
             body.extend(EXTRAS.iter().map(|r| row(r, p.pending)));

@@ -148,7 +148,7 @@ fn the_sparkline_scales_to_the_longest_run() {
     let bars = sparkline(&history, 4);
     assert_eq!(
         bars,
-        vec![("▁", Outcome::Ok), ("▄", Outcome::Fail), ("▁", Outcome::Skipped), ("█", Outcome::Ok)]
+        vec![("▂", Outcome::Ok), ("▅", Outcome::Fail), ("▁", Outcome::Skipped), ("█", Outcome::Ok)]
     );
     assert!(sparkline(&[], 10).is_empty());
     assert_eq!(sparkline(&[run("success", Some(0.0))], 10), vec![("▁", Outcome::Ok)]);
