@@ -58,8 +58,24 @@ impl Pane {
         };
         // A clean environment: no token from the test's own shell.
         let line = format!("env -u CRONSTABLE_WEB_TOKEN TERM=xterm-256color {command}");
-        let out = pane.tmux(&["-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", "160", "-y", "48", &line]);
-        assert!(out.status.success(), "tmux new-session: {}", String::from_utf8_lossy(&out.stderr));
+        let out = pane.tmux(&[
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "160",
+            "-y",
+            "48",
+            &line,
+        ]);
+        assert!(
+            out.status.success(),
+            "tmux new-session: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         pane
     }
 
@@ -85,7 +101,12 @@ impl Pane {
 
     /// Waits until the screen satisfies `ready`; returns it, or panics
     /// with the screen (and `context`) after 30 s.
-    fn wait(&self, what: &str, ready: impl Fn(&str) -> bool, context: impl Fn() -> String) -> String {
+    fn wait(
+        &self,
+        what: &str,
+        ready: impl Fn(&str) -> bool,
+        context: impl Fn() -> String,
+    ) -> String {
         let start = Instant::now();
         loop {
             let screen = self.screen();
@@ -93,7 +114,10 @@ impl Pane {
                 return screen;
             }
             if start.elapsed() > Duration::from_secs(30) {
-                panic!("waited 30s for {what}; the screen:\n{screen}\n{}", context());
+                panic!(
+                    "waited 30s for {what}; the screen:\n{screen}\n{}",
+                    context()
+                );
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -101,7 +125,11 @@ impl Pane {
 
     /// Waits for `needle` on screen.
     fn wait_for(&self, needle: &str, daemon: &Daemon) -> String {
-        self.wait(&format!("{needle:?}"), |s| s.contains(needle), || daemon.log())
+        self.wait(
+            &format!("{needle:?}"),
+            |s| s.contains(needle),
+            || daemon.log(),
+        )
     }
 
     /// Whether the session (and the command in it) is still there.
@@ -153,21 +181,51 @@ fn the_board_lists_jobs_and_the_keys_move_filter_pause_and_open() {
     for name in ["alpha", "beta", "gamma", "talker"] {
         assert!(screen.contains(name), "{name} listed:\n{screen}");
     }
-    assert!(line_with(&screen, "gamma").contains("◌ Disabled"), "{screen}");
-    assert!(line_with(&screen, "alpha").contains("◔ Pending"), "{screen}");
-    assert!(line_with(&screen, "alpha").starts_with('▎'), "the first row is selected:\n{screen}");
-    assert!(line_with(&screen, "beta").contains("in "), "a countdown:\n{screen}");
+    assert!(
+        line_with(&screen, "gamma").contains("◌ Disabled"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "alpha").contains("◔ Pending"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "alpha").starts_with('▎'),
+        "the first row is selected:\n{screen}"
+    );
+    assert!(
+        line_with(&screen, "beta").contains("in "),
+        "a countdown:\n{screen}"
+    );
     // j moves the selection down
     pane.keys(&["j"]);
-    let screen = pane.wait("the selection on beta", |s| line_with(s, "echo beta").starts_with('▎'), || daemon.log());
-    assert!(!line_with(&screen, "echo alpha").starts_with('▎'), "{screen}");
+    let screen = pane.wait(
+        "the selection on beta",
+        |s| line_with(s, "echo beta").starts_with('▎'),
+        || daemon.log(),
+    );
+    assert!(
+        !line_with(&screen, "echo alpha").starts_with('▎'),
+        "{screen}"
+    );
     // p pauses the selected job: the glyph and the pause's end show
     pane.keys(&["p"]);
-    let screen = pane.wait("beta paused", |s| line_with(s, "echo beta").contains("⏸ Paused"), || daemon.log());
-    assert!(line_with(&screen, "echo beta").contains("⏸ til "), "{screen}");
+    let screen = pane.wait(
+        "beta paused",
+        |s| line_with(s, "echo beta").contains("⏸ Paused"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "echo beta").contains("⏸ til "),
+        "{screen}"
+    );
     assert!(http::get(port, "/jobs/beta").json()["paused"].is_object());
     pane.keys(&["p"]);
-    pane.wait("beta resumed", |s| !line_with(s, "echo beta").contains("Paused"), || daemon.log());
+    pane.wait(
+        "beta resumed",
+        |s| !line_with(s, "echo beta").contains("Paused"),
+        || daemon.log(),
+    );
     // / filters by name or command; f cycles the status segments
     pane.keys(&["/"]);
     pane.type_text("gam");
@@ -175,30 +233,68 @@ fn the_board_lists_jobs_and_the_keys_move_filter_pause_and_open() {
     let screen = pane.wait("the filter", |s| s.contains("(1 shown)"), || daemon.log());
     assert!(!screen.contains("echo alpha"), "{screen}");
     pane.keys(&["/", "C-u", "Enter", "f", "f", "f", "f"]);
-    let screen = pane.wait("the off segment", |s| s.contains("(1 shown)") && s.contains("echo gamma"), || daemon.log());
+    let screen = pane.wait(
+        "the off segment",
+        |s| s.contains("(1 shown)") && s.contains("echo gamma"),
+        || daemon.log(),
+    );
     assert!(!screen.contains("echo beta"), "{screen}");
     pane.keys(&["f"]);
-    pane.wait("every job again", |s| s.contains("echo beta") && !s.contains("shown)"), || daemon.log());
+    pane.wait(
+        "every job again",
+        |s| s.contains("echo beta") && !s.contains("shown)"),
+        || daemon.log(),
+    );
     // the selection stayed on the one job the filter left (gamma)
     pane.keys(&["k"]);
-    pane.wait("the selection on beta", |s| line_with(s, "echo beta").starts_with('▎'), || daemon.log());
+    pane.wait(
+        "the selection on beta",
+        |s| line_with(s, "echo beta").starts_with('▎'),
+        || daemon.log(),
+    );
     // Enter opens the drawer on the selected job, Esc closes it
     pane.keys(&["Enter"]);
-    let screen = pane.wait("the drawer", |s| s.contains("logs  history  resources  schedule"), || daemon.log());
+    let screen = pane.wait(
+        "the drawer",
+        |s| s.contains("logs  history  resources  schedule"),
+        || daemon.log(),
+    );
     assert!(screen.contains("│ ◔ beta"), "the drawer's title:\n{screen}");
     pane.keys(&["Right"]);
-    pane.wait("the history tab", |s| s.contains("no run history yet"), || daemon.log());
+    pane.wait(
+        "the history tab",
+        |s| s.contains("no run history yet"),
+        || daemon.log(),
+    );
     pane.keys(&["Right", "Right"]);
-    let screen = pane.wait("the schedule tab", |s| s.contains("next runs:"), || daemon.log());
-    assert!(screen.contains("02:30:00"), "the engine's next fires:\n{screen}");
+    let screen = pane.wait(
+        "the schedule tab",
+        |s| s.contains("next runs:"),
+        || daemon.log(),
+    );
+    assert!(
+        screen.contains("02:30:00"),
+        "the engine's next fires:\n{screen}"
+    );
     pane.keys(&["Escape"]);
-    pane.wait("the drawer closed", |s| !s.contains("←/→ switch"), || daemon.log());
+    pane.wait(
+        "the drawer closed",
+        |s| !s.contains("←/→ switch"),
+        || daemon.log(),
+    );
     // ? shows the keys
     pane.keys(&["?"]);
     let screen = pane.wait_for("keyboard shortcuts", &daemon);
-    assert!(screen.contains("Pause or resume the selected job"), "{screen}");
+    assert!(
+        screen.contains("Pause or resume the selected job"),
+        "{screen}"
+    );
     pane.keys(&["Escape"]);
-    pane.wait("the overlay closed", |s| !s.contains("keyboard shortcuts"), || daemon.log());
+    pane.wait(
+        "the overlay closed",
+        |s| !s.contains("keyboard shortcuts"),
+        || daemon.log(),
+    );
 }
 
 #[test]
@@ -209,16 +305,26 @@ fn r_starts_a_run_whose_lines_reach_the_logs_tab_and_x_cancels_it() {
     let (daemon, port) = Daemon::start_with_web("", JOBS);
     let pane = Pane::start(&tui(port, "--job talker --ascii"));
     // the drawer opens at once, in ASCII (`.` pending)
-    pane.wait("the drawer", |s| s.contains("no run recorded yet") && s.contains("│ . talker"), || daemon.log());
+    pane.wait(
+        "the drawer",
+        |s| s.contains("no run recorded yet") && s.contains("│ . talker"),
+        || daemon.log(),
+    );
     pane.keys(&["r"]);
     let screen = pane.wait(
         "the run's lines",
-        |s| s.contains("first-line") && s.contains("second-line") && s.contains("> talker  Running"),
+        |s| {
+            s.contains("first-line") && s.contains("second-line") && s.contains("> talker  Running")
+        },
         || daemon.log(),
     );
     assert!(!screen.contains("never"), "{screen}");
     pane.keys(&["x"]);
-    let screen = pane.wait("the cancel", |s| s.contains("/ talker  Cancelled"), || daemon.log());
+    let screen = pane.wait(
+        "the cancel",
+        |s| s.contains("/ talker  Cancelled"),
+        || daemon.log(),
+    );
     assert!(screen.contains("end of run output"), "{screen}");
     let job = http::get(port, "/jobs/talker").json();
     assert_eq!(job["last_run"]["outcome"], "cancelled", "{job}");
@@ -233,21 +339,34 @@ fn a_token_protected_daemon_opens_the_prompt_and_the_token_works() {
     let (daemon, port) = Daemon::start_with_web("  authToken:\n    value: s3cret\n", JOBS);
     let pane = Pane::start(&tui(port, ""));
     let screen = pane.wait_for("access token", &daemon);
-    assert!(!screen.contains("echo alpha"), "nothing shows without the token:\n{screen}");
+    assert!(
+        !screen.contains("echo alpha"),
+        "nothing shows without the token:\n{screen}"
+    );
     pane.type_text("s3cret");
     let screen = pane.screen();
     assert!(screen.contains("••••••"), "the token is masked:\n{screen}");
     assert!(!screen.contains("s3cret"), "{screen}");
     pane.keys(&["Enter"]);
     let screen = pane.wait_for("4 jobs", &daemon);
-    assert!(screen.contains("echo alpha") && screen.contains("● live"), "{screen}");
+    assert!(
+        screen.contains("echo alpha") && screen.contains("● live"),
+        "{screen}"
+    );
     // with the token, control works too
     pane.keys(&["r"]);
-    pane.wait("alpha's run", |s| line_with(s, "echo alpha").contains("OK"), || daemon.log());
+    pane.wait(
+        "alpha's run",
+        |s| line_with(s, "echo alpha").contains("OK"),
+        || daemon.log(),
+    );
 
     // The variable of --token-env (default CRONSTABLE_WEB_TOKEN) spares
     // the prompt.
-    let pane = Pane::start(&format!("env MY_TOKEN=s3cret {}", tui(port, "--token-env MY_TOKEN")));
+    let pane = Pane::start(&format!(
+        "env MY_TOKEN=s3cret {}",
+        tui(port, "--token-env MY_TOKEN")
+    ));
     let screen = pane.wait_for("4 jobs", &daemon);
     assert!(!screen.contains("access token"), "{screen}");
 }
@@ -267,8 +386,14 @@ fn q_quits_and_gives_the_terminal_back() {
     pane.keys(&["q"]);
     let screen = pane.wait_for("exit=0", &daemon);
     let lines: Vec<&str> = screen.lines().map(str::trim).collect();
-    assert!(lines.contains(&"icanon") && lines.contains(&"echo"), "cooked mode again:\n{screen}");
-    assert!(!screen.contains("4 jobs"), "the dashboard's screen is gone:\n{screen}");
+    assert!(
+        lines.contains(&"icanon") && lines.contains(&"echo"),
+        "cooked mode again:\n{screen}"
+    );
+    assert!(
+        !screen.contains("4 jobs"),
+        "the dashboard's screen is gone:\n{screen}"
+    );
 }
 
 #[test]
@@ -288,7 +413,9 @@ fn without_a_terminal_it_says_so_and_exits_2() {
         return;
     }
     // stdin a terminal, stdout a file: still no dashboard
-    let pane = Pane::start(&format!("sh -c '{BIN} tui > /dev/null; echo code=$?; sleep 60'"));
+    let pane = Pane::start(&format!(
+        "sh -c '{BIN} tui > /dev/null; echo code=$?; sleep 60'"
+    ));
     let start = Instant::now();
     let mut screen = pane.screen();
     while !screen.contains("code=") && start.elapsed() < Duration::from_secs(30) {
@@ -306,7 +433,9 @@ fn a_bad_tls_file_is_refused_before_the_screen_changes() {
     if !have_tmux() {
         return;
     }
-    let pane = Pane::start(&format!("sh -c '{BIN} tui --cacert /nonexistent/ca.pem; echo code=$?; sleep 60'"));
+    let pane = Pane::start(&format!(
+        "sh -c '{BIN} tui --cacert /nonexistent/ca.pem; echo code=$?; sleep 60'"
+    ));
     let start = Instant::now();
     let mut screen = pane.screen();
     while !screen.contains("code=") && start.elapsed() < Duration::from_secs(30) {
@@ -314,7 +443,9 @@ fn a_bad_tls_file_is_refused_before_the_screen_changes() {
         screen = pane.screen();
     }
     assert!(
-        screen.contains("cronstable tui: cannot use the given TLS material (--cacert=/nonexistent/ca.pem)"),
+        screen.contains(
+            "cronstable tui: cannot use the given TLS material (--cacert=/nonexistent/ca.pem)"
+        ),
         "{screen}"
     );
     assert!(screen.contains("code=2"), "{screen}");

@@ -112,7 +112,9 @@ impl ConnectArgs {
             } else {
                 format!(" ({})", given.join(", "))
             };
-            ClientError(format!("cannot use the given TLS material{named}: {detail}"))
+            ClientError(format!(
+                "cannot use the given TLS material{named}: {detail}"
+            ))
         };
         let read = |path: &str| std::fs::read(path).map_err(|e| material(format!("{path}: {e}")));
         let mut builder = reqwest::Client::builder()
@@ -196,7 +198,11 @@ mod tests {
         assert_eq!(none.token(&env), Ok(None));
         let broken = env_of(&[("CRONSTABLE_WEB_TOKEN", "abc\n")]);
         let err = args.token(&broken).expect_err("a newline cannot travel");
-        assert!(err.0.contains("the CRONSTABLE_WEB_TOKEN environment variable"), "{err}");
+        assert!(
+            err.0
+                .contains("the CRONSTABLE_WEB_TOKEN environment variable"),
+            "{err}"
+        );
         assert!(!err.0.contains("abc"), "the token is never shown: {err}");
     }
 
@@ -211,9 +217,8 @@ mod tests {
             .client(&env, Duration::from_secs(1))
             .expect_err("no such file");
         assert!(
-            err.0.starts_with(
-                "cannot use the given TLS material (--cacert=/nonexistent/ca.pem): "
-            ),
+            err.0
+                .starts_with("cannot use the given TLS material (--cacert=/nonexistent/ca.pem): "),
             "{err}"
         );
         let key_only = ConnectArgs {

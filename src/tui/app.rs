@@ -367,14 +367,23 @@ impl App {
 
     /// Seconds to a job's next fire, counted down from the poll.
     pub fn next_in(&self, job: &Job, now: Instant) -> Option<f64> {
-        let drift = self.fetched.map_or(0.0, |f| now.saturating_duration_since(f).as_secs_f64());
+        let drift = self
+            .fetched
+            .map_or(0.0, |f| now.saturating_duration_since(f).as_secs_f64());
         job.scheduled_in.map(|s| s - drift)
     }
 
     /// Rebuilds the board's rows (after new jobs, a filter or a sort),
     /// keeping the selected job selected when it is still shown.
     pub fn recompute_view(&mut self) {
-        self.view = view::compute_view(&self.jobs, &self.facts, &self.filter, self.segment, self.sort, self.descending);
+        self.view = view::compute_view(
+            &self.jobs,
+            &self.facts,
+            &self.filter,
+            self.segment,
+            self.sort,
+            self.descending,
+        );
         let keep = self
             .selected
             .as_ref()
@@ -416,14 +425,20 @@ impl App {
         if self.focus == Some(Focus::LogSearch) {
             self.focus = None;
         }
-        self.send(Command::Tail { job: Some(job.to_owned()), generation });
+        self.send(Command::Tail {
+            job: Some(job.to_owned()),
+            generation,
+        });
         self.load_tab();
     }
 
     /// Closes the drawer and its tail.
     pub fn close_drawer(&mut self) {
         if self.drawer.take().is_some() {
-            self.send(Command::Tail { job: None, generation: 0 });
+            self.send(Command::Tail {
+                job: None,
+                generation: 0,
+            });
         }
         if self.focus == Some(Focus::LogSearch) {
             self.focus = None;
@@ -431,7 +446,9 @@ impl App {
     }
 
     fn last_finish(&self, job: &str) -> Option<String> {
-        self.job(job).and_then(|j| j.last_run.as_ref()).and_then(|r| r.finished_at.clone())
+        self.job(job)
+            .and_then(|j| j.last_run.as_ref())
+            .and_then(|r| r.finished_at.clone())
     }
 
     /// Asks for what the drawer's tab shows, when not asked yet.
@@ -473,7 +490,10 @@ impl App {
         if let Some(tz) = job.timezone.as_ref().filter(|t| !t.is_empty()) {
             query.push(("tz".to_owned(), tz.clone()));
         }
-        Some(Command::Preview { job: job.name.clone(), query })
+        Some(Command::Preview {
+            job: job.name.clone(),
+            query,
+        })
     }
 
     /// Takes one update from the worker.
@@ -510,7 +530,11 @@ impl App {
         self.connected = true;
         self.offline = None;
         self.facts = Facts::of(&jobs);
-        self.by_name = jobs.iter().enumerate().map(|(i, j)| (j.name.clone(), i)).collect();
+        self.by_name = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| (j.name.clone(), i))
+            .collect();
         self.jobs = jobs;
         self.fetched = Some(fetched);
         self.recompute_view();
@@ -542,7 +566,12 @@ impl App {
         }
     }
 
-    fn drawer_load(&mut self, job: &str, slot: fn(&mut Drawer) -> &mut Load, answer: Result<Value, String>) {
+    fn drawer_load(
+        &mut self,
+        job: &str,
+        slot: fn(&mut Drawer) -> &mut Load,
+        answer: Result<Value, String>,
+    ) {
         if let Some(drawer) = self.drawer.as_mut().filter(|d| d.job == job) {
             *slot(drawer) = Load::Done(answer);
         }
@@ -589,14 +618,28 @@ impl App {
         let set = !token.is_empty();
         self.send(Command::SetToken(Some(token).filter(|t| !t.is_empty())));
         self.send(Command::Refresh);
-        self.toast(Tone::Ok, if set { "token set for this session" } else { "token cleared" }, now);
+        self.toast(
+            Tone::Ok,
+            if set {
+                "token set for this session"
+            } else {
+                "token cleared"
+            },
+            now,
+        );
         if let Some(drawer) = &self.drawer {
             let (job, tab) = (drawer.job.clone(), drawer.tab);
             self.open_drawer(&job, tab);
         }
     }
 
-    fn acted(&mut self, action: Action, job: &str, answer: Result<(u16, Value), String>, now: Instant) {
+    fn acted(
+        &mut self,
+        action: Action,
+        job: &str,
+        answer: Result<(u16, Value), String>,
+        now: Instant,
+    ) {
         let (status, body) = match answer {
             Err(why) if why == "unauthorized" => return,
             Err(why) => {
@@ -612,13 +655,23 @@ impl App {
             (Action::Cancel, 200) => (Tone::Ok, format!("cancelled {job}")),
             (Action::Pause, 200) => (Tone::Ok, format!("paused {job}")),
             (Action::Resume, 200) => (Tone::Ok, format!("resumed {job}")),
-            (Action::Cancel, 409) => (Tone::Warn, reason.unwrap_or_else(|| format!("{job} is not running"))),
-            (_, 409) => (Tone::Warn, reason.unwrap_or_else(|| format!("{job} is disabled"))),
+            (Action::Cancel, 409) => (
+                Tone::Warn,
+                reason.unwrap_or_else(|| format!("{job} is not running")),
+            ),
+            (_, 409) => (
+                Tone::Warn,
+                reason.unwrap_or_else(|| format!("{job} is disabled")),
+            ),
             (_, 404) => (Tone::Fail, format!("no such job: {job}")),
             (_, 403) => (Tone::Fail, reason.unwrap_or_else(|| "forbidden".to_owned())),
             (_, status) => (
                 Tone::Fail,
-                format!("{} {job}: {}", action.verb(), reason.unwrap_or_else(|| format!("HTTP {status}"))),
+                format!(
+                    "{} {job}: {}",
+                    action.verb(),
+                    reason.unwrap_or_else(|| format!("HTTP {status}"))
+                ),
             ),
         };
         let done = tone == Tone::Ok;

@@ -85,18 +85,38 @@ mod tests {
         assert_eq!(a.connect.url, "http://127.0.0.1:8080");
         assert_eq!(a.interval(), Some(Duration::from_secs(3)));
         assert!(!a.ascii && a.job.is_none() && a.theme.is_none());
-        let a = parse(&["--url", "https://h:1", "--poll", "0", "--job", "nightly", "--ascii", "--theme", "amber-light"]).unwrap();
+        let a = parse(&[
+            "--url",
+            "https://h:1",
+            "--poll",
+            "0",
+            "--job",
+            "nightly",
+            "--ascii",
+            "--theme",
+            "amber-light",
+        ])
+        .unwrap();
         assert_eq!(a.connect.url, "https://h:1");
         assert_eq!(a.interval(), None);
         assert_eq!(a.job.as_deref(), Some("nightly"));
         assert!(a.ascii);
         assert_eq!(a.theme.as_deref(), Some("amber-light"));
-        assert_eq!(parse(&["--poll", "1.5"]).unwrap().interval(), Some(Duration::from_millis(1500)));
+        assert_eq!(
+            parse(&["--poll", "1.5"]).unwrap().interval(),
+            Some(Duration::from_millis(1500))
+        );
     }
 
     #[test]
     fn bad_values_are_usage_errors() {
-        for args in [&["--poll", "-1"][..], &["--poll", "nan"], &["--poll", "soon"], &["--theme", "neon"], &["--boot", "--no-boot"]] {
+        for args in [
+            &["--poll", "-1"][..],
+            &["--poll", "nan"],
+            &["--poll", "soon"],
+            &["--theme", "neon"],
+            &["--boot", "--no-boot"],
+        ] {
             assert!(parse(args).is_err(), "{args:?}");
         }
     }

@@ -47,7 +47,10 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
     let mut tabs = vec![Span::raw(" ")];
     for tab in Tab::ALL {
         let style = if tab == drawer.tab {
-            Style::default().fg(p.bright).bg(p.sel).add_modifier(Modifier::BOLD)
+            Style::default()
+                .fg(p.bright)
+                .bg(p.sel)
+                .add_modifier(Modifier::BOLD)
         } else {
             p.ink(p.dim)
         };
@@ -55,7 +58,10 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
     }
     tabs.push(Span::styled("  ←/→ switch", p.ink(p.dim)));
     lines.push(Line::from(tabs));
-    lines.push(Line::styled("─".repeat(w.saturating_sub(1)), p.ink(p.border)));
+    lines.push(Line::styled(
+        "─".repeat(w.saturating_sub(1)),
+        p.ink(p.border),
+    ));
     let rows = (inner.height as usize).saturating_sub(lines.len());
     match drawer.tab {
         Tab::Logs => lines.extend(logs(app, drawer, p, w, rows)),
@@ -77,7 +83,9 @@ fn logs(app: &App, drawer: &Drawer, p: &Palette, w: usize, rows: usize) -> Vec<L
     let searching = app.focus == Some(Focus::LogSearch);
     let needle = drawer.search.trim().to_lowercase();
     let matches = buffer.matches(&needle);
-    let current = matches.get(drawer.search_at.min(matches.len().saturating_sub(1))).copied();
+    let current = matches
+        .get(drawer.search_at.min(matches.len().saturating_sub(1)))
+        .copied();
     let mut status = vec![format!("follow {}", if app.follow { "on" } else { "off" })];
     if !needle.is_empty() {
         let s = if matches.len() == 1 { "" } else { "es" };
@@ -135,24 +143,55 @@ fn logs(app: &App, drawer: &Drawer, p: &Palette, w: usize, rows: usize) -> Vec<L
 }
 
 /// One buffer entry as screen lines (several when wrapped).
-fn entry_lines(app: &App, p: &Palette, entry: &Entry, content: usize, hit: bool, current: bool) -> Vec<Line<'static>> {
+fn entry_lines(
+    app: &App,
+    p: &Palette,
+    entry: &Entry,
+    content: usize,
+    hit: bool,
+    current: bool,
+) -> Vec<Line<'static>> {
     if entry.stream == Stream::Meta {
-        return vec![Line::styled(format!("  ── {} ──", entry.text), p.ink(p.dim))];
+        return vec![Line::styled(
+            format!("  ── {} ──", entry.text),
+            p.ink(p.dim),
+        )];
     }
-    let marker = Span::styled(" ▏", p.ink(if entry.stream == Stream::Err { p.fail } else { p.border }));
+    let marker = Span::styled(
+        " ▏",
+        p.ink(if entry.stream == Stream::Err {
+            p.fail
+        } else {
+            p.border
+        }),
+    );
     let stamp = app.timestamps.then(|| {
         let at = chrono::DateTime::<chrono::Utc>::from_timestamp(entry.at as i64, 0)
-            .map(|t| t.with_timezone(&chrono::Local).format("%H:%M:%S ").to_string())
+            .map(|t| {
+                t.with_timezone(&chrono::Local)
+                    .format("%H:%M:%S ")
+                    .to_string()
+            })
             .unwrap_or_default();
         Span::styled(at, p.ink(p.dim))
     });
     let pieces: Vec<(Style, String)> = if hit {
         let bg = if current { p.accent } else { p.sel };
-        vec![(Style::default().fg(p.bright).bg(bg), text::plain(&entry.text))]
+        vec![(
+            Style::default().fg(p.bright).bg(bg),
+            text::plain(&entry.text),
+        )]
     } else {
-        text::spans(&entry.text).into_iter().map(|(sgr, t)| (p.sgr(&sgr), t)).collect()
+        text::spans(&entry.text)
+            .into_iter()
+            .map(|(sgr, t)| (p.sgr(&sgr), t))
+            .collect()
     };
-    let rows = if app.wrap { wrap_pieces(pieces, content) } else { vec![pieces] };
+    let rows = if app.wrap {
+        wrap_pieces(pieces, content)
+    } else {
+        vec![pieces]
+    };
     rows.into_iter()
         .map(|row| {
             let mut spans = vec![marker.clone()];
@@ -189,8 +228,14 @@ fn wrap_pieces(pieces: Vec<(Style, String)>, cols: usize) -> Vec<Vec<(Style, Str
 
 fn load_state(load: &Load, what: &str, p: &Palette) -> Result<Value, Vec<Line<'static>>> {
     match load {
-        Load::Idle | Load::Loading => Err(vec![Line::styled(format!("  loading {what}…"), p.ink(p.dim))]),
-        Load::Done(Err(why)) => Err(vec![Line::styled(format!("  ⚠ {}", cell(why)), p.ink(p.fail))]),
+        Load::Idle | Load::Loading => Err(vec![Line::styled(
+            format!("  loading {what}…"),
+            p.ink(p.dim),
+        )]),
+        Load::Done(Err(why)) => Err(vec![Line::styled(
+            format!("  ⚠ {}", cell(why)),
+            p.ink(p.fail),
+        )]),
         Load::Done(Ok(value)) => Ok(value.clone()),
     }
 }
@@ -213,7 +258,10 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
     let rate = num(&stats, "success_rate");
     let mut out = vec![
         Line::from(vec![
-            Span::styled(format!(" {} runs", count("total")), p.ink(p.bright).add_modifier(Modifier::BOLD)),
+            Span::styled(
+                format!(" {} runs", count("total")),
+                p.ink(p.bright).add_modifier(Modifier::BOLD),
+            ),
             Span::styled(
                 format!(
                     "  {} ok · {} fail · {} cancelled · {} unknown",
@@ -227,8 +275,15 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
         ]),
         Line::from(vec![
             Span::styled(
-                format!(" success {}", rate.map_or("—".to_owned(), |r| format!("{}%", (r * 100.0).round()))),
-                p.ink(if rate.unwrap_or(0.0) >= 0.9 { p.ok } else { p.warn }),
+                format!(
+                    " success {}",
+                    rate.map_or("—".to_owned(), |r| format!("{}%", (r * 100.0).round()))
+                ),
+                p.ink(if rate.unwrap_or(0.0) >= 0.9 {
+                    p.ok
+                } else {
+                    p.warn
+                }),
             ),
             Span::styled(
                 format!(
@@ -243,16 +298,29 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
     ];
     if let Some(cpu) = num(&stats, "avg_cpu_seconds") {
         out.push(Line::styled(
-            format!("  cpu avg {cpu:.1}s · peak rss {}", fmt_bytes(num(&stats, "max_rss_bytes"))),
+            format!(
+                "  cpu avg {cpu:.1}s · peak rss {}",
+                fmt_bytes(num(&stats, "max_rss_bytes"))
+            ),
             p.ink(p.dim),
         ));
     }
-    out.push(Line::styled("─".repeat(w.saturating_sub(1)), p.ink(p.border)));
-    let runs: Vec<Value> = data.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
+    out.push(Line::styled(
+        "─".repeat(w.saturating_sub(1)),
+        p.ink(p.border),
+    ));
+    let runs: Vec<Value> = data
+        .get("runs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if runs.is_empty() {
         out.push(Line::styled("  no run history yet", p.ink(p.dim)));
     }
-    let top = runs.iter().filter_map(|r| num(r, "duration")).fold(0.0, f64::max);
+    let top = runs
+        .iter()
+        .filter_map(|r| num(r, "duration"))
+        .fold(0.0, f64::max);
     const BAR: usize = 12;
     for run in runs.iter().rev() {
         let kind = string(run, "outcome").unwrap_or_default();
@@ -262,7 +330,10 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
             Some(d) if top > 0.0 => "▪".repeat(((d / top) * BAR as f64).max(1.0) as usize),
             _ => String::new(),
         };
-        let started = run.get("started_at").or_else(|| run.get("finished_at")).and_then(Value::as_str);
+        let started = run
+            .get("started_at")
+            .or_else(|| run.get("finished_at"))
+            .and_then(Value::as_str);
         let mut detail = String::new();
         if kind == "failure" {
             let code = num(run, "exit_code").map_or("?".to_owned(), |c| format!("{c}"));
@@ -279,12 +350,18 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
         if let Some(trigger) = string(run, "trigger").filter(|t| t != "schedule") {
             detail.push_str(&format!(" · {trigger}"));
         }
-        if let Some(cpu) = run.get("resources").and_then(|r| num(r, "cpu_total_seconds")) {
+        if let Some(cpu) = run
+            .get("resources")
+            .and_then(|r| num(r, "cpu_total_seconds"))
+        {
             detail.push_str(&format!(" · {cpu:.1}s cpu"));
         }
         let color = p.outcome(outcome);
         out.push(Line::from(vec![
-            Span::styled(format!(" {}", outcome_glyph(outcome, app.ascii)), p.ink(color)),
+            Span::styled(
+                format!(" {}", outcome_glyph(outcome, app.ascii)),
+                p.ink(color),
+            ),
             Span::styled(format!(" {} ", local_stamp(started)), p.ink(p.fg)),
             Span::styled(fit(&fmt_duration(duration), 8), p.ink(p.dim)),
             Span::styled(fit(&bar, BAR + 1), p.ink(color)),
@@ -306,7 +383,11 @@ fn series_bars(series: &[Value], column: usize, cols: usize) -> String {
     shown
         .iter()
         .map(|v| {
-            let level = if top > 0.0 { ((v / top) * 7.0).round() as usize } else { 0 };
+            let level = if top > 0.0 {
+                ((v / top) * 7.0).round() as usize
+            } else {
+                0
+            };
             BARS[level.min(7)]
         })
         .collect()
@@ -319,11 +400,21 @@ fn resources(drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'static>> {
     };
     let mut out = Vec::new();
     if data.get("monitored").and_then(Value::as_bool) != Some(true) {
-        out.push(Line::styled("  this job has no resource monitoring", p.ink(p.dim)));
-        out.push(Line::styled("  (monitorResources: true on the job turns it on)", p.ink(p.dim)));
+        out.push(Line::styled(
+            "  this job has no resource monitoring",
+            p.ink(p.dim),
+        ));
+        out.push(Line::styled(
+            "  (monitorResources: true on the job turns it on)",
+            p.ink(p.dim),
+        ));
         return out;
     }
-    let live = data.get("live").and_then(Value::as_array).cloned().unwrap_or_default();
+    let live = data
+        .get("live")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if let Some(newest) = live.last() {
         let current = newest.get("current").unwrap_or(newest);
         out.push(Line::styled(
@@ -334,7 +425,11 @@ fn resources(drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'static>> {
             ),
             p.ink(p.run).add_modifier(Modifier::BOLD),
         ));
-        let series = newest.get("series").and_then(Value::as_array).cloned().unwrap_or_default();
+        let series = newest
+            .get("series")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let cols = w.saturating_sub(8);
         out.push(Line::from(vec![
             Span::styled(" cpu  ", p.ink(p.dim)),
@@ -347,23 +442,45 @@ fn resources(drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'static>> {
         out.push(Line::raw(""));
     }
     out.push(Line::styled(
-        format!(" {}{}{}rss over the run", fit("started", 16), fit("cpu", 9), fit("peak rss", 11)),
+        format!(
+            " {}{}{}rss over the run",
+            fit("started", 16),
+            fit("cpu", 9),
+            fit("peak rss", 11)
+        ),
         p.ink(p.dim).add_modifier(Modifier::BOLD),
     ));
-    let runs = data.get("runs").and_then(Value::as_array).cloned().unwrap_or_default();
+    let runs = data
+        .get("runs")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if runs.is_empty() {
         out.push(Line::styled("  no monitored run yet", p.ink(p.dim)));
     }
     for run in runs.iter().rev() {
-        let usage = run.get("resources").filter(|r| r.is_object()).unwrap_or(run);
+        let usage = run
+            .get("resources")
+            .filter(|r| r.is_object())
+            .unwrap_or(run);
         let cpu = num(usage, "cpu_total_seconds").map_or("—".to_owned(), |c| format!("{c:.1}s"));
-        let series = usage.get("series").and_then(Value::as_array).cloned().unwrap_or_default();
+        let series = usage
+            .get("series")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let started = run.get("started_at").and_then(Value::as_str);
         out.push(Line::from(vec![
             Span::styled(format!(" {}", fit(&local_stamp(started), 16)), p.ink(p.fg)),
             Span::styled(fit(&cpu, 9), p.ink(p.dim)),
-            Span::styled(fit(&fmt_bytes(num(usage, "max_rss_bytes")), 11), p.ink(p.dim)),
-            Span::styled(series_bars(&series, 2, w.saturating_sub(38)), p.ink(p.accent)),
+            Span::styled(
+                fit(&fmt_bytes(num(usage, "max_rss_bytes")), 11),
+                p.ink(p.dim),
+            ),
+            Span::styled(
+                series_bars(&series, 2, w.saturating_sub(38)),
+                p.ink(p.accent),
+            ),
         ]));
     }
     out
@@ -377,7 +494,10 @@ fn schedule(app: &App, drawer: &Drawer, p: &Palette, now: Now) -> Vec<Line<'stat
         Load::Done(Ok(v)) => Some(v.clone()),
         _ => None,
     };
-    let mut out = vec![Line::styled(format!(" {}", cell(&job.schedule)), p.ink(p.accent).add_modifier(Modifier::BOLD))];
+    let mut out = vec![Line::styled(
+        format!(" {}", cell(&job.schedule)),
+        p.ink(p.accent).add_modifier(Modifier::BOLD),
+    )];
     let described = job
         .description
         .clone()
@@ -385,47 +505,85 @@ fn schedule(app: &App, drawer: &Drawer, p: &Palette, now: Now) -> Vec<Line<'stat
     if let Some(text) = described {
         out.push(Line::styled(format!(" {}", cell(&text)), p.ink(p.bright)));
     }
-    if let Some(resolved) = job.schedule_resolved.as_ref().filter(|r| r.trim() != job.schedule.trim()) {
-        out.push(Line::styled(format!(" resolves to {}", cell(resolved)), p.ink(p.dim)));
+    if let Some(resolved) = job
+        .schedule_resolved
+        .as_ref()
+        .filter(|r| r.trim() != job.schedule.trim())
+    {
+        out.push(Line::styled(
+            format!(" resolves to {}", cell(resolved)),
+            p.ink(p.dim),
+        ));
     }
     out.push(Line::raw(""));
     let zone = job.timezone.as_deref().map_or("UTC".to_owned(), cell);
     out.push(Line::styled(format!(" time zone: {zone}"), p.ink(p.dim)));
     let reboot = job.schedule.trim().eq_ignore_ascii_case("@reboot");
     match (&drawer.preview, &preview) {
-        _ if reboot => out.push(Line::styled(" runs once, when cronstable starts", p.ink(p.dim))),
+        _ if reboot => out.push(Line::styled(
+            " runs once, when cronstable starts",
+            p.ink(p.dim),
+        )),
         (_, Some(v)) => {
             let fires: Vec<String> = v
                 .get("fires")
                 .and_then(Value::as_array)
-                .map(|f| f.iter().filter_map(Value::as_str).map(|s| cell(&s.replacen('T', " ", 1))).collect())
+                .map(|f| {
+                    f.iter()
+                        .filter_map(Value::as_str)
+                        .map(|s| cell(&s.replacen('T', " ", 1)))
+                        .collect()
+                })
                 .unwrap_or_default();
             if v.get("valid").and_then(Value::as_bool) == Some(false) {
                 let why = string(v, "error").unwrap_or_default();
-                out.push(Line::styled(format!(" the engine rejects it: {why}"), p.ink(p.fail)));
+                out.push(Line::styled(
+                    format!(" the engine rejects it: {why}"),
+                    p.ink(p.fail),
+                ));
             } else if fires.is_empty() {
                 out.push(Line::styled(" never fires", p.ink(p.warn)));
             } else {
                 out.push(Line::raw(""));
                 out.push(Line::styled(" next runs:", p.ink(p.dim)));
-                out.extend(fires.into_iter().map(|f| Line::styled(format!("  {f}"), p.ink(p.fg))));
+                out.extend(
+                    fires
+                        .into_iter()
+                        .map(|f| Line::styled(format!("  {f}"), p.ink(p.fg))),
+                );
             }
         }
         (Load::Done(Err(why)), None) => {
-            out.push(Line::styled(format!(" ⚠ preview: {}", cell(why)), p.ink(p.fail)));
+            out.push(Line::styled(
+                format!(" ⚠ preview: {}", cell(why)),
+                p.ink(p.fail),
+            ));
         }
         _ => out.push(Line::styled(" loading the next fires…", p.ink(p.dim))),
     }
     if !job.schedule_findings.is_empty() {
         out.push(Line::raw(""));
         for finding in &job.schedule_findings {
-            let color = if finding.level == "note" { p.dim } else { p.warn };
-            out.push(Line::styled(format!(" {}: {}", cell(&finding.level), cell(&finding.message)), p.ink(color)));
+            let color = if finding.level == "note" {
+                p.dim
+            } else {
+                p.warn
+            };
+            out.push(Line::styled(
+                format!(" {}: {}", cell(&finding.level), cell(&finding.message)),
+                p.ink(color),
+            ));
         }
     }
-    if let Some(next) = app.next_in(job, now.instant).filter(|_| job.enabled && !job.running) {
+    if let Some(next) = app
+        .next_in(job, now.instant)
+        .filter(|_| job.enabled && !job.running)
+    {
         out.push(Line::raw(""));
-        out.push(Line::styled(format!(" server reports: next run {}", fmt_in(Some(next))), p.ink(p.ok)));
+        out.push(Line::styled(
+            format!(" server reports: next run {}", fmt_in(Some(next))),
+            p.ink(p.ok),
+        ));
     }
     out
 }
@@ -439,7 +597,10 @@ mod tests {
         let a = Style::default().add_modifier(Modifier::BOLD);
         let b = Style::default();
         let rows = wrap_pieces(vec![(a, "abcde".into()), (b, "fgh".into())], 4);
-        let texts: Vec<Vec<&str>> = rows.iter().map(|r| r.iter().map(|(_, t)| t.as_str()).collect()).collect();
+        let texts: Vec<Vec<&str>> = rows
+            .iter()
+            .map(|r| r.iter().map(|(_, t)| t.as_str()).collect())
+            .collect();
         assert_eq!(texts, vec![vec!["abcd"], vec!["e", "fgh"]]);
         assert_eq!(rows[1][0].0, a);
         let wide = wrap_pieces(vec![(b, "日本語".into())], 4);
@@ -448,7 +609,8 @@ mod tests {
 
     #[test]
     fn series_bars_scale_to_the_peak() {
-        let series: Vec<Value> = serde_json::from_str("[[0, 0, 10], [1, 50, 20], [2, 100, 40]]").unwrap();
+        let series: Vec<Value> =
+            serde_json::from_str("[[0, 0, 10], [1, 50, 20], [2, 100, 40]]").unwrap();
         assert_eq!(series_bars(&series, 1, 10), "▁▅█");
         assert_eq!(series_bars(&series, 2, 2), "▅█");
         assert_eq!(series_bars(&[], 1, 5), "");

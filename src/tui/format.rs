@@ -50,9 +50,10 @@ pub fn fmt_ago(stamp: Option<&str>, now: f64) -> String {
 
 /// A pause's end as `til HH:MM` (UTC); `til ?` without a readable one.
 pub fn fmt_til(stamp: Option<&str>) -> String {
-    match stamp.and_then(parse_iso).and_then(|t| {
-        DateTime::<Utc>::from_timestamp(t.floor() as i64, 0)
-    }) {
+    match stamp
+        .and_then(parse_iso)
+        .and_then(|t| DateTime::<Utc>::from_timestamp(t.floor() as i64, 0))
+    {
         Some(at) => format!("til {}", at.format("%H:%M")),
         None => "til ?".to_owned(),
     }

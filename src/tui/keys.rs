@@ -37,10 +37,9 @@ fn read(event: KeyEvent) -> Key {
     let ctrl = event.modifiers.contains(KeyModifiers::CONTROL);
     match event.code {
         KeyCode::Char(c) if ctrl => Key::Ctrl(c.to_ascii_lowercase()),
-        KeyCode::Char(c) if event.modifiers.contains(KeyModifiers::ALT) => {
-            let _ = c;
-            Key::Other
-        }
+        // Alt+key means nothing here (and an Escape typed fast before a
+        // key reads as one).
+        KeyCode::Char(_) if event.modifiers.contains(KeyModifiers::ALT) => Key::Other,
         KeyCode::Char(c) => Key::Char(c),
         KeyCode::Enter => Key::Enter,
         KeyCode::Esc => Key::Esc,
@@ -151,7 +150,9 @@ impl App {
             Key::Up => self.palette_sel = self.palette_sel.saturating_sub(1),
             Key::Enter => {
                 let items = palette::matches(self, &self.palette_input);
-                let chosen = items.get(self.palette_sel.min(items.len().saturating_sub(1))).cloned();
+                let chosen = items
+                    .get(self.palette_sel.min(items.len().saturating_sub(1)))
+                    .cloned();
                 self.close(Overlay::Palette);
                 if let Some(item) = chosen {
                     palette::run(self, &item.action, now);
@@ -234,13 +235,19 @@ impl App {
                 }
             }
             Key::Char('r') => {
-                let ready = self.selected_job().filter(|j| j.enabled && !j.running).map(|j| j.name.clone());
+                let ready = self
+                    .selected_job()
+                    .filter(|j| j.enabled && !j.running)
+                    .map(|j| j.name.clone());
                 if let Some(name) = ready {
                     self.send(Command::Act(Action::Start, name));
                 }
             }
             Key::Char('x') => {
-                let running = self.selected_job().filter(|j| j.running).map(|j| j.name.clone());
+                let running = self
+                    .selected_job()
+                    .filter(|j| j.running)
+                    .map(|j| j.name.clone());
                 if let Some(name) = running {
                     self.send(Command::Act(Action::Cancel, name));
                 }
@@ -261,7 +268,11 @@ impl App {
                 self.descending = !self.descending;
                 self.recompute_view();
                 let arrow = if self.descending { "↓" } else { "↑" };
-                self.toast(Tone::Info, format!("sort: {} {arrow}", self.sort.name()), now);
+                self.toast(
+                    Tone::Info,
+                    format!("sort: {} {arrow}", self.sort.name()),
+                    now,
+                );
             }
             Key::Char('f') => {
                 self.segment = self.segment.next();
@@ -274,9 +285,15 @@ impl App {
     /// `p`: pause a running-or-idle job, resume a paused one; nothing
     /// against a daemon whose `/jobs` knows no pauses.
     fn pause_selected(&mut self) {
-        let Some(job) = self.selected_job() else { return };
+        let Some(job) = self.selected_job() else {
+            return;
+        };
         let Some(paused) = &job.paused else { return };
-        let action = if paused.is_some() { Action::Resume } else { Action::Pause };
+        let action = if paused.is_some() {
+            Action::Resume
+        } else {
+            Action::Pause
+        };
         let name = job.name.clone();
         self.send(Command::Act(action, name));
     }
@@ -287,7 +304,9 @@ impl App {
     }
 
     fn drawer_key(&mut self, key: Key, now: Instant) {
-        let Some(drawer) = &mut self.drawer else { return };
+        let Some(drawer) = &mut self.drawer else {
+            return;
+        };
         let step = match key {
             Key::Right | Key::Tab => Some(1),
             Key::Left | Key::BackTab => Some(-1),
@@ -327,7 +346,9 @@ impl App {
     }
 
     fn logs_key(&mut self, key: Key, now: Instant) {
-        let Some(drawer) = &mut self.drawer else { return };
+        let Some(drawer) = &mut self.drawer else {
+            return;
+        };
         let top = drawer.logs.entries.len().saturating_sub(1);
         match key {
             Key::Char('/') => self.focus = Some(Focus::LogSearch),
@@ -359,7 +380,9 @@ impl App {
     /// Moves the search cursor `step` matches (0: stay) and scrolls the
     /// log so that match shows.
     fn jump_to_match(&mut self, step: isize) {
-        let Some(drawer) = &mut self.drawer else { return };
+        let Some(drawer) = &mut self.drawer else {
+            return;
+        };
         let needle = drawer.search.trim().to_lowercase();
         let matches = drawer.logs.matches(&needle);
         if matches.is_empty() {

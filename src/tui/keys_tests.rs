@@ -15,7 +15,10 @@ fn typed(app: &mut App, text: &str) {
 }
 
 fn ctrl(app: &mut App, c: char) {
-    app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL), Instant::now());
+    app.key(
+        KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL),
+        Instant::now(),
+    );
 }
 
 fn selected(app: &App) -> &str {
@@ -25,10 +28,22 @@ fn selected(app: &App) -> &str {
 fn board() -> App {
     with_jobs(vec![
         job("alpha"),
-        Job { running: true, ..job("beta") },
-        Job { enabled: false, ..job("gamma") },
-        Job { paused: Some(Some(Pause::default())), ..job("delta") },
-        Job { paused: None, ..job("epsilon") },
+        Job {
+            running: true,
+            ..job("beta")
+        },
+        Job {
+            enabled: false,
+            ..job("gamma")
+        },
+        Job {
+            paused: Some(Some(Pause::default())),
+            ..job("delta")
+        },
+        Job {
+            paused: None,
+            ..job("epsilon")
+        },
     ])
 }
 
@@ -43,7 +58,11 @@ fn j_and_k_move_and_wrap() {
     typed(&mut app, "kk");
     assert_eq!(selected(&app), "alpha");
     press(&mut app, KeyCode::Up);
-    assert_eq!(selected(&app), "gamma", "k from the top wraps to the bottom");
+    assert_eq!(
+        selected(&app),
+        "gamma",
+        "k from the top wraps to the bottom"
+    );
     press(&mut app, KeyCode::Home);
     assert_eq!(selected(&app), "alpha");
     press(&mut app, KeyCode::End);
@@ -84,7 +103,11 @@ fn the_filter_takes_typing_until_enter_or_esc() {
     assert_eq!(app.focus, Some(Focus::Filter));
     typed(&mut app, "ta");
     assert_eq!(app.filter, "ta");
-    let names: Vec<&str> = app.view.iter().map(|&i| app.jobs[i].name.as_str()).collect();
+    let names: Vec<&str> = app
+        .view
+        .iter()
+        .map(|&i| app.jobs[i].name.as_str())
+        .collect();
     assert_eq!(names, ["beta", "delta"]);
     typed(&mut app, "q");
     assert!(!app.quit, "q is text while the filter has the cursor");
@@ -129,7 +152,10 @@ fn enter_opens_the_drawer_and_esc_closes_it() {
     assert!(matches!(&sent(&mut app)[..], [Command::Act(Action::Start, j)] if j == "beta"));
     press(&mut app, KeyCode::Esc);
     assert!(app.drawer.is_none());
-    assert!(matches!(&sent(&mut app)[..], [Command::Tail { job: None, .. }]));
+    assert!(matches!(
+        &sent(&mut app)[..],
+        [Command::Tail { job: None, .. }]
+    ));
 }
 
 #[test]
@@ -146,7 +172,10 @@ fn tabs_switch_and_load() {
     press(&mut app, KeyCode::Left);
     assert_eq!(app.drawer.as_ref().unwrap().tab, Tab::History);
     assert!(sent(&mut app).is_empty(), "loaded once");
-    app.key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT), Instant::now());
+    app.key(
+        KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT),
+        Instant::now(),
+    );
     press(&mut app, KeyCode::Left);
     assert_eq!(app.drawer.as_ref().unwrap().tab, Tab::Schedule);
 }
@@ -157,7 +186,10 @@ fn log_keys_toggle_search_and_save() {
     press(&mut app, KeyCode::Enter);
     let g = app.drawer.as_ref().unwrap().generation;
     for line in ["one", "Two", "three", "two again"] {
-        app.update(Update::Log(g, LogEvent::Line("stdout".into(), line.into())), Instant::now());
+        app.update(
+            Update::Log(g, LogEvent::Line("stdout".into(), line.into())),
+            Instant::now(),
+        );
     }
     sent(&mut app);
     typed(&mut app, "f");
@@ -184,7 +216,9 @@ fn log_keys_toggle_search_and_save() {
     assert_eq!(app.drawer.as_ref().unwrap().log_scroll, 0);
     typed(&mut app, "d");
     let effects = app.take_effects();
-    assert!(matches!(&effects[..], [Effect::SaveLog(j, text)] if j == "alpha" && text == "one\nTwo\nthree\ntwo again\n"));
+    assert!(
+        matches!(&effects[..], [Effect::SaveLog(j, text)] if j == "alpha" && text == "one\nTwo\nthree\ntwo again\n")
+    );
     // Esc blurs a search first, then closes the drawer
     typed(&mut app, "/");
     press(&mut app, KeyCode::Esc);
@@ -247,5 +281,7 @@ fn the_poll_interval_cycles_to_paused_and_back() {
     app.cycle_poll(now);
     assert_eq!(app.poll, Some(Duration::from_secs(1)));
     let commands = sent(&mut app);
-    assert!(matches!(commands.last(), Some(Command::SetPoll(Some(d))) if *d == Duration::from_secs(1)));
+    assert!(
+        matches!(commands.last(), Some(Command::SetPoll(Some(d))) if *d == Duration::from_secs(1))
+    );
 }

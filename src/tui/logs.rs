@@ -93,7 +93,11 @@ impl LogBuffer {
             self.entries.clear();
             self.restart_next = false;
         }
-        let stream = if stream == "stderr" { Stream::Err } else { Stream::Out };
+        let stream = if stream == "stderr" {
+            Stream::Err
+        } else {
+            Stream::Out
+        };
         let clean = text::log_line(raw);
         let entry = Entry {
             stream,
@@ -121,7 +125,9 @@ impl LogBuffer {
         let reason = reason.unwrap_or("");
         self.ended = Some(reason.to_owned());
         let staged = self.staged.take();
-        let repeat = staged.as_ref().is_some_and(|s| s.len() == self.expect.len());
+        let repeat = staged
+            .as_ref()
+            .is_some_and(|s| s.len() == self.expect.len());
         if let Some(held) = staged {
             if !repeat {
                 self.entries.extend(held);
@@ -244,7 +250,10 @@ mod tests {
         assert_eq!(texts(&buf), ["a", "b", END_MARKER, "a", "c", END_MARKER]);
         // a shorter run that is a prefix of the last: held, then flushed
         run(&mut buf, &["a"], None);
-        assert_eq!(texts(&buf), ["a", "b", END_MARKER, "a", "c", END_MARKER, "a", END_MARKER]);
+        assert_eq!(
+            texts(&buf),
+            ["a", "b", END_MARKER, "a", "c", END_MARKER, "a", END_MARKER]
+        );
     }
 
     #[test]

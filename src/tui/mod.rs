@@ -34,7 +34,8 @@ use std::time::{Duration, Instant};
 use worker::Update;
 
 /// The message (and exit 2) without a terminal, as the manual words it.
-pub const NOT_A_TTY: &str = "cronstable tui needs an interactive terminal (stdin/stdout are not a tty)";
+pub const NOT_A_TTY: &str =
+    "cronstable tui needs an interactive terminal (stdin/stdout are not a tty)";
 
 /// The shortest time between two frames (a log flood redraws at most
 /// this often).
@@ -73,7 +74,10 @@ pub fn run(args: &TuiArgs) -> u8 {
         .theme
         .as_deref()
         .and_then(theme::Theme::named)
-        .unwrap_or(theme::Theme { hue: 0, light: false });
+        .unwrap_or(theme::Theme {
+            hue: 0,
+            light: false,
+        });
     let mut app = App::new(Options {
         ascii: args.ascii,
         theme,
@@ -205,7 +209,11 @@ fn take(app: &mut App, update: Update, terminal: &mut Term) -> std::io::Result<(
 }
 
 /// Does what the state asked for.
-fn carry_out(app: &mut App, commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>, terminal: &mut Term) {
+fn carry_out(
+    app: &mut App,
+    commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>,
+    terminal: &mut Term,
+) {
     for effect in app.take_effects() {
         match effect {
             Effect::Send(command) => {
@@ -232,10 +240,17 @@ fn carry_out(app: &mut App, commands: &tokio::sync::mpsc::UnboundedSender<worker
 
 /// Writes a job's log as `~/cronstable-<job>-<YYYYmmdd-HHMMSS>.log`.
 fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
-    let home = crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
+    let home =
+        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
     let safe: String = job
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
     let path = home.join(format!("cronstable-{safe}-{stamp}.log"));

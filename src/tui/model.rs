@@ -285,7 +285,10 @@ mod tests {
         assert_eq!(a.last_run.as_ref().unwrap().exit_code, Some(3.0));
         assert_eq!(a.history.len(), 2);
         assert_eq!(a.history[1].duration, None);
-        assert_eq!(a.running_resources.as_ref().unwrap().rss_bytes, Some(1024.0));
+        assert_eq!(
+            a.running_resources.as_ref().unwrap().rss_bytes,
+            Some(1024.0)
+        );
         assert_eq!(a.retry.as_ref().unwrap().attempt, Some(2.0));
         assert_eq!(a.schedule_findings[0].message, "m");
         let b = &jobs[1];

@@ -83,14 +83,26 @@ fn items(app: &App) -> Vec<Item> {
         let name = super::text::cell(&job.name);
         out.push(item(&format!("Open {name}"), Do::Open(job.name.clone())));
         if job.enabled && !job.running {
-            out.push(item(&format!("Run {name}"), Do::Act(Action::Start, job.name.clone())));
+            out.push(item(
+                &format!("Run {name}"),
+                Do::Act(Action::Start, job.name.clone()),
+            ));
         }
         if job.running {
-            out.push(item(&format!("Cancel {name}"), Do::Act(Action::Cancel, job.name.clone())));
+            out.push(item(
+                &format!("Cancel {name}"),
+                Do::Act(Action::Cancel, job.name.clone()),
+            ));
         }
         match &job.paused {
-            Some(Some(_)) => out.push(item(&format!("Resume {name}"), Do::Act(Action::Resume, job.name.clone()))),
-            Some(None) => out.push(item(&format!("Pause {name}"), Do::Act(Action::Pause, job.name.clone()))),
+            Some(Some(_)) => out.push(item(
+                &format!("Resume {name}"),
+                Do::Act(Action::Resume, job.name.clone()),
+            )),
+            Some(None) => out.push(item(
+                &format!("Pause {name}"),
+                Do::Act(Action::Pause, job.name.clone()),
+            )),
             None => {}
         }
     }

@@ -57,9 +57,23 @@ fn centered(area: Rect, w: u16, h: u16) -> Rect {
     }
 }
 
-/// A bordered panel titled `title` with `body` and a hint at the bottom,
-/// `width` wide, scrolled by `scroll` rows.
-fn panel(frame: &mut Frame, p: &Palette, area: Rect, title: &str, body: Vec<Line<'static>>, width: u16, hint: &str, scroll: usize) {
+/// How a panel looks: its title, the hint at its foot, its width and
+/// how far its body is scrolled.
+struct Look<'a> {
+    title: &'a str,
+    hint: &'a str,
+    width: u16,
+    scroll: usize,
+}
+
+/// A bordered panel with `body`, centered in `area`.
+fn panel(frame: &mut Frame, p: &Palette, area: Rect, look: Look, body: Vec<Line<'static>>) {
+    let Look {
+        title,
+        hint,
+        width,
+        scroll,
+    } = look;
     let room = area.height.saturating_sub(4) as usize;
     let start = scroll.min(body.len().saturating_sub(room));
     let shown: Vec<Line> = body.into_iter().skip(start).take(room).collect();
@@ -68,7 +82,10 @@ fn panel(frame: &mut Frame, p: &Palette, area: Rect, title: &str, body: Vec<Line
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(p.ink(p.accent))
-        .title(Span::styled(format!(" {title} "), p.ink(p.accent).add_modifier(Modifier::BOLD)))
+        .title(Span::styled(
+            format!(" {title} "),
+            p.ink(p.accent).add_modifier(Modifier::BOLD),
+        ))
         .style(p.base());
     let inner = block.inner(rect);
     frame.render_widget(block, rect);
@@ -93,12 +110,26 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
             body.push(Line::raw(""));
             body.push(Line::styled("terminal extras", p.ink(p.dim)));
             body.extend(EXTRAS.iter().map(|r| row(r, p.pending)));
-            panel(frame, p, area, "keyboard shortcuts", body, wide.min(64), "esc close · j/k scroll", app.panel_scroll);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "keyboard shortcuts",
+                    hint: "esc close · j/k scroll",
+                    width: wide.min(64),
+                    scroll: app.panel_scroll,
+                },
+                body,
+            );
         }
         Overlay::Token => {
             let masked = "•".repeat(app.token_input.chars().count());
             let body = vec![
-                Line::styled("This daemon wants an access token (web.authToken).", p.ink(p.fg)),
+                Line::styled(
+                    "This daemon wants an access token (web.authToken).",
+                    p.ink(p.fg),
+                ),
                 Line::styled("It is kept in memory for this session only.", p.ink(p.dim)),
                 Line::raw(""),
                 Line::from(vec![
@@ -106,7 +137,18 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     Span::styled(format!("{masked}▌"), p.ink(p.bright)),
                 ]),
             ];
-            panel(frame, p, area, "access token", body, wide.min(60), "enter save · esc cancel", 0);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "access token",
+                    hint: "enter save · esc cancel",
+                    width: wide.min(60),
+                    scroll: 0,
+                },
+                body,
+            );
         }
         Overlay::Palette => {
             let items = palette::matches(app, &app.palette_input);
@@ -123,25 +165,64 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
             ];
             for (i, item) in items.iter().enumerate().skip(first).take(room.max(1)) {
                 let style = if i == sel {
-                    Style::default().fg(p.bright).bg(p.sel).add_modifier(Modifier::BOLD)
+                    Style::default()
+                        .fg(p.bright)
+                        .bg(p.sel)
+                        .add_modifier(Modifier::BOLD)
                 } else {
                     p.ink(p.fg)
                 };
-                body.push(Line::styled(fit(&item.label, w.saturating_sub(4) as usize), style));
+                body.push(Line::styled(
+                    fit(&item.label, w.saturating_sub(4) as usize),
+                    style,
+                ));
             }
             if items.is_empty() {
                 body.push(Line::styled("nothing matches", p.ink(p.dim)));
             }
-            panel(frame, p, area, "command palette", body, w, "↑/↓ choose · enter run · esc close", 0);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "command palette",
+                    hint: "↑/↓ choose · enter run · esc close",
+                    width: w,
+                    scroll: 0,
+                },
+                body,
+            );
         }
         Overlay::Cluster => {
             let body = cluster(app, p, now);
-            panel(frame, p, area, "cluster", body, wide.min(84), "esc close · j/k scroll", app.panel_scroll);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "cluster",
+                    hint: "esc close · j/k scroll",
+                    width: wide.min(84),
+                    scroll: app.panel_scroll,
+                },
+                body,
+            );
         }
         Overlay::Node => {
             let w = wide.min(64);
             let body = node(app, p, w.saturating_sub(12) as usize);
-            panel(frame, p, area, "node resources", body, w, "esc close", app.panel_scroll);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "node resources",
+                    hint: "esc close",
+                    width: w,
+                    scroll: app.panel_scroll,
+                },
+                body,
+            );
         }
     }
 }
@@ -159,7 +240,10 @@ fn cluster(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
         return vec![Line::styled(" waiting for /cluster…", p.ink(p.dim))];
     };
     if data.get("enabled").and_then(Value::as_bool) != Some(true) {
-        return vec![Line::styled(" no cluster configured (a single node)", p.ink(p.dim))];
+        return vec![Line::styled(
+            " no cluster configured (a single node)",
+            p.ink(p.dim),
+        )];
     }
     let flag = |k: &str| data.get(k).and_then(Value::as_bool).unwrap_or(false);
     let leader = data.get("leader").and_then(Value::as_str).map(cell);
@@ -175,7 +259,13 @@ fn cluster(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
     };
     let get = |k: &str| data.get(k).map(text_of).unwrap_or_else(|| "?".to_owned());
     let mut out = vec![Line::styled(
-        format!(" {} · {} · {} · {}", get("node_name"), get("backend"), get("distribution"), role),
+        format!(
+            " {} · {} · {} · {}",
+            get("node_name"),
+            get("backend"),
+            get("distribution"),
+            role
+        ),
         p.ink(p.bright).add_modifier(Modifier::BOLD),
     )];
     if flag("conflict") {
@@ -186,11 +276,21 @@ fn cluster(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
         } else {
             "duplicate node name"
         };
-        out.push(Line::styled(format!(" ☢ {kind}: Leader jobs held"), p.ink(p.fail).add_modifier(Modifier::BOLD)));
+        out.push(Line::styled(
+            format!(" ☢ {kind}: Leader jobs held"),
+            p.ink(p.fail).add_modifier(Modifier::BOLD),
+        ));
     } else if flag("elect_leader") && !flag("quorate") {
-        out.push(Line::styled(" ☢ no quorum: Leader jobs held", p.ink(p.fail).add_modifier(Modifier::BOLD)));
+        out.push(Line::styled(
+            " ☢ no quorum: Leader jobs held",
+            p.ink(p.fail).add_modifier(Modifier::BOLD),
+        ));
     }
-    let peers = data.get("peers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let peers = data
+        .get("peers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if !peers.is_empty() {
         out.push(Line::raw(""));
     }
@@ -200,7 +300,10 @@ fn cluster(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
             .find_map(|k| peer.get(*k).and_then(Value::as_str))
             .map_or("?".to_owned(), cell);
         let status = peer.get("status").map(text_of).unwrap_or_default();
-        let agreed = peer.get("agree").or_else(|| peer.get("agreed")).and_then(Value::as_bool);
+        let agreed = peer
+            .get("agree")
+            .or_else(|| peer.get("agreed"))
+            .and_then(Value::as_bool);
         let (mark, color) = match agreed {
             Some(true) => ("✓", p.ok),
             Some(false) => ("✕", p.fail),
@@ -211,9 +314,16 @@ fn cluster(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
             let pct = |k: &str| fmt_percent(stats.get(k).and_then(Value::as_f64));
             extra = format!(" · {} cpu {} mem", pct("cpu_percent"), pct("mem_percent"));
         }
-        out.push(Line::styled(format!(" {mark} {} {}{extra}", fit(&name, 22), fit(&status, 12)), p.ink(color)));
+        out.push(Line::styled(
+            format!(" {mark} {} {}{extra}", fit(&name, 22), fit(&status, 12)),
+            p.ink(color),
+        ));
     }
-    if let Some(lease) = data.get("lease").and_then(Value::as_object).filter(|l| !l.is_empty()) {
+    if let Some(lease) = data
+        .get("lease")
+        .and_then(Value::as_object)
+        .filter(|l| !l.is_empty())
+    {
         out.push(Line::raw(""));
         for (key, label) in [
             ("holder", "held by"),
@@ -225,12 +335,18 @@ fn cluster(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
             ("identity", "this node"),
             ("path", "store path"),
         ] {
-            let Some(value) = lease.get(key).filter(|v| !v.is_null()) else { continue };
+            let Some(value) = lease.get(key).filter(|v| !v.is_null()) else {
+                continue;
+            };
             let mut text = text_of(value);
             if key == "expiry" {
                 if let Some(at) = value.as_str().and_then(parse_iso) {
                     let left = at - now.wall;
-                    let when = if left > 0.0 { fmt_in(Some(left)) } else { "expired".to_owned() };
+                    let when = if left > 0.0 {
+                        fmt_in(Some(left))
+                    } else {
+                        "expired".to_owned()
+                    };
                     text = format!("{when} · {}", truncate(&text.replacen('T', " ", 1), 19));
                 }
             }
@@ -249,7 +365,10 @@ fn node(app: &App, p: &Palette, cols: usize) -> Vec<Line<'static>> {
         return vec![Line::styled(" waiting for /node…", p.ink(p.dim))];
     };
     let name = data.get("node_name").map(text_of).unwrap_or_default();
-    let mut out = vec![Line::styled(format!(" node: {name}"), p.ink(p.bright).add_modifier(Modifier::BOLD))];
+    let mut out = vec![Line::styled(
+        format!(" node: {name}"),
+        p.ink(p.bright).add_modifier(Modifier::BOLD),
+    )];
     match data.get("resources").and_then(Value::as_object) {
         Some(resources) => {
             for (key, value) in resources {
@@ -264,7 +383,10 @@ fn node(app: &App, p: &Palette, cols: usize) -> Vec<Line<'static>> {
                 ]));
             }
         }
-        None => out.push(Line::styled(" resource sampling is not available here", p.ink(p.dim))),
+        None => out.push(Line::styled(
+            " resource sampling is not available here",
+            p.ink(p.dim),
+        )),
     }
     let points = app
         .node_history
@@ -283,8 +405,14 @@ fn node(app: &App, p: &Palette, cols: usize) -> Vec<Line<'static>> {
                 .collect()
         };
         out.push(Line::raw(""));
-        out.push(Line::from(vec![Span::styled(" cpu  ", p.ink(p.dim)), Span::styled(bars(1), p.ink(p.run))]));
-        out.push(Line::from(vec![Span::styled(" mem  ", p.ink(p.dim)), Span::styled(bars(2), p.ink(p.accent))]));
+        out.push(Line::from(vec![
+            Span::styled(" cpu  ", p.ink(p.dim)),
+            Span::styled(bars(1), p.ink(p.run)),
+        ]));
+        out.push(Line::from(vec![
+            Span::styled(" mem  ", p.ink(p.dim)),
+            Span::styled(bars(2), p.ink(p.accent)),
+        ]));
     }
     out
 }

@@ -40,21 +40,25 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
         frame.render_widget(Paragraph::new("window too small").style(p.base()), area);
         return;
     }
-    let board_area = match app.drawer.is_some() {
-        true => {
-            let w = drawer_width(area.width);
-            let left = Rect { width: area.width - w, ..area };
-            let right = Rect { x: area.x + area.width - w, width: w, height: area.height - 1, ..area };
-            board(frame, app, &p, left, now);
-            drawer::draw(frame, app, &p, right, now);
-            left
-        }
-        false => {
-            board(frame, app, &p, area, now);
-            area
-        }
-    };
-    let _ = board_area;
+    if app.drawer.is_some() {
+        // The board keeps the left, the drawer takes the right (above the
+        // footer, which spans the screen).
+        let w = drawer_width(area.width);
+        let left = Rect {
+            width: area.width - w,
+            ..area
+        };
+        let right = Rect {
+            x: area.x + area.width - w,
+            width: w,
+            height: area.height - 1,
+            ..area
+        };
+        board(frame, app, &p, left, now);
+        drawer::draw(frame, app, &p, right, now);
+    } else {
+        board(frame, app, &p, area, now);
+    }
     footer(frame, app, &p, area);
     for overlay in app.overlays.clone() {
         panels::draw(frame, app, &p, area, overlay, now);
@@ -74,10 +78,19 @@ fn header(app: &App, p: &Palette, cols: u16, now: Now) -> Line<'static> {
         let short: String = cell(id).chars().take(10).collect();
         left.push(Span::styled(format!("· {short} "), p.ink(p.dim)));
     }
-    if let Some(res) = app.node.as_ref().and_then(|n| n.get("resources")).filter(|r| r.is_object()) {
+    if let Some(res) = app
+        .node
+        .as_ref()
+        .and_then(|n| n.get("resources"))
+        .filter(|r| r.is_object())
+    {
         let num = |k: &str| res.get(k).and_then(serde_json::Value::as_f64);
         left.push(Span::styled(
-            format!("· {} cpu {} mem ", fmt_percent(num("cpu_percent")), fmt_percent(num("mem_percent"))),
+            format!(
+                "· {} cpu {} mem ",
+                fmt_percent(num("cpu_percent")),
+                fmt_percent(num("mem_percent"))
+            ),
             p.ink(p.dim),
         ));
     }
@@ -87,12 +100,22 @@ fn header(app: &App, p: &Palette, cols: u16, now: Now) -> Line<'static> {
     let live = if app.connected {
         Span::styled("● live ", p.ink(p.ok))
     } else {
-        let why = app.offline.as_deref().map_or("connecting…".to_owned(), cell);
+        let why = app
+            .offline
+            .as_deref()
+            .map_or("connecting…".to_owned(), cell);
         let why: String = why.chars().take(60).collect();
-        Span::styled(format!("◌ {why} "), p.ink(p.fail).add_modifier(Modifier::BOLD))
+        Span::styled(
+            format!("◌ {why} "),
+            p.ink(p.fail).add_modifier(Modifier::BOLD),
+        )
     };
     let right = vec![live, Span::styled(clock, p.ink(p.bright))];
-    let used: usize = left.iter().chain(right.iter()).map(|s| width(&s.content)).sum();
+    let used: usize = left
+        .iter()
+        .chain(right.iter())
+        .map(|s| width(&s.content))
+        .sum();
     let gap = (cols as usize).saturating_sub(used).max(1);
     left.push(Span::styled(" ".repeat(gap), p.base()));
     left.extend(right);
@@ -110,30 +133,51 @@ fn toolbar(app: &App, p: &Palette) -> Line<'static> {
     }
     let mut spans = vec![Span::styled(
         format!(" {} ", fit(&text, 18)),
-        if focused { Style::default().fg(p.bright).bg(p.sel) } else { p.ink(p.dim) },
+        if focused {
+            Style::default().fg(p.bright).bg(p.sel)
+        } else {
+            p.ink(p.dim)
+        },
     )];
     for seg in Segment::ALL {
         let on = seg == app.segment;
         let style = if on {
-            Style::default().fg(p.bright).bg(p.sel).add_modifier(Modifier::BOLD)
+            Style::default()
+                .fg(p.bright)
+                .bg(p.sel)
+                .add_modifier(Modifier::BOLD)
         } else {
             p.ink(p.dim)
         };
         spans.push(Span::styled(format!(" {} ", seg.name()), style));
     }
     let arrow = if app.descending { "↓" } else { "↑" };
-    spans.push(Span::styled(format!("  sort:{}{arrow}", app.sort.name()), p.ink(p.dim)));
-    let poll = app.poll.map_or("off".to_owned(), |d| format!("{}s", d.as_secs()));
+    spans.push(Span::styled(
+        format!("  sort:{}{arrow}", app.sort.name()),
+        p.ink(p.dim),
+    ));
+    let poll = app
+        .poll
+        .map_or("off".to_owned(), |d| format!("{}s", d.as_secs()));
     spans.push(Span::styled(format!("  poll:{poll}"), p.ink(p.dim)));
-    spans.push(Span::styled(format!("   {} jobs ", app.jobs.len()), p.ink(p.fg)));
+    spans.push(Span::styled(
+        format!("   {} jobs ", app.jobs.len()),
+        p.ink(p.fg),
+    ));
     for health in [Health::Run, Health::Fail, Health::Ok] {
         let n = app.count(health);
         if n > 0 {
-            spans.push(Span::styled(format!("{} {n} ", glyph(health, app.ascii)), p.ink(p.health(health))));
+            spans.push(Span::styled(
+                format!("{} {n} ", glyph(health, app.ascii)),
+                p.ink(p.health(health)),
+            ));
         }
     }
     if app.view.len() != app.jobs.len() {
-        spans.push(Span::styled(format!(" ({} shown)", app.view.len()), p.ink(p.dim)));
+        spans.push(Span::styled(
+            format!(" ({} shown)", app.view.len()),
+            p.ink(p.dim),
+        ));
     }
     Line::from(spans)
 }
@@ -142,8 +186,15 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     let cols = area.width as usize;
     let layout = view::columns(cols, &app.facts);
     let mut lines = vec![header(app, p, area.width, now), toolbar(app, p)];
-    let title: String = layout.iter().map(|(c, w)| fit(c.title(), *w)).collect::<Vec<_>>().join(" ");
-    lines.push(Line::styled(format!(" {title}"), p.ink(p.dim).add_modifier(Modifier::BOLD)));
+    let title: String = layout
+        .iter()
+        .map(|(c, w)| fit(c.title(), *w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    lines.push(Line::styled(
+        format!(" {title}"),
+        p.ink(p.dim).add_modifier(Modifier::BOLD),
+    ));
     // header, toolbar, titles above; the footer below
     let body = (area.height as usize).saturating_sub(4);
     app.offset = view::scroll_window(app.view.len(), body, app.sel, app.offset);
@@ -165,7 +216,14 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     frame.render_widget(Paragraph::new(lines).style(p.base()), area);
 }
 
-fn job_row(app: &App, p: &Palette, job: &Job, layout: &[(Column, usize)], selected: bool, now: Now) -> Line<'static> {
+fn job_row(
+    app: &App,
+    p: &Palette,
+    job: &Job,
+    layout: &[(Column, usize)],
+    selected: bool,
+    now: Now,
+) -> Line<'static> {
     let (health, label) = health(job);
     let color = p.health(health);
     let bg = if selected { p.sel } else { p.bg };
@@ -189,9 +247,15 @@ fn job_row(app: &App, p: &Palette, job: &Job, layout: &[(Column, usize)], select
                 if matches!(health, Health::Fail | Health::Run) {
                     style = style.add_modifier(Modifier::BOLD);
                 }
-                spans.push(Span::styled(fit(&text, if overdue { w - 8 } else { w }), style));
+                spans.push(Span::styled(
+                    fit(&text, if overdue { w - 8 } else { w }),
+                    style,
+                ));
                 if overdue {
-                    spans.push(Span::styled(" OVERDUE", st(p.fail).add_modifier(Modifier::BOLD)));
+                    spans.push(Span::styled(
+                        " OVERDUE",
+                        st(p.fail).add_modifier(Modifier::BOLD),
+                    ));
                 }
             }
             Column::Name => {
@@ -200,7 +264,10 @@ fn job_row(app: &App, p: &Palette, job: &Job, layout: &[(Column, usize)], select
             }
             Column::Schedule => spans.push(Span::styled(fit(&cell(&job.schedule), w), st(p.dim))),
             Column::Last => match job.retry.as_ref().and_then(|r| r.attempt) {
-                Some(attempt) => spans.push(Span::styled(fit(&format!("↻ try {attempt}"), w), st(p.warn))),
+                Some(attempt) => spans.push(Span::styled(
+                    fit(&format!("↻ try {attempt}"), w),
+                    st(p.warn),
+                )),
                 None => {
                     let text = fmt_ago(last.and_then(|r| r.finished_at.as_deref()), now.wall);
                     spans.push(Span::styled(fit(&text, w), st(p.fg)));
@@ -212,14 +279,21 @@ fn job_row(app: &App, p: &Palette, job: &Job, layout: &[(Column, usize)], select
                 } else if !job.enabled {
                     "—".to_owned()
                 } else if let Some(pause) = job.pause() {
-                    format!("{} {}", glyph(Health::Paused, app.ascii), fmt_til(pause.until.as_deref()))
+                    format!(
+                        "{} {}",
+                        glyph(Health::Paused, app.ascii),
+                        fmt_til(pause.until.as_deref())
+                    )
                 } else {
                     fmt_in(app.next_in(job, now.instant))
                 };
                 spans.push(Span::styled(fit(&text, w), st(p.fg)));
             }
             Column::Duration => {
-                spans.push(Span::styled(fit(&fmt_duration(last.and_then(|r| r.duration)), w), st(p.dim)));
+                spans.push(Span::styled(
+                    fit(&fmt_duration(last.and_then(|r| r.duration)), w),
+                    st(p.dim),
+                ));
             }
             Column::Spark => {
                 let bars = view::sparkline(&job.history, w.saturating_sub(1));
@@ -255,15 +329,24 @@ fn footer(frame: &mut Frame, app: &App, p: &Palette, area: Rect) {
     } else {
         "j/k move · enter open · r run · x cancel · p pause · c copy · / filter · f status · s/S sort · g refresh · ctrl-k palette · ? help · q quit"
     };
-    let row = Rect { y: area.y + area.height - 1, height: 1, ..area };
+    let row = Rect {
+        y: area.y + area.height - 1,
+        height: 1,
+        ..area
+    };
     frame.render_widget(Paragraph::new(format!(" {hints}")).style(p.ink(p.dim)), row);
 }
 
 fn toasts(frame: &mut Frame, app: &App, p: &Palette, area: Rect) {
     let shown = app.toasts.iter().rev().take(4);
     for (i, toast) in shown.enumerate() {
-        let Some(y) = (area.y + area.height).checked_sub(2 + i as u16) else { break };
-        let text = format!(" {} ", super::text::truncate(&toast.text, (area.width / 2).max(10) as usize));
+        let Some(y) = (area.y + area.height).checked_sub(2 + i as u16) else {
+            break;
+        };
+        let text = format!(
+            " {} ",
+            super::text::truncate(&toast.text, (area.width / 2).max(10) as usize)
+        );
         let w = (width(&text) as u16).min(area.width);
         let color = match toast.tone {
             Tone::Ok => p.ok,
@@ -271,8 +354,16 @@ fn toasts(frame: &mut Frame, app: &App, p: &Palette, area: Rect) {
             Tone::Fail => p.fail,
             Tone::Info => p.accent,
         };
-        let rect = Rect { x: area.x + area.width - w, y, width: w, height: 1 };
-        let style = Style::default().fg(p.bg).bg(color).add_modifier(Modifier::BOLD);
+        let rect = Rect {
+            x: area.x + area.width - w,
+            y,
+            width: w,
+            height: 1,
+        };
+        let style = Style::default()
+            .fg(p.bg)
+            .bg(color)
+            .add_modifier(Modifier::BOLD);
         frame.render_widget(Paragraph::new(text).style(style), rect);
     }
 }

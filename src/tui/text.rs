@@ -89,7 +89,11 @@ fn pieces(text: &str) -> Vec<Piece<'_>> {
                         let sgr = fin == b'm'
                             && params_end == j
                             && params.bytes().all(|b| b.is_ascii_digit() || b == b';');
-                        out.push(if sgr { Piece::Sgr(params) } else { Piece::Other });
+                        out.push(if sgr {
+                            Piece::Sgr(params)
+                        } else {
+                            Piece::Other
+                        });
                         j + 1
                     }
                     // Broken off by a byte no CSI holds: the sequence
@@ -231,7 +235,13 @@ pub fn spans(clean: &str) -> Vec<(Sgr, String)> {
 pub fn apply_sgr(state: &mut Sgr, params: &str) {
     let codes: Vec<u32> = params
         .split(';')
-        .map(|p| if p.is_empty() { 0 } else { p.parse().unwrap_or(u32::MAX) })
+        .map(|p| {
+            if p.is_empty() {
+                0
+            } else {
+                p.parse().unwrap_or(u32::MAX)
+            }
+        })
         .collect();
     let mut i = 0;
     while i < codes.len() {
@@ -280,9 +290,7 @@ pub fn apply_sgr(state: &mut Sgr, params: &str) {
 /// reason) for a one-line cell: every escape and control character
 /// dropped, runs of whitespace (newlines included) as one space.
 pub fn cell(raw: &str) -> String {
-    let simple = raw
-        .bytes()
-        .all(|b| (0x21..0x7f).contains(&b) || b == b' ');
+    let simple = raw.bytes().all(|b| (0x21..0x7f).contains(&b) || b == b' ');
     if simple && !raw.contains("  ") && !raw.starts_with(' ') && !raw.ends_with(' ') {
         return raw.to_owned();
     }
@@ -376,7 +384,10 @@ mod tests {
         // OSC 52 (clipboard) and a title, BEL- and ST-terminated
         assert_eq!(log_line("x\x1b]52;c;aGk=\x07y\x1b]0;title\x1b\\z"), "xyz");
         // DCS, APC, PM, SOS strings
-        assert_eq!(log_line("1\x1bPq#0\x1b\\2\x1b_apc\x1b\\3\x1b^pm\x1b\\4\x1bXs\x1b\\"), "1234");
+        assert_eq!(
+            log_line("1\x1bPq#0\x1b\\2\x1b_apc\x1b\\3\x1b^pm\x1b\\4\x1bXs\x1b\\"),
+            "1234"
+        );
         // two-byte escapes: reset, save/restore cursor, charset
         assert_eq!(log_line("a\x1bcb\x1b7c\x1b8d\x1b(0e"), "abcde");
         // a bare ESC at the end, an unterminated OSC
@@ -425,8 +436,21 @@ mod tests {
             got,
             vec![
                 (Sgr::default(), "plain ".to_owned()),
-                (Sgr { fg: green, bold: true, ..Sgr::default() }, "green".to_owned()),
-                (Sgr { fg: green, ..Sgr::default() }, " thin".to_owned()),
+                (
+                    Sgr {
+                        fg: green,
+                        bold: true,
+                        ..Sgr::default()
+                    },
+                    "green".to_owned()
+                ),
+                (
+                    Sgr {
+                        fg: green,
+                        ..Sgr::default()
+                    },
+                    " thin".to_owned()
+                ),
                 (Sgr::default(), " end".to_owned()),
             ]
         );

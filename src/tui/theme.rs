@@ -239,7 +239,10 @@ mod tests {
         assert_eq!(p.ansi(AnsiColor::Basic(1)), p.fail);
         assert_eq!(p.ansi(AnsiColor::Basic(10)), p.ok);
         assert_eq!(p.ansi(AnsiColor::Indexed(208)), Color::Indexed(208));
-        let bold = super::super::text::Sgr { bold: true, ..Default::default() };
+        let bold = super::super::text::Sgr {
+            bold: true,
+            ..Default::default()
+        };
         assert!(p.sgr(&bold).add_modifier.contains(Modifier::BOLD));
     }
 }

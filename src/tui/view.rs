@@ -300,19 +300,35 @@ pub fn compute_view(
                 || facts.lower_command[i].contains(&needle)
         })
         .collect();
-    let by_name = |a: usize, b: usize| name_order(&jobs[a].name, &facts.lower_name[a], &jobs[b].name, &facts.lower_name[b]);
+    let by_name = |a: usize, b: usize| {
+        name_order(
+            &jobs[a].name,
+            &facts.lower_name[a],
+            &jobs[b].name,
+            &facts.lower_name[b],
+        )
+    };
     let key_order = |a: usize, b: usize| -> Ordering {
         match key {
             SortKey::Name => Ordering::Equal,
             SortKey::Status => status_rank(facts.health[a]).cmp(&status_rank(facts.health[b])),
             // newest first: a larger stamp sorts earlier; none last
-            SortKey::Last => cmp_f64(facts.finished[b].unwrap_or(0.0), facts.finished[a].unwrap_or(0.0)),
+            SortKey::Last => cmp_f64(
+                facts.finished[b].unwrap_or(0.0),
+                facts.finished[a].unwrap_or(0.0),
+            ),
             SortKey::Next => cmp_f64(
                 jobs[a].scheduled_in.unwrap_or(f64::INFINITY),
                 jobs[b].scheduled_in.unwrap_or(f64::INFINITY),
             ),
             SortKey::Duration => {
-                let d = |i: usize| jobs[i].last_run.as_ref().and_then(|r| r.duration).unwrap_or(-1.0);
+                let d = |i: usize| {
+                    jobs[i]
+                        .last_run
+                        .as_ref()
+                        .and_then(|r| r.duration)
+                        .unwrap_or(-1.0)
+                };
                 cmp_f64(d(b), d(a))
             }
         }
@@ -401,8 +417,17 @@ impl Column {
 /// them; when the board is narrow the least needed go first; what is left
 /// over widens the name and the command.
 pub fn columns(cols: usize, facts: &Facts) -> Vec<(Column, usize)> {
-    let mut layout = vec![(Column::Status, 11), (Column::Name, 24), (Column::Schedule, 14)];
-    layout.extend([(Column::Last, 10), (Column::Next, 8), (Column::Duration, 8), (Column::Spark, 11)]);
+    let mut layout = vec![
+        (Column::Status, 11),
+        (Column::Name, 24),
+        (Column::Schedule, 14),
+    ];
+    layout.extend([
+        (Column::Last, 10),
+        (Column::Next, 8),
+        (Column::Duration, 8),
+        (Column::Spark, 11),
+    ]);
     if facts.monitored {
         layout.push((Column::Resources, 15));
     }

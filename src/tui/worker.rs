@@ -166,7 +166,12 @@ impl Shared {
         self.request_for(method, path, "application/json")
     }
 
-    fn request_for(&self, method: reqwest::Method, path: &str, accept: &str) -> reqwest::RequestBuilder {
+    fn request_for(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        accept: &str,
+    ) -> reqwest::RequestBuilder {
         let mut builder = self
             .client
             .request(method, format!("{}{}", self.base, path))
@@ -179,7 +184,9 @@ impl Shared {
     }
 
     async fn get_json(&self, path: &str) -> Result<Value, Failure> {
-        let (status, body) = self.send_request(self.request(reqwest::Method::GET, path)).await?;
+        let (status, body) = self
+            .send_request(self.request(reqwest::Method::GET, path))
+            .await?;
         if status >= 400 {
             return Err(Failure::Other(error_text(status, &body)));
         }
@@ -194,13 +201,22 @@ impl Shared {
         }
     }
 
-    async fn send_request(&self, builder: reqwest::RequestBuilder) -> Result<(u16, Vec<u8>), Failure> {
-        let response = builder.send().await.map_err(|e| Failure::Other(describe(&e)))?;
+    async fn send_request(
+        &self,
+        builder: reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), Failure> {
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| Failure::Other(describe(&e)))?;
         let status = response.status().as_u16();
         if status == 401 {
             return Err(Failure::Unauthorized);
         }
-        let body = response.bytes().await.map_err(|e| Failure::Other(describe(&e)))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Failure::Other(describe(&e)))?;
         Ok((status, body.to_vec()))
     }
 }
@@ -272,7 +288,11 @@ struct Tail {
     kick: Arc<Notify>,
 }
 
-async fn serve(shared: Arc<Shared>, mut inbox: mpsc::UnboundedReceiver<Command>, poll: Option<Duration>) {
+async fn serve(
+    shared: Arc<Shared>,
+    mut inbox: mpsc::UnboundedReceiver<Command>,
+    poll: Option<Duration>,
+) {
     let wake = Arc::new(Notify::new());
     let (interval, interval_rx) = watch::channel(poll);
     tokio::spawn(poller(Arc::clone(&shared), Arc::clone(&wake), interval_rx));
@@ -310,7 +330,11 @@ async fn serve(shared: Arc<Shared>, mut inbox: mpsc::UnboundedReceiver<Command>,
                         Arc::clone(&follow),
                         Arc::clone(&kick),
                     ));
-                    tail = Some(Tail { task, follow: Arc::clone(&follow), kick });
+                    tail = Some(Tail {
+                        task,
+                        follow: Arc::clone(&follow),
+                        kick,
+                    });
                 }
             }
             Command::Follow(on) => {
@@ -326,10 +350,16 @@ async fn serve(shared: Arc<Shared>, mut inbox: mpsc::UnboundedReceiver<Command>,
                     t.kick.notify_one();
                 }
             }
-            Command::Runs(job) => one_off(&shared, format!("/jobs/{}/runs", path_segment(&job)), move |r| Update::Runs(job, r)),
-            Command::Resources(job) => {
-                one_off(&shared, format!("/jobs/{}/resources", path_segment(&job)), move |r| Update::Resources(job, r))
-            }
+            Command::Runs(job) => one_off(
+                &shared,
+                format!("/jobs/{}/runs", path_segment(&job)),
+                move |r| Update::Runs(job, r),
+            ),
+            Command::Resources(job) => one_off(
+                &shared,
+                format!("/jobs/{}/resources", path_segment(&job)),
+                move |r| Update::Resources(job, r),
+            ),
             Command::NodeHistory => one_off(&shared, "/node/history".to_owned(), |r| match r {
                 Ok(v) => Update::NodeHistory(v),
                 Err(_) => Update::NodeHistory(Value::Null),
@@ -340,15 +370,21 @@ async fn serve(shared: Arc<Shared>, mut inbox: mpsc::UnboundedReceiver<Command>,
                     .map(|(k, v)| format!("{k}={}", path_segment(v)))
                     .collect::<Vec<_>>()
                     .join("&");
-                one_off(&shared, format!("/schedule/preview?{query}"), move |r| Update::Preview(job, r))
+                one_off(&shared, format!("/schedule/preview?{query}"), move |r| {
+                    Update::Preview(job, r)
+                })
             }
             Command::Act(action, job) => {
                 let shared = Arc::clone(&shared);
                 tokio::spawn(async move {
                     let path = format!("/jobs/{}/{}", path_segment(&job), action.verb());
-                    let builder = shared.request(reqwest::Method::POST, &path).timeout(REQUEST_TIMEOUT);
+                    let builder = shared
+                        .request(reqwest::Method::POST, &path)
+                        .timeout(REQUEST_TIMEOUT);
                     let answer = match shared.send_request(builder).await {
-                        Ok((status, body)) => Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null))),
+                        Ok((status, body)) => {
+                            Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+                        }
                         Err(Failure::Unauthorized) => {
                             shared.send(Update::Unauthorized);
                             Err("unauthorized".to_owned())
@@ -384,13 +420,18 @@ where
 
 /// Polls `/jobs` on the interval (or when woken), then `/cluster` and
 /// `/node` when it answered.
-async fn poller(shared: Arc<Shared>, wake: Arc<Notify>, mut interval: watch::Receiver<Option<Duration>>) {
+async fn poller(
+    shared: Arc<Shared>,
+    wake: Arc<Notify>,
+    mut interval: watch::Receiver<Option<Duration>>,
+) {
     let mut etag: Option<String> = None;
     let mut meta_due = true;
     loop {
         let answered = poll_jobs(&shared, &mut etag).await;
         if answered {
-            let (cluster, node) = tokio::join!(shared.get_json("/cluster"), shared.get_json("/node"));
+            let (cluster, node) =
+                tokio::join!(shared.get_json("/cluster"), shared.get_json("/node"));
             if let Ok(cluster) = cluster {
                 shared.send(Update::Cluster(cluster));
             }
@@ -398,7 +439,8 @@ async fn poller(shared: Arc<Shared>, wake: Arc<Notify>, mut interval: watch::Rec
                 shared.send(Update::Node(node));
             }
             if meta_due {
-                let (version, id) = tokio::join!(shared.get_text("/version"), shared.get_text("/job-set-id"));
+                let (version, id) =
+                    tokio::join!(shared.get_text("/version"), shared.get_text("/job-set-id"));
                 shared.send(Update::Meta(version, id));
                 meta_due = false;
             }
@@ -509,7 +551,13 @@ enum Attach {
 /// Tails one job's log: attach, read to the end, and while following,
 /// attach again after a pause (longer each time the same finished run
 /// comes back; at once when kicked).
-async fn tail_loop(shared: Arc<Shared>, job: String, generation: u64, follow: Arc<AtomicBool>, kick: Arc<Notify>) {
+async fn tail_loop(
+    shared: Arc<Shared>,
+    job: String,
+    generation: u64,
+    follow: Arc<AtomicBool>,
+    kick: Arc<Notify>,
+) {
     let path = format!("/jobs/{}/logs", path_segment(&job));
     let job_path = format!("/jobs/{}", path_segment(&job));
     let mut retry = TAIL_RETRY;
@@ -537,7 +585,10 @@ async fn tail_loop(shared: Arc<Shared>, job: String, generation: u64, follow: Ar
                 last = Some(print);
             }
             Attach::Failed(Failure::Unauthorized) => {
-                shared.send(Update::Log(generation, LogEvent::Failed("unauthorized".to_owned())));
+                shared.send(Update::Log(
+                    generation,
+                    LogEvent::Failed("unauthorized".to_owned()),
+                ));
                 shared.send(Update::Unauthorized);
                 // A saved token re-attaches (the screen opens a new tail).
                 return;
@@ -601,9 +652,13 @@ async fn attach_once(shared: &Shared, path: &str, generation: u64) -> Attach {
     let mut print = std::collections::hash_map::DefaultHasher::new();
     loop {
         let chunk = match tokio::time::timeout(STREAM_IDLE, response.chunk()).await {
-            Err(_) => return Attach::Failed(Failure::Other("the log stream went silent".to_owned())),
+            Err(_) => {
+                return Attach::Failed(Failure::Other("the log stream went silent".to_owned()))
+            }
             Ok(Err(e)) => return Attach::Failed(Failure::Other(describe(&e))),
-            Ok(Ok(None)) => return Attach::Failed(Failure::Other("the log stream closed".to_owned())),
+            Ok(Ok(None)) => {
+                return Attach::Failed(Failure::Other("the log stream closed".to_owned()))
+            }
             Ok(Ok(Some(chunk))) => chunk,
         };
         for frame in parser.feed(&chunk) {
@@ -612,8 +667,14 @@ async fn attach_once(shared: &Shared, path: &str, generation: u64) -> Attach {
                     let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
                     let (stream, line) = match &value {
                         Value::Object(map) => (
-                            map.get("stream").and_then(Value::as_str).unwrap_or("stdout").to_owned(),
-                            map.get("line").and_then(Value::as_str).unwrap_or("").to_owned(),
+                            map.get("stream")
+                                .and_then(Value::as_str)
+                                .unwrap_or("stdout")
+                                .to_owned(),
+                            map.get("line")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
                         ),
                         Value::String(s) => ("stdout".to_owned(), s.clone()),
                         other => ("stdout".to_owned(), other.to_string()),
@@ -648,12 +709,18 @@ mod tests {
         assert_eq!(path_segment("backup-db_1.x~"), "backup-db_1.x~");
         assert_eq!(path_segment("a b/c?d"), "a%20b%2Fc%3Fd");
         assert_eq!(path_segment("é"), "%C3%A9");
-        assert_eq!(path_segment("*/5 * * * *"), "%2A%2F5%20%2A%20%2A%20%2A%20%2A");
+        assert_eq!(
+            path_segment("*/5 * * * *"),
+            "%2A%2F5%20%2A%20%2A%20%2A%20%2A"
+        );
     }
 
     #[test]
     fn errors_read_from_the_body_or_the_status() {
-        assert_eq!(error_text(409, br#"{"error": "job 'x' is disabled"}"#), "job 'x' is disabled");
+        assert_eq!(
+            error_text(409, br#"{"error": "job 'x' is disabled"}"#),
+            "job 'x' is disabled"
+        );
         assert_eq!(error_text(500, b"oops"), "HTTP 500");
     }
 }
