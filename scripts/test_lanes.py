@@ -37,6 +37,7 @@ EXPECTED_SECONDS = {
     "kube_real": 32,
     "cluster_etcd": 29,
     "pools": 12,
+    "tui": 6,
     "resources": 6,
     "limits": 4,
 }
