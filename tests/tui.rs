@@ -263,7 +263,7 @@ fn the_board_lists_jobs_and_the_keys_move_filter_pause_and_open() {
     pane.keys(&["Right"]);
     pane.wait(
         "the history tab",
-        |s| s.contains("no run history yet"),
+        |s| s.contains("no runs recorded yet"),
         || daemon.log(),
     );
     pane.keys(&["Right", "Right"]);
@@ -279,7 +279,7 @@ fn the_board_lists_jobs_and_the_keys_move_filter_pause_and_open() {
     pane.keys(&["Escape"]);
     pane.wait(
         "the drawer closed",
-        |s| !s.contains("←/→ switch"),
+        |s| !s.contains("←/→ tabs"),
         || daemon.log(),
     );
     // ? shows the keys
@@ -307,7 +307,7 @@ fn r_starts_a_run_whose_lines_reach_the_logs_tab_and_x_cancels_it() {
     // the drawer opens at once, in ASCII (`.` pending)
     pane.wait(
         "the drawer",
-        |s| s.contains("no run recorded yet") && s.contains("│ . talker"),
+        |s| s.contains("no run of this job yet") && s.contains("│ . talker"),
         || daemon.log(),
     );
     pane.keys(&["r"]);
@@ -325,7 +325,7 @@ fn r_starts_a_run_whose_lines_reach_the_logs_tab_and_x_cancels_it() {
         |s| s.contains("/ talker  Cancelled"),
         || daemon.log(),
     );
-    assert!(screen.contains("end of run output"), "{screen}");
+    assert!(screen.contains("── run ended ──"), "{screen}");
     let job = http::get(port, "/jobs/talker").json();
     assert_eq!(job["last_run"]["outcome"], "cancelled", "{job}");
     assert!(pane.alive());
@@ -350,7 +350,7 @@ fn a_token_protected_daemon_opens_the_prompt_and_the_token_works() {
     pane.keys(&["Enter"]);
     let screen = pane.wait_for("4 jobs", &daemon);
     assert!(
-        screen.contains("echo alpha") && screen.contains("● live"),
+        screen.contains("echo alpha") && screen.contains("● online"),
         "{screen}"
     );
     // with the token, control works too

@@ -693,6 +693,15 @@ impl App {
     }
 }
 
+/// The clock values a frame is drawn at.
+#[derive(Debug, Clone, Copy)]
+pub struct Now {
+    /// For countdowns since the poll.
+    pub instant: Instant,
+    /// Seconds since the epoch, for ages and the clock.
+    pub wall: f64,
+}
+
 /// Seconds since the epoch now.
 pub fn wall_clock() -> f64 {
     std::time::SystemTime::now()

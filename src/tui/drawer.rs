@@ -2,10 +2,9 @@
 //! and the tab: the live log tail, the run history, the resources, the
 //! schedule explained.
 
-use super::app::{App, Drawer, Focus, Load, Tab};
+use super::app::{App, Drawer, Focus, Load, Now, Tab};
 use super::format::{fmt_bytes, fmt_duration, fmt_in, fmt_percent, fmt_til, local_stamp};
 use super::logs::{Entry, Stream};
-use super::render::Now;
 use super::text::{self, cell, fit, truncate};
 use super::theme::Palette;
 use super::view::{glyph, health, outcome_glyph, Health, Outcome, BARS};
@@ -35,7 +34,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
             p.ink(p.health(health)).add_modifier(Modifier::BOLD),
         ),
         Span::styled(format!("  {label}"), p.ink(p.dim)),
-        Span::styled("   r run · x cancel · esc close", p.ink(p.dim)),
+        Span::styled("   r run  x cancel  esc back", p.ink(p.dim)),
     ])];
     if let Some(pause) = job.and_then(|j| j.pause()) {
         let mut bits = vec![format!("paused {}", fmt_til(pause.until.as_deref()))];
@@ -56,7 +55,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
         };
         tabs.push(Span::styled(format!(" {} ", tab.title()), style));
     }
-    tabs.push(Span::styled("  ←/→ switch", p.ink(p.dim)));
+    tabs.push(Span::styled("  ←/→ tabs", p.ink(p.dim)));
     lines.push(Line::from(tabs));
     lines.push(Line::styled(
         "─".repeat(w.saturating_sub(1)),
@@ -100,7 +99,7 @@ fn logs(app: &App, drawer: &Drawer, p: &Palette, w: usize, rows: usize) -> Vec<L
     let head = if searching {
         format!(" ⌕ {}▌", cell(&drawer.search))
     } else if drawer.search.is_empty() {
-        " ⌕ / to search".to_owned()
+        " ⌕ press / to search".to_owned()
     } else {
         format!(" ⌕ {}", cell(&drawer.search))
     };
@@ -113,9 +112,9 @@ fn logs(app: &App, drawer: &Drawer, p: &Palette, w: usize, rows: usize) -> Vec<L
     if let Some(error) = &buffer.error {
         tail.push(Line::styled(format!("  ⚠ {}", cell(error)), p.ink(p.fail)));
     } else if buffer.ended.as_deref() == Some("no-output") && buffer.entries.is_empty() {
-        tail.push(Line::styled("  ── no run recorded yet ──", p.ink(p.dim)));
+        tail.push(Line::styled("  ── no run of this job yet ──", p.ink(p.dim)));
     } else if buffer.entries.is_empty() && buffer.ended.is_none() {
-        tail.push(Line::styled("  waiting for output…", p.ink(p.dim)));
+        tail.push(Line::styled("  waiting for the first line…", p.ink(p.dim)));
     }
     let stamp_w = if app.timestamps { 9 } else { 0 };
     let content = w.saturating_sub(3 + stamp_w).max(8);
@@ -259,12 +258,12 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
     let mut out = vec![
         Line::from(vec![
             Span::styled(
-                format!(" {} runs", count("total")),
+                format!(" {} runs:", count("total")),
                 p.ink(p.bright).add_modifier(Modifier::BOLD),
             ),
             Span::styled(
                 format!(
-                    "  {} ok · {} fail · {} cancelled · {} unknown",
+                    " {} ok, {} failed, {} cancelled, {} unknown",
                     count("success"),
                     count("failure"),
                     count("cancelled"),
@@ -276,7 +275,7 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
         Line::from(vec![
             Span::styled(
                 format!(
-                    " success {}",
+                    " {} succeeded",
                     rate.map_or("—".to_owned(), |r| format!("{}%", (r * 100.0).round()))
                 ),
                 p.ink(if rate.unwrap_or(0.0) >= 0.9 {
@@ -287,7 +286,7 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
             ),
             Span::styled(
                 format!(
-                    "  avg {} · min {} · max {}",
+                    " · mean {} · shortest {} · longest {}",
                     fmt_duration(num(&stats, "avg_duration")),
                     fmt_duration(num(&stats, "min_duration")),
                     fmt_duration(num(&stats, "max_duration"))
@@ -299,7 +298,7 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
     if let Some(cpu) = num(&stats, "avg_cpu_seconds") {
         out.push(Line::styled(
             format!(
-                "  cpu avg {cpu:.1}s · peak rss {}",
+                " CPU {cpu:.1}s a run on average · memory peak {}",
                 fmt_bytes(num(&stats, "max_rss_bytes"))
             ),
             p.ink(p.dim),
@@ -315,7 +314,7 @@ fn history(app: &App, drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'stati
         .cloned()
         .unwrap_or_default();
     if runs.is_empty() {
-        out.push(Line::styled("  no run history yet", p.ink(p.dim)));
+        out.push(Line::styled("  no runs recorded yet", p.ink(p.dim)));
     }
     let top = runs
         .iter()
@@ -401,7 +400,7 @@ fn resources(drawer: &Drawer, p: &Palette, w: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if data.get("monitored").and_then(Value::as_bool) != Some(true) {
         out.push(Line::styled(
-            "  this job has no resource monitoring",
+            "  resources are not sampled for this job",
             p.ink(p.dim),
         ));
         out.push(Line::styled(
@@ -521,7 +520,7 @@ fn schedule(app: &App, drawer: &Drawer, p: &Palette, now: Now) -> Vec<Line<'stat
     let reboot = job.schedule.trim().eq_ignore_ascii_case("@reboot");
     match (&drawer.preview, &preview) {
         _ if reboot => out.push(Line::styled(
-            " runs once, when cronstable starts",
+            " @reboot: runs once, when the daemon starts",
             p.ink(p.dim),
         )),
         (_, Some(v)) => {
@@ -581,7 +580,7 @@ fn schedule(app: &App, drawer: &Drawer, p: &Palette, now: Now) -> Vec<Line<'stat
     {
         out.push(Line::raw(""));
         out.push(Line::styled(
-            format!(" server reports: next run {}", fmt_in(Some(next))),
+            format!(" the daemon says: next fire {}", fmt_in(Some(next))),
             p.ink(p.ok),
         ));
     }

@@ -42,7 +42,7 @@ pub struct Entry {
 }
 
 /// The text of the marker between runs.
-pub const END_MARKER: &str = "end of run output";
+pub const END_MARKER: &str = "run ended";
 
 /// The buffer and what the stream last said.
 #[derive(Debug, Default)]

@@ -160,7 +160,7 @@ fn event_loop(
         }
         let since = drawn_at.map_or(FRAME, |t| now.duration_since(t));
         if dirty && since >= FRAME {
-            terminal.draw(|frame| render::draw(frame, app, render::Now { instant: now, wall }))?;
+            terminal.draw(|frame| render::draw(frame, app, app::Now { instant: now, wall }))?;
             drawn_at = Some(now);
             dirty = false;
         }

@@ -1,10 +1,9 @@
 //! The panels drawn over the board: the key overlay, the token prompt,
 //! the command palette, the cluster view and the node's resources.
 
-use super::app::{App, Overlay};
+use super::app::{App, Now, Overlay};
 use super::format::{fmt_bytes, fmt_in, fmt_percent, parse_iso};
 use super::palette;
-use super::render::Now;
 use super::text::{cell, fit, truncate};
 use super::theme::Palette;
 use super::view::BARS;
@@ -105,10 +104,10 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     Span::styled(a.to_string(), p.ink(p.fg)),
                 ])
             };
-            let mut body = vec![Line::styled("dashboard shortcuts", p.ink(p.dim))];
+            let mut body = vec![Line::styled("as on the web page", p.ink(p.dim))];
             body.extend(KEYS.iter().map(|r| row(r, p.accent)));
             body.push(Line::raw(""));
-            body.push(Line::styled("terminal extras", p.ink(p.dim)));
+            body.push(Line::styled("in the terminal only", p.ink(p.dim)));
             body.extend(EXTRAS.iter().map(|r| row(r, p.pending)));
             panel(
                 frame,
@@ -241,7 +240,7 @@ fn cluster(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
     };
     if data.get("enabled").and_then(Value::as_bool) != Some(true) {
         return vec![Line::styled(
-            " no cluster configured (a single node)",
+            " this daemon runs alone (no cluster section)",
             p.ink(p.dim),
         )];
     }

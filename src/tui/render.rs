@@ -3,7 +3,7 @@
 //! one does), the footer and the toasts; the drawer and the panels are
 //! drawn by their own modules on top.
 
-use super::app::{App, Tone};
+use super::app::{App, Now, Tone};
 use super::format::{fmt_ago, fmt_bytes, fmt_duration, fmt_in, fmt_percent, fmt_til};
 use super::model::Job;
 use super::text::{cell, fit, width};
@@ -15,16 +15,6 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 use ratatui::Frame;
-use std::time::Instant;
-
-/// The clock values a frame is drawn at.
-#[derive(Debug, Clone, Copy)]
-pub struct Now {
-    /// For countdowns since the poll.
-    pub instant: Instant,
-    /// Seconds since the epoch, for ages and the clock.
-    pub wall: f64,
-}
 
 /// The drawer's width on a screen `cols` wide.
 pub fn drawer_width(cols: u16) -> u16 {
@@ -69,7 +59,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
 fn header(app: &App, p: &Palette, cols: u16, now: Now) -> Line<'static> {
     let mut left = vec![
         Span::styled(" cronstable", p.ink(p.bright).add_modifier(Modifier::BOLD)),
-        Span::styled(" ⌁ tui ", p.ink(p.accent)),
+        Span::styled(" tui ", p.ink(p.accent)),
     ];
     if let Some(v) = &app.version {
         left.push(Span::styled(format!("v{} ", cell(v)), p.ink(p.dim)));
@@ -98,7 +88,7 @@ fn header(app: &App, p: &Palette, cols: u16, now: Now) -> Line<'static> {
         .map(|t| t.format("%H:%M:%S UTC ").to_string())
         .unwrap_or_default();
     let live = if app.connected {
-        Span::styled("● live ", p.ink(p.ok))
+        Span::styled("● online ", p.ink(p.ok))
     } else {
         let why = app
             .offline
@@ -205,11 +195,11 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     }
     if app.view.is_empty() {
         let hint = if !app.jobs.is_empty() {
-            "no jobs match the filter"
+            "nothing matches the filter"
         } else if !app.connected {
-            "waiting for the server…"
+            "connecting to the daemon…"
         } else {
-            "no jobs configured"
+            "the daemon has no jobs"
         };
         lines.push(Line::styled(format!("   {hint}"), p.ink(p.dim)));
     }
