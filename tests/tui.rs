@@ -332,6 +332,53 @@ fn r_starts_a_run_whose_lines_reach_the_logs_tab_and_x_cancels_it() {
 }
 
 #[test]
+fn a_monitored_run_shows_its_cpu_and_memory_on_the_board() {
+    if !have_tmux() {
+        return;
+    }
+    // (OVERDUE, from a late `sla` check, is drawn by the same row code;
+    // the daemon measures the checks once a minute, so its test is the
+    // render test in src/tui/render_tests.rs.)
+    let jobs = "  - name: watched
+    command: sleep 60
+    schedule: \"0 0 1 1 *\"
+    monitorResources: true
+  - name: plain
+    command: echo ok
+    schedule: \"0 0 1 1 *\"
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    let pane = Pane::start(&tui(port, ""));
+    let screen = pane.wait_for("2 jobs", &daemon);
+    assert!(
+        !screen.contains("cpu/mem"),
+        "no column before a job runs:\n{screen}"
+    );
+    assert_eq!(http::post(port, "/jobs/watched/start").status, 200);
+    let screen = pane.wait(
+        "the live chip",
+        |s| {
+            s.contains("cpu/mem")
+                && line_with(s, "watched").contains("% ")
+                && line_with(s, "watched").contains("iB")
+        },
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "watched").contains("▶ Running"),
+        "{screen}"
+    );
+    assert!(!line_with(&screen, "plain").contains("iB"), "{screen}");
+    // plain sorts first: j selects watched
+    pane.keys(&["j", "x"]);
+    pane.wait(
+        "the cancel",
+        |s| line_with(s, "watched").contains("Cancelled") && !s.contains("cpu/mem"),
+        || daemon.log(),
+    );
+}
+
+#[test]
 fn a_token_protected_daemon_opens_the_prompt_and_the_token_works() {
     if !have_tmux() {
         return;

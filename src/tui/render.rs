@@ -357,3 +357,7 @@ fn toasts(frame: &mut Frame, app: &App, p: &Palette, area: Rect) {
         frame.render_widget(Paragraph::new(text).style(style), rect);
     }
 }
+
+#[cfg(test)]
+#[path = "render_tests.rs"]
+mod tests;
