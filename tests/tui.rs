@@ -497,3 +497,56 @@ fn a_bad_tls_file_is_refused_before_the_screen_changes() {
     );
     assert!(screen.contains("code=2"), "{screen}");
 }
+
+#[test]
+fn an_https_listener_with_client_certificates_is_reached_with_the_tls_flags() {
+    if !have_tmux() {
+        return;
+    }
+    let servers = support::certs::Ca::new();
+    let clients = support::certs::Ca::new();
+    let files = tempfile::tempdir().expect("temp dir");
+    let path = |name: &str, text: &str| {
+        let p = files.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        p.display().to_string()
+    };
+    let (cert, key) = servers.issue();
+    let (cert, key) = (path("server.pem", &cert), path("server.key", &key));
+    let client_ca = path("clients.pem", clients.pem());
+    let (client_cert, client_key) = clients.issue();
+    let (client_cert, client_key) = (
+        path("client.pem", &client_cert),
+        path("client.key", &client_key),
+    );
+    let ca = path("ca.pem", servers.pem());
+    let port = http::free_port();
+    let daemon = Daemon::start(&format!(
+        "web:\n  listen:\n    - https://127.0.0.1:{port}\n  tls:\n    cert: {cert}\n    key: {key}\n    clientCa: {client_ca}\njobs:\n{JOBS}"
+    ));
+    http::wait_listening(port, Duration::from_secs(20));
+    let url = format!("https://127.0.0.1:{port}");
+    // the flags, and the variables behind them
+    let with_flags = format!(
+        "{BIN} tui --url {url} --cacert {ca} --client-cert {client_cert} --client-key {client_key}"
+    );
+    let pane = Pane::start(&with_flags);
+    let screen = pane.wait_for("4 jobs", &daemon);
+    assert!(screen.contains("● online"), "{screen}");
+    let with_env = format!(
+        "env CRONSTABLE_WEB_CACERT={ca} CRONSTABLE_WEB_CLIENT_CERT={client_cert} CRONSTABLE_WEB_CLIENT_KEY={client_key} {BIN} tui --url {url}"
+    );
+    let pane = Pane::start(&with_env);
+    pane.wait_for("4 jobs", &daemon);
+    // without the client certificate the handshake fails: the header says
+    // so and the board stays empty
+    let pane = Pane::start(&format!("{BIN} tui --url {url} --cacert {ca}"));
+    let screen = pane.wait(
+        "the failure",
+        |s| s.contains("◌ ") && !s.contains("◌ connecting…"),
+        || daemon.log(),
+    );
+    assert!(screen.contains("CertificateRequired"), "{screen}");
+    assert!(screen.contains("connecting to the daemon"), "{screen}");
+    assert!(!screen.contains("echo alpha"), "{screen}");
+}
