@@ -293,10 +293,12 @@ impl App {
         std::mem::take(&mut self.effects)
     }
 
+    /// Queues a command for the worker.
     pub(super) fn send(&mut self, command: Command) {
         self.effects.push(Effect::Send(command));
     }
 
+    /// Queues something for the edges to do.
     pub(super) fn effect(&mut self, effect: Effect) {
         self.effects.push(effect);
     }
