@@ -547,6 +547,6 @@ fn an_https_listener_with_client_certificates_is_reached_with_the_tls_flags() {
         || daemon.log(),
     );
     assert!(screen.contains("CertificateRequired"), "{screen}");
-    assert!(screen.contains("connecting to the daemon"), "{screen}");
+    assert!(screen.contains("no answer from the daemon yet"), "{screen}");
     assert!(!screen.contains("echo alpha"), "{screen}");
 }

@@ -196,6 +196,8 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     if app.view.is_empty() {
         let hint = if !app.jobs.is_empty() {
             "nothing matches the filter"
+        } else if app.offline.is_some() {
+            "no answer from the daemon yet (the header says why)"
         } else if !app.connected {
             "connecting to the daemon…"
         } else {

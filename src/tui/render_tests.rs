@@ -159,6 +159,8 @@ fn a_narrow_board_drops_columns_and_the_drawer_takes_the_right() {
 fn no_jobs_says_why() {
     let mut app = App::new(crate::tui::app::tests::options());
     assert!(!line(&screen(&mut app, 100, 8), "connecting to the daemon").is_empty());
+    app.update(Update::Offline("refused".into()), Instant::now());
+    assert!(!line(&screen(&mut app, 100, 8), "no answer from the daemon yet").is_empty());
     let mut app = with_jobs(vec![]);
     assert!(!line(&screen(&mut app, 100, 8), "the daemon has no jobs").is_empty());
     let mut app = with_jobs(vec![job("a")]);
