@@ -50,6 +50,22 @@ if ! command -v openssl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq openssl >/dev/null
 fi
 
+# tests/tui.rs drives `cronstable tui` in a real terminal: a tmux pane,
+# keys sent with send-keys, the screen read with capture-pane. Installed
+# like prometheus: as root when missing; without root the terminal tests
+# skip themselves outside CI and fail under it.
+if ! command -v tmux >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+  elif [ "${CI:-}" = "true" ]; then
+    echo "scripts/test.sh: tmux is missing and cannot be installed without root" >&2
+    exit 1
+  else
+    echo "scripts/test.sh: tmux is not installed (apt-get install tmux as root);" \
+      "the terminal dashboard tests will be skipped" >&2
+  fi
+fi
+
 # tests/chart.rs lints and renders charts/cronstable with a real helm, and
 # the real-API-server tests install it with helm and drive the server with
 # kubectl (the tests use these two from $TOOLS/bin, never another kubectl

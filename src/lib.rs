@@ -16,7 +16,8 @@
 //!   `repr()`, `int()`/`float()` of text), shared by the job state and the
 //!   job commands.
 //! - [`cli`]: clients of a running daemon's web listener (`cronstable
-//!   mcp`, the MCP stdio bridge).
+//!   mcp`, the MCP stdio bridge) and what they share with `cronstable
+//!   tui` (the connection flags and the HTTP client).
 //! - [`jobcli`]: the job-facing commands (`state get`, `cursor`, `lock`,
 //!   `artifact`, ...), the client of the daemon's loopback job API.
 //! - [`config`]: the config model, loading, crontabs and validation.
@@ -41,6 +42,8 @@
 //!   Kubernetes mode: watches, the Kubernetes job source, status and Events.
 //! - [`cluster`]: the leadership backends (Kubernetes Lease, etcd, lease
 //!   file, gossip), cluster slots and records, behind the leader gate.
+//! - [`tui`]: `cronstable tui`, the terminal dashboard: a client of the
+//!   HTTP API (jobs board, job drawer with the live log tail, panels).
 //! - [`durable`]: the scheduler's durable-state port over the store: the
 //!   writer, the read at start with crash reconciliation, the poller.
 //! - [`jobapi`]: the loopback job endpoint (`state.jobApi`): run tokens,
@@ -78,4 +81,5 @@ pub mod source;
 pub mod state;
 pub mod status;
 pub mod tls;
+pub mod tui;
 pub mod web;

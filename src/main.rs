@@ -50,6 +50,11 @@ fn main() -> ExitCode {
     if let Some(Subcommand::Crd) = cli.command {
         return print_crd();
     }
+    // The terminal dashboard: a client of a running daemon, no config and
+    // no logging (the screen is its output).
+    if let Some(Subcommand::Tui(tui)) = &cli.command {
+        return ExitCode::from(cronstable::tui::run(tui));
+    }
     if let Some(Subcommand::Init(init)) = &cli.command {
         return run_init(init.directory.as_deref(), cli.config.as_deref());
     }

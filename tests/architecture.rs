@@ -15,13 +15,13 @@
 //! |------|---------------------------------------|------------------------------------------------------|
 //! | 0    | platform, pyfmt, compat, cronexpr, redact | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
 //! | 1    | jinja, logging, pyjson                | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; Python's JSON values and `str` (over pyfmt's float spelling), which the job state and the job commands share |
-//! | 2    | config, jobcli, cli                   | the model, loading, validation; the job-facing client commands, which need only Python's JSON and the OS; the clients of the web listener (the MCP stdio bridge), which need only the OS |
+//! | 2    | config, jobcli, cli                   | the model, loading, validation; the job-facing client commands, which need only Python's JSON and the OS; the clients of the web listener (the MCP stdio bridge) and what they share (connection flags, the HTTP client), which need only the OS |
 //! | 3    | fingerprint, tls                      | the job-set id, computed from loaded config; the `https://` listener of the web API and the job endpoint |
 //! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
 //! | 5    | status, state                         | the state the edges publish (leadership, Kubernetes mode) on watch channels, for the gate, the API and the metrics to read; the durable store's files and record formats (peers) |
 //! | 6    | report, metrics                       | read finished runs and published state (peers: they must not import each other) |
 //! | 7    | scheduler                             | the run loop over everything below                   |
-//! | 8    | web, source, kube, cluster, durable, jobapi | edges: backends behind the scheduler's ports (peers); the job endpoint serves runs from the store |
+//! | 8    | web, source, kube, cluster, durable, jobapi, tui | edges: backends behind the scheduler's ports (peers); the job endpoint serves runs from the store; the terminal dashboard, a client of the web API |
 //! | 9    | daemon, main                          | the daemon's wiring (plans and builds the edges) and the binary that parses flags and calls it |
 //!
 //! A new top-level module must be given a rank here; the test refuses a
@@ -62,6 +62,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("cluster", 8),
     ("durable", 8),
     ("jobapi", 8),
+    ("tui", 8),
     ("daemon", 9),
     ("main", 9),
 ];

@@ -171,6 +171,9 @@ pub enum Subcommand {
         about = "run the MCP stdio bridge to a running daemon's /mcp endpoint (for desktop MCP clients)"
     )]
     Mcp(crate::cli::mcp::McpArgs),
+    /// `tui`: the terminal dashboard of a running daemon.
+    #[command(about = "open the terminal dashboard for a running cronstable daemon")]
+    Tui(crate::tui::args::TuiArgs),
 }
 
 /// `init [DIRECTORY]`.
@@ -249,7 +252,9 @@ impl Cli {
             Subcommand::Idempotent(args) => args.invocation(),
             Subcommand::Xcom(args) => args.invocation(),
             Subcommand::Secret(args) => args.invocation(),
-            Subcommand::Crd | Subcommand::Init(_) | Subcommand::Mcp(_) => return None,
+            Subcommand::Crd | Subcommand::Init(_) | Subcommand::Mcp(_) | Subcommand::Tui(_) => {
+                return None
+            }
         };
         Some(invocation.with_trailing_command(self.trailing_command.clone()))
     }

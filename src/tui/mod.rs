@@ -1,0 +1,259 @@
+//! `cronstable tui`: the terminal dashboard, a client of a running daemon's
+//! HTTP API (the routes the web dashboard uses). Three threads: this one
+//! owns the terminal and the state ([`app::App`]) and draws; a reader
+//! turns key presses into updates; the worker ([`worker`]) talks to the
+//! daemon. Both feed one channel, so the screen redraws when something
+//! arrived and once a second for the clock and the countdowns, never
+//! waiting on the network.
+
+pub mod app;
+pub mod args;
+mod drawer;
+pub mod format;
+mod keys;
+pub mod logs;
+pub mod model;
+mod palette;
+mod panels;
+pub mod render;
+pub mod sse;
+pub mod text;
+pub mod theme;
+pub mod view;
+pub mod worker;
+
+use app::{App, Effect, Options, Tone};
+use args::TuiArgs;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
+use ratatui::backend::CrosstermBackend;
+use ratatui::Terminal;
+use std::io::{IsTerminal, Write};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+use worker::Update;
+
+/// The message (and exit 2) without a terminal, as the manual words it.
+pub const NOT_A_TTY: &str =
+    "cronstable tui needs an interactive terminal (stdin/stdout are not a tty)";
+
+/// The shortest time between two frames (a log flood redraws at most
+/// this often).
+const FRAME: Duration = Duration::from_millis(33);
+
+/// Runs the dashboard; returns the process's exit code.
+pub fn run(args: &TuiArgs) -> u8 {
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        eprintln!("{NOT_A_TTY}");
+        return 2;
+    }
+    let env = |name: &str| std::env::var(name).ok();
+    // Resolved before the screen changes, so a bad token or TLS file is a
+    // plain line on an intact terminal.
+    let prepared = args
+        .connect
+        .token(&env)
+        .and_then(|token| Ok((token, args.connect.client(&env, worker::REQUEST_TIMEOUT)?)));
+    let (token, client) = match prepared {
+        Ok(ready) => ready,
+        Err(err) => {
+            eprintln!("cronstable tui: {err}");
+            return 2;
+        }
+    };
+    let (tx, rx) = mpsc::channel();
+    let poll = args.interval();
+    let commands = match worker::start(&args.connect.url, client, token, poll, tx.clone()) {
+        Ok(commands) => commands,
+        Err(err) => {
+            eprintln!("cronstable tui: cannot start: {err}");
+            return 1;
+        }
+    };
+    let theme = args
+        .theme
+        .as_deref()
+        .and_then(theme::Theme::named)
+        .unwrap_or(theme::Theme {
+            hue: 0,
+            light: false,
+        });
+    let mut app = App::new(Options {
+        ascii: args.ascii,
+        theme,
+        poll,
+        job: args.job.clone(),
+    });
+    if let Err(err) = enter() {
+        leave();
+        eprintln!("cronstable tui: cannot set up the terminal: {err}");
+        return 1;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        leave();
+        previous(info);
+    }));
+    std::thread::Builder::new()
+        .name("tui-keys".into())
+        .spawn(move || {
+            while let Ok(event) = crossterm::event::read() {
+                if tx.send(Update::Input(event)).is_err() {
+                    break;
+                }
+            }
+        })
+        .ok();
+    let result = event_loop(&mut app, &rx, &commands);
+    leave();
+    match result {
+        Ok(()) => 0,
+        Err(err) => {
+            eprintln!("cronstable tui: {err}");
+            1
+        }
+    }
+}
+
+/// Raw mode and the alternate screen.
+fn enter() -> std::io::Result<()> {
+    terminal::enable_raw_mode()?;
+    crossterm::execute!(
+        std::io::stdout(),
+        EnterAlternateScreen,
+        crossterm::event::EnableBracketedPaste,
+        crossterm::cursor::Hide
+    )
+}
+
+/// The terminal as it was (safe to call twice, and from the panic hook).
+fn leave() {
+    let _ = crossterm::execute!(
+        std::io::stdout(),
+        crossterm::event::DisableBracketedPaste,
+        LeaveAlternateScreen,
+        crossterm::cursor::Show
+    );
+    let _ = terminal::disable_raw_mode();
+}
+
+fn event_loop(
+    app: &mut App,
+    rx: &mpsc::Receiver<Update>,
+    commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>,
+) -> std::io::Result<()> {
+    let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
+    let mut dirty = true;
+    let mut drawn_at: Option<Instant> = None;
+    let mut second = app::wall_clock() as i64;
+    loop {
+        carry_out(app, commands, &mut terminal);
+        if app.quit {
+            return Ok(());
+        }
+        let now = Instant::now();
+        let wall = app::wall_clock();
+        if wall as i64 != second {
+            second = wall as i64;
+            app.expire(now);
+            dirty = true;
+        }
+        let since = drawn_at.map_or(FRAME, |t| now.duration_since(t));
+        if dirty && since >= FRAME {
+            terminal.draw(|frame| render::draw(frame, app, app::Now { instant: now, wall }))?;
+            drawn_at = Some(now);
+            dirty = false;
+        }
+        let wait = if dirty {
+            FRAME.saturating_sub(since)
+        } else {
+            // until the clock's next second
+            Duration::from_secs_f64(1.0 - wall.fract()).max(Duration::from_millis(5))
+        };
+        match rx.recv_timeout(wait) {
+            Ok(update) => {
+                take(app, update, &mut terminal)?;
+                while let Ok(update) = rx.try_recv() {
+                    take(app, update, &mut terminal)?;
+                }
+                dirty = true;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+    }
+}
+
+type Term = Terminal<CrosstermBackend<std::io::Stdout>>;
+
+fn take(app: &mut App, update: Update, terminal: &mut Term) -> std::io::Result<()> {
+    let now = Instant::now();
+    match update {
+        Update::Input(Event::Key(key)) => app.key(key, now),
+        Update::Input(Event::Paste(text)) => {
+            // Pasted text is typing, never hotkeys: only a text field (or
+            // the token prompt) takes it.
+            let typing = app.focus.is_some()
+                || matches!(app.top(), Some(app::Overlay::Token | app::Overlay::Palette));
+            if typing {
+                for c in text.chars().filter(|c| !c.is_control()) {
+                    app.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE), now);
+                }
+            }
+        }
+        Update::Input(Event::Resize(..)) => terminal.autoresize()?,
+        Update::Input(_) => {}
+        other => app.update(other, now),
+    }
+    Ok(())
+}
+
+/// Does what the state asked for.
+fn carry_out(
+    app: &mut App,
+    commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>,
+    terminal: &mut Term,
+) {
+    for effect in app.take_effects() {
+        match effect {
+            Effect::Send(command) => {
+                // The worker ends only with the process.
+                let _ = commands.send(command);
+            }
+            Effect::Copy(text) => {
+                use base64::Engine;
+                let data = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+                let out = terminal.backend_mut();
+                let _ = write!(out, "\x1b]52;c;{data}\x07");
+                let _ = out.flush();
+            }
+            Effect::SaveLog(job, contents) => {
+                let now = Instant::now();
+                match save_log(&job, &contents) {
+                    Ok(path) => app.toast(Tone::Ok, format!("saved {}", path.display()), now),
+                    Err(err) => app.toast(Tone::Fail, format!("cannot save the log: {err}"), now),
+                }
+            }
+        }
+    }
+}
+
+/// Writes a job's log as `~/cronstable-<job>-<YYYYmmdd-HHMMSS>.log`.
+fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
+    let home =
+        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
+    let safe: String = job
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+    let path = home.join(format!("cronstable-{safe}-{stamp}.log"));
+    std::fs::write(&path, contents)?;
+    Ok(path)
+}

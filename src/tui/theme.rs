@@ -1,0 +1,248 @@
+//! The dashboard's colors: a dark and a light (paper) base, each with one
+//! of the web page's five hues as its accent. `t` cycles the hue, `T`
+//! flips dark and light.
+
+use super::text::AnsiColor;
+use super::view::{Health, Outcome};
+use ratatui::style::{Color, Modifier, Style};
+
+/// The hues, in cycling order (the names `--theme` takes).
+pub const HUES: [&str; 5] = ["standard", "carolina", "amber", "green", "modern"];
+
+/// A theme: a hue and dark or light.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Theme {
+    /// Index into [`HUES`].
+    pub hue: usize,
+    /// The paper variant.
+    pub light: bool,
+}
+
+/// The colors of one theme.
+#[derive(Debug, Clone, Copy)]
+pub struct Palette {
+    /// Background.
+    pub bg: Color,
+    /// Body text.
+    pub fg: Color,
+    /// Emphasis.
+    pub bright: Color,
+    /// Secondary text.
+    pub dim: Color,
+    /// Titles, borders of panels, the selection marker.
+    pub accent: Color,
+    /// Rules.
+    pub border: Color,
+    /// The selected row's background.
+    pub sel: Color,
+    /// Healthy.
+    pub ok: Color,
+    /// Failing.
+    pub fail: Color,
+    /// Running.
+    pub run: Color,
+    /// Waiting.
+    pub pending: Color,
+    /// Attention.
+    pub warn: Color,
+    /// Disabled, paused, skipped.
+    pub off: Color,
+}
+
+const fn rgb(r: u8, g: u8, b: u8) -> Color {
+    Color::Rgb(r, g, b)
+}
+
+impl Theme {
+    /// The theme a `--theme` name names (`amber`, `amber-light`), if any.
+    pub fn named(name: &str) -> Option<Theme> {
+        let (hue, light) = match name.strip_suffix("-light") {
+            Some(hue) => (hue, true),
+            None => (name, false),
+        };
+        HUES.iter()
+            .position(|h| *h == hue)
+            .map(|hue| Theme { hue, light })
+    }
+
+    /// The theme's name as `--theme` spells it.
+    pub fn name(self) -> String {
+        let hue = HUES[self.hue % HUES.len()];
+        if self.light {
+            format!("{hue}-light")
+        } else {
+            hue.to_owned()
+        }
+    }
+
+    /// The next hue, same variant.
+    pub fn next_hue(self) -> Theme {
+        Theme {
+            hue: (self.hue + 1) % HUES.len(),
+            ..self
+        }
+    }
+
+    /// The other variant, same hue.
+    pub fn flipped(self) -> Theme {
+        Theme {
+            light: !self.light,
+            ..self
+        }
+    }
+
+    /// The colors.
+    pub fn palette(self) -> Palette {
+        let dark_accents = [
+            rgb(86, 140, 255),
+            rgb(98, 168, 222),
+            rgb(255, 178, 36),
+            rgb(64, 214, 124),
+            rgb(172, 128, 255),
+        ];
+        let light_accents = [
+            rgb(24, 72, 208),
+            rgb(28, 98, 158),
+            rgb(168, 98, 0),
+            rgb(22, 128, 62),
+            rgb(108, 62, 196),
+        ];
+        let hue = self.hue % HUES.len();
+        if self.light {
+            Palette {
+                bg: rgb(250, 250, 247),
+                fg: rgb(34, 34, 34),
+                bright: rgb(0, 0, 0),
+                dim: rgb(112, 112, 112),
+                accent: light_accents[hue],
+                border: rgb(206, 206, 206),
+                sel: rgb(208, 226, 250),
+                ok: rgb(22, 128, 52),
+                fail: rgb(192, 40, 40),
+                run: rgb(24, 88, 196),
+                pending: rgb(138, 100, 0),
+                warn: rgb(168, 88, 0),
+                off: rgb(138, 138, 138),
+            }
+        } else {
+            Palette {
+                bg: rgb(14, 16, 20),
+                fg: rgb(198, 202, 208),
+                bright: rgb(255, 255, 255),
+                dim: rgb(118, 124, 134),
+                accent: dark_accents[hue],
+                border: rgb(58, 62, 70),
+                sel: rgb(36, 56, 90),
+                ok: rgb(72, 192, 112),
+                fail: rgb(236, 88, 88),
+                run: rgb(82, 152, 255),
+                pending: rgb(214, 174, 62),
+                warn: rgb(240, 162, 64),
+                off: rgb(128, 128, 128),
+            }
+        }
+    }
+}
+
+impl Palette {
+    /// Text in `color` on the background.
+    pub fn ink(&self, color: Color) -> Style {
+        Style::default().fg(color).bg(self.bg)
+    }
+
+    /// The base style of the screen.
+    pub fn base(&self) -> Style {
+        self.ink(self.fg)
+    }
+
+    /// The color of a job's health.
+    pub fn health(&self, health: Health) -> Color {
+        match health {
+            Health::Ok => self.ok,
+            Health::Fail => self.fail,
+            Health::Run => self.run,
+            Health::Pending | Health::Unknown => self.pending,
+            Health::Disabled | Health::Paused | Health::Cancelled => self.off,
+        }
+    }
+
+    /// The color of a run's outcome.
+    pub fn outcome(&self, outcome: Outcome) -> Color {
+        match outcome {
+            Outcome::Ok => self.ok,
+            Outcome::Fail => self.fail,
+            Outcome::Unknown => self.pending,
+            Outcome::Cancelled | Outcome::Skipped => self.off,
+        }
+    }
+
+    /// A job's SGR color, re-inked for this background: the 16 basic
+    /// colors map onto the palette (so a red line stays red and legible
+    /// on paper too); 256-color and true colors pass through.
+    pub fn ansi(&self, color: AnsiColor) -> Color {
+        match color {
+            AnsiColor::Basic(n) => match n {
+                0 | 8 => self.dim,
+                1 | 9 => self.fail,
+                2 | 10 => self.ok,
+                3 => self.pending,
+                11 => self.warn,
+                4 | 6 | 12 | 14 => self.run,
+                5 | 13 => self.accent,
+                15 => self.bright,
+                _ => self.fg,
+            },
+            AnsiColor::Indexed(i) => Color::Indexed(i),
+            AnsiColor::Rgb(r, g, b) => Color::Rgb(r, g, b),
+        }
+    }
+
+    /// A log line's style for an SGR state.
+    pub fn sgr(&self, sgr: &super::text::Sgr) -> Style {
+        let mut style = self.ink(sgr.fg.map_or(self.fg, |c| self.ansi(c)));
+        for (on, modifier) in [
+            (sgr.bold, Modifier::BOLD),
+            (sgr.dim, Modifier::DIM),
+            (sgr.italic, Modifier::ITALIC),
+            (sgr.underline, Modifier::UNDERLINED),
+            (sgr.reverse, Modifier::REVERSED),
+        ] {
+            if on {
+                style = style.add_modifier(modifier);
+            }
+        }
+        style
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_cycle() {
+        for hue in HUES {
+            for name in [hue.to_owned(), format!("{hue}-light")] {
+                assert_eq!(Theme::named(&name).map(Theme::name), Some(name.clone()));
+            }
+        }
+        assert_eq!(Theme::named("neon"), None);
+        let t = Theme::named("modern").unwrap();
+        assert_eq!(t.next_hue().name(), "standard");
+        assert_eq!(t.flipped().name(), "modern-light");
+        assert_ne!(t.palette().bg, t.flipped().palette().bg);
+    }
+
+    #[test]
+    fn basic_colors_follow_the_palette() {
+        let p = Theme::named("standard-light").unwrap().palette();
+        assert_eq!(p.ansi(AnsiColor::Basic(1)), p.fail);
+        assert_eq!(p.ansi(AnsiColor::Basic(10)), p.ok);
+        assert_eq!(p.ansi(AnsiColor::Indexed(208)), Color::Indexed(208));
+        let bold = super::super::text::Sgr {
+            bold: true,
+            ..Default::default()
+        };
+        assert!(p.sgr(&bold).add_modifier.contains(Modifier::BOLD));
+    }
+}

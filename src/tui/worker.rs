@@ -1,0 +1,726 @@
+//! Everything the dashboard asks the daemon, on a thread of its own so the
+//! screen never waits on the network: the `/jobs` poll (with its ETag, so
+//! an unchanged list costs a 304, and gzip), `/cluster` and `/node` after
+//! each good poll, the SSE log tail of the open drawer, the drawer's
+//! one-off reads and the job actions. The screen sends [`Command`]s and
+//! reads [`Update`]s from one channel, shared with the key reader.
+
+use super::model::{parse_jobs, Job};
+use super::sse::{self, Frame};
+use serde_json::Value;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch, Notify};
+
+/// How long a plain request may take.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// A log stream with nothing on it for this long is dead (the daemon
+/// pings every 15 seconds).
+const STREAM_IDLE: Duration = Duration::from_secs(60);
+/// The pause before a log tail re-attaches, and its longest backoff when
+/// every attach replays the same finished run.
+const TAIL_RETRY: Duration = Duration::from_secs(5);
+const TAIL_RETRY_MAX: Duration = Duration::from_secs(30);
+
+/// A job action (`POST /jobs/{name}/...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// `start`.
+    Start,
+    /// `cancel`.
+    Cancel,
+    /// `pause` (the daemon's default hour).
+    Pause,
+    /// `resume`.
+    Resume,
+}
+
+impl Action {
+    /// The route's last segment.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Action::Start => "start",
+            Action::Cancel => "cancel",
+            Action::Pause => "pause",
+            Action::Resume => "resume",
+        }
+    }
+}
+
+/// What the screen asks of the worker.
+#[derive(Debug, Clone)]
+pub enum Command {
+    /// Poll now.
+    Refresh,
+    /// The poll interval; `None` polls only on [`Command::Refresh`].
+    SetPoll(Option<Duration>),
+    /// The bearer token from the prompt (kept in memory only).
+    SetToken(Option<String>),
+    /// Tail this job's log (replacing any tail), or stop tailing.
+    Tail {
+        /// The job, or `None` to stop.
+        job: Option<String>,
+        /// Tags the tail's updates, so a replaced tail's stragglers are
+        /// told apart.
+        generation: u64,
+    },
+    /// Re-attach after a run ended (follow), or stay detached.
+    Follow(bool),
+    /// Re-attach the tail now (a run was just started).
+    Kick,
+    /// `GET /jobs/{name}/runs`.
+    Runs(String),
+    /// `GET /jobs/{name}/resources`.
+    Resources(String),
+    /// `GET /node/history`.
+    NodeHistory,
+    /// `GET /schedule/preview` for a job's schedule.
+    Preview {
+        /// The job the answer is for.
+        job: String,
+        /// The query (`expr`, `tz`, `seed`, `limit`).
+        query: Vec<(String, String)>,
+    },
+    /// A job action.
+    Act(Action, String),
+}
+
+/// One event of a log tail.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LogEvent {
+    /// A new attach begins; `true` when what it replays is known to be a
+    /// run the tail has not shown yet (the job runs now, or a run finished
+    /// since the last attach), so nothing of it is held back as a repeat.
+    Attach(bool),
+    /// A line: its stream and text.
+    Line(String, String),
+    /// The run's output ended (with the daemon's reason).
+    End(Option<String>),
+    /// The daemon dropped lines the tail had not read.
+    Skipped(u64),
+    /// The attach failed (`unauthorized` after a 401).
+    Failed(String),
+}
+
+/// What the screen is told.
+#[derive(Debug)]
+pub enum Update {
+    /// A key press, a paste, a resize.
+    Input(crossterm::event::Event),
+    /// A new job list and when it was answered (`scheduled_in` counts
+    /// from then).
+    Jobs(Vec<Job>, Instant),
+    /// The poll answered 304: the list stands.
+    JobsUnchanged,
+    /// The poll failed.
+    Offline(String),
+    /// A request was refused with 401.
+    Unauthorized,
+    /// `GET /cluster`.
+    Cluster(Value),
+    /// `GET /node`.
+    Node(Value),
+    /// `GET /node/history`.
+    NodeHistory(Value),
+    /// The daemon's version and job-set id.
+    Meta(Option<String>, Option<String>),
+    /// A job's runs.
+    Runs(String, Result<Value, String>),
+    /// A job's resource series.
+    Resources(String, Result<Value, String>),
+    /// A job's schedule preview.
+    Preview(String, Result<Value, String>),
+    /// A tail's event, with its generation.
+    Log(u64, LogEvent),
+    /// An action's answer: status and body, or why there was none.
+    Acted(Action, String, Result<(u16, Value), String>),
+    /// SIGTERM or SIGINT: leave now.
+    Terminate,
+}
+
+/// A failed request.
+#[derive(Debug)]
+enum Failure {
+    Unauthorized,
+    Other(String),
+}
+
+/// What the tasks share.
+struct Shared {
+    base: String,
+    client: reqwest::Client,
+    token: RwLock<Option<String>>,
+    updates: Sender<Update>,
+}
+
+impl Shared {
+    fn send(&self, update: Update) {
+        // The screen has gone: nothing left to tell.
+        let _ = self.updates.send(update);
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.request_for(method, path, "application/json")
+    }
+
+    fn request_for(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        accept: &str,
+    ) -> reqwest::RequestBuilder {
+        let mut builder = self
+            .client
+            .request(method, format!("{}{}", self.base, path))
+            .header(reqwest::header::ACCEPT, accept);
+        let token = self.token.read().ok().and_then(|t| t.clone());
+        if let Some(token) = token {
+            builder = builder.bearer_auth(token);
+        }
+        builder
+    }
+
+    async fn get_json(&self, path: &str) -> Result<Value, Failure> {
+        let (status, body) = self
+            .send_request(self.request(reqwest::Method::GET, path))
+            .await?;
+        if status >= 400 {
+            return Err(Failure::Other(error_text(status, &body)));
+        }
+        serde_json::from_slice(&body).map_err(|e| Failure::Other(format!("unreadable answer: {e}")))
+    }
+
+    async fn get_text(&self, path: &str) -> Option<String> {
+        let builder = self.request_for(reqwest::Method::GET, path, "text/plain");
+        match self.send_request(builder).await {
+            Ok((200, body)) => Some(String::from_utf8_lossy(&body).trim().to_owned()),
+            _ => None,
+        }
+    }
+
+    async fn send_request(
+        &self,
+        builder: reqwest::RequestBuilder,
+    ) -> Result<(u16, Vec<u8>), Failure> {
+        let response = builder
+            .send()
+            .await
+            .map_err(|e| Failure::Other(describe(&e)))?;
+        let status = response.status().as_u16();
+        if status == 401 {
+            return Err(Failure::Unauthorized);
+        }
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| Failure::Other(describe(&e)))?;
+        Ok((status, body.to_vec()))
+    }
+}
+
+/// A reqwest error in a few words (the innermost cause says most).
+fn describe(err: &reqwest::Error) -> String {
+    if err.is_timeout() {
+        return "timed out".to_owned();
+    }
+    let mut source: Option<&dyn std::error::Error> = Some(err);
+    let mut last = err.to_string();
+    while let Some(e) = source {
+        last = e.to_string();
+        source = e.source();
+    }
+    last
+}
+
+/// The `error` of a JSON error body, or `HTTP <status>`.
+fn error_text(status: u16, body: &[u8]) -> String {
+    serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
+        .unwrap_or_else(|| format!("HTTP {status}"))
+}
+
+/// `name` as one URL path segment.
+pub fn path_segment(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for b in name.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// Starts the worker thread. `poll` is the first interval (`None`:
+/// paused); the first poll goes out at once either way.
+pub fn start(
+    base: &str,
+    client: reqwest::Client,
+    token: Option<String>,
+    poll: Option<Duration>,
+    updates: Sender<Update>,
+) -> std::io::Result<mpsc::UnboundedSender<Command>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (commands, inbox) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        base: base.trim_end_matches('/').to_owned(),
+        client,
+        token: RwLock::new(token),
+        updates,
+    });
+    std::thread::Builder::new()
+        .name("tui-worker".into())
+        .spawn(move || runtime.block_on(serve(shared, inbox, poll)))?;
+    Ok(commands)
+}
+
+/// The open log tail.
+struct Tail {
+    task: tokio::task::JoinHandle<()>,
+    follow: Arc<AtomicBool>,
+    kick: Arc<Notify>,
+}
+
+async fn serve(
+    shared: Arc<Shared>,
+    mut inbox: mpsc::UnboundedReceiver<Command>,
+    poll: Option<Duration>,
+) {
+    let wake = Arc::new(Notify::new());
+    let (interval, interval_rx) = watch::channel(poll);
+    tokio::spawn(poller(Arc::clone(&shared), Arc::clone(&wake), interval_rx));
+    if let Ok(mut signals) = crate::platform::ShutdownSignals::new() {
+        let shared = Arc::clone(&shared);
+        tokio::spawn(async move {
+            signals.recv().await;
+            shared.send(Update::Terminate);
+        });
+    }
+    let follow = Arc::new(AtomicBool::new(true));
+    let mut tail: Option<Tail> = None;
+    while let Some(command) = inbox.recv().await {
+        match command {
+            Command::Refresh => wake.notify_one(),
+            Command::SetPoll(every) => {
+                let _ = interval.send(every);
+            }
+            Command::SetToken(token) => {
+                if let Ok(mut slot) = shared.token.write() {
+                    *slot = token;
+                }
+                wake.notify_one();
+            }
+            Command::Tail { job, generation } => {
+                if let Some(old) = tail.take() {
+                    old.task.abort();
+                }
+                if let Some(job) = job {
+                    let kick = Arc::new(Notify::new());
+                    let task = tokio::spawn(tail_loop(
+                        Arc::clone(&shared),
+                        job,
+                        generation,
+                        Arc::clone(&follow),
+                        Arc::clone(&kick),
+                    ));
+                    tail = Some(Tail {
+                        task,
+                        follow: Arc::clone(&follow),
+                        kick,
+                    });
+                }
+            }
+            Command::Follow(on) => {
+                follow.store(on, Ordering::Relaxed);
+                if let Some(t) = &tail {
+                    if on && t.follow.load(Ordering::Relaxed) {
+                        t.kick.notify_one();
+                    }
+                }
+            }
+            Command::Kick => {
+                if let Some(t) = &tail {
+                    t.kick.notify_one();
+                }
+            }
+            Command::Runs(job) => one_off(
+                &shared,
+                format!("/jobs/{}/runs", path_segment(&job)),
+                move |r| Update::Runs(job, r),
+            ),
+            Command::Resources(job) => one_off(
+                &shared,
+                format!("/jobs/{}/resources", path_segment(&job)),
+                move |r| Update::Resources(job, r),
+            ),
+            Command::NodeHistory => one_off(&shared, "/node/history".to_owned(), |r| match r {
+                Ok(v) => Update::NodeHistory(v),
+                Err(_) => Update::NodeHistory(Value::Null),
+            }),
+            Command::Preview { job, query } => {
+                let query: String = query
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", path_segment(v)))
+                    .collect::<Vec<_>>()
+                    .join("&");
+                one_off(&shared, format!("/schedule/preview?{query}"), move |r| {
+                    Update::Preview(job, r)
+                })
+            }
+            Command::Act(action, job) => {
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let path = format!("/jobs/{}/{}", path_segment(&job), action.verb());
+                    let builder = shared
+                        .request(reqwest::Method::POST, &path)
+                        .timeout(REQUEST_TIMEOUT);
+                    let answer = match shared.send_request(builder).await {
+                        Ok((status, body)) => {
+                            Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
+                        }
+                        Err(Failure::Unauthorized) => {
+                            shared.send(Update::Unauthorized);
+                            Err("unauthorized".to_owned())
+                        }
+                        Err(Failure::Other(why)) => Err(why),
+                    };
+                    shared.send(Update::Acted(action, job, answer));
+                });
+            }
+        }
+    }
+    // The screen is gone: the process is ending.
+}
+
+/// Spawns one GET whose answer becomes one update.
+fn one_off<F>(shared: &Arc<Shared>, path: String, into: F)
+where
+    F: FnOnce(Result<Value, String>) -> Update + Send + 'static,
+{
+    let shared = Arc::clone(shared);
+    tokio::spawn(async move {
+        let answer = match shared.get_json(&path).await {
+            Ok(v) => Ok(v),
+            Err(Failure::Unauthorized) => {
+                shared.send(Update::Unauthorized);
+                Err("unauthorized".to_owned())
+            }
+            Err(Failure::Other(why)) => Err(why),
+        };
+        shared.send(into(answer));
+    });
+}
+
+/// Polls `/jobs` on the interval (or when woken), then `/cluster` and
+/// `/node` when it answered.
+async fn poller(
+    shared: Arc<Shared>,
+    wake: Arc<Notify>,
+    mut interval: watch::Receiver<Option<Duration>>,
+) {
+    let mut etag: Option<String> = None;
+    let mut meta_due = true;
+    loop {
+        let answered = poll_jobs(&shared, &mut etag).await;
+        if answered {
+            let (cluster, node) =
+                tokio::join!(shared.get_json("/cluster"), shared.get_json("/node"));
+            if let Ok(cluster) = cluster {
+                shared.send(Update::Cluster(cluster));
+            }
+            if let Ok(node) = node {
+                shared.send(Update::Node(node));
+            }
+            if meta_due {
+                let (version, id) =
+                    tokio::join!(shared.get_text("/version"), shared.get_text("/job-set-id"));
+                shared.send(Update::Meta(version, id));
+                meta_due = false;
+            }
+        }
+        loop {
+            let every = *interval.borrow_and_update();
+            tokio::select! {
+                _ = wake.notified() => break,
+                changed = interval.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                _ = sleep_or_never(every) => break,
+            }
+        }
+    }
+}
+
+async fn sleep_or_never(every: Option<Duration>) {
+    match every {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// One `GET /jobs`; whether it answered (200 or 304).
+async fn poll_jobs(shared: &Shared, etag: &mut Option<String>) -> bool {
+    let mut builder = shared
+        .request(reqwest::Method::GET, "/jobs")
+        .timeout(REQUEST_TIMEOUT)
+        .header(reqwest::header::ACCEPT_ENCODING, "gzip");
+    if let Some(tag) = etag.as_deref() {
+        builder = builder.header(reqwest::header::IF_NONE_MATCH, tag);
+    }
+    let response = match builder.send().await {
+        Ok(r) => r,
+        Err(e) => {
+            shared.send(Update::Offline(describe(&e)));
+            return false;
+        }
+    };
+    let fetched = Instant::now();
+    let status = response.status().as_u16();
+    match status {
+        304 => {
+            shared.send(Update::JobsUnchanged);
+            return true;
+        }
+        401 => {
+            *etag = None;
+            shared.send(Update::Unauthorized);
+            return false;
+        }
+        _ => {}
+    }
+    let gzipped = response
+        .headers()
+        .get(reqwest::header::CONTENT_ENCODING)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+    let tag = response
+        .headers()
+        .get(reqwest::header::ETAG)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = match response.bytes().await {
+        Ok(b) => b,
+        Err(e) => {
+            shared.send(Update::Offline(describe(&e)));
+            return false;
+        }
+    };
+    if status != 200 {
+        shared.send(Update::Offline(error_text(status, &body)));
+        return false;
+    }
+    let body = if gzipped {
+        let mut out = Vec::with_capacity(body.len() * 8);
+        if let Err(e) = flate2::read::GzDecoder::new(&body[..]).read_to_end(&mut out) {
+            shared.send(Update::Offline(format!("cannot read /jobs: {e}")));
+            return false;
+        }
+        out
+    } else {
+        body.to_vec()
+    };
+    match parse_jobs(&body) {
+        Ok(jobs) => {
+            *etag = tag;
+            shared.send(Update::Jobs(jobs, fetched));
+            true
+        }
+        Err(why) => {
+            *etag = None;
+            shared.send(Update::Offline(why));
+            false
+        }
+    }
+}
+
+/// How one attach of a log stream went.
+enum Attach {
+    /// It ended with `end`; the fingerprint of the lines it carried.
+    Ended(u64),
+    Failed(Failure),
+}
+
+/// Tails one job's log: attach, read to the end, and while following,
+/// attach again after a pause (longer each time the same finished run
+/// comes back; at once when kicked).
+async fn tail_loop(
+    shared: Arc<Shared>,
+    job: String,
+    generation: u64,
+    follow: Arc<AtomicBool>,
+    kick: Arc<Notify>,
+) {
+    let path = format!("/jobs/{}/logs", path_segment(&job));
+    let job_path = format!("/jobs/{}", path_segment(&job));
+    let mut retry = TAIL_RETRY;
+    let mut last: Option<u64> = None;
+    let mut before: Option<RunState> = None;
+    loop {
+        let state = run_state(&shared, &job_path).await;
+        let new_run = match (&before, &state) {
+            (_, Some(now)) if now.running => true,
+            // What the last attach followed has finished since: the
+            // replay is that run.
+            (Some(prev), Some(_)) if prev.running => false,
+            (Some(prev), Some(now)) => prev.finished != now.finished,
+            _ => false,
+        };
+        before = state;
+        shared.send(Update::Log(generation, LogEvent::Attach(new_run)));
+        match attach_once(&shared, &path, generation).await {
+            Attach::Ended(print) => {
+                retry = if last == Some(print) {
+                    (retry * 2).min(TAIL_RETRY_MAX)
+                } else {
+                    TAIL_RETRY
+                };
+                last = Some(print);
+            }
+            Attach::Failed(Failure::Unauthorized) => {
+                shared.send(Update::Log(
+                    generation,
+                    LogEvent::Failed("unauthorized".to_owned()),
+                ));
+                shared.send(Update::Unauthorized);
+                // A saved token re-attaches (the screen opens a new tail).
+                return;
+            }
+            Attach::Failed(Failure::Other(why)) => {
+                shared.send(Update::Log(generation, LogEvent::Failed(why)));
+                retry = TAIL_RETRY;
+                last = None;
+            }
+        }
+        if follow.load(Ordering::Relaxed) {
+            tokio::select! {
+                _ = tokio::time::sleep(retry) => {}
+                _ = kick.notified() => {}
+            }
+        } else {
+            kick.notified().await;
+        }
+    }
+}
+
+/// Whether a job runs, and when its last run finished.
+struct RunState {
+    running: bool,
+    finished: Option<String>,
+}
+
+/// `GET /jobs/{name}` read for [`RunState`]; None when it cannot be read.
+async fn run_state(shared: &Shared, path: &str) -> Option<RunState> {
+    let job = shared.get_json(path).await.ok()?;
+    Some(RunState {
+        running: job.get("running").and_then(Value::as_bool).unwrap_or(false),
+        finished: job
+            .get("last_run")
+            .and_then(|r| r.get("finished_at"))
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    })
+}
+
+async fn attach_once(shared: &Shared, path: &str, generation: u64) -> Attach {
+    use std::hash::{Hash, Hasher};
+    let builder = shared
+        .request_for(reqwest::Method::GET, path, "text/event-stream")
+        // No deadline for the whole stream; silence is caught below.
+        .timeout(Duration::from_secs(365 * 86_400));
+    let mut response = match tokio::time::timeout(REQUEST_TIMEOUT, builder.send()).await {
+        Err(_) => return Attach::Failed(Failure::Other("timed out".to_owned())),
+        Ok(Err(e)) => return Attach::Failed(Failure::Other(describe(&e))),
+        Ok(Ok(r)) => r,
+    };
+    match response.status().as_u16() {
+        200 => {}
+        401 => return Attach::Failed(Failure::Unauthorized),
+        status => {
+            let body = response.bytes().await.unwrap_or_default();
+            return Attach::Failed(Failure::Other(error_text(status, &body)));
+        }
+    }
+    let mut parser = sse::Parser::new();
+    let mut print = std::collections::hash_map::DefaultHasher::new();
+    loop {
+        let chunk = match tokio::time::timeout(STREAM_IDLE, response.chunk()).await {
+            Err(_) => {
+                return Attach::Failed(Failure::Other("the log stream went silent".to_owned()))
+            }
+            Ok(Err(e)) => return Attach::Failed(Failure::Other(describe(&e))),
+            Ok(Ok(None)) => {
+                return Attach::Failed(Failure::Other("the log stream closed".to_owned()))
+            }
+            Ok(Ok(Some(chunk))) => chunk,
+        };
+        for frame in parser.feed(&chunk) {
+            match frame {
+                Frame::Event { event, data } if event == "line" => {
+                    let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
+                    let (stream, line) = match &value {
+                        Value::Object(map) => (
+                            map.get("stream")
+                                .and_then(Value::as_str)
+                                .unwrap_or("stdout")
+                                .to_owned(),
+                            map.get("line")
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_owned(),
+                        ),
+                        Value::String(s) => ("stdout".to_owned(), s.clone()),
+                        other => ("stdout".to_owned(), other.to_string()),
+                    };
+                    (&stream, &line).hash(&mut print);
+                    shared.send(Update::Log(generation, LogEvent::Line(stream, line)));
+                }
+                Frame::Event { event, data } if event == "end" => {
+                    let reason = serde_json::from_str::<Value>(&data)
+                        .ok()
+                        .and_then(|v| v.get("reason").and_then(Value::as_str).map(str::to_owned));
+                    shared.send(Update::Log(generation, LogEvent::End(reason)));
+                    return Attach::Ended(print.finish());
+                }
+                Frame::Comment(text) => {
+                    if let Some(n) = sse::skipped_lines(&text) {
+                        shared.send(Update::Log(generation, LogEvent::Skipped(n)));
+                    }
+                }
+                Frame::Event { .. } => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_one_path_segment() {
+        assert_eq!(path_segment("backup-db_1.x~"), "backup-db_1.x~");
+        assert_eq!(path_segment("a b/c?d"), "a%20b%2Fc%3Fd");
+        assert_eq!(path_segment("é"), "%C3%A9");
+        assert_eq!(
+            path_segment("*/5 * * * *"),
+            "%2A%2F5%20%2A%20%2A%20%2A%20%2A"
+        );
+    }
+
+    #[test]
+    fn errors_read_from_the_body_or_the_status() {
+        assert_eq!(
+            error_text(409, br#"{"error": "job 'x' is disabled"}"#),
+            "job 'x' is disabled"
+        );
+        assert_eq!(error_text(500, b"oops"), "HTTP 500");
+    }
+}
