@@ -7,8 +7,8 @@
 //! - `platform`: every per-OS branch (processes, signals, accounts, host).
 //! - `pyfmt`: Python spellings of values (str, repr, float, JSON).
 //! - `compat`: Python-compatible readings (strictyaml's lenient scalars).
-//! - [`cronexpr`]: the schedule engine: parse, next/previous, time zones, lint.
 //! - `redact`: scrubbing recognizable secrets from archived output.
+//! - [`cronexpr`]: the schedule engine: parse, next/previous, time zones, lint.
 //! - `jinja`: the Jinja2-compatible template engine (compile, render).
 //! - [`logging`]: the daemon's log output, including dictConfig sections.
 //! - [`pyjson`]: Python's JSON values and `str` as the original's

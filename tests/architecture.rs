@@ -13,8 +13,8 @@
 //!
 //! | rank | modules                               | why there                                            |
 //! |------|---------------------------------------|------------------------------------------------------|
-//! | 0    | platform, pyfmt, compat, cronexpr, redact | foundations: OS branches, Python spellings, lenient scalars, the schedule engine; import nothing of ours |
-//! | 1    | jinja, logging, pyjson                | pure engines over the foundations: the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; Python's JSON values and `str` (over pyfmt's float spelling), which the job state and the job commands share |
+//! | 0    | platform, pyfmt, compat, redact       | foundations: OS branches, Python spellings, lenient scalars; import nothing of ours |
+//! | 1    | cronexpr, jinja, logging, pyjson      | pure engines over the foundations: the schedule engine (its messages quote values as Python does); the template engine (config compiles, report renders) and the dictConfig/%-format logging, which owns its section type so config can check it; Python's JSON values and `str` (over pyfmt's float spelling), which the job state and the job commands share |
 //! | 2    | config, jobcli, cli                   | the model, loading, validation; the job-facing client commands, which need only Python's JSON and the OS; the clients of the web listener (the MCP stdio bridge) and what they share (connection flags, the HTTP client), which need only the OS |
 //! | 3    | fingerprint, tls                      | the job-set id, computed from loaded config; the `https://` listener of the web API and the job endpoint |
 //! | 4    | job, gossip                           | one run of a configured job; the gossip election's pure view |
@@ -39,7 +39,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("platform", 0),
     ("pyfmt", 0),
     ("compat", 0),
-    ("cronexpr", 0),
+    ("cronexpr", 1),
     ("redact", 0),
     ("jinja", 1),
     ("logging", 1),

@@ -12,6 +12,7 @@
 //! `Custom schedule: <text>`.
 
 use super::expr::CronExpr;
+use super::lint::{MONTH_NAMES, WEEKDAY_NAMES};
 use super::parse::{is_separator, split_fields};
 
 /// The sentence of `@reboot`.
@@ -29,31 +30,6 @@ const NICKNAMES: [(&str, &str); 6] = [
     ("@weekly", "At midnight every Sunday"),
     ("@daily", "Every day at midnight"),
     ("@hourly", "Every hour, on the hour"),
-];
-
-const MONTH_NAMES: [&str; 12] = [
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-];
-
-const WEEKDAY_NAMES: [&str; 7] = [
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
 ];
 
 /// The three-letter spellings a month column accepts, January first.
@@ -244,7 +220,7 @@ impl Columns {
             Some(months) => {
                 let names: Vec<String> = months
                     .iter()
-                    .map(|&m| MONTH_NAMES[(m as usize).saturating_sub(1) % 12].to_owned())
+                    .map(|&m| MONTH_NAMES[(m as usize).saturating_sub(1) % 12 + 1].to_owned())
                     .collect();
                 clauses.push(format!("in {}", join_list(&names)));
             }

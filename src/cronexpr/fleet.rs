@@ -388,7 +388,7 @@ impl Period {
             "daily" => Ok(Period::Daily),
             other => Err(format!(
                 "period must be 'hourly' or 'daily', got {}",
-                python_str_repr(other)
+                crate::pyfmt::repr_str(other)
             )),
         }
     }
@@ -399,36 +399,6 @@ impl Period {
             Period::Daily => "daily",
         }
     }
-}
-
-/// A string as Python's `repr` quotes it (single quotes unless the text
-/// holds one and no double quote), for messages that echo a value.
-fn python_str_repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// One candidate slot of a [`Suggestion`].

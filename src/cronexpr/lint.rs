@@ -74,6 +74,17 @@ pub(super) const MONTH_NAMES: [&str; 13] = [
     "December",
 ];
 
+/// Weekday names by number, Sunday first (the engine's 0).
+pub(super) const WEEKDAY_NAMES: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
 /// The longest each month can be (February with its leap day).
 const MONTH_MAX: [u32; 13] = [0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 

@@ -37,17 +37,7 @@ use super::lint::LintLevel;
 use super::tz::{Fold, TimeBase, WallKind};
 use super::Schedule;
 
-use super::lint::MONTH_NAMES;
-
-const WEEKDAY_NAMES: [&str; 7] = [
-    "Sunday",
-    "Monday",
-    "Tuesday",
-    "Wednesday",
-    "Thursday",
-    "Friday",
-    "Saturday",
-];
+use super::lint::{MONTH_NAMES, WEEKDAY_NAMES};
 
 // ---------------------------------------------------------------------------
 // The probe
