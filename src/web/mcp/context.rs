@@ -6,7 +6,7 @@
 //! resources is uneven.
 
 use super::catalog;
-use super::rpc::{RpcError, INVALID_PARAMS, RESOURCE_NOT_FOUND};
+use super::rpc::{arguments, RpcError, INVALID_PARAMS, RESOURCE_NOT_FOUND};
 use super::{Backend, Caller, Refusal, Server};
 use crate::config::model::sections::McpToolset;
 use serde_json::{json, Map, Value};
@@ -356,16 +356,7 @@ impl Server {
             .find(|p| p.name == name && self.prompt_on(p, caller))
             .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("unknown prompt: {name}")))?;
         let empty = Map::new();
-        let args = match params.get("arguments") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(args)) => args,
-            Some(_) => {
-                return Err(RpcError::new(
-                    INVALID_PARAMS,
-                    "'arguments' must be an object",
-                ))
-            }
-        };
+        let args = arguments(params, &empty)?;
         if let Some((key, _)) = args.iter().find(|(_, v)| !v.is_string()) {
             return Err(RpcError::new(
                 INVALID_PARAMS,

@@ -113,16 +113,7 @@ impl Server {
             .filter(|t| t.configured(&self.settings))
             .ok_or_else(|| RpcError::new(INVALID_PARAMS, format!("unknown tool: {name}")))?;
         let empty = Map::new();
-        let args = match params.get("arguments") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Object(args)) => args,
-            Some(_) => {
-                return Err(RpcError::new(
-                    INVALID_PARAMS,
-                    "'arguments' must be an object",
-                ))
-            }
-        };
+        let args = arguments(params, &empty)?;
         if !tool.permitted(&caller.grant) {
             return Ok(super::tools::tool_error(&format!(
                 "the token presented lacks the '{}' scope this tool needs (the REST route for \
@@ -232,5 +223,21 @@ impl Server {
                 format!("unknown method: {method}"),
             )),
         }
+    }
+}
+
+/// The `arguments` object of a `tools/call` or `prompts/get` (`empty`
+/// when left out or null); anything else is invalid params.
+pub(super) fn arguments<'a>(
+    params: &'a Map<String, Value>,
+    empty: &'a Map<String, Value>,
+) -> Result<&'a Map<String, Value>, RpcError> {
+    match params.get("arguments") {
+        None | Some(Value::Null) => Ok(empty),
+        Some(Value::Object(args)) => Ok(args),
+        Some(_) => Err(RpcError::new(
+            INVALID_PARAMS,
+            "'arguments' must be an object",
+        )),
     }
 }
