@@ -125,8 +125,10 @@ impl App {
             self.focus = None;
         } else if let Some(top) = self.top() {
             self.close(top);
-        } else {
+        } else if self.drawer.is_some() {
             self.close_drawer();
+        } else {
+            self.wall = false;
         }
     }
 
@@ -205,6 +207,7 @@ impl App {
             Key::PageUp => self.panel_scroll = self.panel_scroll.saturating_sub(10),
             Key::Home => self.panel_scroll = 0,
             Key::Char('g') => self.send(Command::Refresh),
+            Key::Char('f') if top == Overlay::Fleet => self.fleet_failing = !self.fleet_failing,
             _ => {}
         }
     }
@@ -220,6 +223,7 @@ impl App {
             Key::End => self.select(rows.saturating_sub(1)),
             Key::Char('/') => self.focus = Some(Focus::Filter),
             Key::Char('?') => self.open(Overlay::Help),
+            Key::Char('w') => self.wall = !self.wall,
             Key::Char('g') => {
                 self.send(Command::Refresh);
                 self.toast(Tone::Info, "refreshing", now);

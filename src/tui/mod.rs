@@ -8,7 +8,12 @@
 
 pub mod app;
 pub mod args;
+mod calendar;
 mod drawer;
+mod feeds;
+mod boards;
+mod load;
+mod wall;
 pub mod format;
 mod keys;
 pub mod logs;

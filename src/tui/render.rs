@@ -30,7 +30,19 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
         frame.render_widget(Paragraph::new("window too small").style(p.base()), area);
         return;
     }
-    if app.drawer.is_some() {
+    if app.wall {
+        super::wall::draw(frame, app, &p, area, now);
+        if app.drawer.is_some() {
+            let w = drawer_width(area.width);
+            let right = Rect {
+                x: area.x + area.width - w,
+                width: w,
+                height: area.height - 1,
+                ..area
+            };
+            drawer::draw(frame, app, &p, right, now);
+        }
+    } else if app.drawer.is_some() {
         // The board keeps the left, the drawer takes the right (above the
         // footer, which spans the screen).
         let w = drawer_width(area.width);
@@ -49,7 +61,9 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
     } else {
         board(frame, app, &p, area, now);
     }
-    footer(frame, app, &p, area);
+    if !app.wall {
+        footer(frame, app, &p, area);
+    }
     for overlay in app.overlays.clone() {
         panels::draw(frame, app, &p, area, overlay, now);
     }
