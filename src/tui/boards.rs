@@ -62,7 +62,11 @@ pub fn fleet(feeds: &Feeds, failing_only: bool, p: &Palette) -> Vec<Line<'static
             names.extend(jobs.keys().map(|k| (k.clone(), ())));
         }
     }
-    let filter = if failing_only { "failing only" } else { "all jobs" };
+    let filter = if failing_only {
+        "failing only"
+    } else {
+        "all jobs"
+    };
     let mut out = vec![Line::styled(
         format!(
             " {} nodes · {} jobs · {filter} (f toggles)",
@@ -72,16 +76,30 @@ pub fn fleet(feeds: &Feeds, failing_only: bool, p: &Palette) -> Vec<Line<'static
         p.ink(p.bright).add_modifier(Modifier::BOLD),
     )];
     for (i, node) in nodes.iter().enumerate() {
-        let name = node.get("node_name").and_then(Value::as_str).map_or("?".into(), cell);
-        let status = node.get("status").and_then(Value::as_str).map(cell).unwrap_or_default();
+        let name = node
+            .get("node_name")
+            .and_then(Value::as_str)
+            .map_or("?".into(), cell);
+        let status = node
+            .get("status")
+            .and_then(Value::as_str)
+            .map(cell)
+            .unwrap_or_default();
         let own = node.get("self").and_then(Value::as_bool) == Some(true);
         out.push(Line::styled(
-            format!(" {:>2} {name}{} · {status}", i + 1, if own { " (this node)" } else { "" }),
+            format!(
+                " {:>2} {name}{} · {status}",
+                i + 1,
+                if own { " (this node)" } else { "" }
+            ),
             p.ink(if status == "ok" || own { p.fg } else { p.warn }),
         ));
     }
     let header: String = (1..=nodes.len()).map(|i| format!("{i:>3}")).collect();
-    out.push(Line::styled(format!(" {:<28}{header}", "job"), p.ink(p.dim)));
+    out.push(Line::styled(
+        format!(" {:<28}{header}", "job"),
+        p.ink(p.dim),
+    ));
     let mut shown = 0;
     for name in names.keys() {
         let cells: Vec<(&str, bool)> = nodes
@@ -95,7 +113,10 @@ pub fn fleet(feeds: &Feeds, failing_only: bool, p: &Palette) -> Vec<Line<'static
         if shown > ROWS_MAX {
             continue;
         }
-        let mut spans = vec![Span::styled(format!(" {}", fit(&cell(name), 28)), p.ink(p.fg))];
+        let mut spans = vec![Span::styled(
+            format!(" {}", fit(&cell(name), 28)),
+            p.ink(p.fg),
+        )];
         for (glyph, failing) in cells {
             let color = match glyph {
                 "▶" => p.run,
@@ -110,7 +131,10 @@ pub fn fleet(feeds: &Feeds, failing_only: bool, p: &Palette) -> Vec<Line<'static
     if shown == 0 {
         out.push(Line::styled(" nothing failing on any node", p.ink(p.ok)));
     } else if shown > ROWS_MAX {
-        out.push(Line::styled(format!(" … {} more", shown - ROWS_MAX), p.ink(p.dim)));
+        out.push(Line::styled(
+            format!(" … {} more", shown - ROWS_MAX),
+            p.ink(p.dim),
+        ));
     }
     out
 }
@@ -141,7 +165,10 @@ pub fn heatmap(feeds: &Feeds, p: &Palette, now: f64) -> Vec<Line<'static>> {
     for (name, runs) in &jobs {
         let mut hours = [(0u32, false, false); 24];
         for run in runs.as_array().map(Vec::as_slice).unwrap_or_default() {
-            let Some(at) = run.get("finished_at").and_then(Value::as_str).and_then(parse_iso)
+            let Some(at) = run
+                .get("finished_at")
+                .and_then(Value::as_str)
+                .and_then(parse_iso)
             else {
                 continue;
             };
@@ -163,16 +190,20 @@ pub fn heatmap(feeds: &Feeds, p: &Palette, now: f64) -> Vec<Line<'static>> {
     }
     let mut out = vec![
         Line::styled(
-            format!(" {} of {} jobs ran in the last 24 hours", rows.len(), jobs.len()),
+            format!(
+                " {} of {} jobs ran in the last 24 hours",
+                rows.len(),
+                jobs.len()
+            ),
             p.ink(p.bright).add_modifier(Modifier::BOLD),
         ),
-        Line::styled(
-            format!(" {:<28}-24h{:>44}", "job", "now"),
-            p.ink(p.dim),
-        ),
+        Line::styled(format!(" {:<28}-24h{:>45}", "job", "now"), p.ink(p.dim)),
     ];
     for (name, hours) in rows.iter().take(ROWS_MAX) {
-        let mut spans = vec![Span::styled(format!(" {}", fit(&cell(name), 28)), p.ink(p.fg))];
+        let mut spans = vec![Span::styled(
+            format!(" {}", fit(&cell(name), 28)),
+            p.ink(p.fg),
+        )];
         for &(runs, failed, other) in hours {
             let glyph = match runs {
                 0 => "·",
@@ -187,7 +218,10 @@ pub fn heatmap(feeds: &Feeds, p: &Palette, now: f64) -> Vec<Line<'static>> {
         out.push(Line::from(spans));
     }
     if rows.len() > ROWS_MAX {
-        out.push(Line::styled(format!(" … {} more", rows.len() - ROWS_MAX), p.ink(p.dim)));
+        out.push(Line::styled(
+            format!(" … {} more", rows.len() - ROWS_MAX),
+            p.ink(p.dim),
+        ));
     }
     out
 }
@@ -230,10 +264,12 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
         )];
     }
     let view = data.get("view").cloned().unwrap_or(Value::Null);
-    let text = |v: &Value, k: &str| v.get(k).map_or(String::new(), |x| match x {
-        Value::String(s) => cell(s),
-        other => cell(&other.to_string()),
-    });
+    let text = |v: &Value, k: &str| {
+        v.get(k).map_or(String::new(), |x| match x {
+            Value::String(s) => cell(s),
+            other => cell(&other.to_string()),
+        })
+    };
     let mut out = vec![Line::styled(
         format!(
             " {} store at {} · namespace {} · {}",
@@ -245,12 +281,22 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
         p.ink(p.bright).add_modifier(Modifier::BOLD),
     )];
     if data.get("enumerable").and_then(Value::as_bool) == Some(false) {
-        out.push(Line::styled(" the inventory walk failed: counts are empty", p.ink(p.warn)));
+        out.push(Line::styled(
+            " the inventory walk failed: counts are empty",
+            p.ink(p.warn),
+        ));
     }
-    for (key, title) in [("records", "record streams"), ("documents", "document namespaces")] {
+    for (key, title) in [
+        ("records", "record streams"),
+        ("documents", "document namespaces"),
+    ] {
         out.push(Line::raw(""));
         out.push(Line::styled(format!(" {title}"), p.ink(p.dim)));
-        let groups = data.get(key).and_then(Value::as_object).cloned().unwrap_or_default();
+        let groups = data
+            .get(key)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         if groups.is_empty() {
             out.push(Line::styled("   none", p.ink(p.dim)));
         }
@@ -266,9 +312,16 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
             ));
         }
     }
-    let leases = data.get("leases").and_then(Value::as_array).cloned().unwrap_or_default();
+    let leases = data
+        .get("leases")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     out.push(Line::raw(""));
-    out.push(Line::styled(format!(" {} leases held", leases.len()), p.ink(p.dim)));
+    out.push(Line::styled(
+        format!(" {} leases held", leases.len()),
+        p.ink(p.dim),
+    ));
     for lease in &leases {
         let expired = lease.get("expired").and_then(Value::as_bool) == Some(true);
         out.push(Line::styled(
@@ -282,9 +335,15 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
             p.ink(if expired { p.warn } else { p.fg }),
         ));
     }
-    let quarantine = data.get("quarantine").and_then(Value::as_array).map_or(0, Vec::len);
+    let quarantine = data
+        .get("quarantine")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
     if quarantine > 0 {
-        out.push(Line::styled(format!(" {quarantine} entries in quarantine"), p.ink(p.warn)));
+        out.push(Line::styled(
+            format!(" {quarantine} entries in quarantine"),
+            p.ink(p.warn),
+        ));
     }
     out
 }

@@ -94,7 +94,8 @@ pub fn walk(jobs: &[Job], start: DateTime<Utc>) -> Week {
     }
     week.agenda.sort();
     week.agenda.truncate(AGENDA_MAX);
-    week.hum.sort_by(|a, b| a.every.cmp(&b.every).then(a.job.cmp(&b.job)));
+    week.hum
+        .sort_by(|a, b| a.every.cmp(&b.every).then(a.job.cmp(&b.job)));
     week
 }
 
@@ -165,7 +166,10 @@ pub fn body(week: Option<&Week>, p: &Palette) -> Vec<Line<'static>> {
     out.push(Line::raw(""));
     out.push(Line::styled(" agenda", p.ink(p.dim)));
     if week.agenda.is_empty() {
-        out.push(Line::styled("   nothing else fires this week", p.ink(p.dim)));
+        out.push(Line::styled(
+            "   nothing else fires this week",
+            p.ink(p.dim),
+        ));
     }
     for (at, job) in &week.agenda {
         let Some(t) = Utc.timestamp_opt(*at, 0).single() else {
@@ -197,7 +201,10 @@ mod tests {
     #[test]
     fn the_walk_splits_the_hum_from_the_calendar() {
         // Friday 2027-01-15 08:00 UTC
-        let start = Utc.with_ymd_and_hms(2027, 1, 15, 8, 0, 0).single().expect("t");
+        let start = Utc
+            .with_ymd_and_hms(2027, 1, 15, 8, 0, 0)
+            .single()
+            .expect("t");
         let jobs = vec![
             Job {
                 schedule: "30 9 * * *".into(),
@@ -232,7 +239,11 @@ mod tests {
             }]
         );
         assert_eq!(week.unreadable, 1);
-        let p = crate::tui::theme::Theme { hue: 0, light: false }.palette();
+        let p = crate::tui::theme::Theme {
+            hue: 0,
+            light: false,
+        }
+        .palette();
         let text: Vec<String> = body(Some(&week), &p)
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())

@@ -136,7 +136,8 @@ impl App {
     pub(super) fn poll_feeds(&mut self, now: Instant) {
         // The week is walked again from a fresher list, once a minute.
         let stale = self.calendar.as_ref().is_none_or(|w| {
-            w.agenda.is_empty() && w.hum.is_empty() || super::app::wall_clock() as i64 - w.start >= 60
+            w.agenda.is_empty() && w.hum.is_empty()
+                || super::app::wall_clock() as i64 - w.start >= 60
         });
         if self.is_open(Overlay::Calendar) && stale {
             self.walk_calendar();

@@ -37,7 +37,10 @@ fn num(v: &Value, key: &str) -> u64 {
 }
 
 fn text(v: &Value, key: &str) -> String {
-    v.get(key).and_then(Value::as_str).map(cell).unwrap_or_default()
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(cell)
+        .unwrap_or_default()
 }
 
 fn counts(v: Option<&Value>) -> Vec<u64> {
@@ -221,7 +224,11 @@ mod tests {
 
     #[test]
     fn the_overlay_lays_out_the_three_answers() {
-        let p = Theme { hue: 0, light: false }.palette();
+        let p = Theme {
+            hue: 0,
+            light: false,
+        }
+        .palette();
         let mut feeds = Feeds::default();
         let lines = plain(&body(&feeds, &p, 80));
         assert!(lines[0].contains("waiting for /schedule/pressure"));
@@ -232,10 +239,12 @@ mod tests {
         minutes[15] = 4;
         feeds.put(
             Feed::Pressure,
-            Ok(json!({"jobs": 2, "total_fires": 5, "hours": 24, "timezone": "UTC",
+            Ok(
+                json!({"jobs": 2, "total_fires": 5, "hours": 24, "timezone": "UTC",
                 "grid": grid, "by_minute_fires": minutes,
                 "busiest_minute": {"minute": 15, "jobs": 2, "fires": 4},
-                "excluded": {"disabled": 1, "reboot": 0}})),
+                "excluded": {"disabled": 1, "reboot": 0}}),
+            ),
         );
         feeds.put(
             Feed::Suggest,
@@ -248,20 +257,29 @@ mod tests {
         let lines = plain(&body(&feeds, &p, 80));
         assert!(lines[0].contains("2 jobs · 5 fires in the next 24 h (UTC) · busiest :15"));
         assert!(lines[1].contains("1 disabled, 0 @reboot"));
-        let row = lines.iter().find(|l| l.starts_with("  03  ")).expect("hour 3");
+        let row = lines
+            .iter()
+            .find(|l| l.starts_with("  03  "))
+            .expect("hour 3");
         assert_eq!(row.chars().nth(6 + 15), Some('█'));
         assert_eq!(row.chars().nth(6 + 16), Some('░'));
         assert!(row.ends_with(" 5"));
         assert!(lines.iter().any(|l| l.contains("least loaded  47 * * * *")));
         assert!(lines.iter().any(|l| l.contains("46 * * * * (0)")));
-        assert!(lines.iter().any(|l| l.contains("/schedule/duplicates: HTTP 500")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("/schedule/duplicates: HTTP 500")));
         feeds.put(
             Feed::Duplicates,
             Ok(json!({"jobs": 3, "groups": [{"expression": "*/5 * * * *",
                 "timezone": "UTC", "count": 2, "jobs": ["a", "b"]}]})),
         );
         let lines = plain(&body(&feeds, &p, 80));
-        assert!(lines.iter().any(|l| l.contains("1 duplicate-schedule groups")));
-        assert!(lines.iter().any(|l| l.contains("×2 */5 * * * * (UTC) a, b")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("1 duplicate-schedule groups")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains("×2 */5 * * * * (UTC) a, b")));
     }
 }

@@ -8,14 +8,13 @@
 
 pub mod app;
 pub mod args;
+mod boards;
 mod calendar;
 mod drawer;
 mod feeds;
-mod boards;
-mod load;
-mod wall;
 pub mod format;
 mod keys;
+mod load;
 pub mod logs;
 pub mod model;
 mod palette;
@@ -25,6 +24,7 @@ pub mod sse;
 pub mod text;
 pub mod theme;
 pub mod view;
+mod wall;
 pub mod worker;
 
 use app::{App, Effect, Options, Tone};

@@ -3,10 +3,10 @@
 
 use super::app::{App, Now, Overlay};
 use super::format::{fmt_bytes, fmt_in, fmt_percent, parse_iso};
-use super::{boards, calendar, load, palette};
 use super::text::{cell, fit, truncate};
 use super::theme::Palette;
 use super::view::BARS;
+use super::{boards, calendar, load, palette};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -227,7 +227,11 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     boards::fleet(&app.feeds, app.fleet_failing, p),
                     100,
                 ),
-                Overlay::Heatmap => ("activity heatmap", boards::heatmap(&app.feeds, p, now.wall), 84),
+                Overlay::Heatmap => (
+                    "activity heatmap",
+                    boards::heatmap(&app.feeds, p, now.wall),
+                    84,
+                ),
                 Overlay::Upcoming => ("upcoming runs", boards::upcoming(app, p, now), 84),
                 _ => ("state inspector", boards::state(&app.feeds, p), 84),
             };

@@ -41,7 +41,8 @@ pub fn order(app: &App) -> Vec<usize> {
     let mut out: Vec<usize> = (0..app.jobs.len()).collect();
     out.sort_by(|&a, &b| {
         let h = |i: usize| app.facts.health.get(i).copied().map_or(9, severity);
-        h(a).cmp(&h(b)).then(app.jobs[a].name.cmp(&app.jobs[b].name))
+        h(a).cmp(&h(b))
+            .then(app.jobs[a].name.cmp(&app.jobs[b].name))
     });
     out
 }
@@ -62,7 +63,11 @@ pub fn no_signal(app: &App, now: Instant) -> bool {
 pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
     let mut top = area.y;
     if no_signal(app, now.instant) {
-        let why = app.offline.as_deref().map(cell).unwrap_or_else(|| "no answer".into());
+        let why = app
+            .offline
+            .as_deref()
+            .map(cell)
+            .unwrap_or_else(|| "no answer".into());
         let banner = Paragraph::new(Line::styled(
             format!(" ▓▓ NO SIGNAL ▓▓  {why}"),
             Style::default()
@@ -104,7 +109,10 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
         let inner = TILE_W.saturating_sub(2) as usize;
         let body = vec![
             Line::styled(
-                fit(&format!("{} {}", glyph(h, app.ascii), cell(&job.name)), inner),
+                fit(
+                    &format!("{} {}", glyph(h, app.ascii), cell(&job.name)),
+                    inner,
+                ),
                 p.ink(color).add_modifier(Modifier::BOLD),
             ),
             Line::styled(fit(&format!("{word} · {age}{exit}"), inner), p.ink(p.fg)),
@@ -119,13 +127,19 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
     let count = |h: Health| app.count(h);
     let mut foot = vec![
         Span::styled(" wallboard ", p.ink(p.accent).add_modifier(Modifier::BOLD)),
-        Span::styled(format!("✕ {} failing  ", count(Health::Fail)), p.ink(p.fail)),
+        Span::styled(
+            format!("✕ {} failing  ", count(Health::Fail)),
+            p.ink(p.fail),
+        ),
         Span::styled(format!("▶ {} running  ", count(Health::Run)), p.ink(p.run)),
         Span::styled(format!("● {} ok  ", count(Health::Ok)), p.ink(p.ok)),
         Span::styled(format!("{} jobs", app.jobs.len()), p.ink(p.dim)),
     ];
     if hidden > 0 {
-        foot.push(Span::styled(format!(" · {hidden} more off screen"), p.ink(p.dim)));
+        foot.push(Span::styled(
+            format!(" · {hidden} more off screen"),
+            p.ink(p.dim),
+        ));
     }
     foot.push(Span::styled(" · w/esc leave", p.ink(p.dim)));
     frame.render_widget(

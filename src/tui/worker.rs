@@ -378,9 +378,9 @@ async fn serve(
                     Update::Preview(job, r)
                 })
             }
-            Command::Feed(feed) => {
-                one_off(&shared, feed.path().to_owned(), move |r| Update::Feed(feed, r))
-            }
+            Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
+                Update::Feed(feed, r)
+            }),
             Command::Act(action, job) => {
                 let shared = Arc::clone(&shared);
                 tokio::spawn(async move {
