@@ -196,7 +196,15 @@ pub fn body(week: Option<&Week>, p: &Palette) -> Vec<Line<'static>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tui::app::tests::job;
+
+    fn job(name: &str) -> Job {
+        Job {
+            name: name.to_owned(),
+            enabled: true,
+            schedule: "*/5 * * * *".to_owned(),
+            ..Job::default()
+        }
+    }
 
     #[test]
     fn the_walk_splits_the_hum_from_the_calendar() {
@@ -254,12 +262,5 @@ mod tests {
         assert!(text.iter().any(|l| l.starts_with(" Thu 01-21 ")));
         assert_eq!(every(90), "1m30s");
         assert_eq!(every(5400), "1h30m");
-    }
-}
-
-impl super::app::App {
-    /// Walks the week from the job list as it stands.
-    pub(super) fn walk_calendar(&mut self) {
-        self.calendar = Some(walk(&self.jobs, Utc::now()));
     }
 }

@@ -19,6 +19,7 @@ pub mod logs;
 pub mod model;
 mod palette;
 mod panels;
+mod polling;
 pub mod render;
 pub mod sse;
 pub mod text;
