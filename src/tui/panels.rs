@@ -241,7 +241,11 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 area,
                 Look {
                     title,
-                    hint: "esc close · j/k scroll · g refresh",
+                    hint: if overlay == Overlay::Fleet {
+                        "esc close · j/k scroll · f failing only / all"
+                    } else {
+                        "esc close · j/k scroll"
+                    },
                     width: wide.min(w),
                     scroll: app.panel_scroll,
                 },

@@ -333,7 +333,7 @@ fn footer(frame: &mut Frame, app: &App, p: &Palette, area: Rect) {
     let hints = if app.drawer.is_some() {
         "←/→ tab · r run · x cancel · logs: / search · n/N · f follow · t time · w wrap · d save · esc close · q quit"
     } else {
-        "j/k move · enter open · r run · x cancel · p pause · c copy · / filter · f status · s/S sort · g refresh · ctrl-k palette · ? help · q quit"
+        "j/k move · enter open · r run · x cancel · p pause · c copy · / filter · f status · s/S sort · g refresh · w wall · ctrl-k palette · ? help · q quit"
     };
     let row = Rect {
         y: area.y + area.height - 1,
