@@ -36,8 +36,9 @@ pub struct Hum {
 pub struct Week {
     /// The first instant (seconds since the epoch, UTC).
     pub start: i64,
-    /// Fires of the calendar's jobs by day (from `start`'s date) and hour.
-    pub grid: [[u32; 24]; 7],
+    /// Fires of the calendar's jobs by date (from `start`'s date: seven
+    /// days from a time of day touch eight dates) and hour.
+    pub grid: [[u32; 24]; 8],
     /// The calendar's fires, soonest first: instant and job.
     pub agenda: Vec<(i64, String)>,
     /// The frequent jobs.
@@ -46,11 +47,12 @@ pub struct Week {
     pub unreadable: usize,
 }
 
+/// A job's clock as `/jobs` names it: a zone, `UTC`, or none for the
+/// host's (the daemon's) local time, which is taken to be this machine's.
 fn zone(name: Option<&str>) -> TimeBase {
     match name {
-        Some("local") => TimeBase::Local,
         Some(tz) => tz.parse().map(TimeBase::Zone).unwrap_or(TimeBase::Utc),
-        None => TimeBase::Utc,
+        None => TimeBase::Local,
     }
 }
 
@@ -86,7 +88,7 @@ pub fn walk(jobs: &[Job], start: DateTime<Utc>) -> Week {
             continue;
         }
         for at in fires {
-            let day = ((at - day0) / 86_400).clamp(0, 6) as usize;
+            let day = ((at - day0) / 86_400).clamp(0, 7) as usize;
             let hour = ((at - day0).rem_euclid(86_400) / 3600) as usize;
             week.grid[day][hour] += 1;
             week.agenda.push((at, job.name.clone()));
@@ -202,6 +204,7 @@ mod tests {
             name: name.to_owned(),
             enabled: true,
             schedule: "*/5 * * * *".to_owned(),
+            timezone: Some("UTC".to_owned()),
             ..Job::default()
         }
     }
@@ -262,5 +265,15 @@ mod tests {
         assert!(text.iter().any(|l| l.starts_with(" Thu 01-21 ")));
         assert_eq!(every(90), "1m30s");
         assert_eq!(every(5400), "1h30m");
+        // a zone moves the fires: 09:30 in Tokyo is 00:30 UTC
+        let tokyo = vec![Job {
+            schedule: "30 9 * * *".into(),
+            timezone: Some("Asia/Tokyo".into()),
+            ..job("tokyo")
+        }];
+        let week = walk(&tokyo, start);
+        assert_eq!(week.grid[1][0], 1);
+        assert_eq!(week.grid[7][0], 1, "the eighth date holds the last fire");
+        assert_eq!(week.agenda.len(), 7);
     }
 }
