@@ -545,6 +545,7 @@ impl App {
                 self.poll_feeds(now);
             }
             Update::Feed(feed, answer) => self.feeds.put(feed, answer),
+            Update::Detail(path, answer) => self.feeds.put_detail(&path, answer),
             Update::Offline(why) => {
                 self.connected = false;
                 self.offline = Some(why);

@@ -251,6 +251,84 @@ pub fn upcoming(app: &App, p: &Palette, now: Now) -> Vec<Line<'static>> {
     out
 }
 
+/// The state inspector's readable targets, as `(label, path)`: each
+/// record stream (`prefix/scope`) but the raw-output `logs`, and each
+/// `kv`, `cursor` and `idem` document namespace.
+pub fn state_targets(data: &Value) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (key, kinds) in [
+        ("records", None),
+        ("documents", Some(["kv", "cursor", "idem"])),
+    ] {
+        let Some(groups) = data.get(key).and_then(Value::as_object) else {
+            continue;
+        };
+        for (prefix, group) in groups {
+            let allowed = match kinds {
+                None => prefix != "logs",
+                Some(kinds) => kinds.contains(&prefix.as_str()),
+            };
+            if !allowed {
+                continue;
+            }
+            let scopes: Vec<String> = group
+                .get("scopes")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.get("scope").and_then(Value::as_str))
+                        .map(|s| format!("{prefix}/{s}"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            for name in scopes {
+                let seg = super::worker::path_segment(&name);
+                let path = if key == "records" {
+                    format!("/state/records?stream={seg}&limit=20")
+                } else {
+                    format!("/state/documents?ns={seg}")
+                };
+                out.push((format!("{key} {name}"), path));
+            }
+        }
+    }
+    out
+}
+
+/// The state read's lines: each record's or document's JSON on a line.
+fn state_detail(feeds: &Feeds, p: &Palette, out: &mut Vec<Line<'static>>) {
+    let Some((path, answer)) = &feeds.detail else {
+        return;
+    };
+    out.push(Line::raw(""));
+    out.push(Line::styled(format!(" {}", cell(path)), p.ink(p.accent)));
+    let items = match answer {
+        None => {
+            out.push(Line::styled("   reading…", p.ink(p.dim)));
+            return;
+        }
+        Some(Err(why)) => {
+            out.push(Line::styled(format!("   {}", cell(why)), p.ink(p.fail)));
+            return;
+        }
+        Some(Ok(v)) => v
+            .get("records")
+            .or_else(|| v.get("documents"))
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+    };
+    if items.is_empty() {
+        out.push(Line::styled("   empty", p.ink(p.dim)));
+    }
+    for item in items.iter().take(100) {
+        out.push(Line::styled(
+            format!("   {}", super::text::truncate(&cell(&item.to_string()), 96)),
+            p.ink(p.fg),
+        ));
+    }
+}
+
 /// The state inspector's lines.
 pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
     let data = match pending(feeds.get(Feed::State), "/state") {
@@ -335,6 +413,24 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
             p.ink(if expired { p.warn } else { p.fg }),
         ));
     }
+    let targets = state_targets(&data);
+    if !targets.is_empty() {
+        let sel = feeds.sel.min(targets.len() - 1);
+        out.push(Line::raw(""));
+        out.push(Line::styled(
+            " read (j/k choose · enter read)",
+            p.ink(p.dim),
+        ));
+        for (i, (label, _)) in targets.iter().enumerate().take(ROWS_MAX) {
+            let style = if i == sel {
+                ratatui::style::Style::default().fg(p.bright).bg(p.sel)
+            } else {
+                p.ink(p.fg)
+            };
+            out.push(Line::styled(format!("   {}", cell(label)), style));
+        }
+    }
+    state_detail(feeds, p, &mut out);
     let quarantine = data
         .get("quarantine")
         .and_then(Value::as_array)

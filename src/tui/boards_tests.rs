@@ -146,3 +146,60 @@ fn the_state_inspector_summarizes_the_inventory() {
         .iter()
         .any(|l| l.contains("leader") && l.contains("n1 · fence 4 · expired")));
 }
+
+#[test]
+fn the_state_inspector_reads_the_chosen_stream() {
+    use crate::tui::app::Overlay;
+    use crate::tui::worker::{Command, Update};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let p = palette();
+    let inventory = json!({"enabled": true,
+        "records": {"runs": {"count": 2, "streams": 1, "scopes": [{"scope": "backup", "count": 2}]},
+                    "logs": {"count": 1, "streams": 1, "scopes": [{"scope": "backup", "count": 1}]}},
+        "documents": {"kv": {"count": 1, "streams": 1, "scopes": [{"scope": "global", "count": 1}]},
+                      "other": {"count": 1, "streams": 1, "scopes": [{"scope": "x", "count": 1}]}}});
+    let targets = state_targets(&inventory);
+    assert_eq!(
+        targets,
+        vec![
+            (
+                "records runs/backup".to_owned(),
+                "/state/records?stream=runs%2Fbackup&limit=20".to_owned()
+            ),
+            (
+                "documents kv/global".to_owned(),
+                "/state/documents?ns=kv%2Fglobal".to_owned()
+            ),
+        ]
+    );
+    let mut app = with_jobs(vec![]);
+    app.open(Overlay::State);
+    app.update(Update::Feed(Feed::State, Ok(inventory)), Instant::now());
+    app.take_effects();
+    let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+    app.key(key(KeyCode::Char('j')), Instant::now());
+    app.key(key(KeyCode::Char('j')), Instant::now());
+    app.key(key(KeyCode::Enter), Instant::now());
+    let asked: Vec<String> = crate::tui::app::tests::sent(&mut app)
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Detail(path) => Some(path),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, vec!["/state/documents?ns=kv%2Fglobal".to_owned()]);
+    let text = plain(&state(&app.feeds, &p));
+    assert!(text.iter().any(|l| l.contains("reading…")));
+    app.update(
+        Update::Detail(
+            "/state/documents?ns=kv%2Fglobal".into(),
+            Ok(json!({"namespace": "kv/global", "documents": [{"key": "k1", "valueSize": 3}]})),
+        ),
+        Instant::now(),
+    );
+    let text = plain(&state(&app.feeds, &p));
+    assert!(
+        text.iter().any(|l| l.contains("\"key\":\"k1\"")),
+        "{text:?}"
+    );
+}

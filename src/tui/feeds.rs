@@ -62,6 +62,11 @@ struct Slot {
 #[derive(Debug, Clone, Default)]
 pub struct Feeds {
     slots: HashMap<Feed, Slot>,
+    /// The state inspector's chosen stream or namespace (an index into
+    /// its targets).
+    pub sel: usize,
+    /// The stream or namespace read: its path, and the answer once in.
+    pub detail: Option<(String, Option<Result<Value, String>>)>,
 }
 
 impl Feeds {
@@ -75,6 +80,15 @@ impl Feeds {
         let slot = self.slots.entry(feed).or_default();
         slot.answer = Some(answer);
         slot.waiting = false;
+    }
+
+    /// Stores the answer for a state read, unless another was asked since.
+    pub fn put_detail(&mut self, path: &str, answer: Result<Value, String>) {
+        if let Some((asked, slot)) = &mut self.detail {
+            if asked == path {
+                *slot = Some(answer);
+            }
+        }
     }
 
     /// Whether `feed` should be asked now: not while an ask is out, and

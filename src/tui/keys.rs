@@ -201,6 +201,11 @@ impl App {
     fn panel_key(&mut self, top: Overlay, key: Key) {
         match key {
             Key::Char('?') if top == Overlay::Help => self.close(Overlay::Help),
+            Key::Char('j') | Key::Down if top == Overlay::State => self.feeds.sel += 1,
+            Key::Char('k') | Key::Up if top == Overlay::State => {
+                self.feeds.sel = self.feeds.sel.saturating_sub(1);
+            }
+            Key::Enter if top == Overlay::State => self.read_state(),
             Key::Char('j') | Key::Down => self.panel_scroll += 1,
             Key::Char('k') | Key::Up => self.panel_scroll = self.panel_scroll.saturating_sub(1),
             Key::PageDown => self.panel_scroll += 10,

@@ -3,9 +3,9 @@
 //! is closed; the week calendar is walked again at most once a minute.
 
 use super::app::{App, Overlay};
-use super::calendar;
 use super::feeds::Feed;
 use super::worker::Command;
+use super::{boards, calendar};
 use std::time::Instant;
 
 /// The routes `overlay` shows.
@@ -49,6 +49,25 @@ impl App {
                 }
             }
         }
+    }
+
+    /// The state inspector's Enter: reads the chosen stream's newest
+    /// records or namespace's documents.
+    pub(super) fn read_state(&mut self) {
+        let Some(Ok(data)) = self.feeds.get(Feed::State) else {
+            return;
+        };
+        let targets = boards::state_targets(data);
+        let Some(sel) = targets
+            .len()
+            .checked_sub(1)
+            .map(|last| self.feeds.sel.min(last))
+        else {
+            return;
+        };
+        let path = targets[sel].1.clone();
+        self.feeds.detail = Some((path.clone(), None));
+        self.send(Command::Detail(path));
     }
 
     /// Walks the week from the job list as it stands.

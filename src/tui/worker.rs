@@ -88,6 +88,8 @@ pub enum Command {
     Act(Action, String),
     /// One of the extra panels' routes.
     Feed(super::feeds::Feed),
+    /// A state stream's records or a namespace's documents (the path).
+    Detail(String),
 }
 
 /// One event of a log tail.
@@ -137,6 +139,8 @@ pub enum Update {
     Preview(String, Result<Value, String>),
     /// A panel route's answer.
     Feed(super::feeds::Feed, Result<Value, String>),
+    /// A state read's answer, with its path.
+    Detail(String, Result<Value, String>),
     /// A tail's event, with its generation.
     Log(u64, LogEvent),
     /// An action's answer: status and body, or why there was none.
@@ -381,6 +385,9 @@ async fn serve(
             Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
                 Update::Feed(feed, r)
             }),
+            Command::Detail(path) => {
+                one_off(&shared, path.clone(), move |r| Update::Detail(path, r))
+            }
             Command::Act(action, job) => {
                 let shared = Arc::clone(&shared);
                 tokio::spawn(async move {
