@@ -371,6 +371,18 @@ fn the_schedule_load_fleet_heatmap_and_wallboard_show_the_daemons_answers() {
         "{screen}"
     );
     pane.keys(&["Escape"]);
+    // upcoming runs from the job list, soonest first
+    palette(&pane, "upcoming runs");
+    let screen = pane.wait_for("3 jobs have a next fire", &daemon);
+    assert!(
+        line_with(&screen, "every-a").contains("*/15 * * * *"),
+        "{screen}"
+    );
+    pane.keys(&["Escape"]);
+    // the state inspector of a daemon without a store
+    palette(&pane, "state inspector");
+    pane.wait_for("no durable store", &daemon);
+    pane.keys(&["Escape"]);
     // w: the wallboard's tiles and tally
     pane.keys(&["w"]);
     let screen = pane.wait_for("w/esc leave", &daemon);

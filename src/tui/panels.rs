@@ -34,7 +34,7 @@ const KEYS: [(&str, &str); 15] = [
 ];
 
 /// The terminal's own keys.
-const EXTRAS: [(&str, &str); 9] = [
+const EXTRAS: [(&str, &str); 10] = [
     ("q", "Quit"),
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
@@ -44,6 +44,7 @@ const EXTRAS: [(&str, &str); 9] = [
     ("in logs: / n N", "Search · next · previous match"),
     ("in logs: d", "Save the log to your home directory"),
     ("in the fleet: f", "Failing jobs only / all"),
+    ("in the state: j k enter", "Choose a stream, read it"),
 ];
 
 /// A rectangle `w` × `h` in the middle of `area`.
