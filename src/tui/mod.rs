@@ -90,6 +90,7 @@ pub fn run(args: &TuiArgs) -> u8 {
         poll,
         job: args.job.clone(),
     });
+    app.wall = args.tv;
     if let Err(err) = enter() {
         leave();
         eprintln!("cronstable tui: cannot set up the terminal: {err}");
