@@ -13,6 +13,10 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+/// What a missing object reads as.
+static EMPTY: std::sync::LazyLock<serde_json::Map<String, Value>> =
+    std::sync::LazyLock::new(serde_json::Map::new);
+
 /// The most rows a panel builds (it scrolls; a 10,000-job fleet says how
 /// many more there are).
 pub const ROWS_MAX: usize = 500;
@@ -54,10 +58,10 @@ pub fn fleet(feeds: &Feeds, failing_only: bool, p: &Palette) -> Vec<Line<'static
     let nodes = data
         .get("nodes")
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
     let mut names: BTreeMap<String, ()> = BTreeMap::new();
-    for node in &nodes {
+    for node in nodes {
         if let Some(jobs) = node.get("jobs").and_then(Value::as_object) {
             names.extend(jobs.keys().map(|k| (k.clone(), ())));
         }
@@ -159,10 +163,9 @@ pub fn heatmap(feeds: &Feeds, p: &Palette, now: f64) -> Vec<Line<'static>> {
     let jobs = data
         .get("jobs")
         .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default();
+        .unwrap_or(&EMPTY);
     let mut rows = Vec::new();
-    for (name, runs) in &jobs {
+    for (name, runs) in jobs {
         let mut hours = [(0u32, false, false); 24];
         for run in runs.as_array().map(Vec::as_slice).unwrap_or_default() {
             let Some(at) = run
@@ -315,7 +318,7 @@ fn state_detail(feeds: &Feeds, p: &Palette, out: &mut Vec<Line<'static>>) {
             .get("records")
             .or_else(|| v.get("documents"))
             .and_then(Value::as_array)
-            .cloned()
+            .map(Vec::as_slice)
             .unwrap_or_default(),
     };
     if items.is_empty() {
@@ -370,15 +373,11 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
     ] {
         out.push(Line::raw(""));
         out.push(Line::styled(format!(" {title}"), p.ink(p.dim)));
-        let groups = data
-            .get(key)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default();
+        let groups = data.get(key).and_then(Value::as_object).unwrap_or(&EMPTY);
         if groups.is_empty() {
             out.push(Line::styled("   none", p.ink(p.dim)));
         }
-        for (prefix, group) in &groups {
+        for (prefix, group) in groups {
             out.push(Line::styled(
                 format!(
                     "   {}  {} files in {} streams",
@@ -393,14 +392,14 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
     let leases = data
         .get("leases")
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
     out.push(Line::raw(""));
     out.push(Line::styled(
         format!(" {} leases held", leases.len()),
         p.ink(p.dim),
     ));
-    for lease in &leases {
+    for lease in leases {
         let expired = lease.get("expired").and_then(Value::as_bool) == Some(true);
         out.push(Line::styled(
             format!(
@@ -413,7 +412,7 @@ pub fn state(feeds: &Feeds, p: &Palette) -> Vec<Line<'static>> {
             p.ink(if expired { p.warn } else { p.fg }),
         ));
     }
-    let targets = state_targets(&data);
+    let targets = state_targets(data);
     if !targets.is_empty() {
         let sel = feeds.sel.min(targets.len() - 1);
         out.push(Line::raw(""));

@@ -114,10 +114,13 @@ impl Feeds {
 }
 
 /// The text of a failed answer or of one not in yet, for a panel's body.
-pub fn pending(answer: Option<&Result<Value, String>>, what: &str) -> Result<Value, String> {
+pub fn pending<'a>(
+    answer: Option<&'a Result<Value, String>>,
+    what: &str,
+) -> Result<&'a Value, String> {
     match answer {
         None => Err(format!("waiting for {what}…")),
         Some(Err(why)) => Err(format!("{what}: {why}")),
-        Some(Ok(v)) => Ok(v.clone()),
+        Some(Ok(v)) => Ok(v),
     }
 }

@@ -54,17 +54,17 @@ pub fn body(feeds: &Feeds, p: &Palette, cols: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     match pending(feeds.get(Feed::Pressure), "/schedule/pressure") {
         Err(why) => out.push(Line::styled(format!(" {why}"), p.ink(p.dim))),
-        Ok(data) => pressure(&data, p, &mut out),
+        Ok(data) => pressure(data, p, &mut out),
     }
     out.push(Line::raw(""));
     match pending(feeds.get(Feed::Suggest), "/schedule/suggest") {
         Err(why) => out.push(Line::styled(format!(" {why}"), p.ink(p.dim))),
-        Ok(data) => suggest(&data, p, &mut out),
+        Ok(data) => suggest(data, p, &mut out),
     }
     out.push(Line::raw(""));
     match pending(feeds.get(Feed::Duplicates), "/schedule/duplicates") {
         Err(why) => out.push(Line::styled(format!(" {why}"), p.ink(p.dim))),
-        Ok(data) => duplicates(&data, p, cols, &mut out),
+        Ok(data) => duplicates(data, p, cols, &mut out),
     }
     out
 }
@@ -165,7 +165,7 @@ fn duplicates(data: &Value, p: &Palette, cols: usize, out: &mut Vec<Line<'static
     let groups = data
         .get("groups")
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
     if groups.is_empty() {
         out.push(Line::styled(
@@ -178,7 +178,7 @@ fn duplicates(data: &Value, p: &Palette, cols: usize, out: &mut Vec<Line<'static
         format!(" {} duplicate-schedule groups", groups.len()),
         p.ink(p.warn).add_modifier(Modifier::BOLD),
     ));
-    for group in &groups {
+    for group in groups {
         let names: Vec<String> = group
             .get("jobs")
             .and_then(Value::as_array)
