@@ -297,6 +297,108 @@ fn the_board_lists_jobs_and_the_keys_move_filter_pause_and_open() {
     );
 }
 
+const PANEL_JOBS: &str = "  - name: alpha
+    command: echo alpha
+    schedule: \"0 0 1 1 *\"
+  - name: every-a
+    command: echo a
+    schedule: \"*/15 * * * *\"
+  - name: every-b
+    command: echo b
+    schedule: \"0-59/15 * * * *\"
+";
+
+/// Opens a palette row by typing its words and pressing Enter.
+fn palette(pane: &Pane, words: &str) {
+    pane.keys(&["C-k"]);
+    pane.type_text(words);
+    pane.keys(&["Enter"]);
+}
+
+#[test]
+fn the_schedule_load_fleet_heatmap_and_wallboard_show_the_daemons_answers() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", PANEL_JOBS);
+    // one finished run for the heatmap
+    assert_eq!(http::post(port, "/jobs/alpha/start").status, 200);
+    let start = Instant::now();
+    while http::get(port, "/jobs/alpha").json()["last_run"]["outcome"] != "success" {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("3 jobs", &daemon);
+    // schedule load: the grid, the suggestion, the duplicate pair
+    palette(&pane, "schedule load");
+    let screen = pane.wait(
+        "the schedule load",
+        |s| s.contains("duplicate-schedule groups") && s.contains("least loaded"),
+        || daemon.log(),
+    );
+    assert!(
+        screen.contains("192 fires in the next 24 h (UTC)"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "×2 */15 * * * *").contains("every-a, every-b"),
+        "{screen}"
+    );
+    // every hour of the grid has four fires at :00 :15 :30 :45
+    assert!(line_with(&screen, "  13  ").contains("█"), "{screen}");
+    pane.keys(&["Escape"]);
+    pane.wait("closed", |s| !s.contains("least loaded"), || daemon.log());
+    // the fleet panel: this daemon gossips with nobody
+    palette(&pane, "fleet view");
+    pane.wait_for("no fleet view: this daemon runs no gossip backend", &daemon);
+    pane.keys(&["Escape"]);
+    // the heatmap: alpha's run, this hour
+    palette(&pane, "activity heatmap");
+    let screen = pane.wait_for("1 of 3 jobs ran in the last 24 hours", &daemon);
+    assert!(line_with(&screen, "│ alpha").contains("░░"), "{screen}");
+    pane.keys(&["Escape"]);
+    // the week calendar: alpha's yearly fire is not this week; the
+    // quarter-hour jobs are the hum
+    palette(&pane, "week calendar");
+    let screen = pane.wait_for("background hum", &daemon);
+    assert!(
+        line_with(&screen, "every 15m").contains("every-"),
+        "{screen}"
+    );
+    pane.keys(&["Escape"]);
+    // upcoming runs from the job list, soonest first
+    palette(&pane, "upcoming runs");
+    let screen = pane.wait_for("3 jobs have a next fire", &daemon);
+    assert!(
+        line_with(&screen, "every-a").contains("*/15 * * * *"),
+        "{screen}"
+    );
+    pane.keys(&["Escape"]);
+    // the state inspector of a daemon without a store
+    palette(&pane, "state inspector");
+    pane.wait_for("no durable store", &daemon);
+    pane.keys(&["Escape"]);
+    // w: the wallboard's tiles and tally
+    pane.keys(&["w"]);
+    let screen = pane.wait_for("w/esc leave", &daemon);
+    assert!(
+        line_with(&screen, "wallboard").contains("3 jobs"),
+        "{screen}"
+    );
+    assert!(screen.contains("alpha"), "{screen}");
+    pane.keys(&["Escape"]);
+    pane.wait(
+        "the board again",
+        |s| s.contains("3 jobs") && !s.contains("w/esc leave"),
+        || daemon.log(),
+    );
+}
+
 #[test]
 fn r_starts_a_run_whose_lines_reach_the_logs_tab_and_x_cancels_it() {
     if !have_tmux() {

@@ -29,6 +29,18 @@ pub enum Overlay {
     Cluster,
     /// This node's resources (`GET /node`).
     Node,
+    /// The next 24 hours' schedule load (`/schedule/pressure` and kin).
+    Load,
+    /// The week calendar, walked locally from the job list.
+    Calendar,
+    /// Every gossip node's jobs (`GET /fleet`).
+    Fleet,
+    /// Each job's recent runs by hour (`GET /activity`).
+    Heatmap,
+    /// The next fires, soonest first, from the job list.
+    Upcoming,
+    /// The durable store's inventory (`GET /state`).
+    State,
 }
 
 /// Which text field takes the typing.
@@ -235,6 +247,16 @@ pub struct App {
     pub panel_scroll: usize,
     /// Leave at the next turn.
     pub quit: bool,
+    /// What the extra panels read (asked only while they are open).
+    pub feeds: super::feeds::Feeds,
+    /// The week calendar, walked when it opens.
+    pub calendar: Option<super::calendar::Week>,
+    /// The fleet matrix shows only jobs failing somewhere.
+    pub fleet_failing: bool,
+    /// The wallboard replaces the board.
+    pub wall: bool,
+    /// When a poll last answered (the wallboard's NO SIGNAL).
+    pub answered: Option<Instant>,
     /// The next drawer's tail generation.
     next_generation: u64,
     /// What the edges must do.
@@ -279,6 +301,11 @@ impl App {
             palette_sel: 0,
             panel_scroll: 0,
             quit: false,
+            feeds: Default::default(),
+            calendar: None,
+            fleet_failing: false,
+            wall: false,
+            answered: None,
             next_generation: 1,
             effects: Vec::new(),
         };
@@ -340,6 +367,10 @@ impl App {
         if overlay == Overlay::Node {
             self.send(Command::NodeHistory);
         }
+        if overlay == Overlay::Calendar {
+            self.walk_calendar();
+        }
+        self.open_feeds(overlay, Instant::now());
     }
 
     /// Closes `overlay`.
@@ -502,11 +533,19 @@ impl App {
     pub fn update(&mut self, update: Update, now: Instant) {
         match update {
             Update::Input(_) => {}
-            Update::Jobs(jobs, fetched) => self.take_jobs(jobs, fetched),
+            Update::Jobs(jobs, fetched) => {
+                self.take_jobs(jobs, fetched);
+                self.answered = Some(now);
+                self.poll_feeds(now);
+            }
             Update::JobsUnchanged => {
                 self.connected = true;
                 self.offline = None;
+                self.answered = Some(now);
+                self.poll_feeds(now);
             }
+            Update::Feed(feed, answer) => self.feeds.put(feed, answer),
+            Update::Detail(path, answer) => self.feeds.put_detail(&path, answer),
             Update::Offline(why) => {
                 self.connected = false;
                 self.offline = Some(why);

@@ -36,6 +36,9 @@ pub struct TuiArgs {
     /// Plain-ASCII status glyphs, for fonts without the symbols.
     #[arg(long = "ascii")]
     pub ascii: bool,
+    /// Start on the wallboard.
+    #[arg(long = "tv")]
+    pub tv: bool,
     /// Accepted for compatibility: this version has no boot self-test.
     #[arg(long = "boot", conflicts_with = "no_boot")]
     pub boot: bool,
@@ -100,8 +103,9 @@ mod tests {
         assert_eq!(a.connect.url, "https://h:1");
         assert_eq!(a.interval(), None);
         assert_eq!(a.job.as_deref(), Some("nightly"));
-        assert!(a.ascii);
+        assert!(a.ascii && !a.tv);
         assert_eq!(a.theme.as_deref(), Some("amber-light"));
+        assert!(parse(&["--tv"]).unwrap().tv);
         assert_eq!(
             parse(&["--poll", "1.5"]).unwrap().interval(),
             Some(Duration::from_millis(1500))

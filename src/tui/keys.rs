@@ -125,8 +125,10 @@ impl App {
             self.focus = None;
         } else if let Some(top) = self.top() {
             self.close(top);
-        } else {
+        } else if self.drawer.is_some() {
             self.close_drawer();
+        } else {
+            self.wall = false;
         }
     }
 
@@ -199,12 +201,18 @@ impl App {
     fn panel_key(&mut self, top: Overlay, key: Key) {
         match key {
             Key::Char('?') if top == Overlay::Help => self.close(Overlay::Help),
+            Key::Char('j') | Key::Down if top == Overlay::State => self.feeds.sel += 1,
+            Key::Char('k') | Key::Up if top == Overlay::State => {
+                self.feeds.sel = self.feeds.sel.saturating_sub(1);
+            }
+            Key::Enter if top == Overlay::State => self.read_state(),
             Key::Char('j') | Key::Down => self.panel_scroll += 1,
             Key::Char('k') | Key::Up => self.panel_scroll = self.panel_scroll.saturating_sub(1),
             Key::PageDown => self.panel_scroll += 10,
             Key::PageUp => self.panel_scroll = self.panel_scroll.saturating_sub(10),
             Key::Home => self.panel_scroll = 0,
             Key::Char('g') => self.send(Command::Refresh),
+            Key::Char('f') if top == Overlay::Fleet => self.fleet_failing = !self.fleet_failing,
             _ => {}
         }
     }
@@ -220,6 +228,7 @@ impl App {
             Key::End => self.select(rows.saturating_sub(1)),
             Key::Char('/') => self.focus = Some(Focus::Filter),
             Key::Char('?') => self.open(Overlay::Help),
+            Key::Char('w') => self.wall = !self.wall,
             Key::Char('g') => {
                 self.send(Command::Refresh);
                 self.toast(Tone::Info, "refreshing", now);

@@ -285,3 +285,24 @@ fn the_poll_interval_cycles_to_paused_and_back() {
         matches!(commands.last(), Some(Command::SetPoll(Some(d))) if *d == Duration::from_secs(1))
     );
 }
+
+#[test]
+fn w_toggles_the_wallboard_and_esc_leaves_it_last() {
+    use crate::tui::app::Overlay;
+    let mut app = with_jobs(vec![job("a")]);
+    press(&mut app, KeyCode::Char('w'));
+    assert!(app.wall);
+    app.open(Overlay::Fleet);
+    press(&mut app, KeyCode::Char('f'));
+    assert!(app.fleet_failing, "f filters the fleet while it is on top");
+    press(&mut app, KeyCode::Esc);
+    assert!(
+        app.wall && !app.is_open(Overlay::Fleet),
+        "esc closes the panel first"
+    );
+    press(&mut app, KeyCode::Esc);
+    assert!(!app.wall);
+    press(&mut app, KeyCode::Char('w'));
+    press(&mut app, KeyCode::Char('w'));
+    assert!(!app.wall);
+}

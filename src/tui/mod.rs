@@ -8,18 +8,24 @@
 
 pub mod app;
 pub mod args;
+mod boards;
+mod calendar;
 mod drawer;
+mod feeds;
 pub mod format;
 mod keys;
+mod load;
 pub mod logs;
 pub mod model;
 mod palette;
 mod panels;
+mod polling;
 pub mod render;
 pub mod sse;
 pub mod text;
 pub mod theme;
 pub mod view;
+mod wall;
 pub mod worker;
 
 use app::{App, Effect, Options, Tone};
@@ -84,6 +90,7 @@ pub fn run(args: &TuiArgs) -> u8 {
         poll,
         job: args.job.clone(),
     });
+    app.wall = args.tv;
     if let Err(err) = enter() {
         leave();
         eprintln!("cronstable tui: cannot set up the terminal: {err}");

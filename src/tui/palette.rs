@@ -12,6 +12,8 @@ pub enum Do {
     Refresh,
     /// Open or close a panel.
     Toggle(Overlay),
+    /// The wallboard on or off.
+    Wall,
     /// Open the token prompt.
     Token,
     /// Put the cursor in the filter.
@@ -71,6 +73,13 @@ fn items(app: &App) -> Vec<Item> {
         item("Refresh now", Do::Refresh),
         item("Toggle cluster panel", Do::Toggle(Overlay::Cluster)),
         item("Toggle node resources", Do::Toggle(Overlay::Node)),
+        item("Toggle schedule load", Do::Toggle(Overlay::Load)),
+        item("Toggle week calendar", Do::Toggle(Overlay::Calendar)),
+        item("Toggle fleet view", Do::Toggle(Overlay::Fleet)),
+        item("Toggle activity heatmap", Do::Toggle(Overlay::Heatmap)),
+        item("Toggle upcoming runs", Do::Toggle(Overlay::Upcoming)),
+        item("Toggle state inspector", Do::Toggle(Overlay::State)),
+        item("Toggle wallboard", Do::Wall),
         item("Keyboard shortcuts", Do::Toggle(Overlay::Help)),
         item("Set access token", Do::Token),
         item("Focus filter", Do::Filter),
@@ -126,6 +135,7 @@ pub fn run(app: &mut App, action: &Do, now: Instant) {
     match action {
         Do::Refresh => app.send(Command::Refresh),
         Do::Toggle(overlay) => app.toggle(*overlay),
+        Do::Wall => app.wall = !app.wall,
         Do::Token => {
             app.token_input.clear();
             app.open(Overlay::Token);

@@ -3,10 +3,10 @@
 
 use super::app::{App, Now, Overlay};
 use super::format::{fmt_bytes, fmt_in, fmt_percent, parse_iso};
-use super::palette;
 use super::text::{cell, fit, truncate};
 use super::theme::Palette;
 use super::view::BARS;
+use super::{boards, calendar, load, palette};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -15,7 +15,7 @@ use ratatui::Frame;
 use serde_json::Value;
 
 /// The web page's shortcut table.
-const KEYS: [(&str, &str); 14] = [
+const KEYS: [(&str, &str); 15] = [
     ("Ctrl-K / Ctrl-P", "Command palette"),
     ("/", "Focus the filter"),
     ("j / ↓", "Next job"),
@@ -28,12 +28,13 @@ const KEYS: [(&str, &str); 14] = [
     ("g", "Refresh now"),
     ("t", "Cycle theme"),
     ("T", "Dark / light"),
+    ("w", "Wallboard (TV) mode"),
     ("?", "This overlay"),
     ("Esc", "Close the panel or drawer"),
 ];
 
 /// The terminal's own keys.
-const EXTRAS: [(&str, &str); 8] = [
+const EXTRAS: [(&str, &str); 10] = [
     ("q", "Quit"),
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
@@ -42,6 +43,8 @@ const EXTRAS: [(&str, &str); 8] = [
     ("in logs: f t w", "Follow · timestamps · wrap"),
     ("in logs: / n N", "Search · next · previous match"),
     ("in logs: d", "Save the log to your home directory"),
+    ("in the fleet: f", "Failing jobs only / all"),
+    ("in the state: j k enter", "Choose a stream, read it"),
 ];
 
 /// A rectangle `w` × `h` in the middle of `area`.
@@ -202,6 +205,49 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     title: "cluster",
                     hint: "esc close · j/k scroll",
                     width: wide.min(84),
+                    scroll: app.panel_scroll,
+                },
+                body,
+            );
+        }
+        Overlay::Load
+        | Overlay::Calendar
+        | Overlay::Fleet
+        | Overlay::Heatmap
+        | Overlay::Upcoming
+        | Overlay::State => {
+            let (title, body, w) = match overlay {
+                Overlay::Load => ("schedule load", load::body(&app.feeds, p, 76), 80),
+                Overlay::Calendar => (
+                    "week calendar",
+                    calendar::body(app.calendar.as_ref(), p),
+                    88,
+                ),
+                Overlay::Fleet => (
+                    "fleet",
+                    boards::fleet(&app.feeds, app.fleet_failing, p),
+                    100,
+                ),
+                Overlay::Heatmap => (
+                    "activity heatmap",
+                    boards::heatmap(&app.feeds, p, now.wall),
+                    84,
+                ),
+                Overlay::Upcoming => ("upcoming runs", boards::upcoming(app, p, now), 84),
+                _ => ("state inspector", boards::state(&app.feeds, p), 84),
+            };
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title,
+                    hint: if overlay == Overlay::Fleet {
+                        "esc close · j/k scroll · f failing only / all"
+                    } else {
+                        "esc close · j/k scroll"
+                    },
+                    width: wide.min(w),
                     scroll: app.panel_scroll,
                 },
                 body,

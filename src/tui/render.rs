@@ -30,7 +30,19 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
         frame.render_widget(Paragraph::new("window too small").style(p.base()), area);
         return;
     }
-    if app.drawer.is_some() {
+    if app.wall {
+        super::wall::draw(frame, app, &p, area, now);
+        if app.drawer.is_some() {
+            let w = drawer_width(area.width);
+            let right = Rect {
+                x: area.x + area.width - w,
+                width: w,
+                height: area.height - 1,
+                ..area
+            };
+            drawer::draw(frame, app, &p, right, now);
+        }
+    } else if app.drawer.is_some() {
         // The board keeps the left, the drawer takes the right (above the
         // footer, which spans the screen).
         let w = drawer_width(area.width);
@@ -49,7 +61,9 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
     } else {
         board(frame, app, &p, area, now);
     }
-    footer(frame, app, &p, area);
+    if !app.wall {
+        footer(frame, app, &p, area);
+    }
     for overlay in app.overlays.clone() {
         panels::draw(frame, app, &p, area, overlay, now);
     }
@@ -319,7 +333,7 @@ fn footer(frame: &mut Frame, app: &App, p: &Palette, area: Rect) {
     let hints = if app.drawer.is_some() {
         "←/→ tab · r run · x cancel · logs: / search · n/N · f follow · t time · w wrap · d save · esc close · q quit"
     } else {
-        "j/k move · enter open · r run · x cancel · p pause · c copy · / filter · f status · s/S sort · g refresh · ctrl-k palette · ? help · q quit"
+        "j/k move · enter open · r run · x cancel · p pause · c copy · / filter · f status · s/S sort · g refresh · w wall · ctrl-k palette · ? help · q quit"
     };
     let row = Rect {
         y: area.y + area.height - 1,

@@ -170,3 +170,63 @@ fn no_jobs_says_why() {
     let s = screen(&mut app, 10, 3);
     assert!(s[0].starts_with("window"), "{s:?}");
 }
+
+#[test]
+fn the_schedule_load_overlay_draws_over_the_board() {
+    use crate::tui::app::Overlay;
+    use crate::tui::feeds::Feed;
+    let mut app = with_jobs(vec![job("a")]);
+    app.open(Overlay::Load);
+    let mut grid = vec![vec![0u64; 60]; 24];
+    grid[0][5] = 2;
+    app.update(
+        Update::Feed(
+            Feed::Pressure,
+            Ok(serde_json::json!({"jobs": 1, "total_fires": 2, "hours": 24,
+                "timezone": "UTC", "grid": grid, "by_minute_fires": [],
+                "busiest_minute": {"minute": 5, "jobs": 1, "fires": 2}})),
+        ),
+        Instant::now(),
+    );
+    let shown = screen(&mut app, 100, 50);
+    assert!(line(&shown, "schedule load").contains("schedule load"));
+    assert!(line(&shown, "fires in the next 24 h").contains("1 jobs · 2 fires"));
+    assert!(line(&shown, " 00 ").contains("·····█"));
+    assert!(line(&shown, "waiting for /schedule/duplicates").contains("waiting"));
+}
+
+#[test]
+fn the_wallboard_puts_the_worst_first_and_says_no_signal() {
+    let mut app = with_jobs(vec![
+        Job {
+            last_run: Some(LastRun {
+                outcome: "success".into(),
+                ..LastRun::default()
+            }),
+            ..job("aaa-fine")
+        },
+        Job {
+            last_run: Some(LastRun {
+                outcome: "failure".into(),
+                exit_code: Some(3.0),
+                ..LastRun::default()
+            }),
+            ..job("zzz-broken")
+        },
+    ]);
+    app.wall = true;
+    let shown = screen(&mut app, 60, 20);
+    assert!(!shown.iter().any(|l| l.contains("NO SIGNAL")));
+    let first = line(&shown, "zzz-broken");
+    assert!(first.find("zzz-broken") < first.find("aaa-fine").or(Some(usize::MAX)));
+    assert!(shown[1].contains("zzz-broken"), "{shown:?}");
+    assert!(line(&shown, "exit 3").contains("Failed"));
+    assert!(line(&shown, "wallboard").contains("1 failing"));
+    app.update(Update::Offline("connection refused".into()), Instant::now());
+    let shown = screen(&mut app, 60, 20);
+    assert!(
+        shown[0].contains("NO SIGNAL ▓▓  connection refused"),
+        "{}",
+        shown[0]
+    );
+}

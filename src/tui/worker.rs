@@ -86,6 +86,10 @@ pub enum Command {
     },
     /// A job action.
     Act(Action, String),
+    /// One of the extra panels' routes.
+    Feed(super::feeds::Feed),
+    /// A state stream's records or a namespace's documents (the path).
+    Detail(String),
 }
 
 /// One event of a log tail.
@@ -133,6 +137,10 @@ pub enum Update {
     Resources(String, Result<Value, String>),
     /// A job's schedule preview.
     Preview(String, Result<Value, String>),
+    /// A panel route's answer.
+    Feed(super::feeds::Feed, Result<Value, String>),
+    /// A state read's answer, with its path.
+    Detail(String, Result<Value, String>),
     /// A tail's event, with its generation.
     Log(u64, LogEvent),
     /// An action's answer: status and body, or why there was none.
@@ -373,6 +381,12 @@ async fn serve(
                 one_off(&shared, format!("/schedule/preview?{query}"), move |r| {
                     Update::Preview(job, r)
                 })
+            }
+            Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
+                Update::Feed(feed, r)
+            }),
+            Command::Detail(path) => {
+                one_off(&shared, path.clone(), move |r| Update::Detail(path, r))
             }
             Command::Act(action, job) => {
                 let shared = Arc::clone(&shared);
