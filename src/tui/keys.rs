@@ -111,6 +111,19 @@ impl App {
             self.quit = true;
             return;
         }
+        match key {
+            Key::Char('i') if matches!(self.top(), None | Some(Overlay::Timeline)) => {
+                self.toggle(Overlay::Timeline);
+                return;
+            }
+            Key::Char('a') => {
+                if self.alarm.ack() {
+                    self.toast(Tone::Info, "◔ alarm acknowledged", now);
+                }
+                return;
+            }
+            _ => {}
+        }
         if let Some(top) = self.top() {
             return self.panel_key(top, key);
         }
@@ -213,6 +226,10 @@ impl App {
             Key::Home => self.panel_scroll = 0,
             Key::Char('g') => self.send(Command::Refresh),
             Key::Char('f') if top == Overlay::Fleet => self.fleet_failing = !self.fleet_failing,
+            Key::Char('f') if top == Overlay::Timeline => {
+                self.timeline_failing = !self.timeline_failing;
+                self.panel_scroll = 0;
+            }
             _ => {}
         }
     }

@@ -25,6 +25,7 @@ pub mod sse;
 pub mod text;
 pub mod theme;
 pub mod view;
+pub mod verdict;
 mod wall;
 pub mod worker;
 

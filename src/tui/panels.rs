@@ -215,6 +215,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
         | Overlay::Fleet
         | Overlay::Heatmap
         | Overlay::Upcoming
+        | Overlay::Timeline
         | Overlay::State => {
             let (title, body, w) = match overlay {
                 Overlay::Load => ("schedule load", load::body(&app.feeds, p, 76), 80),
@@ -234,6 +235,16 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     84,
                 ),
                 Overlay::Upcoming => ("upcoming runs", boards::upcoming(app, p, now), 84),
+                Overlay::Timeline if app.timeline_failing => (
+                    "incident timeline — failing only",
+                    super::verdict::body(&app.jobs, true, app.ascii, p, now.wall),
+                    96,
+                ),
+                Overlay::Timeline => (
+                    "incident timeline",
+                    super::verdict::body(&app.jobs, false, app.ascii, p, now.wall),
+                    96,
+                ),
                 _ => ("state inspector", boards::state(&app.feeds, p), 84),
             };
             panel(
@@ -242,7 +253,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 area,
                 Look {
                     title,
-                    hint: if overlay == Overlay::Fleet {
+                    hint: if matches!(overlay, Overlay::Fleet | Overlay::Timeline) {
                         "esc close · j/k scroll · f failing only / all"
                     } else {
                         "esc close · j/k scroll"
