@@ -306,3 +306,34 @@ fn w_toggles_the_wallboard_and_esc_leaves_it_last() {
     press(&mut app, KeyCode::Char('w'));
     assert!(!app.wall);
 }
+
+fn failing(name: &str, exit: f64) -> Job {
+    Job {
+        last_run: Some(crate::tui::model::LastRun {
+            outcome: "failure".into(),
+            exit_code: Some(exit),
+            finished_at: Some("2027-01-15T07:59:00+00:00".into()),
+            ..Default::default()
+        }),
+        ..job(name)
+    }
+}
+
+#[test]
+fn i_toggles_the_timeline_and_a_acknowledges_the_alarm_once() {
+    let mut app = with_jobs(vec![failing("a", 69.0), failing("b", 69.0), job("c")]);
+    assert!(app.alarm.raised());
+    let v = app.verdict.clone().expect("a verdict");
+    assert_eq!(v.sub, "×2 share exit code 69 within 1s — may share a cause");
+    press(&mut app, KeyCode::Char('a'));
+    assert!(!app.alarm.raised());
+    assert_eq!(app.toasts.len(), 1);
+    press(&mut app, KeyCode::Char('a'));
+    assert_eq!(app.toasts.len(), 1, "nothing left to acknowledge");
+    press(&mut app, KeyCode::Char('i'));
+    assert_eq!(app.top(), Some(Overlay::Timeline));
+    press(&mut app, KeyCode::Char('f'));
+    assert!(app.timeline_failing);
+    press(&mut app, KeyCode::Char('i'));
+    assert_eq!(app.top(), None);
+}

@@ -15,7 +15,7 @@ use ratatui::Frame;
 use serde_json::Value;
 
 /// The web page's shortcut table.
-const KEYS: [(&str, &str); 15] = [
+const KEYS: [(&str, &str); 17] = [
     ("Ctrl-K / Ctrl-P", "Command palette"),
     ("/", "Focus the filter"),
     ("j / ↓", "Next job"),
@@ -28,13 +28,15 @@ const KEYS: [(&str, &str); 15] = [
     ("g", "Refresh now"),
     ("t", "Cycle theme"),
     ("T", "Dark / light"),
+    ("i", "Incident timeline"),
     ("w", "Wallboard (TV) mode"),
+    ("a", "Acknowledge the failure alarm"),
     ("?", "This overlay"),
     ("Esc", "Close the panel or drawer"),
 ];
 
 /// The terminal's own keys.
-const EXTRAS: [(&str, &str); 10] = [
+const EXTRAS: [(&str, &str); 11] = [
     ("q", "Quit"),
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
@@ -44,6 +46,7 @@ const EXTRAS: [(&str, &str); 10] = [
     ("in logs: / n N", "Search · next · previous match"),
     ("in logs: d", "Save the log to your home directory"),
     ("in the fleet: f", "Failing jobs only / all"),
+    ("in the timeline: f", "Failures only / every finish"),
     ("in the state: j k enter", "Choose a stream, read it"),
 ];
 
