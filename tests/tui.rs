@@ -652,3 +652,57 @@ fn an_https_listener_with_client_certificates_is_reached_with_the_tls_flags() {
     assert!(screen.contains("no answer from the daemon yet"), "{screen}");
     assert!(!screen.contains("echo alpha"), "{screen}");
 }
+
+#[test]
+fn failures_with_one_exit_code_raise_the_verdict_the_timeline_and_the_alarm() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: one
+    command: exit 69
+    schedule: \"0 0 1 1 *\"
+  - name: two
+    command: exit 69
+    schedule: \"0 0 1 1 *\"
+  - name: fine
+    command: \"true\"
+    schedule: \"0 0 1 1 *\"
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("3 jobs", &daemon);
+    for name in ["one", "two", "fine"] {
+        http::post(port, &format!("/jobs/{name}/start"));
+    }
+    let screen = pane.wait(
+        "the verdict bar",
+        |s| s.contains("MULTIPLE FAILURES — 2 jobs failing"),
+        || daemon.log(),
+    );
+    let bar = line_with(&screen, "MULTIPLE FAILURES");
+    assert!(
+        bar.contains("×2 share exit code 69") && bar.contains("may share a cause"),
+        "{screen}"
+    );
+    assert!(bar.contains("ALARM (a to ack)"), "{screen}");
+    pane.keys(&["a"]);
+    pane.wait(
+        "the alarm acknowledged",
+        |s| s.contains("alarm acknowledged") && !s.contains("ALARM (a to ack)"),
+        || daemon.log(),
+    );
+    pane.keys(&["i"]);
+    let screen = pane.wait(
+        "the timeline",
+        |s| s.contains("incident timeline") && s.contains("◉ incident"),
+        || daemon.log(),
+    );
+    assert!(line_with(&screen, "fine").contains("●"), "{screen}");
+    pane.keys(&["f"]);
+    pane.wait(
+        "failures only",
+        |s| s.contains("failing only") && !s.contains("● fine"),
+        || daemon.log(),
+    );
+    assert!(pane.alive());
+}

@@ -24,8 +24,8 @@ pub mod render;
 pub mod sse;
 pub mod text;
 pub mod theme;
-pub mod view;
 pub mod verdict;
+pub mod view;
 mod wall;
 pub mod worker;
 

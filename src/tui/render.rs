@@ -191,7 +191,13 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     let layout = view::columns(cols, &app.facts);
     let mut lines = vec![header(app, p, area.width, now), toolbar(app, p)];
     if let Some(v) = &app.verdict {
-        lines.push(super::verdict::bar(v, app.alarm.raised(), p, cols, now.wall));
+        lines.push(super::verdict::bar(
+            v,
+            app.alarm.raised(),
+            p,
+            cols,
+            now.wall,
+        ));
     }
     let title: String = layout
         .iter()

@@ -6,7 +6,7 @@
 
 use super::format::{fmt_ago, fmt_duration, parse_iso};
 use super::model::Job;
-use super::text::{cell, fit, truncate};
+use super::text::{cell, fit, truncate, width};
 use super::theme::Palette;
 use super::view::{self, Health, Outcome};
 use ratatui::style::Modifier;
@@ -338,7 +338,13 @@ pub fn bar(v: &Verdict, alarm: bool, p: &Palette, cols: usize, now: f64) -> Line
 }
 
 /// The timeline panel's rows.
-pub fn body(jobs: &[Job], fail_only: bool, ascii: bool, p: &Palette, now: f64) -> Vec<Line<'static>> {
+pub fn body(
+    jobs: &[Job],
+    fail_only: bool,
+    ascii: bool,
+    p: &Palette,
+    now: f64,
+) -> Vec<Line<'static>> {
     let entries = timeline(jobs, fail_only);
     let blast = incident(jobs);
     let mut out = Vec::new();
@@ -370,9 +376,13 @@ pub fn body(jobs: &[Job], fail_only: bool, ascii: bool, p: &Palette, now: f64) -
             }
             detail += &fmt_duration(e.duration);
         }
-        if blast.contains(&e.name) {
-            detail += "  ◉ incident";
-        }
+        // The incident mark goes first so a long reason cannot push it
+        // off the panel.
+        let mark = if blast.contains(&e.name) {
+            "◉ incident · "
+        } else {
+            ""
+        };
         out.push(Line::from(vec![
             Span::styled(
                 format!(" {} ", fit(&fmt_ago(e.finished_at.as_deref(), now), 9)),
@@ -383,7 +393,8 @@ pub fn body(jobs: &[Job], fail_only: bool, ascii: bool, p: &Palette, now: f64) -
                 p.ink(color),
             ),
             Span::styled(fit(&cell(&e.name), 26), p.ink(color)),
-            Span::styled(format!(" {}", truncate(&detail, 48)), p.ink(p.dim)),
+            Span::styled(format!(" {mark}"), p.ink(p.warn)),
+            Span::styled(truncate(&detail, 52 - width(mark)), p.ink(p.dim)),
         ]));
     }
     out

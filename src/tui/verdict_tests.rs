@@ -57,7 +57,10 @@ fn failures_sharing_an_exit_code_may_share_a_cause() {
     let v = verdict(&jobs, None).expect("a verdict");
     assert!(v.critical);
     assert_eq!(v.head, "MULTIPLE FAILURES — 5 jobs failing");
-    assert_eq!(v.sub, "×4 share exit code 69 within 20s — may share a cause");
+    assert_eq!(
+        v.sub,
+        "×4 share exit code 69 within 20s — may share a cause"
+    );
     assert_eq!(incident(&jobs), ["a", "b", "c", "d"]);
 }
 
@@ -103,7 +106,10 @@ fn a_cluster_alert_comes_first() {
     let alert = cluster_alert(Some(&cluster));
     assert_eq!(
         alert,
-        Some(("no quorum — Leader jobs paused".to_owned(), Some("n1".to_owned())))
+        Some((
+            "no quorum — Leader jobs paused".to_owned(),
+            Some("n1".to_owned())
+        ))
     );
     let jobs = vec![failed("a", Some(1.0), None, T0)];
     let v = verdict(&jobs, alert.as_ref()).expect("a verdict");
@@ -111,7 +117,8 @@ fn a_cluster_alert_comes_first() {
     assert_eq!(v.sub, "this node: n1 · 1 job also failing");
     let fine = json!({"enabled": true, "elect_leader": true, "quorate": true});
     assert_eq!(cluster_alert(Some(&fine)), None);
-    let lease = json!({"enabled": true, "elect_leader": true, "quorate": false, "backend": "redis"});
+    let lease =
+        json!({"enabled": true, "elect_leader": true, "quorate": false, "backend": "redis"});
     assert!(cluster_alert(Some(&lease)).is_some_and(|(w, _)| w.starts_with("lease store")));
     let dup = json!({"enabled": true, "elect_leader": true, "conflict": true,
         "conflict_names": ["n1"]});
@@ -123,7 +130,9 @@ fn a_cluster_alert_comes_first() {
 fn the_alarm_rises_on_a_new_failure_and_a_acknowledges_it() {
     let mut alarm = Alarm::default();
     // The first poll's failures are old news but still raise the alarm.
-    assert!(alarm.observe(&[failed("a", Some(1.0), None, T0)]).is_empty());
+    assert!(alarm
+        .observe(&[failed("a", Some(1.0), None, T0)])
+        .is_empty());
     assert!(alarm.raised());
     assert!(alarm.ack());
     assert!(!alarm.raised());
@@ -165,7 +174,9 @@ fn the_timeline_panel_marks_the_incident() {
         failed("b", Some(69.0), None, T0),
         ran("c", "success", Some(0.0), None, T20),
     ];
-    let p = crate::tui::theme::Theme::named("standard").expect("a theme").palette();
+    let p = crate::tui::theme::Theme::named("standard")
+        .expect("a theme")
+        .palette();
     let text: Vec<String> = body(&jobs, false, false, &p, 1.8e9)
         .iter()
         .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
