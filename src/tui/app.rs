@@ -43,6 +43,8 @@ pub enum Overlay {
     State,
     /// `i`: each job's latest finish, newest first.
     Timeline,
+    /// `m`: up to four jobs' live logs merged.
+    Merged,
 }
 
 /// Which text field takes the typing.
@@ -265,8 +267,10 @@ pub struct App {
     pub timeline_failing: bool,
     /// When a poll last answered (the wallboard's NO SIGNAL).
     pub answered: Option<Instant>,
-    /// The next drawer's tail generation.
-    next_generation: u64,
+    /// The live-logs panel.
+    pub merged: super::merged::Merged,
+    /// The next tail's generation (drawer and live-logs panel).
+    pub(super) next_generation: u64,
     /// What the edges must do.
     effects: Vec<Effect>,
 }
@@ -316,6 +320,7 @@ impl App {
             alarm: Default::default(),
             timeline_failing: false,
             verdict: None,
+            merged: Default::default(),
             answered: None,
             next_generation: 1,
             effects: Vec::new(),
@@ -386,6 +391,9 @@ impl App {
 
     /// Closes `overlay`.
     pub fn close(&mut self, overlay: Overlay) {
+        if overlay == Overlay::Merged && self.is_open(overlay) {
+            self.send(Command::Merge(Vec::new()));
+        }
         self.overlays.retain(|o| *o != overlay);
         self.panel_scroll = 0;
     }
@@ -641,6 +649,9 @@ impl App {
     }
 
     fn log_event(&mut self, generation: u64, event: LogEvent) {
+        if self.merged.take(generation, &event) {
+            return;
+        }
         let Some(drawer) = self.drawer.as_mut().filter(|d| d.generation == generation) else {
             return;
         };

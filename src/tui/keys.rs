@@ -116,6 +116,12 @@ impl App {
                 self.toggle(Overlay::Timeline);
                 return;
             }
+            Key::Char('m') if matches!(self.top(), None | Some(Overlay::Merged)) => {
+                return self.toggle_merged(now);
+            }
+            Key::Char('c') if self.top() == Some(Overlay::Merged) => {
+                return self.clear_merged();
+            }
             Key::Char('a') => {
                 if self.alarm.ack() {
                     self.toast(Tone::Info, "◔ alarm acknowledged", now);

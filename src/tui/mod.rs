@@ -16,6 +16,7 @@ pub mod format;
 mod keys;
 mod load;
 pub mod logs;
+mod merged;
 pub mod model;
 mod palette;
 mod panels;

@@ -36,10 +36,11 @@ const KEYS: [(&str, &str); 17] = [
 ];
 
 /// The terminal's own keys.
-const EXTRAS: [(&str, &str); 11] = [
+const EXTRAS: [(&str, &str); 12] = [
     ("q", "Quit"),
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
+    ("m", "Live logs: add the selected job (up to 4)"),
     ("←/→ or Tab", "Switch drawer tabs"),
     ("PgUp / PgDn", "Scroll"),
     ("in logs: f t w", "Follow · timestamps · wrap"),
@@ -263,6 +264,27 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     },
                     width: wide.min(w),
                     scroll: app.panel_scroll,
+                },
+                body,
+            );
+        }
+        Overlay::Merged => {
+            let rows = area.height.saturating_sub(6) as usize;
+            let body = super::merged::body(&app.merged, p, rows);
+            let title = format!(
+                "live logs ({}/{})",
+                app.merged.tails.len(),
+                super::merged::MERGED_MAX
+            );
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: &title,
+                    hint: "m/esc close · c clear · close, select a job, m adds it",
+                    width: wide.min(120),
+                    scroll: 0,
                 },
                 body,
             );
