@@ -706,3 +706,48 @@ fn failures_with_one_exit_code_raise_the_verdict_the_timeline_and_the_alarm() {
     );
     assert!(pane.alive());
 }
+
+#[test]
+fn m_merges_two_jobs_live_logs_with_their_names() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: first
+    command: \"echo one-says-hi; sleep 30\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+  - name: second
+    command: \"echo two-says-hi; sleep 30\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("2 jobs", &daemon);
+    for name in ["first", "second"] {
+        http::post(port, &format!("/jobs/{name}/start"));
+    }
+    pane.keys(&["m"]);
+    pane.wait(
+        "the panel",
+        |s| s.contains("live logs (1/4)"),
+        || daemon.log(),
+    );
+    pane.keys(&["m", "j", "m"]);
+    let screen = pane.wait(
+        "both tails",
+        |s| s.contains("live logs (2/4)") && s.contains("two-says-hi") && s.contains("one-says-hi"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "one-says-hi").contains("first"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "two-says-hi").contains("second"),
+        "{screen}"
+    );
+    pane.keys(&["c"]);
+    pane.wait("closed", |s| !s.contains("live logs ("), || daemon.log());
+    assert!(pane.alive());
+}
