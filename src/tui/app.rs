@@ -45,6 +45,8 @@ pub enum Overlay {
     Timeline,
     /// `m`: up to four jobs' live logs merged.
     Merged,
+    /// The settings (palette: "Open settings").
+    Settings,
 }
 
 /// Which text field takes the typing.
@@ -267,6 +269,8 @@ pub struct App {
     pub timeline_failing: bool,
     /// When a poll last answered (the wallboard's NO SIGNAL).
     pub answered: Option<Instant>,
+    /// The preferences file, when there is a place for one.
+    pub prefs_path: Option<std::path::PathBuf>,
     /// The live-logs panel.
     pub merged: super::merged::Merged,
     /// The next tail's generation (drawer and live-logs panel).
@@ -321,6 +325,7 @@ impl App {
             timeline_failing: false,
             verdict: None,
             merged: Default::default(),
+            prefs_path: None,
             answered: None,
             next_generation: 1,
             effects: Vec::new(),

@@ -14,7 +14,7 @@ pub const POLL_CHOICES: [Option<u64>; 6] = [Some(1), Some(2), Some(3), Some(5), 
 
 /// A key as the handlers read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
+pub(super) enum Key {
     Char(char),
     Ctrl(char),
     Enter,
@@ -218,6 +218,9 @@ impl App {
     }
 
     fn panel_key(&mut self, top: Overlay, key: Key) {
+        if top == Overlay::Settings {
+            return self.settings_key(key);
+        }
         match key {
             Key::Char('?') if top == Overlay::Help => self.close(Overlay::Help),
             Key::Char('j') | Key::Down if top == Overlay::State => self.feeds.sel += 1,

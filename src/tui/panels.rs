@@ -268,6 +268,21 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 body,
             );
         }
+        Overlay::Settings => {
+            let body = super::settings::body(app, p);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "settings",
+                    hint: "j/k choose · enter/space/←/→ change · esc close",
+                    width: wide.min(72),
+                    scroll: 0,
+                },
+                body,
+            );
+        }
         Overlay::Merged => {
             let rows = area.height.saturating_sub(6) as usize;
             let body = super::merged::body(&app.merged, p, rows);
