@@ -56,8 +56,12 @@ impl Pane {
         let pane = Pane {
             dir: tempfile::tempdir().expect("temp dir"),
         };
-        // A clean environment: no token from the test's own shell.
-        let line = format!("env -u CRONSTABLE_WEB_TOKEN TERM=xterm-256color {command}");
+        // A clean environment: no token from the test's own shell, and
+        // preferences read and saved in the pane's own directory.
+        let line = format!(
+            "env -u CRONSTABLE_WEB_TOKEN TERM=xterm-256color XDG_CONFIG_HOME={} {command}",
+            pane.dir.path().join("config").display()
+        );
         let out = pane.tmux(&[
             "-f",
             "/dev/null",
@@ -749,5 +753,50 @@ fn m_merges_two_jobs_live_logs_with_their_names() {
     );
     pane.keys(&["c"]);
     pane.wait("closed", |s| !s.contains("live logs ("), || daemon.log());
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_settings_panel_saves_each_change_and_the_next_start_reads_it() {
+    if !have_tmux() {
+        return;
+    }
+    let config = tempfile::tempdir().expect("temp dir");
+    let file = config.path().join("cronstable").join("tui.json");
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(&file, r#"{"theme": "standard", "ascii": true}"#).expect("write");
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let command = format!(
+        "env XDG_CONFIG_HOME={} {}",
+        config.path().display(),
+        tui(port, "")
+    );
+    let pane = Pane::start(&command);
+    // the remembered ASCII glyphs (`.` pending) without --ascii
+    let screen = pane.wait_for("4 jobs", &daemon);
+    assert!(
+        line_with(&screen, "echo alpha").contains(". Pending"),
+        "{screen}"
+    );
+    palette(&pane, "open settings");
+    pane.wait("the panel", |s| s.contains("‹ standard ›"), || daemon.log());
+    pane.keys(&["Enter"]);
+    let screen = pane.wait(
+        "the next hue",
+        |s| s.contains("‹ carolina ›"),
+        || daemon.log(),
+    );
+    assert!(screen.contains("saved to "), "{screen}");
+    let mut saved = String::new();
+    for _ in 0..50 {
+        saved = std::fs::read_to_string(&file).unwrap_or_default();
+        if saved.contains("carolina") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(saved.contains("\"theme\": \"carolina\""), "{saved}");
+    assert!(saved.contains("\"ascii\": true"), "{saved}");
+    assert!(!saved.contains("token"), "{saved}");
     assert!(pane.alive());
 }
