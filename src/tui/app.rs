@@ -654,7 +654,7 @@ impl App {
     }
 
     fn log_event(&mut self, generation: u64, event: LogEvent) {
-        if self.merged.take(generation, &event) {
+        if self.merged.take(generation, &event, wall_clock()) {
             return;
         }
         let Some(drawer) = self.drawer.as_mut().filter(|d| d.generation == generation) else {

@@ -445,6 +445,50 @@ impl App {
     }
 }
 
+impl App {
+    /// `m`: closes the panel when open; else adds the selected job (up to
+    /// four) and opens it, every tail attaching afresh.
+    pub(super) fn toggle_merged(&mut self, now: Instant) {
+        if self.is_open(Overlay::Merged) {
+            return self.close(Overlay::Merged);
+        }
+        let chosen = self
+            .drawer
+            .as_ref()
+            .map(|d| d.job.clone())
+            .or_else(|| self.selected_job().map(|j| j.name.clone()));
+        if let Some(name) = chosen {
+            if self.merged.tails.iter().any(|t| t.0 == name) {
+            } else if self.merged.tails.len() >= super::merged::MERGED_MAX {
+                self.toast(
+                    Tone::Warn,
+                    format!("live logs is full ({} jobs)", super::merged::MERGED_MAX),
+                    now,
+                );
+            } else {
+                self.merged
+                    .tails
+                    .push((name, 0, super::logs::LogBuffer::new()));
+            }
+        }
+        let mut wanted = Vec::new();
+        for (job, generation, logs) in &mut self.merged.tails {
+            *generation = self.next_generation;
+            self.next_generation += 1;
+            *logs = super::logs::LogBuffer::new();
+            wanted.push((job.clone(), *generation));
+        }
+        self.send(Command::Merge(wanted));
+        self.open(Overlay::Merged);
+    }
+
+    /// `c` in the panel: forget its jobs and close it.
+    pub(super) fn clear_merged(&mut self) {
+        self.close(Overlay::Merged);
+        self.merged.tails.clear();
+    }
+}
+
 #[cfg(test)]
 #[path = "keys_tests.rs"]
 mod tests;
