@@ -56,8 +56,12 @@ impl Pane {
         let pane = Pane {
             dir: tempfile::tempdir().expect("temp dir"),
         };
-        // A clean environment: no token from the test's own shell.
-        let line = format!("env -u CRONSTABLE_WEB_TOKEN TERM=xterm-256color {command}");
+        // A clean environment: no token from the test's own shell, and
+        // preferences read and saved in the pane's own directory.
+        let line = format!(
+            "env -u CRONSTABLE_WEB_TOKEN TERM=xterm-256color XDG_CONFIG_HOME={} {command}",
+            pane.dir.path().join("config").display()
+        );
         let out = pane.tmux(&[
             "-f",
             "/dev/null",
@@ -651,4 +655,148 @@ fn an_https_listener_with_client_certificates_is_reached_with_the_tls_flags() {
     assert!(screen.contains("CertificateRequired"), "{screen}");
     assert!(screen.contains("no answer from the daemon yet"), "{screen}");
     assert!(!screen.contains("echo alpha"), "{screen}");
+}
+
+#[test]
+fn failures_with_one_exit_code_raise_the_verdict_the_timeline_and_the_alarm() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: one
+    command: exit 69
+    schedule: \"0 0 1 1 *\"
+  - name: two
+    command: exit 69
+    schedule: \"0 0 1 1 *\"
+  - name: fine
+    command: \"true\"
+    schedule: \"0 0 1 1 *\"
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("3 jobs", &daemon);
+    for name in ["one", "two", "fine"] {
+        http::post(port, &format!("/jobs/{name}/start"));
+    }
+    let screen = pane.wait(
+        "the verdict bar",
+        |s| s.contains("MULTIPLE FAILURES — 2 jobs failing"),
+        || daemon.log(),
+    );
+    let bar = line_with(&screen, "MULTIPLE FAILURES");
+    assert!(
+        bar.contains("×2 share exit code 69") && bar.contains("may share a cause"),
+        "{screen}"
+    );
+    assert!(bar.contains("ALARM (a to ack)"), "{screen}");
+    pane.keys(&["a"]);
+    pane.wait(
+        "the alarm acknowledged",
+        |s| s.contains("alarm acknowledged") && !s.contains("ALARM (a to ack)"),
+        || daemon.log(),
+    );
+    pane.keys(&["i"]);
+    let screen = pane.wait(
+        "the timeline",
+        |s| s.contains("incident timeline") && s.contains("◉ incident"),
+        || daemon.log(),
+    );
+    assert!(line_with(&screen, "fine").contains("●"), "{screen}");
+    pane.keys(&["f"]);
+    pane.wait(
+        "failures only",
+        |s| s.contains("failing only") && !s.contains("● fine"),
+        || daemon.log(),
+    );
+    assert!(pane.alive());
+}
+
+#[test]
+fn m_merges_two_jobs_live_logs_with_their_names() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: first
+    command: \"echo one-says-hi; sleep 30\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+  - name: second
+    command: \"echo two-says-hi; sleep 30\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("2 jobs", &daemon);
+    for name in ["first", "second"] {
+        http::post(port, &format!("/jobs/{name}/start"));
+    }
+    pane.keys(&["m"]);
+    pane.wait(
+        "the panel",
+        |s| s.contains("live logs (1/4)"),
+        || daemon.log(),
+    );
+    pane.keys(&["m", "j", "m"]);
+    let screen = pane.wait(
+        "both tails",
+        |s| s.contains("live logs (2/4)") && s.contains("two-says-hi") && s.contains("one-says-hi"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "one-says-hi").contains("first"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "two-says-hi").contains("second"),
+        "{screen}"
+    );
+    pane.keys(&["c"]);
+    pane.wait("closed", |s| !s.contains("live logs ("), || daemon.log());
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_settings_panel_saves_each_change_and_the_next_start_reads_it() {
+    if !have_tmux() {
+        return;
+    }
+    let config = tempfile::tempdir().expect("temp dir");
+    let file = config.path().join("cronstable").join("tui.json");
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    std::fs::write(&file, r#"{"theme": "standard", "ascii": true}"#).expect("write");
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let command = format!(
+        "env XDG_CONFIG_HOME={} {}",
+        config.path().display(),
+        tui(port, "")
+    );
+    let pane = Pane::start(&command);
+    // the remembered ASCII glyphs (`.` pending) without --ascii
+    let screen = pane.wait_for("4 jobs", &daemon);
+    assert!(
+        line_with(&screen, "echo alpha").contains(". Pending"),
+        "{screen}"
+    );
+    palette(&pane, "open settings");
+    pane.wait("the panel", |s| s.contains("‹ standard ›"), || daemon.log());
+    pane.keys(&["Enter"]);
+    let screen = pane.wait(
+        "the next hue",
+        |s| s.contains("‹ carolina ›"),
+        || daemon.log(),
+    );
+    assert!(screen.contains("saved to "), "{screen}");
+    let mut saved = String::new();
+    for _ in 0..50 {
+        saved = std::fs::read_to_string(&file).unwrap_or_default();
+        if saved.contains("carolina") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(saved.contains("\"theme\": \"carolina\""), "{saved}");
+    assert!(saved.contains("\"ascii\": true"), "{saved}");
+    assert!(!saved.contains("token"), "{saved}");
+    assert!(pane.alive());
 }

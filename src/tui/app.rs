@@ -41,6 +41,12 @@ pub enum Overlay {
     Upcoming,
     /// The durable store's inventory (`GET /state`).
     State,
+    /// `i`: each job's latest finish, newest first.
+    Timeline,
+    /// `m`: up to four jobs' live logs merged.
+    Merged,
+    /// The settings (palette: "Open settings").
+    Settings,
 }
 
 /// Which text field takes the typing.
@@ -255,10 +261,20 @@ pub struct App {
     pub fleet_failing: bool,
     /// The wallboard replaces the board.
     pub wall: bool,
+    /// The failure alarm `a` acknowledges.
+    pub alarm: super::verdict::Alarm,
+    /// The verdict bar's headline, read again at each poll.
+    pub verdict: Option<super::verdict::Verdict>,
+    /// The timeline shows only failures.
+    pub timeline_failing: bool,
     /// When a poll last answered (the wallboard's NO SIGNAL).
     pub answered: Option<Instant>,
-    /// The next drawer's tail generation.
-    next_generation: u64,
+    /// The preferences file, when there is a place for one.
+    pub prefs_path: Option<std::path::PathBuf>,
+    /// The live-logs panel.
+    pub merged: super::merged::Merged,
+    /// The next tail's generation (drawer and live-logs panel).
+    pub(super) next_generation: u64,
     /// What the edges must do.
     effects: Vec<Effect>,
 }
@@ -305,6 +321,11 @@ impl App {
             calendar: None,
             fleet_failing: false,
             wall: false,
+            alarm: Default::default(),
+            timeline_failing: false,
+            verdict: None,
+            merged: Default::default(),
+            prefs_path: None,
             answered: None,
             next_generation: 1,
             effects: Vec::new(),
@@ -375,6 +396,9 @@ impl App {
 
     /// Closes `overlay`.
     pub fn close(&mut self, overlay: Overlay) {
+        if overlay == Overlay::Merged && self.is_open(overlay) {
+            self.send(Command::Merge(Vec::new()));
+        }
         self.overlays.retain(|o| *o != overlay);
         self.panel_scroll = 0;
     }
@@ -551,7 +575,10 @@ impl App {
                 self.offline = Some(why);
             }
             Update::Unauthorized => self.unauthorized(),
-            Update::Cluster(v) => self.cluster = Some(v),
+            Update::Cluster(v) => {
+                self.cluster = Some(v);
+                self.judge();
+            }
             Update::Node(v) => self.node = Some(v),
             Update::NodeHistory(v) => self.node_history = Some(v),
             Update::Meta(version, id) => {
@@ -571,15 +598,23 @@ impl App {
         self.connected = true;
         self.offline = None;
         self.facts = Facts::of(&jobs);
+        self.alarm.observe(&jobs);
         self.by_name = jobs
             .iter()
             .enumerate()
             .map(|(i, j)| (j.name.clone(), i))
             .collect();
         self.jobs = jobs;
+        self.judge();
         self.fetched = Some(fetched);
         self.recompute_view();
         self.refresh_drawer();
+    }
+
+    /// Reads the verdict again from the jobs and the cluster.
+    fn judge(&mut self) {
+        let alert = super::verdict::cluster_alert(self.cluster.as_ref());
+        self.verdict = super::verdict::verdict(&self.jobs, alert.as_ref());
     }
 
     /// After a poll: reload what the drawer shows when its job finished a
@@ -619,6 +654,9 @@ impl App {
     }
 
     fn log_event(&mut self, generation: u64, event: LogEvent) {
+        if self.merged.take(generation, &event, wall_clock()) {
+            return;
+        }
         let Some(drawer) = self.drawer.as_mut().filter(|d| d.generation == generation) else {
             return;
         };

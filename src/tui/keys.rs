@@ -14,7 +14,7 @@ pub const POLL_CHOICES: [Option<u64>; 6] = [Some(1), Some(2), Some(3), Some(5), 
 
 /// A key as the handlers read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
+pub(super) enum Key {
     Char(char),
     Ctrl(char),
     Enter,
@@ -111,6 +111,25 @@ impl App {
             self.quit = true;
             return;
         }
+        match key {
+            Key::Char('i') if matches!(self.top(), None | Some(Overlay::Timeline)) => {
+                self.toggle(Overlay::Timeline);
+                return;
+            }
+            Key::Char('m') if matches!(self.top(), None | Some(Overlay::Merged)) => {
+                return self.toggle_merged(now);
+            }
+            Key::Char('c') if self.top() == Some(Overlay::Merged) => {
+                return self.clear_merged();
+            }
+            Key::Char('a') => {
+                if self.alarm.ack() {
+                    self.toast(Tone::Info, "◔ alarm acknowledged", now);
+                }
+                return;
+            }
+            _ => {}
+        }
         if let Some(top) = self.top() {
             return self.panel_key(top, key);
         }
@@ -199,6 +218,9 @@ impl App {
     }
 
     fn panel_key(&mut self, top: Overlay, key: Key) {
+        if top == Overlay::Settings {
+            return self.settings_key(key);
+        }
         match key {
             Key::Char('?') if top == Overlay::Help => self.close(Overlay::Help),
             Key::Char('j') | Key::Down if top == Overlay::State => self.feeds.sel += 1,
@@ -213,6 +235,10 @@ impl App {
             Key::Home => self.panel_scroll = 0,
             Key::Char('g') => self.send(Command::Refresh),
             Key::Char('f') if top == Overlay::Fleet => self.fleet_failing = !self.fleet_failing,
+            Key::Char('f') if top == Overlay::Timeline => {
+                self.timeline_failing = !self.timeline_failing;
+                self.panel_scroll = 0;
+            }
             _ => {}
         }
     }
@@ -416,6 +442,50 @@ impl App {
             None => "refresh paused (g refreshes)".to_owned(),
         };
         self.toast(Tone::Info, text, now);
+    }
+}
+
+impl App {
+    /// `m`: closes the panel when open; else adds the selected job (up to
+    /// four) and opens it, every tail attaching afresh.
+    pub(super) fn toggle_merged(&mut self, now: Instant) {
+        if self.is_open(Overlay::Merged) {
+            return self.close(Overlay::Merged);
+        }
+        let chosen = self
+            .drawer
+            .as_ref()
+            .map(|d| d.job.clone())
+            .or_else(|| self.selected_job().map(|j| j.name.clone()));
+        if let Some(name) = chosen {
+            if self.merged.tails.iter().any(|t| t.0 == name) {
+            } else if self.merged.tails.len() >= super::merged::MERGED_MAX {
+                self.toast(
+                    Tone::Warn,
+                    format!("live logs is full ({} jobs)", super::merged::MERGED_MAX),
+                    now,
+                );
+            } else {
+                self.merged
+                    .tails
+                    .push((name, 0, super::logs::LogBuffer::new()));
+            }
+        }
+        let mut wanted = Vec::new();
+        for (job, generation, logs) in &mut self.merged.tails {
+            *generation = self.next_generation;
+            self.next_generation += 1;
+            *logs = super::logs::LogBuffer::new();
+            wanted.push((job.clone(), *generation));
+        }
+        self.send(Command::Merge(wanted));
+        self.open(Overlay::Merged);
+    }
+
+    /// `c` in the panel: forget its jobs and close it.
+    pub(super) fn clear_merged(&mut self) {
+        self.close(Overlay::Merged);
+        self.merged.tails.clear();
     }
 }
 

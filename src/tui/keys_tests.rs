@@ -306,3 +306,95 @@ fn w_toggles_the_wallboard_and_esc_leaves_it_last() {
     press(&mut app, KeyCode::Char('w'));
     assert!(!app.wall);
 }
+
+fn failing(name: &str, exit: f64) -> Job {
+    Job {
+        last_run: Some(crate::tui::model::LastRun {
+            outcome: "failure".into(),
+            exit_code: Some(exit),
+            finished_at: Some("2027-01-15T07:59:00+00:00".into()),
+            ..Default::default()
+        }),
+        ..job(name)
+    }
+}
+
+#[test]
+fn i_toggles_the_timeline_and_a_acknowledges_the_alarm_once() {
+    let mut app = with_jobs(vec![failing("a", 69.0), failing("b", 69.0), job("c")]);
+    assert!(app.alarm.raised());
+    let v = app.verdict.clone().expect("a verdict");
+    assert_eq!(v.sub, "×2 share exit code 69 within 1s — may share a cause");
+    press(&mut app, KeyCode::Char('a'));
+    assert!(!app.alarm.raised());
+    assert_eq!(app.toasts.len(), 1);
+    press(&mut app, KeyCode::Char('a'));
+    assert_eq!(app.toasts.len(), 1, "nothing left to acknowledge");
+    press(&mut app, KeyCode::Char('i'));
+    assert_eq!(app.top(), Some(Overlay::Timeline));
+    press(&mut app, KeyCode::Char('f'));
+    assert!(app.timeline_failing);
+    press(&mut app, KeyCode::Char('i'));
+    assert_eq!(app.top(), None);
+}
+
+fn merged_line(stream: &str, text: &str) -> LogEvent {
+    LogEvent::Line(stream.to_owned(), text.to_owned())
+}
+
+#[test]
+fn m_tails_up_to_four_jobs_and_merges_their_lines() {
+    let names = ["a", "b", "c", "d", "e"];
+    let mut app = with_jobs(names.iter().map(|n| job(n)).collect());
+    let now = Instant::now();
+    for i in 0..5 {
+        app.sel = i;
+        app.toggle_merged(now);
+        assert!(app.is_open(Overlay::Merged));
+        if i < 4 {
+            app.toggle_merged(now);
+            assert!(!app.is_open(Overlay::Merged));
+        }
+    }
+    let tails: Vec<&str> = app.merged.tails.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(tails, ["a", "b", "c", "d"], "a fifth is refused");
+    assert!(app.toasts.iter().any(|t| t.text.contains("full")));
+    let merges: Vec<Vec<(String, u64)>> = sent(&mut app)
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Merge(jobs) => Some(jobs),
+            _ => None,
+        })
+        .collect();
+    let last = merges.last().expect("a merge");
+    assert_eq!(last.len(), 4);
+    assert_eq!(merges[merges.len() - 2], Vec::new(), "closing stops them");
+    let gen = |i: usize| app.merged.tails[i].1;
+    let (ga, gc) = (gen(0), gen(2));
+    assert!(app.merged.take(ga, &merged_line("stdout", "from a"), 1.0));
+    assert!(app
+        .merged
+        .take(gc, &merged_line("stderr", "from \x1b[31mc"), 2.0));
+    assert!(app.merged.take(ga, &merged_line("stdout", "a again"), 3.0));
+    assert!(!app.merged.take(9999, &merged_line("stdout", "stray"), 0.0));
+    let merged = app.merged.tail(10);
+    let texts: Vec<&str> = merged.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(texts, ["from a", "from c", "a again"]);
+    assert_eq!(merged.iter().map(|m| m.0).collect::<Vec<_>>(), [0, 2, 0]);
+    assert_eq!(app.merged.tail(1).len(), 1);
+    let p = app.theme.palette();
+    let rows: Vec<String> = crate::tui::merged::body(&app.merged, &p, 10)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    assert!(
+        rows[0].contains("■ a") && rows[0].contains("■ d"),
+        "{rows:?}"
+    );
+    assert!(
+        rows[2].starts_with(" c") && rows[2].ends_with("│ from c"),
+        "{rows:?}"
+    );
+    app.clear_merged();
+    assert!(app.merged.tails.is_empty() && !app.is_open(Overlay::Merged));
+}

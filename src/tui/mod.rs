@@ -16,14 +16,18 @@ pub mod format;
 mod keys;
 mod load;
 pub mod logs;
+mod merged;
 pub mod model;
 mod palette;
 mod panels;
 mod polling;
+pub mod prefs;
 pub mod render;
+mod settings;
 pub mod sse;
 pub mod text;
 pub mod theme;
+pub mod verdict;
 pub mod view;
 mod wall;
 pub mod worker;
@@ -68,7 +72,16 @@ pub fn run(args: &TuiArgs) -> u8 {
         }
     };
     let (tx, rx) = mpsc::channel();
-    let poll = args.interval();
+    let home = crate::platform::home_dir();
+    let xdg = std::env::var("XDG_CONFIG_HOME").ok();
+    let prefs_path = prefs::path(xdg.as_deref(), home.as_deref());
+    let remembered = prefs::load(prefs_path.as_deref());
+    // A flag given on the command line wins over the remembered value.
+    let poll = if args.poll.is_some() {
+        args.interval()
+    } else {
+        remembered.poll()
+    };
     let commands = match worker::start(&args.connect.url, client, token, poll, tx.clone()) {
         Ok(commands) => commands,
         Err(err) => {
@@ -80,17 +93,17 @@ pub fn run(args: &TuiArgs) -> u8 {
         .theme
         .as_deref()
         .and_then(theme::Theme::named)
-        .unwrap_or(theme::Theme {
-            hue: 0,
-            light: false,
-        });
+        .unwrap_or_else(|| remembered.theme());
     let mut app = App::new(Options {
-        ascii: args.ascii,
+        ascii: args.ascii || remembered.ascii,
         theme,
         poll,
         job: args.job.clone(),
     });
     app.wall = args.tv;
+    app.wrap = remembered.wrap;
+    app.timestamps = remembered.timestamps;
+    app.prefs_path = prefs_path;
     if let Err(err) = enter() {
         leave();
         eprintln!("cronstable tui: cannot set up the terminal: {err}");
@@ -153,8 +166,20 @@ fn event_loop(
     let mut dirty = true;
     let mut drawn_at: Option<Instant> = None;
     let mut second = app::wall_clock() as i64;
+    let mut saved = prefs::Prefs::of(app);
     loop {
         carry_out(app, commands, &mut terminal);
+        // Every change of a remembered setting is saved at once.
+        let current = prefs::Prefs::of(app);
+        if current != saved {
+            if let Some(path) = &app.prefs_path {
+                if let Err(err) = prefs::save(path, &current) {
+                    let why = format!("cannot save the settings: {err}");
+                    app.toast(Tone::Fail, why, Instant::now());
+                }
+            }
+            saved = current;
+        }
         if app.quit {
             return Ok(());
         }

@@ -79,6 +79,8 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle activity heatmap", Do::Toggle(Overlay::Heatmap)),
         item("Toggle upcoming runs", Do::Toggle(Overlay::Upcoming)),
         item("Toggle state inspector", Do::Toggle(Overlay::State)),
+        item("Incident timeline", Do::Toggle(Overlay::Timeline)),
+        item("Open settings", Do::Toggle(Overlay::Settings)),
         item("Toggle wallboard", Do::Wall),
         item("Keyboard shortcuts", Do::Toggle(Overlay::Help)),
         item("Set access token", Do::Token),

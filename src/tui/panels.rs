@@ -15,7 +15,7 @@ use ratatui::Frame;
 use serde_json::Value;
 
 /// The web page's shortcut table.
-const KEYS: [(&str, &str); 15] = [
+const KEYS: [(&str, &str); 17] = [
     ("Ctrl-K / Ctrl-P", "Command palette"),
     ("/", "Focus the filter"),
     ("j / ↓", "Next job"),
@@ -28,22 +28,26 @@ const KEYS: [(&str, &str); 15] = [
     ("g", "Refresh now"),
     ("t", "Cycle theme"),
     ("T", "Dark / light"),
+    ("i", "Incident timeline"),
     ("w", "Wallboard (TV) mode"),
+    ("a", "Acknowledge the failure alarm"),
     ("?", "This overlay"),
     ("Esc", "Close the panel or drawer"),
 ];
 
 /// The terminal's own keys.
-const EXTRAS: [(&str, &str); 10] = [
+const EXTRAS: [(&str, &str); 12] = [
     ("q", "Quit"),
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
+    ("m", "Live logs: add the selected job (up to 4)"),
     ("←/→ or Tab", "Switch drawer tabs"),
     ("PgUp / PgDn", "Scroll"),
     ("in logs: f t w", "Follow · timestamps · wrap"),
     ("in logs: / n N", "Search · next · previous match"),
     ("in logs: d", "Save the log to your home directory"),
     ("in the fleet: f", "Failing jobs only / all"),
+    ("in the timeline: f", "Failures only / every finish"),
     ("in the state: j k enter", "Choose a stream, read it"),
 ];
 
@@ -215,6 +219,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
         | Overlay::Fleet
         | Overlay::Heatmap
         | Overlay::Upcoming
+        | Overlay::Timeline
         | Overlay::State => {
             let (title, body, w) = match overlay {
                 Overlay::Load => ("schedule load", load::body(&app.feeds, p, 76), 80),
@@ -234,6 +239,16 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     84,
                 ),
                 Overlay::Upcoming => ("upcoming runs", boards::upcoming(app, p, now), 84),
+                Overlay::Timeline if app.timeline_failing => (
+                    "incident timeline — failing only",
+                    super::verdict::body(&app.jobs, true, app.ascii, p, now.wall),
+                    96,
+                ),
+                Overlay::Timeline => (
+                    "incident timeline",
+                    super::verdict::body(&app.jobs, false, app.ascii, p, now.wall),
+                    96,
+                ),
                 _ => ("state inspector", boards::state(&app.feeds, p), 84),
             };
             panel(
@@ -242,13 +257,49 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 area,
                 Look {
                     title,
-                    hint: if overlay == Overlay::Fleet {
+                    hint: if matches!(overlay, Overlay::Fleet | Overlay::Timeline) {
                         "esc close · j/k scroll · f failing only / all"
                     } else {
                         "esc close · j/k scroll"
                     },
                     width: wide.min(w),
                     scroll: app.panel_scroll,
+                },
+                body,
+            );
+        }
+        Overlay::Settings => {
+            let body = super::settings::body(app, p);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "settings",
+                    hint: "j/k choose · enter/space/←/→ change · esc close",
+                    width: wide.min(72),
+                    scroll: 0,
+                },
+                body,
+            );
+        }
+        Overlay::Merged => {
+            let rows = area.height.saturating_sub(6) as usize;
+            let body = super::merged::body(&app.merged, p, rows);
+            let title = format!(
+                "live logs ({}/{})",
+                app.merged.tails.len(),
+                super::merged::MERGED_MAX
+            );
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: &title,
+                    hint: "m/esc close · c clear · close, select a job, m adds it",
+                    width: wide.min(120),
+                    scroll: 0,
                 },
                 body,
             );

@@ -190,6 +190,15 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     let cols = area.width as usize;
     let layout = view::columns(cols, &app.facts);
     let mut lines = vec![header(app, p, area.width, now), toolbar(app, p)];
+    if let Some(v) = &app.verdict {
+        lines.push(super::verdict::bar(
+            v,
+            app.alarm.raised(),
+            p,
+            cols,
+            now.wall,
+        ));
+    }
     let title: String = layout
         .iter()
         .map(|(c, w)| fit(c.title(), *w))
@@ -199,8 +208,8 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
         format!(" {title}"),
         p.ink(p.dim).add_modifier(Modifier::BOLD),
     ));
-    // header, toolbar, titles above; the footer below
-    let body = (area.height as usize).saturating_sub(4);
+    // header, toolbar (and the verdict bar), titles above; the footer below
+    let body = (area.height as usize).saturating_sub(lines.len() + 2);
     app.offset = view::scroll_window(app.view.len(), body, app.sel, app.offset);
     let end = (app.offset + body).min(app.view.len());
     for row in app.offset..end {

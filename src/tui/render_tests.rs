@@ -230,3 +230,29 @@ fn the_wallboard_puts_the_worst_first_and_says_no_signal() {
         shown[0]
     );
 }
+
+#[test]
+fn the_verdict_bar_sits_above_the_board_until_the_failures_clear() {
+    let failed = |name: &str| Job {
+        last_run: Some(LastRun {
+            outcome: "failure".into(),
+            exit_code: Some(69.0),
+            finished_at: Some("2027-01-15T07:59:00+00:00".into()),
+            ..LastRun::default()
+        }),
+        ..job(name)
+    };
+    let mut app = with_jobs(vec![failed("a"), failed("b"), job("c")]);
+    let s = screen(&mut app, 140, 14);
+    let bar = line(&s, "MULTIPLE FAILURES");
+    assert!(bar.contains("2 jobs failing"), "{bar}");
+    assert!(bar.contains("×2 share exit code 69"), "{bar}");
+    assert!(bar.contains("ALARM (a to ack)"), "{bar}");
+    app.alarm.ack();
+    assert!(!line(&screen(&mut app, 140, 14), "MULTIPLE").contains("ALARM"));
+    app.update(
+        Update::Jobs(vec![job("a"), job("b")], Instant::now()),
+        Instant::now(),
+    );
+    assert_eq!(line(&screen(&mut app, 140, 14), "FAILURES"), "");
+}

@@ -71,6 +71,9 @@ pub enum Command {
     Follow(bool),
     /// Re-attach the tail now (a run was just started).
     Kick,
+    /// The live-logs panel's tails, each job with its generation
+    /// (replacing the panel's earlier tails; empty stops them all).
+    Merge(Vec<(String, u64)>),
     /// `GET /jobs/{name}/runs`.
     Runs(String),
     /// `GET /jobs/{name}/resources`.
@@ -313,8 +316,25 @@ async fn serve(
     }
     let follow = Arc::new(AtomicBool::new(true));
     let mut tail: Option<Tail> = None;
+    // The live-logs panel's tails always follow.
+    let merged_follow = Arc::new(AtomicBool::new(true));
+    let mut merged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     while let Some(command) = inbox.recv().await {
         match command {
+            Command::Merge(jobs) => {
+                for old in merged.drain(..) {
+                    old.abort();
+                }
+                for (job, generation) in jobs {
+                    merged.push(tokio::spawn(tail_loop(
+                        Arc::clone(&shared),
+                        job,
+                        generation,
+                        Arc::clone(&merged_follow),
+                        Arc::new(Notify::new()),
+                    )));
+                }
+            }
             Command::Refresh => wake.notify_one(),
             Command::SetPoll(every) => {
                 let _ = interval.send(every);

@@ -1,0 +1,156 @@
+//! The preferences file (`$XDG_CONFIG_HOME/cronstable/tui.json`, else
+//! `~/.config/cronstable/tui.json`): theme, refresh interval and toggles,
+//! remembered between sessions like the web page's local storage. The
+//! token is never written here. Reading and writing are the only I/O;
+//! what goes in and out is plain data.
+
+use super::app::App;
+use super::theme::Theme;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// What is remembered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Prefs {
+    /// The theme's name (`amber`, `amber-light`, …).
+    pub theme: String,
+    /// Milliseconds between polls; 0 pauses.
+    pub poll_ms: u64,
+    /// Long log lines wrap.
+    pub wrap: bool,
+    /// Log lines show their arrival times.
+    pub timestamps: bool,
+    /// Plain-ASCII glyphs.
+    pub ascii: bool,
+}
+
+impl Default for Prefs {
+    fn default() -> Prefs {
+        Prefs {
+            theme: "standard".to_owned(),
+            poll_ms: 3000,
+            wrap: false,
+            timestamps: false,
+            ascii: false,
+        }
+    }
+}
+
+impl Prefs {
+    /// The file's text as preferences; unknown keys are ignored, and a
+    /// file that cannot be read as a whole gives the defaults.
+    pub fn parse(text: &str) -> Prefs {
+        let mut prefs: Prefs = serde_json::from_str(text).unwrap_or_default();
+        if Theme::named(&prefs.theme).is_none() {
+            prefs.theme = Prefs::default().theme;
+        }
+        prefs
+    }
+
+    /// The remembered theme.
+    pub fn theme(&self) -> Theme {
+        Theme::named(&self.theme).unwrap_or(Theme {
+            hue: 0,
+            light: false,
+        })
+    }
+
+    /// The remembered poll interval (`None`: paused).
+    pub fn poll(&self) -> Option<Duration> {
+        match self.poll_ms {
+            0 => None,
+            ms => Some(Duration::from_millis(ms.max(100))),
+        }
+    }
+
+    /// What the dashboard shows now.
+    pub fn of(app: &App) -> Prefs {
+        Prefs {
+            theme: app.theme.name(),
+            poll_ms: app.poll.map_or(0, |d| d.as_millis() as u64),
+            wrap: app.wrap,
+            timestamps: app.timestamps,
+            ascii: app.ascii,
+        }
+    }
+
+    /// The file's text.
+    pub fn to_text(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default() + "\n"
+    }
+}
+
+/// Where the file lives, from `XDG_CONFIG_HOME` and `HOME` (None when
+/// neither is set).
+pub fn path(xdg: Option<&str>, home: Option<&Path>) -> Option<PathBuf> {
+    let base = match xdg.filter(|x| !x.is_empty()) {
+        Some(x) => PathBuf::from(x),
+        None => home?.join(".config"),
+    };
+    Some(base.join("cronstable").join("tui.json"))
+}
+
+/// Reads the file; the defaults when it is absent or unreadable.
+pub fn load(path: Option<&Path>) -> Prefs {
+    path.and_then(|p| std::fs::read_to_string(p).ok())
+        .map_or_else(Prefs::default, |t| Prefs::parse(&t))
+}
+
+/// Writes the file, making its directory.
+pub fn save(path: &Path, prefs: &Prefs) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, prefs.to_text())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_path_prefers_xdg_then_home() {
+        let home = Path::new("/home/u");
+        assert_eq!(
+            path(Some("/x"), Some(home)),
+            Some(PathBuf::from("/x/cronstable/tui.json"))
+        );
+        assert_eq!(
+            path(Some(""), Some(home)),
+            Some(PathBuf::from("/home/u/.config/cronstable/tui.json"))
+        );
+        assert_eq!(path(None, None), None);
+    }
+
+    #[test]
+    fn bad_or_partial_files_fall_back_to_the_defaults() {
+        assert_eq!(Prefs::parse("not json"), Prefs::default());
+        let p = Prefs::parse(r#"{"theme": "amber-light", "wrap": true, "token": "x"}"#);
+        assert_eq!(p.theme().name(), "amber-light");
+        assert!(p.wrap && !p.ascii);
+        assert_eq!(p.poll(), Some(Duration::from_secs(3)));
+        assert_eq!(Prefs::parse(r#"{"theme": "nope"}"#).theme, "standard");
+        assert_eq!(Prefs::parse(r#"{"poll_ms": 0}"#).poll(), None);
+    }
+
+    #[test]
+    fn a_saved_file_reads_back_the_same_and_holds_no_token() {
+        let dir = std::env::temp_dir().join(format!("cronstable-prefs-{}", std::process::id()));
+        let file = dir.join("cronstable").join("tui.json");
+        let prefs = Prefs {
+            theme: "green".into(),
+            poll_ms: 10_000,
+            wrap: true,
+            timestamps: true,
+            ascii: true,
+        };
+        save(&file, &prefs).expect("saved");
+        assert_eq!(load(Some(&file)), prefs);
+        let text = std::fs::read_to_string(&file).expect("read");
+        assert!(!text.contains("token"), "{text}");
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(load(Some(&file)), Prefs::default());
+    }
+}
