@@ -56,6 +56,33 @@ macro_rules! require_enforcement {
     };
 }
 
+/// The pid a job wrote into `file`, once it is there.
+fn written_pid(daemon: &Daemon, file: &std::path::Path) -> i32 {
+    let start = Instant::now();
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        assert!(start.elapsed() < LONG, "{}", daemon.log());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Whether process `pid` exists and is neither a zombie nor dead.
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().chars().next())
+        })
+        .flatten()
+        .is_some_and(|state| state != 'Z' && state != 'X')
+}
+
 /// A job started once at the daemon's start, with `extra` keys.
 fn at_start(name: &str, command: &str, extra: &str) -> String {
     format!(
@@ -146,23 +173,9 @@ fn a_process_a_capped_run_left_behind_still_meets_its_memory_cap() {
     let run = daemon.first_run(port, "leaver");
     assert_eq!(run["outcome"], "success", "{run}");
     let pid_file = daemon.path("late.pid");
+    let late = written_pid(&daemon, &pid_file);
     let start = Instant::now();
-    let late: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break pid;
-        }
-        assert!(start.elapsed() < LONG, "{}", daemon.log());
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let start = Instant::now();
-    while std::path::Path::new(&format!("/proc/{late}")).exists()
-        && !std::fs::read_to_string(format!("/proc/{late}/stat"))
-            .unwrap_or_default()
-            .contains(") Z")
-    {
+    while alive(late) {
         assert!(
             start.elapsed() < Duration::from_secs(20),
             "the left-behind process {late} is still there: {}",
@@ -245,27 +258,7 @@ fn cancelling_a_capped_run_kills_a_descendant_that_left_its_session() {
     let (daemon, port) = daemon(&jobs, &[]);
     require_enforcement!(port, &["processes"]);
     let pid_file = daemon.path("escaped.pid");
-    let start = Instant::now();
-    let escaped: i32 = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            break pid;
-        }
-        assert!(start.elapsed() < LONG, "{}", daemon.log());
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let alive = |pid: i32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|s| {
-                s.rsplit_once(')')
-                    .map(|(_, r)| r.trim_start().chars().next())
-            })
-            .flatten()
-            .is_some_and(|state| state != 'Z' && state != 'X')
-    };
+    let escaped = written_pid(&daemon, &pid_file);
     assert!(alive(escaped));
     let reply = http::post(port, "/jobs/sticky/cancel");
     assert_eq!(reply.status, 200, "{}", reply.body);

@@ -1,7 +1,6 @@
 use super::*;
 use crate::config::sections::PoolConf;
-use crate::scheduler::pools::queue::{Payload, PoolDoc};
-use crate::scheduler::pools::EnqueueRequest;
+use crate::scheduler::pools::queue::PoolDoc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -57,22 +56,6 @@ impl VersionedDocs for Shared {
     }
 }
 
-fn request(key: &str) -> EnqueueRequest {
-    EnqueueRequest {
-        key: key.into(),
-        job: "j".into(),
-        pool: "p".into(),
-        slots: 1,
-        priority: 0,
-        timeout: 3600.0,
-        digest: "d".into(),
-        payload: Payload {
-            kind: Some("job".into()),
-            ..Payload::default()
-        },
-    }
-}
-
 const CONF: PoolConf = PoolConf {
     slots: 1,
     max_queued: 1000,
@@ -83,7 +66,11 @@ fn enqueue(docs: &dyn PoolDocs, key: &str, calls: &AtomicU64) -> Result<(), Pool
     docs.mutate("p", &mut |current| {
         calls.fetch_add(1, Ordering::SeqCst);
         let mut doc = current.unwrap_or_else(|| PoolDoc::new(1));
-        doc.enqueue(CONF, &request(key), 1_700_000_000.0)?;
+        doc.enqueue(
+            CONF,
+            &crate::cluster::pools::tests::request(key, "j"),
+            1_700_000_000.0,
+        )?;
         Ok(Some(doc))
     })
 }

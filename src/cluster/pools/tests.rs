@@ -48,7 +48,9 @@ fn table(slots: u32, max_queued: u32) -> watch::Receiver<Arc<PoolTable>> {
     rx
 }
 
-fn request(key: &str, job: &str) -> EnqueueRequest {
+/// A run of `job` to queue in pool `p` under `key` (the optimistic
+/// store's tests queue the same).
+pub(super) fn request(key: &str, job: &str) -> EnqueueRequest {
     EnqueueRequest {
         key: key.into(),
         job: job.into(),
