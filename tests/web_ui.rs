@@ -343,6 +343,77 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
     drop(daemon);
 }
 
+/// The node meter, the node and durable-state cards and the command
+/// palette, against a daemon with a store: each shows what the daemon
+/// answers, and the palette starts a job the daemon then reports.
+#[test]
+fn the_node_meter_state_inspector_and_command_palette() {
+    if !browser::available() {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_cronstable");
+    let jobs = format!(
+        "  - name: kv-writer\n    command: \"{bin} state set colour blue && {bin} state set size 3\"\n    schedule: \"0 0 1 1 *\"\n\
+         \x20 - name: palette-target\n    command: \"echo from the palette\"\n    schedule: \"0 0 1 1 *\"\n    captureStdout: true\n"
+    );
+    let (daemon, port) = Daemon::start_with_web(
+        "  nodeHistory:\n    interval: 1\nstate:\n  path: \"{dir}/store\"\n",
+        &jobs,
+    );
+    assert_eq!(
+        request(port, "POST", "/jobs/kv-writer/start", &[], "").status,
+        200
+    );
+    let deadline = std::time::Instant::now() + LONG;
+    while get(port, "/state/documents?ns=kv/kv-writer").json()["documents"]
+        .as_array()
+        .is_none_or(|d| d.len() < 2)
+    {
+        assert!(std::time::Instant::now() < deadline, "kv-writer wrote no keys: {}", daemon.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let b = Browser::start(1400, 900);
+    b.goto(&format!("http://127.0.0.1:{port}/"));
+    b.wait_for(
+        "the jobs",
+        "return document.querySelectorAll('.row[data-name]').length === 2;",
+        LONG,
+    );
+
+    // The node meter: two bars with the host's readings; a click opens
+    // the node card with its two charts of GET /node/history.
+    let readable = !get(port, "/node").json()["resources"].is_null();
+    if readable {
+        b.wait_for(
+            "the node meter",
+            "const m = document.getElementById('nodeMeter'); return !m.hidden && /^\\d+%$/.test(document.querySelector('#nmCpu b').textContent) && /^\\d+%$/.test(document.querySelector('#nmMem b').textContent);",
+            LONG,
+        );
+        b.click("#nodeMeter");
+        b.wait_for(
+            "the node card's charts",
+            "return !document.getElementById('nodeCard').hidden && document.querySelectorAll('#nodeBody canvas.node-chart').length === 2 && /samples, every 1s/.test(document.getElementById('nodeMeta').textContent);",
+            LONG,
+        );
+        shot(&b, "dashboard-node");
+        b.click("#nodeMeter");
+        b.wait_for(
+            "the node card to close",
+            "return document.getElementById('nodeCard').hidden;",
+            LONG,
+        );
+    } else {
+        assert_eq!(
+            b.eval("return document.getElementById('nodeMeter').hidden", json!([])),
+            true
+        );
+    }
+
+    let errs = errors(&b.log(), &[]);
+    assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+    drop(daemon);
+}
+
 #[test]
 fn a_token_protected_daemon_prompts_for_the_token_and_then_works() {
     if !browser::available() {

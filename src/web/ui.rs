@@ -34,6 +34,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("tabs.js", JS, include_str!("ui/tabs.js")),
     ("panels.js", JS, include_str!("ui/panels.js")),
     ("charts.js", JS, include_str!("ui/charts.js")),
+    ("node.js", JS, include_str!("ui/node.js")),
     ("main.js", JS, include_str!("ui/main.js")),
 ];
 
