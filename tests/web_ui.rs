@@ -409,6 +409,53 @@ fn the_node_meter_state_inspector_and_command_palette() {
         );
     }
 
+    // The state inspector: offered because GET /state answers; its
+    // overview lists the store's kinds, the kv tab the job's scope, and
+    // inspecting it lists the two keys without their values.
+    b.wait_for(
+        "the state button",
+        "return !document.getElementById('stateToggle').hidden;",
+        LONG,
+    );
+    b.click("#stateToggle");
+    let inventory = get(port, "/state").json();
+    b.wait_for(
+        "the state card's overview",
+        "return !document.getElementById('stateCard').hidden && document.querySelector('#stateBody button[data-stab=\"overview\"].on') !== null && /filesystem · single-node/.test(document.getElementById('stateMeta').textContent);",
+        LONG,
+    );
+    let body = text_of(&b, "#stateBody");
+    for prefix in inventory["records"]
+        .as_object()
+        .into_iter()
+        .chain(inventory["documents"].as_object())
+        .flat_map(|m| m.keys())
+    {
+        assert!(body.contains(prefix.as_str()), "{prefix} missing from {body}");
+    }
+    assert!(body.contains("kv") && body.contains("runs"), "{body}");
+    b.click("#stateBody button[data-stab=\"kv\"]");
+    b.click("#stateBody button[data-stream=\"kv/kv-writer\"]");
+    b.wait_for(
+        "the kv scope's documents",
+        "const t = document.getElementById('stateInspect'); return t && t.querySelectorAll('tr').length === 3;",
+        LONG,
+    );
+    let docs = text_of(&b, "#stateInspect");
+    assert!(
+        docs.contains("colour") && docs.contains("size") && !docs.contains("blue"),
+        "{docs}"
+    );
+    b.click("#stateBody button[data-stab=\"runs\"]");
+    b.click("#stateBody button[data-stream=\"runs/kv-writer\"]");
+    b.wait_for(
+        "the run record's fields",
+        "const t = document.getElementById('stateInspect'); return t && /outcome: str\\(7\\)/.test(t.textContent);",
+        LONG,
+    );
+    shot(&b, "dashboard-state");
+    b.click("#stateToggle");
+
     let errs = errors(&b.log(), &[]);
     assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
     drop(daemon);

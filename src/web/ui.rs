@@ -35,6 +35,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("panels.js", JS, include_str!("ui/panels.js")),
     ("charts.js", JS, include_str!("ui/charts.js")),
     ("node.js", JS, include_str!("ui/node.js")),
+    ("store.js", JS, include_str!("ui/store.js")),
     ("main.js", JS, include_str!("ui/main.js")),
 ];
 
