@@ -456,6 +456,58 @@ fn the_node_meter_state_inspector_and_command_palette() {
     shot(&b, "dashboard-state");
     b.click("#stateToggle");
 
+    // The command palette: Ctrl-K opens it, typing narrows the actions,
+    // Enter runs the best match; the daemon then has the run.
+    assert!(get(port, "/jobs/palette-target/runs").json()["runs"]
+        .as_array()
+        .is_none_or(Vec::is_empty));
+    b.chord("\u{E009}", "k"); // Ctrl-K
+    b.wait_for(
+        "the palette",
+        "return !document.getElementById('palette').hidden && document.activeElement.id === 'palInput';",
+        LONG,
+    );
+    b.type_into("#palInput", "run palette");
+    b.wait_for(
+        "the run action first",
+        "const s = document.querySelector('#palList li.sel'); return s && s.textContent.startsWith('Run palette-target');",
+        LONG,
+    );
+    shot(&b, "dashboard-palette");
+    b.keys(&["\u{E007}"]); // Enter
+    b.wait_for(
+        "the palette to close",
+        "return document.getElementById('palette').hidden;",
+        LONG,
+    );
+    let deadline = std::time::Instant::now() + LONG;
+    loop {
+        let runs = get(port, "/jobs/palette-target/runs").json();
+        if runs["runs"].as_array().is_some_and(|r| r.len() == 1) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no run: {runs}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    wait_row_status(&b, "palette-target", "OK");
+    // Ctrl-P too; a card toggles from it; Escape closes it.
+    b.chord("\u{E009}", "p");
+    b.type_into("#palInput", "toggle durable");
+    b.keys(&["\u{E007}"]);
+    b.wait_for(
+        "the state card from the palette",
+        "return !document.getElementById('stateCard').hidden;",
+        LONG,
+    );
+    b.chord("\u{E009}", "k");
+    b.type_into("#palInput", "zzzz-no-such-action");
+    assert_eq!(text_of(&b, "#palList"), "Nothing matches.");
+    b.keys(&["\u{E00C}"]);
+    assert_eq!(
+        b.eval("return document.getElementById('palette').hidden", json!([])),
+        true
+    );
+
     let errs = errors(&b.log(), &[]);
     assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
     drop(daemon);

@@ -36,6 +36,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("charts.js", JS, include_str!("ui/charts.js")),
     ("node.js", JS, include_str!("ui/node.js")),
     ("store.js", JS, include_str!("ui/store.js")),
+    ("palette.js", JS, include_str!("ui/palette.js")),
     ("main.js", JS, include_str!("ui/main.js")),
 ];
 

@@ -237,6 +237,22 @@ impl Browser {
         );
     }
 
+    /// Presses `key` while `modifier` (a WebDriver key code such as
+    /// `\u{E009}` for Control) is held.
+    pub fn chord(&self, modifier: &str, key: &str) {
+        let actions = json!([
+            {"type": "keyDown", "value": modifier},
+            {"type": "keyDown", "value": key},
+            {"type": "keyUp", "value": key},
+            {"type": "keyUp", "value": modifier},
+        ]);
+        self.session_call(
+            "POST",
+            "/actions",
+            Some(json!({"actions": [{"type": "key", "id": "keyboard", "actions": actions}]})),
+        );
+    }
+
     /// Resizes the window to `width` x `height` (outer) pixels.
     pub fn resize(&self, width: u32, height: u32) {
         self.session_call(
