@@ -354,16 +354,19 @@ fn the_node_meter_state_inspector_and_command_palette() {
     let bin = env!("CARGO_BIN_EXE_cronstable");
     let jobs = format!(
         "  - name: kv-writer\n    command: \"{bin} state set colour blue && {bin} state set size 3\"\n    schedule: \"0 0 1 1 *\"\n\
-         \x20 - name: palette-target\n    command: \"echo from the palette\"\n    schedule: \"0 0 1 1 *\"\n    captureStdout: true\n"
+         \x20 - name: palette-target\n    command: \"echo from the palette\"\n    schedule: \"0 0 1 1 *\"\n    captureStdout: true\n\
+         \x20 - name: doomed\n    command: \"exit 3\"\n    schedule: \"0 0 1 1 *\"\n"
     );
     let (daemon, port) = Daemon::start_with_web(
         "  nodeHistory:\n    interval: 1\nstate:\n  path: \"{dir}/store\"\n",
         &jobs,
     );
-    assert_eq!(
-        request(port, "POST", "/jobs/kv-writer/start", &[], "").status,
-        200
-    );
+    for job in ["kv-writer", "doomed"] {
+        assert_eq!(
+            request(port, "POST", &format!("/jobs/{job}/start"), &[], "").status,
+            200
+        );
+    }
     let deadline = std::time::Instant::now() + LONG;
     while get(port, "/state/documents?ns=kv/kv-writer").json()["documents"]
         .as_array()
@@ -376,7 +379,7 @@ fn the_node_meter_state_inspector_and_command_palette() {
     b.goto(&format!("http://127.0.0.1:{port}/"));
     b.wait_for(
         "the jobs",
-        "return document.querySelectorAll('.row[data-name]').length === 2;",
+        "return document.querySelectorAll('.row[data-name]').length === 3;",
         LONG,
     );
 
@@ -508,9 +511,50 @@ fn the_node_meter_state_inspector_and_command_palette() {
         true
     );
 
+    // The wallboard: `w` shows every job as a tile, the failing one
+    // first under its headline, with the tally at the foot.
+    wait_row_status(&b, "doomed", "Failed");
+    b.keys(&["w"]);
+    b.wait_for(
+        "the wallboard",
+        "const t = document.querySelectorAll('#wbGrid .wb-tile:not([hidden])'); return !document.getElementById('wallboard').hidden && t.length === 3 && t[0].dataset.name === 'doomed';",
+        LONG,
+    );
+    let reason = job_json(port, "doomed")["last_run"]["fail_reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert_eq!(
+        text_of(&b, "#wbVerdict"),
+        format!("JOB FAILING — doomed · exit 3 · {reason}")
+    );
+    assert!(text_of(&b, "#wbTally").starts_with("3 jobs · 1 failing"));
+    assert!(text_of(&b, "#wbGrid .wb-tile .wb-glance").contains("exit 3"));
+    assert_eq!(b.eval("return location.hash", json!([])), "#tv");
+    shot(&b, "dashboard-wallboard");
+    b.keys(&["w"]);
+    assert_eq!(
+        b.eval("return document.getElementById('wallboard').hidden", json!([])),
+        true
+    );
+    // Opened at #tv, the page starts on the board.
+    b.goto("about:blank");
+    b.goto(&format!("http://127.0.0.1:{port}/#tv"));
+    b.wait_for(
+        "the wallboard from #tv",
+        "return !document.getElementById('wallboard').hidden && document.querySelectorAll('#wbGrid .wb-tile').length === 3 && document.getElementById('wbSignal').hidden;",
+        LONG,
+    );
+
     let errs = errors(&b.log(), &[]);
     assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+    // The daemon goes away: the board says so instead of freezing.
     drop(daemon);
+    b.wait_for(
+        "the NO SIGNAL banner",
+        "const s = document.getElementById('wbSignal'); return !s.hidden && s.textContent.startsWith('▚ NO SIGNAL') && document.getElementById('wallboard').classList.contains('stale');",
+        LONG,
+    );
 }
 
 #[test]

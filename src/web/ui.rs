@@ -37,6 +37,7 @@ const FILES: &[(&str, &str, &str)] = &[
     ("node.js", JS, include_str!("ui/node.js")),
     ("store.js", JS, include_str!("ui/store.js")),
     ("palette.js", JS, include_str!("ui/palette.js")),
+    ("wallboard.js", JS, include_str!("ui/wallboard.js")),
     ("main.js", JS, include_str!("ui/main.js")),
 ];
 

@@ -11,6 +11,8 @@
   let waitingForToken = false;
 
   CS.auth = { canControl: null, label: null };
+  /** When the daemon last answered a poll (epoch ms, 0 before the first). */
+  CS.lastOk = () => lastOk;
 
   // --- polling ------------------------------------------------------------
   async function poll() {
