@@ -372,7 +372,11 @@ fn the_node_meter_state_inspector_and_command_palette() {
         .as_array()
         .is_none_or(|d| d.len() < 2)
     {
-        assert!(std::time::Instant::now() < deadline, "kv-writer wrote no keys: {}", daemon.log());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "kv-writer wrote no keys: {}",
+            daemon.log()
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let b = Browser::start(1400, 900);
@@ -407,7 +411,10 @@ fn the_node_meter_state_inspector_and_command_palette() {
         );
     } else {
         assert_eq!(
-            b.eval("return document.getElementById('nodeMeter').hidden", json!([])),
+            b.eval(
+                "return document.getElementById('nodeMeter').hidden",
+                json!([])
+            ),
             true
         );
     }
@@ -434,7 +441,10 @@ fn the_node_meter_state_inspector_and_command_palette() {
         .chain(inventory["documents"].as_object())
         .flat_map(|m| m.keys())
     {
-        assert!(body.contains(prefix.as_str()), "{prefix} missing from {body}");
+        assert!(
+            body.contains(prefix.as_str()),
+            "{prefix} missing from {body}"
+        );
     }
     assert!(body.contains("kv") && body.contains("runs"), "{body}");
     b.click("#stateBody button[data-stab=\"kv\"]");
@@ -470,13 +480,19 @@ fn the_node_meter_state_inspector_and_command_palette() {
         "return !document.getElementById('palette').hidden && document.activeElement.id === 'palInput';",
         LONG,
     );
-    b.type_into("#palInput", "run palette");
+    b.type_into("#palInput", "run");
+    b.wait_for(
+        "the actions matching run",
+        "return document.querySelectorAll('#palList li').length > 3;",
+        LONG,
+    );
+    shot(&b, "dashboard-palette");
+    b.type_into("#palInput", " palette");
     b.wait_for(
         "the run action first",
         "const s = document.querySelector('#palList li.sel'); return s && s.textContent.startsWith('Run palette-target');",
         LONG,
     );
-    shot(&b, "dashboard-palette");
     b.keys(&["\u{E007}"]); // Enter
     b.wait_for(
         "the palette to close",
@@ -507,7 +523,10 @@ fn the_node_meter_state_inspector_and_command_palette() {
     assert_eq!(text_of(&b, "#palList"), "Nothing matches.");
     b.keys(&["\u{E00C}"]);
     assert_eq!(
-        b.eval("return document.getElementById('palette').hidden", json!([])),
+        b.eval(
+            "return document.getElementById('palette').hidden",
+            json!([])
+        ),
         true
     );
 
@@ -534,7 +553,10 @@ fn the_node_meter_state_inspector_and_command_palette() {
     shot(&b, "dashboard-wallboard");
     b.keys(&["w"]);
     assert_eq!(
-        b.eval("return document.getElementById('wallboard').hidden", json!([])),
+        b.eval(
+            "return document.getElementById('wallboard').hidden",
+            json!([])
+        ),
         true
     );
     // Opened at #tv, the page starts on the board.

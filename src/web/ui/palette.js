@@ -79,7 +79,7 @@
       const name = t.dataset.panel;
       if (t.hidden || seen.has(name)) continue;
       seen.add(name);
-      add("Toggle " + (t.title || name).replace(/\s*\(.*\)$/, "").toLowerCase() + " card", "card", () => CS.togglePanel(name));
+      add("Toggle " + (t.title || name).replace(/\s*[(,].*$/, "").toLowerCase() + " card", "card", () => CS.togglePanel(name));
     }
     if (CS.node && CS.node.readable) add("Toggle node resources card", "card", () => CS.togglePanel("node"));
     for (const job of CS.jobs.list) {
