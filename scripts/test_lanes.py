@@ -37,7 +37,7 @@ EXPECTED_SECONDS = {
     "kube_real": 32,
     "cluster_etcd": 29,
     "pools_kubernetes": 20,
-    "web_ui": 14,
+    "web_ui": 20,
     "pools": 12,
     "pools_etcd": 10,
     "mcp_sdk": 8,

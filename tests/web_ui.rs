@@ -530,6 +530,29 @@ fn the_node_meter_state_inspector_and_command_palette() {
         true
     );
 
+    // The matcher and the headline on chosen inputs.
+    let probes = b.eval(
+        "return [CS.fuzzy('rbk', 'Run backup') !== null, CS.fuzzy('xyz', 'Run backup'), \
+         CS.fuzzy('rp', 'Run palette-target').at, \
+         CS.fuzzy('run', 'Run doomed').score > CS.fuzzy('run', 'Resume ugly-name').score, \
+         CS.wallVerdict([{name: 'a', last_run: {exit_code: 2}}, {name: 'b', last_run: {exit_code: 2}}, {name: 'c', last_run: {exit_code: 1}}]), \
+         CS.wallVerdict([{name: 'a', last_run: {exit_code: 2}}, {name: 'b', last_run: {exit_code: 1}}]), \
+         CS.wallVerdict([])];",
+        json!([]),
+    );
+    assert_eq!(
+        probes,
+        json!([
+            true,
+            null,
+            [0, 4],
+            true,
+            "FLEET EVENT — 3 jobs failing, 2 share exit=2 — likely one cause",
+            "2 jobs failing — likely independent",
+            ""
+        ])
+    );
+
     // The wallboard: `w` shows every job as a tile, the failing one
     // first under its headline, with the tally at the foot.
     wait_row_status(&b, "doomed", "Failed");

@@ -193,6 +193,14 @@
     document.addEventListener(
       "keydown",
       (ev) => {
+        if (ev.key === "Escape" && !CS.$("palette").hidden) {
+          // Wherever the focus is, Escape closes the palette first (not
+          // the drawer behind it).
+          ev.preventDefault();
+          ev.stopPropagation();
+          close();
+          return;
+        }
         const k = ev.key.toLowerCase();
         if ((ev.ctrlKey || ev.metaKey) && !ev.altKey && !ev.shiftKey && (k === "k" || (k === "p" && CS.$("palette").hidden))) {
           ev.preventDefault();
