@@ -323,6 +323,25 @@ fn the_dashboard_lists_jobs_runs_one_streams_its_log_and_controls_jobs() {
     );
     b.keys(&["\u{E00C}"]);
 
+    // Without a `state` section the inspector is not offered (the page
+    // asked GET /state long ago, at its first poll), nor in the palette.
+    assert_eq!(get(port, "/state").json(), json!({"enabled": false}));
+    assert_eq!(
+        b.eval(
+            "return [CS.stateInspector.probed, document.getElementById('stateToggle').hidden]",
+            json!([])
+        ),
+        json!([true, true])
+    );
+    b.chord("\u{E009}", "k");
+    b.type_into("#palInput", "toggle");
+    let offered = text_of(&b, "#palList");
+    assert!(
+        offered.contains("Toggle activity heatmap card") && !offered.contains("durable"),
+        "{offered}"
+    );
+    b.keys(&["\u{E00C}"]);
+
     // A deep link opens its job's drawer on a fresh load.
     b.goto("about:blank");
     b.goto(&format!("{base}/#job/broken"));

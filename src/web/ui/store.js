@@ -60,8 +60,10 @@
       }
       st.at = Date.now();
       const res = await CS.api("/state");
-      if (res.ok && res.data && res.data.enabled) st.data = res.data;
-      else st.error = res.error || "no answer";
+      if (res.ok && res.data && res.data.enabled) {
+        st.data = res.data;
+        st.error = null;
+      } else st.error = "GET /state failed: " + (res.error || "no answer") + "; showing the last answer";
       render();
     },
   };
@@ -101,6 +103,7 @@
     meta.append((view.backend || "store") + " · " + (view.topology || "?") + " ");
     if (view.shared_locking) meta.appendChild(CS.el("span", "chip", "shared-lock"));
     meta.append(" " + (view.path || "") + " · " + total + " entries" + (data.quarantine ? " · " + data.quarantine + " quarantined" : "") + " · read " + CS.ago(st.at));
+    if (st.error) body.appendChild(CS.el("div", "note bad", st.error));
     if (data.enumerable === false) body.appendChild(CS.el("div", "note warn", "The store could not be walked in time; the counts below are empty. The daemon's log says why (state: inventory failed)."));
     const tabs = CS.el("div", "seg small state-tabs");
     const names = ["overview", "retries", "slots", "locks"].concat([...all.keys()]);

@@ -11,6 +11,7 @@
   // Worst first: failing, running, late, paused, then the rest.
   const ORDER = { failed: 0, unknown: 1, running: 2, paused: 4, cancelled: 5, pending: 6, ok: 7, disabled: 8 };
   const wb = { open: false, seenRunning: new Map() };
+  const MAX_TILES = 400;
 
   const rank = (job) => (job._st.key === "ok" && job._late ? 3 : ORDER[job._st.key] === undefined ? 1 : ORDER[job._st.key]);
 
@@ -63,7 +64,10 @@
     const grid = CS.clear(CS.$("wbGrid"));
     grid.classList.toggle("compact", jobs.length > 48);
     grid.classList.toggle("few", jobs.length <= 6);
-    for (const job of jobs) {
+    // More tiles than any screen shows are not built at all (ten thousand
+    // jobs would cost a second per redraw); they count as offscreen.
+    const beyond = jobs.slice(MAX_TILES).map((j) => j.name);
+    for (const job of jobs.slice(0, MAX_TILES)) {
       const tile = CS.el("button", "wb-tile t-" + job._st.key);
       tile.type = "button";
       tile.dataset.name = job.name;
@@ -88,7 +92,7 @@
       grid.appendChild(tile);
     }
     // Cut what does not fit from the tail (the healthiest) and say so.
-    const cut = [];
+    const cut = beyond;
     const limit = grid.clientHeight;
     for (const tile of Array.from(grid.children).reverse()) {
       if (tile.offsetTop + tile.offsetHeight <= limit + 1) break;
