@@ -16,8 +16,10 @@ profile), and Chromium's own performance timing is read:
   * resource timing of GET /jobs: the first answer (size on the wire,
     decoded size, duration), then the polls while nothing changes (304s),
     then the poll after one change of state (a job paused through the API);
-  * in the page: filtering, re-sorting and scrolling the 10,000 rows
-    (performance.now() around the calls), and the JS heap.
+  * in the page: filtering, re-sorting and scrolling the 10,000 rows,
+    opening the command palette and matching one query over every
+    action, and opening the wallboard (performance.now() around the
+    calls), and the JS heap.
 
 Nothing is asserted; a Markdown table is printed. Run it on a quiet
 machine.
@@ -196,6 +198,14 @@ const vp = document.getElementById('viewport');
 out.scroll = t(() => { vp.scrollTop = 36 * 5000; CS.drawRows(false); });
 out.domRows = document.querySelectorAll('.row').length;
 out.heap = performance.memory ? performance.memory.usedJSHeapSize : null;
+const pi = document.getElementById('palInput');
+out.palOpen = t(() => CS.openPalette());
+out.palQuery = t(() => { pi.value = 'run job-09999'; pi.dispatchEvent(new Event('input')); });
+out.palActions = CS.palette.items.length;
+document.getElementById('palette').hidden = true;
+out.wall = t(() => CS.wallboard.toggle(true));
+out.wallTiles = document.querySelectorAll('#wbGrid .wb-tile:not([hidden])').length;
+CS.wallboard.toggle(false);
 return out;
 """)
     finally:
@@ -231,6 +241,8 @@ return out;
     print(f"| filter to one job / clear the filter | {ms(interact['filter'])} / {ms(interact['unfilter'])} |")
     print(f"| re-sort {nav['total']:,} jobs by next run | {ms(interact['sort'])} |")
     print(f"| jump-scroll to row 5,000 and redraw | {ms(interact['scroll'])} |")
+    print(f"| command palette: open ({interact['palActions']:,} actions) / one query | {ms(interact['palOpen'])} / {ms(interact['palQuery'])} |")
+    print(f"| wallboard: open and lay out ({interact['wallTiles']} tiles in sight) | {ms(interact['wall'])} |")
     if interact.get("heap"):
         print(f"| JS heap | {interact['heap'] / 1048576:.1f} MiB |")
     shutil.rmtree(tmp, ignore_errors=True)

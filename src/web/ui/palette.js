@@ -173,6 +173,8 @@
   CS.openPalette = open;
 
   function close() {
+    // Fifty thousand actions for ten thousand jobs: not kept while closed.
+    pal.items = [];
     CS.$("palette").hidden = true;
     CS.$("palInput").blur();
   }

@@ -66,8 +66,10 @@
     grid.classList.toggle("few", jobs.length <= 6);
     // More tiles than any screen shows are not built at all (ten thousand
     // jobs would cost a second per redraw); they count as offscreen.
-    const beyond = jobs.slice(MAX_TILES).map((j) => j.name);
-    for (const job of jobs.slice(0, MAX_TILES)) {
+    // The smallest tile is 150 × 74 pixels: no more than that many fit.
+    const fit = Math.min(MAX_TILES, Math.ceil(window.innerWidth / 150) * Math.ceil(window.innerHeight / 74));
+    const beyond = jobs.slice(fit).map((j) => j.name);
+    for (const job of jobs.slice(0, fit)) {
       const tile = CS.el("button", "wb-tile t-" + job._st.key);
       tile.type = "button";
       tile.dataset.name = job.name;
