@@ -93,6 +93,8 @@ pub enum Command {
     Feed(super::feeds::Feed),
     /// A state stream's records or a namespace's documents (the path).
     Detail(String),
+    /// The boot self-test's probes (`probe.rs`).
+    Boot,
 }
 
 /// One event of a log tail.
@@ -150,17 +152,19 @@ pub enum Update {
     Acted(Action, String, Result<(u16, Value), String>),
     /// SIGTERM or SIGINT: leave now.
     Terminate,
+    /// A boot self-test row, judged.
+    Boot(super::boot::Check),
 }
 
 /// A failed request.
 #[derive(Debug)]
-enum Failure {
+pub(super) enum Failure {
     Unauthorized,
     Other(String),
 }
 
 /// What the tasks share.
-struct Shared {
+pub(super) struct Shared {
     base: String,
     client: reqwest::Client,
     token: RwLock<Option<String>>,
@@ -168,7 +172,7 @@ struct Shared {
 }
 
 impl Shared {
-    fn send(&self, update: Update) {
+    pub(super) fn send(&self, update: Update) {
         // The screen has gone: nothing left to tell.
         let _ = self.updates.send(update);
     }
@@ -177,7 +181,7 @@ impl Shared {
         self.request_for(method, path, "application/json")
     }
 
-    fn request_for(
+    pub(super) fn request_for(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -212,7 +216,7 @@ impl Shared {
         }
     }
 
-    async fn send_request(
+    pub(super) async fn send_request(
         &self,
         builder: reqwest::RequestBuilder,
     ) -> Result<(u16, Vec<u8>), Failure> {
@@ -247,7 +251,7 @@ fn describe(err: &reqwest::Error) -> String {
 }
 
 /// The `error` of a JSON error body, or `HTTP <status>`.
-fn error_text(status: u16, body: &[u8]) -> String {
+pub(super) fn error_text(status: u16, body: &[u8]) -> String {
     serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
@@ -405,6 +409,9 @@ async fn serve(
             Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
                 Update::Feed(feed, r)
             }),
+            Command::Boot => {
+                tokio::spawn(super::probe::run(Arc::clone(&shared)));
+            }
             Command::Detail(path) => {
                 one_off(&shared, path.clone(), move |r| Update::Detail(path, r))
             }
