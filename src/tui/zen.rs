@@ -255,7 +255,10 @@ mod tests {
         assert!(!app.zen_tick(t0 + Duration::from_secs(600)));
         app.wall = false;
         app.update(crate::tui::worker::Update::Jobs(vec![job("a")], t0), t0);
-        assert!(!app.zen_tick(t0 + Duration::from_secs(600)), "the board has none");
+        assert!(
+            !app.zen_tick(t0 + Duration::from_secs(600)),
+            "the board has none"
+        );
     }
 
     #[test]
