@@ -2,12 +2,11 @@
 //! startup checks, compact density, the zen screensaver and its idle
 //! interval, the living logo) and the little state their features keep:
 //! when a key was last pressed, whether the screensaver shows, the boot
-//! self-test under way, a bell waiting to ring. Plain data; the edges
-//! ring the bell and write the preferences file.
+//! self-test under way, a bell waiting to ring. Plain data: `prefs.rs`
+//! reads and writes it, `zen.rs` and `boot.rs` act on it, the edges ring
+//! the bell.
 
-use super::app::App;
 use super::boot::Boot;
-use super::prefs::Prefs;
 use super::theme::Vision;
 use std::time::Instant;
 
@@ -48,17 +47,18 @@ pub struct Ambient {
 }
 
 impl Ambient {
-    /// The remembered settings, the keyboard idle from `now`.
-    pub fn new(prefs: &Prefs, now: Instant) -> Ambient {
+    /// The defaults, the keyboard idle from `now` (`prefs.rs` puts the
+    /// remembered values in).
+    pub fn new(now: Instant) -> Ambient {
         Ambient {
-            vision: Vision::from_key(&prefs.cvd),
-            bell: prefs.sound,
-            startup_checks: prefs.boot,
-            compact: prefs.compact,
-            zen: prefs.zen,
-            zen_idle: prefs.zen_idle_s,
-            living_logo: prefs.motion,
-            boot_last: prefs.boot_last,
+            vision: Vision::Off,
+            bell: false,
+            startup_checks: true,
+            compact: false,
+            zen: true,
+            zen_idle: ZEN_IDLE_DEFAULT,
+            living_logo: true,
+            boot_last: 0.0,
             last_key: now,
             zen_on: false,
             boot: None,
@@ -77,7 +77,7 @@ impl Ambient {
 
 impl Default for Ambient {
     fn default() -> Ambient {
-        Ambient::new(&Prefs::default(), Instant::now())
+        Ambient::new(Instant::now())
     }
 }
 
@@ -99,35 +99,6 @@ pub fn step_zen_idle(current: u64, step: isize) -> u64 {
     ZEN_IDLE_CHOICES[at.rem_euclid(n) as usize]
 }
 
-/// The header's mark: a clock hand that sweeps a quarter turn each
-/// second while the daemon answers and the living logo is on, and holds
-/// still otherwise (so a frozen hand also says the link is down).
-pub fn mark(living: bool, connected: bool, ascii: bool, wall: f64) -> &'static str {
-    const ROUND: [&str; 4] = ["◷", "◶", "◵", "◴"];
-    const PLAIN: [&str; 4] = ["|", "/", "-", "\\"];
-    let frames = if ascii { PLAIN } else { ROUND };
-    if !(living && connected) {
-        return frames[0];
-    }
-    frames[(wall.max(0.0) as u64 % 4) as usize]
-}
-
-impl App {
-    /// Every key passes here first: it resets the idle time, and it is
-    /// spent (true) when it skips the boot self-test or wakes the
-    /// screensaver, so it does nothing else.
-    pub(super) fn intercept(&mut self, now: Instant) -> bool {
-        self.ambient.last_key = now;
-        if self.ambient.boot.is_some() {
-            self.finish_boot(super::app::wall_clock());
-            return true;
-        }
-        let showing = self.ambient.zen_on && !super::zen::covered(self);
-        self.ambient.zen_on = false;
-        showing
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,20 +114,6 @@ mod tests {
         assert_eq!(step_zen_idle(100, -1), 90);
         assert_eq!(step_zen_idle(3000, 1), 30);
         assert_eq!(step_zen_idle(3000, -1), 300);
-    }
-
-    #[test]
-    fn the_mark_sweeps_only_while_living_and_connected() {
-        let frames: Vec<&str> = (0..5)
-            .map(|s| mark(true, true, false, 100.0 + s as f64 + 0.5))
-            .collect();
-        assert_eq!(frames, ["◷", "◶", "◵", "◴", "◷"]);
-        assert_eq!(mark(true, true, true, 101.0), "/");
-        for wall in [100.0, 101.0, 102.0, 103.0] {
-            assert_eq!(mark(false, true, false, wall), "◷");
-            assert_eq!(mark(true, false, false, wall), "◷");
-            assert_eq!(mark(false, true, true, wall), "|");
-        }
     }
 
     #[test]

@@ -12,11 +12,13 @@ pub mod args;
 mod boards;
 mod boot;
 mod calendar;
+mod checks;
 mod drawer;
 mod feeds;
 pub mod format;
 mod keys;
 mod load;
+mod logo;
 pub mod logs;
 mod merged;
 pub mod model;
@@ -110,9 +112,9 @@ pub fn run(args: &TuiArgs) -> u8 {
     app.wrap = remembered.wrap;
     app.timestamps = remembered.timestamps;
     app.prefs_path = prefs_path;
-    app.ambient = ambient::Ambient::new(&remembered, Instant::now());
+    app.ambient = remembered.ambient(Instant::now());
     let (on, last) = (remembered.boot, remembered.boot_last);
-    if boot::due(args.boot_forced(), on, last, app::wall_clock()) {
+    if checks::due(args.boot_forced(), on, last, app::wall_clock()) {
         app.start_boot(Instant::now());
     }
     if let Err(err) = enter() {

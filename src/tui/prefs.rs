@@ -4,7 +4,7 @@
 //! token is never written here. Reading and writing are the only I/O;
 //! what goes in and out is plain data.
 
-use super::ambient::{ZEN_IDLE_DEFAULT, ZEN_IDLE_MAX};
+use super::ambient::{Ambient, ZEN_IDLE_DEFAULT, ZEN_IDLE_MAX};
 use super::app::App;
 use super::theme::{Theme, Vision};
 use serde::{Deserialize, Serialize};
@@ -47,21 +47,12 @@ pub struct Prefs {
 
 impl Default for Prefs {
     fn default() -> Prefs {
-        Prefs {
-            theme: "standard".to_owned(),
-            poll_ms: 3000,
-            wrap: false,
-            timestamps: false,
-            ascii: false,
-            cvd: Vision::Off.key().to_owned(),
-            compact: false,
-            sound: false,
-            boot: true,
-            boot_last: 0.0,
-            zen: true,
-            zen_idle_s: ZEN_IDLE_DEFAULT,
-            motion: true,
-        }
+        Prefs::with(
+            "standard".to_owned(),
+            3000,
+            [false; 3],
+            &Ambient::new(std::time::Instant::now()),
+        )
     }
 }
 
@@ -101,13 +92,43 @@ impl Prefs {
 
     /// What the dashboard shows now.
     pub fn of(app: &App) -> Prefs {
-        let ambient = &app.ambient;
+        Prefs::with(
+            app.theme.name(),
+            app.poll.map_or(0, |d| d.as_millis() as u64),
+            [app.wrap, app.timestamps, app.ascii],
+            &app.ambient,
+        )
+    }
+
+    /// The later settings remembered, the keyboard idle from `now`.
+    pub fn ambient(&self, now: std::time::Instant) -> Ambient {
+        Ambient {
+            vision: Vision::from_key(&self.cvd),
+            bell: self.sound,
+            startup_checks: self.boot,
+            compact: self.compact,
+            zen: self.zen,
+            zen_idle: self.zen_idle_s,
+            living_logo: self.motion,
+            boot_last: self.boot_last,
+            ..Ambient::new(now)
+        }
+    }
+
+    /// The file's values from the theme's name, the poll in milliseconds,
+    /// the wrap, timestamps and ASCII switches, and the later settings.
+    fn with(
+        theme: String,
+        poll_ms: u64,
+        [wrap, timestamps, ascii]: [bool; 3],
+        ambient: &Ambient,
+    ) -> Prefs {
         Prefs {
-            theme: app.theme.name(),
-            poll_ms: app.poll.map_or(0, |d| d.as_millis() as u64),
-            wrap: app.wrap,
-            timestamps: app.timestamps,
-            ascii: app.ascii,
+            theme,
+            poll_ms,
+            wrap,
+            timestamps,
+            ascii,
             cvd: ambient.vision.key().to_owned(),
             compact: ambient.compact,
             sound: ambient.bell,

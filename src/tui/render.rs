@@ -34,7 +34,11 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
         return super::boot::draw(frame, app, boot, &p, area, now);
     }
     if app.wall {
-        super::wall::draw(frame, app, &p, area, now);
+        if app.ambient.zen_on {
+            super::zen::draw(frame, app, &p, area, now);
+        } else {
+            super::wall::draw(frame, app, &p, area, now);
+        }
         if app.drawer.is_some() {
             let w = drawer_width(area.width);
             let right = Rect {
@@ -75,7 +79,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
 
 fn header(app: &App, p: &Palette, cols: u16, now: Now) -> Line<'static> {
     let (living, connected) = (app.ambient.living_logo, app.connected);
-    let mark = super::ambient::mark(living, connected, app.ascii, now.wall);
+    let mark = super::logo::mark(living, connected, app.ascii, now.wall);
     let mut left = vec![
         Span::styled(
             format!(" {mark}"),

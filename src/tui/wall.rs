@@ -61,9 +61,6 @@ pub fn no_signal(app: &App, now: Instant) -> bool {
 
 /// Draws the wallboard over `area` (the whole screen).
 pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
-    if app.ambient.zen_on {
-        return super::zen::draw(frame, app, p, area, now);
-    }
     let mut top = area.y;
     if no_signal(app, now.instant) {
         let why = app

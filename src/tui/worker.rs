@@ -153,18 +153,18 @@ pub enum Update {
     /// SIGTERM or SIGINT: leave now.
     Terminate,
     /// A boot self-test row, judged.
-    Boot(super::boot::Check),
+    Boot(super::checks::Check),
 }
 
 /// A failed request.
 #[derive(Debug)]
-pub(super) enum Failure {
+enum Failure {
     Unauthorized,
     Other(String),
 }
 
 /// What the tasks share.
-pub(super) struct Shared {
+struct Shared {
     base: String,
     client: reqwest::Client,
     token: RwLock<Option<String>>,
@@ -172,7 +172,7 @@ pub(super) struct Shared {
 }
 
 impl Shared {
-    pub(super) fn send(&self, update: Update) {
+    fn send(&self, update: Update) {
         // The screen has gone: nothing left to tell.
         let _ = self.updates.send(update);
     }
@@ -181,7 +181,7 @@ impl Shared {
         self.request_for(method, path, "application/json")
     }
 
-    pub(super) fn request_for(
+    fn request_for(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -216,7 +216,7 @@ impl Shared {
         }
     }
 
-    pub(super) async fn send_request(
+    async fn send_request(
         &self,
         builder: reqwest::RequestBuilder,
     ) -> Result<(u16, Vec<u8>), Failure> {
@@ -236,6 +236,24 @@ impl Shared {
     }
 }
 
+/// The boot self-test's requests go out as every other does.
+impl super::probe::Daemon for Shared {
+    async fn get(&self, path: &str, accept: &str) -> super::checks::Answer<Vec<u8>> {
+        use super::checks::Answer;
+        let builder = self.request_for(reqwest::Method::GET, path, accept);
+        match self.send_request(builder).await {
+            Ok((200, body)) => Answer::Got(body),
+            Ok((status, body)) => Answer::Refused(error_text(status, &body)),
+            Err(Failure::Unauthorized) => Answer::Locked,
+            Err(Failure::Other(why)) => Answer::Down(why),
+        }
+    }
+
+    fn report(&self, check: super::checks::Check) {
+        self.send(Update::Boot(check));
+    }
+}
+
 /// A reqwest error in a few words (the innermost cause says most).
 fn describe(err: &reqwest::Error) -> String {
     if err.is_timeout() {
@@ -251,7 +269,7 @@ fn describe(err: &reqwest::Error) -> String {
 }
 
 /// The `error` of a JSON error body, or `HTTP <status>`.
-pub(super) fn error_text(status: u16, body: &[u8]) -> String {
+fn error_text(status: u16, body: &[u8]) -> String {
     serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
@@ -410,7 +428,8 @@ async fn serve(
                 Update::Feed(feed, r)
             }),
             Command::Boot => {
-                tokio::spawn(super::probe::run(Arc::clone(&shared)));
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move { super::probe::run(&*shared).await });
             }
             Command::Detail(path) => {
                 one_off(&shared, path.clone(), move |r| Update::Detail(path, r))

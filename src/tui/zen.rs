@@ -85,6 +85,22 @@ impl App {
     }
 }
 
+impl App {
+    /// Every key passes here first: it resets the idle time, and it is
+    /// spent (true) when it skips the boot self-test or wakes the
+    /// screensaver, so it does nothing else.
+    pub(super) fn intercept(&mut self, now: Instant) -> bool {
+        self.ambient.last_key = now;
+        if self.ambient.boot.is_some() {
+            self.finish_boot(super::app::wall_clock());
+            return true;
+        }
+        let showing = self.ambient.zen_on && !covered(self);
+        self.ambient.zen_on = false;
+        showing
+    }
+}
+
 /// A job name's place in the field: a stable hash (FNV-1a), so a dot
 /// stays put from frame to frame and session to session.
 pub fn spot(name: &str, cols: u16, rows: u16) -> (u16, u16) {
