@@ -1,11 +1,11 @@
 //! The wallboard's zen screensaver: on an idle board (nothing failing or
 //! running, the data fresh) the tiles give way to a quiet field, one
 //! twinkling dot per job, after the keyboard has been idle for the
-//! **Zen idle** interval. Any key wakes it without acting (see
-//! `ambient.rs`); a panel, a drawer, a focused field or the token prompt
-//! keeps it away, and one that opens while it shows ends it at the next
-//! second's tick. Whether it shows is [`engaged`], a pure function of
-//! the conditions and two instants.
+//! **Zen idle** interval. Any key wakes it without acting (`intercept`,
+//! which also skips the boot self-test); a panel, a drawer, a focused
+//! field or the token prompt keeps it away, and one that opens while it
+//! shows ends it at the next second's tick. Whether it shows is
+//! [`engaged`], a pure function of the conditions and two instants.
 
 use super::app::{App, Now};
 use super::format::fmt_in;
@@ -65,8 +65,8 @@ pub fn covered(app: &App) -> bool {
 }
 
 impl App {
-    /// Decides again whether the screensaver shows (once a second, and
-    /// when the board changed); whether that changed.
+    /// Decides again whether the screensaver shows (the screen's loop
+    /// asks once a second); whether that changed.
     pub fn zen_tick(&mut self, now: Instant) -> bool {
         let conditions = Conditions {
             enabled: self.ambient.zen,
@@ -83,9 +83,7 @@ impl App {
         self.ambient.zen_on = on;
         changed
     }
-}
 
-impl App {
     /// Every key passes here first: it resets the idle time, and it is
     /// spent (true) when it skips the boot self-test or wakes the
     /// screensaver, so it does nothing else.
