@@ -273,6 +273,8 @@ pub struct App {
     pub prefs_path: Option<std::path::PathBuf>,
     /// The live-logs panel.
     pub merged: super::merged::Merged,
+    /// The later settings and the zen, boot and bell state (`ambient.rs`).
+    pub ambient: super::ambient::Ambient,
     /// The next tail's generation (drawer and live-logs panel).
     pub(super) next_generation: u64,
     /// What the edges must do.
@@ -325,6 +327,7 @@ impl App {
             timeline_failing: false,
             verdict: None,
             merged: Default::default(),
+            ambient: Default::default(),
             prefs_path: None,
             answered: None,
             next_generation: 1,
@@ -591,6 +594,7 @@ impl App {
             Update::Log(generation, event) => self.log_event(generation, event),
             Update::Acted(action, job, answer) => self.acted(action, &job, answer, now),
             Update::Terminate => self.quit = true,
+            Update::Boot(check) => self.boot_report(check),
         }
     }
 
@@ -598,7 +602,7 @@ impl App {
         self.connected = true;
         self.offline = None;
         self.facts = Facts::of(&jobs);
-        self.alarm.observe(&jobs);
+        self.ambient.fresh_failures(self.alarm.observe(&jobs).len());
         self.by_name = jobs
             .iter()
             .enumerate()
