@@ -234,6 +234,42 @@ fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// `cron_query_metrics` against the text of `GET /metrics` read line by
+/// line (nothing changes in between: no job runs or is due).
+fn metrics_query_reads_the_exposition(port: u16, token: Option<&str>) {
+    let bearer = format!("Bearer {}", token.unwrap_or_default());
+    let text = request(port, "GET", "/metrics", &[("Authorization", &bearer)], "").body;
+    assert!(
+        text.contains("cronstable_job_runs_total{job_name=\"hello\""),
+        "{text}"
+    );
+    // (A limit is clamped to 1..=maxRows, 200 here.)
+    for (needle, limit) in [
+        (None, 200),
+        (Some("RUNS_total"), 3),
+        (Some("duration_seconds"), 200),
+        (Some("_sum"), 1),
+        (Some("job_info"), 1),
+        (Some("cronstable_info"), 5),
+        (Some("no such metric"), 5),
+    ] {
+        let wanted = |name: &str| needle.is_none_or(|n| name.contains(&n.to_lowercase()));
+        let (expected, total) =
+            cronstable::metrics::prometheus::text_samples(&text, &wanted, limit);
+        let mut args = json!({"limit": limit});
+        if let Some(needle) = needle {
+            args["match"] = json!(needle);
+        }
+        let got = call(port, token, "cron_query_metrics", args)["structuredContent"].clone();
+        assert_eq!(got["totalMatched"], json!(total), "{needle:?}");
+        let expected: Vec<Value> = expected
+            .iter()
+            .map(|s| json!({"name": s.name, "labels": s.labels, "value": s.value}))
+            .collect();
+        assert_eq!(got["samples"], json!(expected), "{needle:?} {limit}");
+    }
+}
+
 #[test]
 fn the_tools_act_on_real_jobs() {
     let mcp = "  readOnly: false\n  toolsets: [observe, act]\n";
@@ -269,6 +305,9 @@ fn the_tools_act_on_real_jobs() {
         json!({"name": "hello", "cursor": tail["structuredContent"]["cursor"]}),
     );
     assert_eq!(next["structuredContent"]["lines"], json!([]));
+
+    // The metrics query answers what reading GET /metrics answers.
+    metrics_query_reads_the_exposition(port, admin);
 
     // Pause through the mcp channel, as the token's label; then resume.
     let paused = call(

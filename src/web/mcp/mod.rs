@@ -34,6 +34,7 @@ mod tests;
 
 use super::auth::Grant;
 use crate::config::mcp::McpSettings;
+use crate::metrics::prometheus::Sample;
 use serde_json::Value;
 
 pub use http::Inbound;
@@ -177,8 +178,13 @@ pub(crate) trait Backend {
     async fn fleet(&self) -> Answer;
     /// `GET /node`, with `GET /node/history` as `history` when asked.
     async fn node(&self, history: bool) -> Answer;
-    /// `GET /metrics` (the text exposition).
-    async fn metrics_text(&self) -> Answer<String>;
+    /// The samples of `GET /metrics` (the text exposition) whose name is
+    /// `wanted`: the first `limit`, in order, and how many there are.
+    async fn metric_samples(
+        &self,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+        limit: usize,
+    ) -> Answer<(Vec<Sample>, usize)>;
     /// The job-set id and the number of jobs.
     async fn job_set(&self) -> Answer<(String, usize)>;
     /// The retained output lines (stream, text) a log viewer of `name`

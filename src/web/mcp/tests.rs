@@ -3,7 +3,7 @@
 //! shapes. The transport is covered against the real daemon
 //! (tests/mcp.rs, tests/mcp_sdk.rs).
 
-use super::tools::{metric_samples, tail_payload};
+use super::tools::tail_payload;
 use super::*;
 use crate::config::model::sections::McpToolset;
 use serde_json::json;
@@ -71,8 +71,15 @@ impl Backend for Fake {
     async fn node(&self, history: bool) -> Answer {
         Ok(json!({"node_name": "n1", "history": history}))
     }
-    async fn metrics_text(&self) -> Answer<String> {
-        Ok("# HELP a x\na_total 1\nb{x=\"1\"} 2\n".into())
+    async fn metric_samples(
+        &self,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+        limit: usize,
+    ) -> Answer<(Vec<crate::metrics::prometheus::Sample>, usize)> {
+        let text = "# HELP a x\na_total 1\nb{x=\"1\"} 2\n";
+        Ok(crate::metrics::prometheus::text_samples(
+            text, wanted, limit,
+        ))
     }
     async fn job_set(&self) -> Answer<(String, usize)> {
         Ok(("v1:abc".into(), 2))
@@ -593,6 +600,22 @@ fn actions_need_confirm_and_are_attributed() {
 }
 
 #[test]
+fn the_metrics_query_filters_names_in_any_case() {
+    let s = server("");
+    let open = Caller::open();
+    let found = call(&s, &open, "cron_query_metrics", json!({"match": "A_T"}));
+    assert_eq!(
+        found["structuredContent"],
+        json!({"samples": [{"name": "a_total", "labels": "", "value": "1"}],
+               "totalMatched": 1, "returned": 1, "match": "A_T"})
+    );
+    let all = call(&s, &open, "cron_query_metrics", json!({"limit": 1}));
+    assert_eq!(all["structuredContent"]["totalMatched"], json!(2));
+    assert_eq!(all["structuredContent"]["returned"], json!(1));
+    assert_eq!(all["structuredContent"]["match"], Value::Null);
+}
+
+#[test]
 fn schedule_tools_use_the_engine() {
     let s = server("");
     let open = Caller::open();
@@ -848,15 +871,6 @@ fn the_pure_helpers() {
         (past["cursor"].clone(), past["lines"].clone()),
         (json!(10), json!([]))
     );
-    let text = "# HELP x\ncronstable_jobs 3\njob_runs_total{job=\"a b\"} 7\n\nbad line{\n";
-    let (all, total) = metric_samples(text, None, 10);
-    assert_eq!(total, 3);
-    assert_eq!(
-        all[1],
-        json!({"name": "job_runs_total", "labels": "{job=\"a b\"}", "value": "7"})
-    );
-    let (some, total) = metric_samples(text, Some("RUNS"), 0);
-    assert_eq!((some.len(), total), (0, 1));
     let query = JobQuery {
         filter: Some("al".into()),
         state: Some(JobState::Scheduled),
