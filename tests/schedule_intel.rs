@@ -236,6 +236,81 @@ fn pressure_duplicates_and_suggest_in_the_manuals_shapes() {
 /// What `scripts`-style Python makes of a feed: exit 77 when the
 /// `icalendar` module is missing, else a JSON summary of the events after
 /// strict checks.
+/// `GET /schedule/week`: the fleet's fires over a window, one group per
+/// distinct schedule and clock, frequent schedules without their fires,
+/// tagged for a 304.
+#[test]
+fn the_week_groups_fires_by_schedule() {
+    let (_d, port) = Daemon::start_with_web("", JOBS);
+    let path = "/schedule/week?start=2026-03-02T00:00:00Z&days=7";
+    let reply = get(port, path);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let week = reply.json();
+    assert_eq!(week["start"], "2026-03-02T00:00:00+00:00");
+    assert_eq!(week["end"], "2026-03-09T00:00:00+00:00");
+    assert_eq!(week["max"], json!(56));
+    assert_eq!(week["jobs"], json!(ANALYZED));
+    assert_eq!(week["excluded"], json!({"disabled": 1, "reboot": 1}));
+    let groups = week["groups"].as_array().expect("groups");
+    let group_of = |job: &str| {
+        groups
+            .iter()
+            .find(|g| g["jobs"].as_array().unwrap().contains(&json!(job)))
+            .unwrap_or_else(|| panic!("{job} in no group: {week}"))
+    };
+    // @daily and "0 0 * * *" in UTC share one walk; Berlin's is its own.
+    let midnights: Vec<i64> = (0..7).map(|d| 1_772_409_600 + d * 86_400).collect();
+    assert_eq!(
+        group_of("billing-export"),
+        &json!({"jobs": ["billing-export", "cleanup-tmp", "rotate-logs"],
+                "fires": midnights, "frequent": false})
+    );
+    let berlin = group_of("berlin-nightly");
+    assert_eq!(berlin["jobs"], json!(["berlin-nightly"]));
+    assert_eq!(berlin["fires"][0], json!(1_772_409_600 + 23 * 3600));
+    // Mondays and Fridays at nine: the 2nd and the 6th.
+    assert_eq!(
+        group_of("weekday-report")["fires"],
+        json!([
+            1_772_409_600 + 9 * 3600,
+            1_772_409_600 + 4 * 86_400 + 9 * 3600
+        ])
+    );
+    let pollers = group_of("poller");
+    assert_eq!(pollers["jobs"], json!(["poller", "poller-b"]));
+    assert_eq!(
+        (pollers["frequent"].clone(), pollers["fires"].clone()),
+        (json!(true), json!([]))
+    );
+    assert_eq!(group_of("fast")["frequent"], json!(true));
+    assert_eq!(groups.len(), 7, "{week}");
+    // A higher cap lists the pollers' fires (288 a day).
+    let one_day = get(
+        port,
+        "/schedule/week?start=2026-03-02T00:00:00Z&days=1&max=500",
+    )
+    .json();
+    let pollers = one_day["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["jobs"][0] == "poller")
+        .unwrap()
+        .clone();
+    assert_eq!(pollers["fires"].as_array().unwrap().len(), 288);
+    // The same window again: 304 on the tag.
+    let etag = reply.header("etag").expect("an ETag").to_owned();
+    assert_eq!(
+        request(port, "GET", path, &[("If-None-Match", &etag)], "").status,
+        304
+    );
+    let bad = get(port, "/schedule/week?start=yesterday");
+    assert_eq!(bad.status, 400);
+    assert!(bad.json()["error"].as_str().unwrap().contains("ISO 8601"));
+    // Without a start, the window begins now.
+    assert_eq!(get(port, "/schedule/week").status, 200);
+}
+
 const ICS_CHECK: &str = r#"
 import json, sys
 try:

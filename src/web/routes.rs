@@ -171,6 +171,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
             get(schedule::schedule_duplicates),
         ),
         ("GET", "/schedule/suggest", get(schedule::schedule_suggest)),
+        ("GET", "/schedule/week", get(schedule::schedule_week)),
         ("GET", "/calendar.ics", get(schedule::calendar)),
         (
             "GET",
