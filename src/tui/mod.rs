@@ -11,6 +11,7 @@ pub mod args;
 mod boards;
 mod calendar;
 mod drawer;
+mod drawer_state;
 mod feeds;
 pub mod format;
 mod keys;
