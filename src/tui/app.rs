@@ -47,6 +47,9 @@ pub enum Overlay {
     Merged,
     /// The settings (palette: "Open settings").
     Settings,
+    /// The job actions panel over a set of jobs (palette, or `m` in the
+    /// timeline).
+    Actions,
 }
 
 /// Which text field takes the typing.
@@ -126,6 +129,8 @@ pub enum Effect {
     Copy(String),
     /// Save this job's log to a file in the home directory.
     SaveLog(String, String),
+    /// Save this incident writeup to a file in the home directory.
+    SaveIncident(String),
 }
 
 /// A per-job answer the drawer shows: not asked yet, asked, answered.
@@ -267,6 +272,10 @@ pub struct App {
     pub verdict: Option<super::verdict::Verdict>,
     /// The timeline shows only failures.
     pub timeline_failing: bool,
+    /// The timeline's selected row.
+    pub timeline_sel: usize,
+    /// The job actions panel.
+    pub actions: super::actions::Actions,
     /// When a poll last answered (the wallboard's NO SIGNAL).
     pub answered: Option<Instant>,
     /// The preferences file, when there is a place for one.
@@ -323,6 +332,8 @@ impl App {
             wall: false,
             alarm: Default::default(),
             timeline_failing: false,
+            timeline_sel: 0,
+            actions: Default::default(),
             verdict: None,
             merged: Default::default(),
             prefs_path: None,
@@ -498,6 +509,8 @@ impl App {
             Update::Preview(job, answer) => self.drawer_load(&job, |d| &mut d.preview, answer),
             Update::Log(generation, event) => self.log_event(generation, event),
             Update::Acted(action, job, answer) => self.acted(action, &job, answer, now),
+            Update::Swept(id, job, sent) => self.swept(id, &job, sent),
+            Update::SweepEnded(id, sent, stopped) => self.sweep_ended(id, sent, stopped),
             Update::Terminate => self.quit = true,
         }
     }

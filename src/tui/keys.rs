@@ -111,6 +111,10 @@ impl App {
             self.quit = true;
             return;
         }
+        // The panel's `a` is stop sending, not the alarm's.
+        if self.top() == Some(Overlay::Actions) {
+            return self.actions_key(key);
+        }
         match key {
             Key::Char('i') if matches!(self.top(), None | Some(Overlay::Timeline)) => {
                 self.toggle(Overlay::Timeline);
@@ -221,6 +225,9 @@ impl App {
         if top == Overlay::Settings {
             return self.settings_key(key);
         }
+        if top == Overlay::Timeline && self.timeline_key(key) {
+            return;
+        }
         match key {
             Key::Char('?') if top == Overlay::Help => self.close(Overlay::Help),
             Key::Char('j') | Key::Down if top == Overlay::State => self.feeds.sel += 1,
@@ -235,10 +242,6 @@ impl App {
             Key::Home => self.panel_scroll = 0,
             Key::Char('g') => self.send(Command::Refresh),
             Key::Char('f') if top == Overlay::Fleet => self.fleet_failing = !self.fleet_failing,
-            Key::Char('f') if top == Overlay::Timeline => {
-                self.timeline_failing = !self.timeline_failing;
-                self.panel_scroll = 0;
-            }
             _ => {}
         }
     }

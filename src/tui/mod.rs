@@ -6,6 +6,7 @@
 //! arrived and once a second for the clock and the countdowns, never
 //! waiting on the network.
 
+mod actions;
 pub mod app;
 pub mod args;
 mod boards;
@@ -14,6 +15,7 @@ mod drawer;
 mod drawer_state;
 mod feeds;
 pub mod format;
+mod incident;
 mod keys;
 mod load;
 pub mod logs;
@@ -267,14 +269,27 @@ fn carry_out(
                     Err(err) => app.toast(Tone::Fail, format!("cannot save the log: {err}"), now),
                 }
             }
+            Effect::SaveIncident(text) => {
+                let now = Instant::now();
+                let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+                // The copy went out before: a failed write leaves it.
+                match save_home(&format!("cronstable-incident-{stamp}.md"), &text) {
+                    Ok(path) => {
+                        let text = format!("writeup copied and saved: {}", path.display());
+                        app.toast(Tone::Ok, text, now);
+                    }
+                    Err(err) => {
+                        let text = format!("writeup copied to the clipboard, not saved: {err}");
+                        app.toast(Tone::Warn, text, now);
+                    }
+                }
+            }
         }
     }
 }
 
 /// Writes a job's log as `~/cronstable-<job>-<YYYYmmdd-HHMMSS>.log`.
 fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
-    let home =
-        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
     let safe: String = job
         .chars()
         .map(|c| {
@@ -286,7 +301,14 @@ fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
         })
         .collect();
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-    let path = home.join(format!("cronstable-{safe}-{stamp}.log"));
+    save_home(&format!("cronstable-{safe}-{stamp}.log"), contents)
+}
+
+/// Writes `contents` as the file `name` of the home directory.
+fn save_home(name: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
+    let home =
+        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
+    let path = home.join(name);
     std::fs::write(&path, contents)?;
     Ok(path)
 }

@@ -30,6 +30,8 @@ pub enum Do {
     Open(String),
     /// A job action.
     Act(Action, String),
+    /// The job actions panel over the failing jobs.
+    Actions,
 }
 
 /// One row.
@@ -80,6 +82,7 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle upcoming runs", Do::Toggle(Overlay::Upcoming)),
         item("Toggle state inspector", Do::Toggle(Overlay::State)),
         item("Incident timeline", Do::Toggle(Overlay::Timeline)),
+        item("Review actions for failing jobs", Do::Actions),
         item("Open settings", Do::Toggle(Overlay::Settings)),
         item("Toggle wallboard", Do::Wall),
         item("Keyboard shortcuts", Do::Toggle(Overlay::Help)),
@@ -153,6 +156,7 @@ pub fn run(app: &mut App, action: &Do, now: Instant) {
         }
         Do::Open(name) => app.open_drawer(name, Tab::Logs),
         Do::Act(action, name) => app.send(Command::Act(*action, name.clone())),
+        Do::Actions => app.open_actions(app.failing_names(), "failing jobs"),
     }
 }
 
