@@ -261,6 +261,12 @@ fn carry_out(
                 let out = terminal.backend_mut();
                 let _ = write!(out, "\x1b]52;c;{data}\x07");
                 let _ = out.flush();
+                // Both paths, as the manual says: the platform's copy tool
+                // too, on a thread of its own (it may take a moment), best
+                // effort since OSC 52 cannot be checked either.
+                let _ = std::thread::Builder::new()
+                    .name("tui-copy".into())
+                    .spawn(move || crate::platform::copy_to_clipboard(&text));
             }
             Effect::SaveLog(job, contents) => {
                 let now = Instant::now();

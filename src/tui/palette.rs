@@ -32,6 +32,8 @@ pub enum Do {
     Act(Action, String),
     /// The job actions panel over the failing jobs.
     Actions,
+    /// Put this text on the clipboard.
+    Copy(String),
 }
 
 /// One row.
@@ -93,6 +95,12 @@ fn items(app: &App) -> Vec<Item> {
         item("Cycle refresh interval", Do::Poll),
         item("Toggle ASCII glyphs", Do::Ascii),
     ];
+    if let Some(version) = &app.version {
+        out.push(item("Copy version", Do::Copy(version.clone())));
+    }
+    if let Some(id) = &app.job_set_id {
+        out.push(item("Copy job-set ID", Do::Copy(id.clone())));
+    }
     for job in &app.jobs {
         let name = super::text::cell(&job.name);
         out.push(item(&format!("Open {name}"), Do::Open(job.name.clone())));
@@ -157,6 +165,10 @@ pub fn run(app: &mut App, action: &Do, now: Instant) {
         Do::Open(name) => app.open_drawer(name, Tab::Logs),
         Do::Act(action, name) => app.send(Command::Act(*action, name.clone())),
         Do::Actions => app.open_actions(app.failing_names(), "failing jobs"),
+        Do::Copy(text) => {
+            app.effect(super::app::Effect::Copy(text.clone()));
+            app.toast(Tone::Ok, "copied", now);
+        }
     }
 }
 
