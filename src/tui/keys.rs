@@ -235,6 +235,9 @@ impl App {
                 self.feeds.sel = self.feeds.sel.saturating_sub(1);
             }
             Key::Enter if top == Overlay::State => self.read_state(),
+            Key::PageUp if top == Overlay::Merged => self.merged.scroll_by(10),
+            Key::PageDown if top == Overlay::Merged => self.merged.scroll_by(-10),
+            Key::End if top == Overlay::Merged => self.merged.scroll = 0,
             Key::Char('j') | Key::Down => self.panel_scroll += 1,
             Key::Char('k') | Key::Up => self.panel_scroll = self.panel_scroll.saturating_sub(1),
             Key::PageDown => self.panel_scroll += 10,
@@ -481,6 +484,7 @@ impl App {
             *logs = super::logs::LogBuffer::new();
             wanted.push((job.clone(), *generation));
         }
+        self.merged.scroll = 0;
         self.send(Command::Merge(wanted));
         self.open(Overlay::Merged);
     }
@@ -489,6 +493,7 @@ impl App {
     pub(super) fn clear_merged(&mut self) {
         self.close(Overlay::Merged);
         self.merged.tails.clear();
+        self.merged.scroll = 0;
     }
 }
 

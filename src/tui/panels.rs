@@ -339,7 +339,8 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 area,
                 Look {
                     title: &title,
-                    hint: "m/esc close · c clear · close, select a job, m adds it",
+                    hint:
+                        "m/esc close · c clear · PgUp/PgDn scroll · close, select a job, m adds it",
                     width: wide.min(120),
                     scroll: 0,
                 },
