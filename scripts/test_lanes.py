@@ -41,7 +41,7 @@ EXPECTED_SECONDS = {
     "pools": 12,
     "pools_etcd": 10,
     "mcp_sdk": 8,
-    "tui": 8,
+    "tui": 12,
     "resources": 6,
     "mcp": 3,
     "limits": 4,
