@@ -808,8 +808,7 @@ fn fail_each(port: u16, names: &[String], daemon: &Daemon) {
     }
     let start = Instant::now();
     for name in names {
-        while http::get(port, &format!("/jobs/{name}")).json()["last_run"]["outcome"] != "failure"
-        {
+        while http::get(port, &format!("/jobs/{name}")).json()["last_run"]["outcome"] != "failure" {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
                 "{name} did not fail:\n{}",
@@ -879,7 +878,10 @@ fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
     // c copies the selected job's command through the platform tool too
     pane.keys(&["c"]);
     let clip = wait_file(&home.path().join("clipboard"), |t| t.contains("echo ran"));
-    assert!(clip.starts_with("echo ran >> ") && clip.contains("/f1.runs"), "{clip}");
+    assert!(
+        clip.starts_with("echo ran >> ") && clip.contains("/f1.runs"),
+        "{clip}"
+    );
     palette(&pane, "review actions");
     let screen = pane.wait_for("3 jobs · failing jobs", &daemon);
     assert!(screen.contains("job actions"), "{screen}");
@@ -894,13 +896,34 @@ fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
         );
         daemon.wait_for_lines(&format!("{name}.runs"), 2, Duration::from_secs(30));
     }
-    assert!(screen.contains("starting 3 jobs, one every 300 ms"), "{screen}");
+    assert!(
+        screen.contains("starting 3 jobs, one every 300 ms"),
+        "{screen}"
+    );
     assert_eq!(read_runs(&daemon, "fine"), 1);
+    // the daemon's own record: two runs each (the second one recorded as
+    // it ends, a moment after its line was written)
     for name in ["f1", "f2", "f3"] {
-        let runs = http::get(port, &format!("/jobs/{name}/runs")).json();
-        assert_eq!(runs["runs"].as_array().map(Vec::len), Some(2), "{runs}");
+        let start = Instant::now();
+        loop {
+            let runs = http::get(port, &format!("/jobs/{name}/runs")).json();
+            let n = runs["runs"].as_array().map_or(0, Vec::len);
+            if n == 2 {
+                break;
+            }
+            assert!(n < 2 && start.elapsed() < Duration::from_secs(30), "{runs}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
-    // x: nothing runs any more
+    // x, once the board has polled the three failed again: nothing runs
+    pane.wait(
+        "the toolbar's counts",
+        |s| {
+            let bar = line_with(s, "4 jobs");
+            bar.contains("✕ 3") && !bar.contains("▶")
+        },
+        || daemon.log(),
+    );
     pane.keys(&["x"]);
     pane.wait_for("nothing to cancel: no job of the set is running", &daemon);
     // y: the writeup, copied and saved in HOME
@@ -917,7 +940,11 @@ fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
     assert_eq!(saved.len(), 1, "{saved:?}");
     let name = saved[0].file_name().expect("a name").to_string_lossy();
     // cronstable-incident-YYYYmmdd-HHMMSS.md
-    assert_eq!(name.len(), "cronstable-incident-20260101-000000.md".len(), "{name}");
+    assert_eq!(
+        name.len(),
+        "cronstable-incident-20260101-000000.md".len(),
+        "{name}"
+    );
     let text = std::fs::read_to_string(&saved[0]).expect("the writeup");
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines[0], "# cronstable incident: failing jobs", "{text}");
@@ -931,7 +958,10 @@ fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
             .find(|l| l.starts_with(&format!("- `{name}`: ")))
             .unwrap_or_else(|| panic!("{name}: {text}"));
         assert!(line.contains("exit code 3"), "{line}");
-        assert!(line.contains(", finished ") && line.ends_with(" ago"), "{line}");
+        assert!(
+            line.contains(", finished ") && line.ends_with(" ago"),
+            "{line}"
+        );
     }
     assert!(!text.contains("`fine`"), "{text}");
     assert!(text.contains("\nVerdict: "), "{text}");
@@ -942,8 +972,7 @@ fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
 
 /// How many lines `name.runs` in the daemon's directory has.
 fn read_runs(daemon: &Daemon, name: &str) -> usize {
-    std::fs::read_to_string(daemon.path(&format!("{name}.runs")))
-        .map_or(0, |t| t.lines().count())
+    std::fs::read_to_string(daemon.path(&format!("{name}.runs"))).map_or(0, |t| t.lines().count())
 }
 
 #[test]
@@ -1017,7 +1046,11 @@ fn the_timelines_selection_opens_the_chosen_jobs_logs() {
     assert_eq!(http::post(port, "/jobs/late/start").status, 200);
     let start = Instant::now();
     while http::get(port, "/jobs/late").json()["last_run"]["outcome"] != "success" {
-        assert!(start.elapsed() < Duration::from_secs(30), "{}", daemon.log());
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            daemon.log()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let pane = Pane::start(&tui(port, ""));
@@ -1029,13 +1062,13 @@ fn the_timelines_selection_opens_the_chosen_jobs_logs() {
         || daemon.log(),
     );
     assert!(
-        line_with(&screen, "● late").contains("▎"),
+        line_with(&screen, "● late").contains("│▎"),
         "the newest is selected:\n{screen}"
     );
     pane.keys(&["j"]);
     pane.wait(
         "early selected",
-        |s| line_with(s, "✕ early").contains("▎"),
+        |s| line_with(s, "✕ early").contains("│▎") && !line_with(s, "● late").contains("│▎"),
         || daemon.log(),
     );
     pane.keys(&["Enter"]);
@@ -1044,7 +1077,43 @@ fn the_timelines_selection_opens_the_chosen_jobs_logs() {
         |s| s.contains("early-said-this") && !s.contains("incident timeline"),
         || daemon.log(),
     );
-    assert!(screen.contains("│ ✕ early"), "the drawer's title:\n{screen}");
+    assert!(
+        screen.contains("│ ✕ early"),
+        "the drawer's title:\n{screen}"
+    );
     assert!(!screen.contains("late-said-this"), "{screen}");
     assert!(pane.alive());
+}
+
+#[test]
+fn a_writeup_that_cannot_be_saved_is_still_copied() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: broken
+    command: \"exit 5\"
+    schedule: \"0 0 1 1 *\"
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    fail_each(port, &["broken".to_owned()], &daemon);
+    let tools = tempfile::tempdir().expect("temp dir");
+    fake_copy_tools(tools.path());
+    // a HOME that does not exist: the file cannot be written
+    let pane = Pane::start(&format!(
+        "env HOME={dir}/missing PATH={dir}:$PATH {}",
+        tui(port, ""),
+        dir = tools.path().display()
+    ));
+    pane.wait_for("JOB FAILING — broken", &daemon);
+    palette(&pane, "review actions");
+    pane.wait_for("1 job · failing jobs", &daemon);
+    pane.keys(&["y"]);
+    let screen = pane.wait_for("writeup copied to the clipboard, not saved", &daemon);
+    assert!(!screen.contains("copied and saved"), "{screen}");
+    let clip = wait_file(&tools.path().join("clipboard"), |t| {
+        t.starts_with("# cronstable incident")
+    });
+    assert!(clip.contains("- `broken`: exit code 5"), "{clip}");
+    assert!(clip.contains("Verdict: JOB FAILING — broken"), "{clip}");
+    assert!(!tools.path().join("missing").exists());
 }
