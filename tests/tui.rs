@@ -957,7 +957,7 @@ fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
             .iter()
             .find(|l| l.starts_with(&format!("- `{name}`: ")))
             .unwrap_or_else(|| panic!("{name}: {text}"));
-        assert!(line.contains("exit code 3"), "{line}");
+        assert!(line.contains("exit code 3, reason: "), "{line}");
         assert!(
             line.contains(", finished ") && line.ends_with(" ago"),
             "{line}"

@@ -272,7 +272,7 @@ pub fn writeup<'a>(
                 };
                 line += &format!(": exit code {exit}");
                 if let Some(reason) = last.fail_reason.as_deref().filter(|r| !r.is_empty()) {
-                    line += &format!(", {}", cell(reason));
+                    line += &format!(", reason: {}", cell(reason));
                 }
                 line += &format!(", finished {}", fmt_ago(last.finished_at.as_deref(), now));
             }

@@ -189,7 +189,7 @@ fn the_writeup_names_each_job_with_its_exit_reason_and_age() {
          \n\
          As of 2026-01-01 00:05:00 UTC, 4 jobs:\n\
          \n\
-         - `one`: exit code 69, exit code 69, finished 5m ago\n\
+         - `one`: exit code 69, reason: exit code 69, finished 5m ago\n\
          - `two'x`: exit code ?, finished 4m ago\n\
          - `never`: no finished run\n\
          - `gone`: not in the daemon's job list\n\
