@@ -170,8 +170,10 @@ const JOBS: &str = "  - name: alpha
     captureStderr: true
 ";
 
+/// The dashboard against `port`, without the boot self-test (a fresh
+/// preferences file would run it first; `the_boot_self_test_*` runs it).
 fn tui(port: u16, extra: &str) -> String {
-    format!("{BIN} tui --url http://127.0.0.1:{port} --poll 1 {extra}")
+    format!("{BIN} tui --url http://127.0.0.1:{port} --poll 1 --no-boot {extra}")
 }
 
 #[test]
@@ -634,19 +636,19 @@ fn an_https_listener_with_client_certificates_is_reached_with_the_tls_flags() {
     let url = format!("https://127.0.0.1:{port}");
     // the flags, and the variables behind them
     let with_flags = format!(
-        "{BIN} tui --url {url} --cacert {ca} --client-cert {client_cert} --client-key {client_key}"
+        "{BIN} tui --url {url} --no-boot --cacert {ca} --client-cert {client_cert} --client-key {client_key}"
     );
     let pane = Pane::start(&with_flags);
     let screen = pane.wait_for("4 jobs", &daemon);
     assert!(screen.contains("● online"), "{screen}");
     let with_env = format!(
-        "env CRONSTABLE_WEB_CACERT={ca} CRONSTABLE_WEB_CLIENT_CERT={client_cert} CRONSTABLE_WEB_CLIENT_KEY={client_key} {BIN} tui --url {url}"
+        "env CRONSTABLE_WEB_CACERT={ca} CRONSTABLE_WEB_CLIENT_CERT={client_cert} CRONSTABLE_WEB_CLIENT_KEY={client_key} {BIN} tui --url {url} --no-boot"
     );
     let pane = Pane::start(&with_env);
     pane.wait_for("4 jobs", &daemon);
     // without the client certificate the handshake fails: the header says
     // so and the board stays empty
-    let pane = Pane::start(&format!("{BIN} tui --url {url} --cacert {ca}"));
+    let pane = Pane::start(&format!("{BIN} tui --url {url} --no-boot --cacert {ca}"));
     let screen = pane.wait(
         "the failure",
         |s| s.contains("◌ ") && !s.contains("◌ connecting…"),
@@ -798,6 +800,273 @@ fn the_settings_panel_saves_each_change_and_the_next_start_reads_it() {
     assert!(saved.contains("\"theme\": \"carolina\""), "{saved}");
     assert!(saved.contains("\"ascii\": true"), "{saved}");
     assert!(!saved.contains("token"), "{saved}");
+    assert!(pane.alive());
+}
+
+/// Reads the preferences file until `ready` holds (each change is saved
+/// at the next turn of the screen's loop); returns the last text read.
+fn saved_prefs(file: &std::path::Path, ready: impl Fn(&serde_json::Value) -> bool) -> String {
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = std::fs::read_to_string(file).unwrap_or_default();
+        if serde_json::from_str(&text).is_ok_and(|v| ready(&v)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    text
+}
+
+#[test]
+fn the_later_settings_rows_change_save_and_compact_density_drops_the_schedule() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let pane = Pane::start(&tui(port, ""));
+    let file = pane
+        .dir
+        .path()
+        .join("config")
+        .join("cronstable")
+        .join("tui.json");
+    let screen = pane.wait_for("4 jobs", &daemon);
+    let titles = line_with(&screen, " status ").to_owned();
+    assert!(
+        titles.contains("schedule") && titles.contains("runs"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "echo beta").contains("30 2 * * *"),
+        "{screen}"
+    );
+    palette(&pane, "compact density");
+    let screen = pane.wait(
+        "the compact board",
+        |s| s.contains("compact density: on") && !line_with(s, " status ").contains("schedule"),
+        || daemon.log(),
+    );
+    assert!(!line_with(&screen, " status ").contains("runs"), "{screen}");
+    assert!(
+        !line_with(&screen, "echo beta").contains("30 2 * * *"),
+        "{screen}"
+    );
+    palette(&pane, "open settings");
+    let screen = pane.wait("the panel", |s| s.contains("‹ standard ›"), || daemon.log());
+    for label in [
+        "Color vision",
+        "Audible cues (bell)",
+        "Startup checks",
+        "Compact density",
+        "Zen screensaver",
+        "Zen idle",
+        "Living logo",
+    ] {
+        assert!(screen.contains(label), "{label}:\n{screen}");
+    }
+    assert!(
+        line_with(&screen, "Zen idle").contains("‹ 90s ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Compact density").contains("‹ on ›"),
+        "{screen}"
+    );
+    // color vision (row 3), then bell, startup checks, (compact), zen,
+    // zen idle and the living logo (rows 8 to 13)
+    pane.keys(&[
+        "j", "j", "Enter", "j", "j", "j", "j", "j", "Enter", "j", "Enter",
+    ]);
+    pane.keys(&["j", "j", "Enter", "j", "Enter", "j", "Enter"]);
+    let screen = pane.wait(
+        "the living logo off",
+        |s| line_with(s, "Living logo").contains("‹ off ›"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "Color vision").contains("‹ red-green ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Audible cues").contains("‹ on ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Startup checks").contains("‹ off ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Zen screensaver").contains("‹ off ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Zen idle").contains("‹ 120s ›"),
+        "{screen}"
+    );
+    assert!(screen.contains("saved to "), "{screen}");
+    let saved = saved_prefs(&file, |v| v["motion"] == false);
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap_or_default();
+    assert_eq!(v["cvd"], "deutan", "{saved}");
+    assert_eq!(v["sound"], true, "{saved}");
+    assert_eq!(v["boot"], false, "{saved}");
+    assert_eq!(v["compact"], true, "{saved}");
+    assert_eq!(v["zen"], false, "{saved}");
+    assert_eq!(v["zen_idle_s"], 120, "{saved}");
+    assert_eq!(v["motion"], false, "{saved}");
+    // the still mark in the header
+    pane.keys(&["Escape"]);
+    let screen = pane.wait("the board", |s| !s.contains("Living logo"), || daemon.log());
+    assert!(
+        screen
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("◷ cronstable")),
+        "{screen}"
+    );
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_boot_self_test_probes_the_daemon_and_a_key_or_its_end_hands_over() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let config = tempfile::tempdir().expect("temp dir");
+    let file = config.path().join("cronstable").join("tui.json");
+    let with_config = |extra: &str| {
+        format!(
+            "env XDG_CONFIG_HOME={} {BIN} tui --url http://127.0.0.1:{port} --poll 1 {extra}",
+            config.path().display()
+        )
+    };
+    // a fresh preferences file: the self-test runs, reads the daemon and
+    // hands over by itself
+    let pane = Pane::start(&with_config(""));
+    let screen = pane.wait(
+        "the self-test's rows",
+        |s| s.contains("POWER-ON SELF-TEST") && line_with(s, "cluster ...").contains("]"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "job set ...").contains("4 jobs · 1 disabled"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "link ...").contains("[  OK  ]"),
+        "{screen}"
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        line_with(&screen, "firmware ...").contains(&format!("cronstable {version}")),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "schedules ...").contains("all 3 parse"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "cluster ...").contains("standalone"),
+        "{screen}"
+    );
+    pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    let saved = saved_prefs(&file, |v| v["boot_last"].as_f64().is_some_and(|t| t > 0.0));
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap_or_default();
+    let last = v["boot_last"].as_f64().unwrap_or_default();
+    assert!(last > 0.0, "{saved}");
+    drop(pane);
+    // within 12 hours of that one: no self-test (the remembered time
+    // stays), unless --boot forces it; then a key skips it
+    let pane = Pane::start(&with_config(""));
+    pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    drop(pane);
+    let again = std::fs::read_to_string(&file).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&again).unwrap_or_default();
+    assert_eq!(v["boot_last"].as_f64(), Some(last), "{again}");
+    let pane = Pane::start(&with_config("--boot"));
+    pane.wait_for("POWER-ON SELF-TEST", &daemon);
+    pane.keys(&["z"]);
+    pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    drop(pane);
+    // a daemon that never answers: the probes hang, a key skips them,
+    // and the board is up before the first poll could time out
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_port = silent.local_addr().expect("addr").port();
+    let pane = Pane::start(&format!(
+        "{BIN} tui --url http://127.0.0.1:{silent_port} --boot"
+    ));
+    let screen = pane.wait_for("probing", &daemon);
+    assert!(
+        line_with(&screen, "link ...").contains("probing"),
+        "{screen}"
+    );
+    pane.keys(&["z"]);
+    let screen = pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    assert!(
+        screen.contains("connecting"),
+        "skipped before any answer:\n{screen}"
+    );
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_zen_screensaver_rests_an_idle_wallboard_and_a_key_wakes_it() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let config = tempfile::tempdir().expect("temp dir");
+    let file = config.path().join("cronstable").join("tui.json");
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    // the file may hold any idle interval from 1 s (the panel offers 30 s
+    // and up), which keeps this test short
+    std::fs::write(&file, r#"{"zen_idle_s": 3}"#).expect("write");
+    let pane = Pane::start(&format!(
+        "env XDG_CONFIG_HOME={} {}",
+        config.path().display(),
+        tui(port, "--tv")
+    ));
+    pane.wait(
+        "the wallboard",
+        |s| s.contains("w/esc leave"),
+        || daemon.log(),
+    );
+    let screen = pane.wait(
+        "the screensaver",
+        |s| s.contains("any key wakes"),
+        || daemon.log(),
+    );
+    assert!(screen.contains("zen · 4 quiet jobs"), "{screen}");
+    assert!(!screen.contains("w/esc leave"), "{screen}");
+    // `w` would leave the wallboard; as the waking key it does nothing
+    pane.keys(&["w"]);
+    let screen = pane.wait(
+        "the wallboard again",
+        |s| s.contains("w/esc leave"),
+        || daemon.log(),
+    );
+    assert!(
+        !screen.contains("j/k move"),
+        "still the wallboard:\n{screen}"
+    );
+    // it comes back after the next rest; a panel keeps it away
+    pane.wait(
+        "the screensaver",
+        |s| s.contains("any key wakes"),
+        || daemon.log(),
+    );
+    pane.keys(&["Escape", "?"]);
+    pane.wait(
+        "the help",
+        |s| s.contains("keyboard shortcuts"),
+        || daemon.log(),
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let screen = pane.screen();
+    assert!(
+        screen.contains("keyboard shortcuts") && !screen.contains("any key wakes"),
+        "{screen}"
+    );
     assert!(pane.alive());
 }
 

@@ -282,6 +282,8 @@ pub struct App {
     pub prefs_path: Option<std::path::PathBuf>,
     /// The live-logs panel.
     pub merged: super::merged::Merged,
+    /// The later settings and the zen, boot and bell state (`ambient.rs`).
+    pub ambient: super::ambient::Ambient,
     /// The next tail's generation (drawer and live-logs panel).
     pub(super) next_generation: u64,
     /// What the edges must do.
@@ -336,6 +338,7 @@ impl App {
             actions: Default::default(),
             verdict: None,
             merged: Default::default(),
+            ambient: Default::default(),
             prefs_path: None,
             answered: None,
             next_generation: 1,
@@ -512,6 +515,7 @@ impl App {
             Update::Swept(id, job, sent) => self.swept(id, &job, sent),
             Update::SweepEnded(id, sent, stopped) => self.sweep_ended(id, sent, stopped),
             Update::Terminate => self.quit = true,
+            Update::Boot(check) => self.boot_report(check),
         }
     }
 
@@ -519,7 +523,7 @@ impl App {
         self.connected = true;
         self.offline = None;
         self.facts = Facts::of(&jobs);
-        self.alarm.observe(&jobs);
+        self.ambient.fresh_failures(self.alarm.observe(&jobs).len());
         self.by_name = jobs
             .iter()
             .enumerate()

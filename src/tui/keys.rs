@@ -88,6 +88,9 @@ impl App {
             self.quit = true;
             return;
         }
+        if self.intercept(now) {
+            return;
+        }
         match self.top() {
             Some(Overlay::Token) => return self.token_key(key, now),
             Some(Overlay::Palette) => return self.palette_key(key, now),

@@ -7,10 +7,13 @@
 //! waiting on the network.
 
 mod actions;
+mod ambient;
 pub mod app;
 pub mod args;
 mod boards;
+mod boot;
 mod calendar;
+mod checks;
 mod drawer;
 mod drawer_state;
 mod feeds;
@@ -18,6 +21,7 @@ pub mod format;
 mod incident;
 mod keys;
 mod load;
+mod logo;
 pub mod logs;
 mod merged;
 pub mod model;
@@ -25,6 +29,7 @@ mod palette;
 mod panels;
 mod polling;
 pub mod prefs;
+mod probe;
 pub mod render;
 mod settings;
 pub mod sse;
@@ -34,6 +39,7 @@ pub mod verdict;
 pub mod view;
 mod wall;
 pub mod worker;
+mod zen;
 
 use app::{App, Effect, Options, Tone};
 use args::TuiArgs;
@@ -53,6 +59,8 @@ pub const NOT_A_TTY: &str =
 /// The shortest time between two frames (a log flood redraws at most
 /// this often).
 const FRAME: Duration = Duration::from_millis(33);
+/// How often the boot self-test's screen moves on.
+const BOOT_FRAME: Duration = Duration::from_millis(60);
 
 /// Runs the dashboard; returns the process's exit code.
 pub fn run(args: &TuiArgs) -> u8 {
@@ -107,6 +115,11 @@ pub fn run(args: &TuiArgs) -> u8 {
     app.wrap = remembered.wrap;
     app.timestamps = remembered.timestamps;
     app.prefs_path = prefs_path;
+    app.ambient = remembered.ambient(Instant::now());
+    let (on, last) = (remembered.boot, remembered.boot_last);
+    if checks::due(args.boot_forced(), on, last, app::wall_clock()) {
+        app.start_boot(Instant::now());
+    }
     if let Err(err) = enter() {
         leave();
         eprintln!("cronstable tui: cannot set up the terminal: {err}");
@@ -191,8 +204,10 @@ fn event_loop(
         if wall as i64 != second {
             second = wall as i64;
             app.expire(now);
+            app.zen_tick(now);
             dirty = true;
         }
+        dirty |= app.boot_tick(now, wall);
         let since = drawn_at.map_or(FRAME, |t| now.duration_since(t));
         if dirty && since >= FRAME {
             terminal.draw(|frame| render::draw(frame, app, app::Now { instant: now, wall }))?;
@@ -204,6 +219,10 @@ fn event_loop(
         } else {
             // until the clock's next second
             Duration::from_secs_f64(1.0 - wall.fract()).max(Duration::from_millis(5))
+        };
+        let wait = match app.ambient.boot {
+            Some(_) => wait.min(BOOT_FRAME),
+            None => wait,
         };
         match rx.recv_timeout(wait) {
             Ok(update) => {
@@ -249,6 +268,11 @@ fn carry_out(
     commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>,
     terminal: &mut Term,
 ) {
+    if std::mem::take(&mut app.ambient.bell_due) {
+        let out = terminal.backend_mut();
+        let _ = write!(out, "\x07");
+        let _ = out.flush();
+    }
     for effect in app.take_effects() {
         match effect {
             Effect::Send(command) => {

@@ -2,6 +2,7 @@
 //! narrowed by a fuzzy match on what is typed.
 
 use super::app::{App, Overlay, Tab, Tone};
+use super::settings::Row;
 use super::worker::{Action, Command};
 use std::time::Instant;
 
@@ -26,6 +27,8 @@ pub enum Do {
     Poll,
     /// ASCII glyphs on or off.
     Ascii,
+    /// A settings row changed (`settings.rs`).
+    Setting(super::settings::Row),
     /// Open a job's drawer.
     Open(String),
     /// A job action.
@@ -94,6 +97,9 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle light / dark", Do::Flip),
         item("Cycle refresh interval", Do::Poll),
         item("Toggle ASCII glyphs", Do::Ascii),
+        item("Cycle color vision mode", Do::Setting(Row::ColorVision)),
+        item("Toggle compact density", Do::Setting(Row::Compact)),
+        item("Toggle startup checks", Do::Setting(Row::StartupChecks)),
     ];
     if let Some(version) = &app.version {
         out.push(item("Copy version", Do::Copy(version.clone())));
@@ -162,6 +168,7 @@ pub fn run(app: &mut App, action: &Do, now: Instant) {
             let word = if app.ascii { "on" } else { "off" };
             app.toast(Tone::Info, format!("ASCII glyphs {word}"), now);
         }
+        Do::Setting(row) => app.palette_setting(*row, now),
         Do::Open(name) => app.open_drawer(name, Tab::Logs),
         Do::Act(action, name) => app.send(Command::Act(*action, name.clone())),
         Do::Actions => app.open_actions(app.failing_names(), "failing jobs"),

@@ -91,6 +91,8 @@ pub enum Command {
     Feed(super::feeds::Feed),
     /// A state stream's records or a namespace's documents (the path).
     Detail(String),
+    /// The boot self-test's probes (`probe.rs`).
+    Boot,
     /// The job actions panel's bulk sweep: `action` on each job in turn,
     /// [`SWEEP_GAP`] apart, until done, stopped or refused with 401.
     Sweep {
@@ -176,6 +178,8 @@ pub enum Update {
     SweepEnded(u64, usize, bool),
     /// SIGTERM or SIGINT: leave now.
     Terminate,
+    /// A boot self-test row, judged.
+    Boot(super::checks::Check),
 }
 
 /// A failed request.
@@ -255,6 +259,24 @@ impl Shared {
             .await
             .map_err(|e| Failure::Other(describe(&e)))?;
         Ok((status, body.to_vec()))
+    }
+}
+
+/// The boot self-test's requests go out as every other does.
+impl super::probe::Daemon for Shared {
+    async fn get(&self, path: &str, accept: &str) -> super::checks::Answer<Vec<u8>> {
+        use super::checks::Answer;
+        let builder = self.request_for(reqwest::Method::GET, path, accept);
+        match self.send_request(builder).await {
+            Ok((200, body)) => Answer::Got(body),
+            Ok((status, body)) => Answer::Refused(error_text(status, &body)),
+            Err(Failure::Unauthorized) => Answer::Locked,
+            Err(Failure::Other(why)) => Answer::Down(why),
+        }
+    }
+
+    fn report(&self, check: super::checks::Check) {
+        self.send(Update::Boot(check));
     }
 }
 
@@ -437,6 +459,10 @@ async fn serve(
             Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
                 Update::Feed(feed, r)
             }),
+            Command::Boot => {
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move { super::probe::run(&*shared).await });
+            }
             Command::Detail(path) => {
                 one_off(&shared, path.clone(), move |r| Update::Detail(path, r))
             }
