@@ -1069,3 +1069,320 @@ fn the_zen_screensaver_rests_an_idle_wallboard_and_a_key_wakes_it() {
     );
     assert!(pane.alive());
 }
+
+/// Starts each job by HTTP and waits until each one's last run failed.
+fn fail_each(port: u16, names: &[String], daemon: &Daemon) {
+    for name in names {
+        assert_eq!(http::post(port, &format!("/jobs/{name}/start")).status, 200);
+    }
+    let start = Instant::now();
+    for name in names {
+        while http::get(port, &format!("/jobs/{name}")).json()["last_run"]["outcome"] != "failure" {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{name} did not fail:\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Fake `xclip` and `wl-copy` in `dir`, each writing what it reads to
+/// `dir/clipboard` (whichever the dashboard tries first).
+fn fake_copy_tools(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for tool in ["xclip", "wl-copy"] {
+        let path = dir.join(tool);
+        let script = format!("#!/bin/sh\ncat > {}/clipboard\n", dir.display());
+        std::fs::write(&path, script).expect("write the fake tool");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+}
+
+/// Waits until `path` holds something that satisfies `ready`.
+fn wait_file(path: &std::path::Path, ready: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if ready(&text) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}: {text:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
+    if !have_tmux() {
+        return;
+    }
+    let mut jobs = String::new();
+    for name in ["f1", "f2", "f3", "fine"] {
+        let code = if name == "fine" { 0 } else { 3 };
+        jobs += &format!(
+            "  - name: {name}\n    command: \"echo ran >> {{dir}}/{name}.runs; exit {code}\"\n    schedule: \"0 0 1 1 *\"\n"
+        );
+    }
+    let (daemon, port) = Daemon::start_with_web("", &jobs);
+    let failing: Vec<String> = ["f1", "f2", "f3"].map(String::from).to_vec();
+    fail_each(port, &failing, &daemon);
+    assert_eq!(http::post(port, "/jobs/fine/start").status, 200);
+    daemon.wait_for_lines("fine.runs", 1, Duration::from_secs(30));
+    // HOME is a temp dir (the writeup lands there) whose fake copy tools
+    // come first on PATH.
+    let home = tempfile::tempdir().expect("temp dir");
+    fake_copy_tools(home.path());
+    let pane = Pane::start(&format!(
+        "env HOME={home} PATH={home}:$PATH {}",
+        tui(port, ""),
+        home = home.path().display()
+    ));
+    pane.wait_for("MULTIPLE FAILURES — 3 jobs failing", &daemon);
+    // c copies the selected job's command through the platform tool too
+    pane.keys(&["c"]);
+    let clip = wait_file(&home.path().join("clipboard"), |t| t.contains("echo ran"));
+    assert!(
+        clip.starts_with("echo ran >> ") && clip.contains("/f1.runs"),
+        "{clip}"
+    );
+    palette(&pane, "review actions");
+    let screen = pane.wait_for("3 jobs · failing jobs", &daemon);
+    assert!(screen.contains("job actions"), "{screen}");
+    assert!(screen.contains("f1, f2, f3"), "{screen}");
+    // s: each failing job started, one at a time; fine is left alone
+    pane.keys(&["s"]);
+    let screen = pane.wait_for("done: 3 ok, 0 failed", &daemon);
+    for name in ["f1", "f2", "f3"] {
+        assert!(
+            screen.contains(&format!("✓ start {name}: HTTP 200")),
+            "{screen}"
+        );
+        daemon.wait_for_lines(&format!("{name}.runs"), 2, Duration::from_secs(30));
+    }
+    assert!(
+        screen.contains("starting 3 jobs, one every 300 ms"),
+        "{screen}"
+    );
+    assert_eq!(read_runs(&daemon, "fine"), 1);
+    // the daemon's own record: two runs each (the second one recorded as
+    // it ends, a moment after its line was written)
+    for name in ["f1", "f2", "f3"] {
+        let start = Instant::now();
+        loop {
+            let runs = http::get(port, &format!("/jobs/{name}/runs")).json();
+            let n = runs["runs"].as_array().map_or(0, Vec::len);
+            if n == 2 {
+                break;
+            }
+            assert!(n < 2 && start.elapsed() < Duration::from_secs(30), "{runs}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // x, once the board has polled the three failed again: nothing runs
+    pane.wait(
+        "the toolbar's counts",
+        |s| {
+            let bar = line_with(s, "4 jobs");
+            bar.contains("✕ 3") && !bar.contains("▶")
+        },
+        || daemon.log(),
+    );
+    pane.keys(&["x"]);
+    pane.wait_for("nothing to cancel: no job of the set is running", &daemon);
+    // y: the writeup, copied and saved in HOME
+    pane.keys(&["y"]);
+    pane.wait_for("writeup copied and saved", &daemon);
+    let saved: Vec<PathBuf> = std::fs::read_dir(home.path())
+        .expect("read HOME")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            name.is_some_and(|n| n.starts_with("cronstable-incident-") && n.ends_with(".md"))
+        })
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let name = saved[0].file_name().expect("a name").to_string_lossy();
+    // cronstable-incident-YYYYmmdd-HHMMSS.md
+    assert_eq!(
+        name.len(),
+        "cronstable-incident-20260101-000000.md".len(),
+        "{name}"
+    );
+    let text = std::fs::read_to_string(&saved[0]).expect("the writeup");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "# cronstable incident: failing jobs", "{text}");
+    assert!(
+        lines[2].starts_with("As of ") && lines[2].ends_with(" UTC, 3 jobs:"),
+        "{text}"
+    );
+    for name in ["f1", "f2", "f3"] {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("- `{name}`: ")))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        assert!(line.contains("exit code 3, reason: "), "{line}");
+        assert!(
+            line.contains(", finished ") && line.ends_with(" ago"),
+            "{line}"
+        );
+    }
+    assert!(!text.contains("`fine`"), "{text}");
+    assert!(text.contains("\nVerdict: "), "{text}");
+    // the same text went to the clipboard
+    wait_file(&home.path().join("clipboard"), |t| t == text);
+    assert!(pane.alive());
+}
+
+/// How many lines `name.runs` in the daemon's directory has.
+fn read_runs(daemon: &Daemon, name: &str) -> usize {
+    std::fs::read_to_string(daemon.path(&format!("{name}.runs"))).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn stop_sending_halts_a_sweep_part_way() {
+    if !have_tmux() {
+        return;
+    }
+    let names: Vec<String> = (1..=30).map(|i| format!("n{i:02}")).collect();
+    let mut jobs = String::new();
+    for name in &names {
+        jobs += &format!(
+            "  - name: {name}\n    command: \"echo ran >> {{dir}}/{name}.runs; exit 2\"\n    schedule: \"0 0 1 1 *\"\n"
+        );
+    }
+    let (daemon, port) = Daemon::start_with_web("", &jobs);
+    fail_each(port, &names, &daemon);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("MULTIPLE FAILURES — 30 jobs failing", &daemon);
+    // the timeline's m: the incident set (all thirty share exit code 2)
+    pane.keys(&["i"]);
+    pane.wait_for("incident timeline", &daemon);
+    pane.keys(&["m"]);
+    pane.wait_for("30 jobs · incident set", &daemon);
+    pane.keys(&["s"]);
+    pane.wait(
+        "two sends",
+        |s| s.matches("✓ start n").count() >= 2,
+        || daemon.log(),
+    );
+    pane.keys(&["a"]);
+    let screen = pane.wait_for("aborted (", &daemon);
+    let line = line_with(&screen, "aborted (");
+    let sent: usize = line
+        .split("aborted (")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(line.contains(&format!("({sent}/30 sent)")), "{screen}");
+    assert!((2..30).contains(&sent), "{screen}");
+    assert!(
+        screen.contains(&format!("done: {sent} ok, 0 failed")),
+        "{screen}"
+    );
+    // exactly the jobs sent to ran again, and nothing more goes out
+    std::thread::sleep(Duration::from_secs(2));
+    let again = names.iter().filter(|n| read_runs(&daemon, n) == 2).count();
+    assert_eq!(again, sent, "{}", daemon.log());
+    assert!(names.iter().all(|n| read_runs(&daemon, n) <= 2));
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_timelines_selection_opens_the_chosen_jobs_logs() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: early
+    command: \"echo early-said-this; exit 4\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+  - name: late
+    command: \"echo late-said-this\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    fail_each(port, &["early".to_owned()], &daemon);
+    // a second later, so the order is certain: late, then early
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(http::post(port, "/jobs/late/start").status, 200);
+    let start = Instant::now();
+    while http::get(port, "/jobs/late").json()["last_run"]["outcome"] != "success" {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("JOB FAILING — early", &daemon);
+    pane.keys(&["i"]);
+    let screen = pane.wait(
+        "the timeline with both",
+        |s| s.contains("incident timeline") && s.contains("● late") && s.contains("✕ early"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "● late").contains("│▎"),
+        "the newest is selected:\n{screen}"
+    );
+    pane.keys(&["j"]);
+    pane.wait(
+        "early selected",
+        |s| line_with(s, "✕ early").contains("│▎") && !line_with(s, "● late").contains("│▎"),
+        || daemon.log(),
+    );
+    pane.keys(&["Enter"]);
+    let screen = pane.wait(
+        "early's logs",
+        |s| s.contains("early-said-this") && !s.contains("incident timeline"),
+        || daemon.log(),
+    );
+    assert!(
+        screen.contains("│ ✕ early"),
+        "the drawer's title:\n{screen}"
+    );
+    assert!(!screen.contains("late-said-this"), "{screen}");
+    assert!(pane.alive());
+}
+
+#[test]
+fn a_writeup_that_cannot_be_saved_is_still_copied() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: broken
+    command: \"exit 5\"
+    schedule: \"0 0 1 1 *\"
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    fail_each(port, &["broken".to_owned()], &daemon);
+    let tools = tempfile::tempdir().expect("temp dir");
+    fake_copy_tools(tools.path());
+    // a HOME that does not exist: the file cannot be written
+    let pane = Pane::start(&format!(
+        "env HOME={dir}/missing PATH={dir}:$PATH {}",
+        tui(port, ""),
+        dir = tools.path().display()
+    ));
+    pane.wait_for("JOB FAILING — broken", &daemon);
+    palette(&pane, "review actions");
+    pane.wait_for("1 job · failing jobs", &daemon);
+    pane.keys(&["y"]);
+    let screen = pane.wait_for("writeup copied to the clipboard, not saved", &daemon);
+    assert!(!screen.contains("copied and saved"), "{screen}");
+    let clip = wait_file(&tools.path().join("clipboard"), |t| {
+        t.starts_with("# cronstable incident")
+    });
+    assert!(clip.contains("- `broken`: exit code 5"), "{clip}");
+    assert!(clip.contains("Verdict: JOB FAILING — broken"), "{clip}");
+    assert!(!tools.path().join("missing").exists());
+}

@@ -6,6 +6,7 @@
 //! arrived and once a second for the clock and the countdowns, never
 //! waiting on the network.
 
+mod actions;
 mod ambient;
 pub mod app;
 pub mod args;
@@ -14,8 +15,10 @@ mod boot;
 mod calendar;
 mod checks;
 mod drawer;
+mod drawer_state;
 mod feeds;
 pub mod format;
+mod incident;
 mod keys;
 mod load;
 mod logo;
@@ -282,6 +285,12 @@ fn carry_out(
                 let out = terminal.backend_mut();
                 let _ = write!(out, "\x1b]52;c;{data}\x07");
                 let _ = out.flush();
+                // Both paths, as the manual says: the platform's copy tool
+                // too, on a thread of its own (it may take a moment), best
+                // effort since OSC 52 cannot be checked either.
+                let _ = std::thread::Builder::new()
+                    .name("tui-copy".into())
+                    .spawn(move || crate::platform::copy_to_clipboard(&text));
             }
             Effect::SaveLog(job, contents) => {
                 let now = Instant::now();
@@ -290,14 +299,27 @@ fn carry_out(
                     Err(err) => app.toast(Tone::Fail, format!("cannot save the log: {err}"), now),
                 }
             }
+            Effect::SaveIncident(text) => {
+                let now = Instant::now();
+                let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+                // The copy went out before: a failed write leaves it.
+                match save_home(&format!("cronstable-incident-{stamp}.md"), &text) {
+                    Ok(path) => {
+                        let text = format!("writeup copied and saved: {}", path.display());
+                        app.toast(Tone::Ok, text, now);
+                    }
+                    Err(err) => {
+                        let text = format!("writeup copied to the clipboard, not saved: {err}");
+                        app.toast(Tone::Warn, text, now);
+                    }
+                }
+            }
         }
     }
 }
 
 /// Writes a job's log as `~/cronstable-<job>-<YYYYmmdd-HHMMSS>.log`.
 fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
-    let home =
-        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
     let safe: String = job
         .chars()
         .map(|c| {
@@ -309,7 +331,14 @@ fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
         })
         .collect();
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-    let path = home.join(format!("cronstable-{safe}-{stamp}.log"));
+    save_home(&format!("cronstable-{safe}-{stamp}.log"), contents)
+}
+
+/// Writes `contents` as the file `name` of the home directory.
+fn save_home(name: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
+    let home =
+        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
+    let path = home.join(name);
     std::fs::write(&path, contents)?;
     Ok(path)
 }

@@ -33,6 +33,10 @@ pub enum Do {
     Open(String),
     /// A job action.
     Act(Action, String),
+    /// The job actions panel over the failing jobs.
+    Actions,
+    /// Put this text on the clipboard.
+    Copy(String),
 }
 
 /// One row.
@@ -83,6 +87,7 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle upcoming runs", Do::Toggle(Overlay::Upcoming)),
         item("Toggle state inspector", Do::Toggle(Overlay::State)),
         item("Incident timeline", Do::Toggle(Overlay::Timeline)),
+        item("Review actions for failing jobs", Do::Actions),
         item("Open settings", Do::Toggle(Overlay::Settings)),
         item("Toggle wallboard", Do::Wall),
         item("Keyboard shortcuts", Do::Toggle(Overlay::Help)),
@@ -96,6 +101,12 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle compact density", Do::Setting(Row::Compact)),
         item("Toggle startup checks", Do::Setting(Row::StartupChecks)),
     ];
+    if let Some(version) = &app.version {
+        out.push(item("Copy version", Do::Copy(version.clone())));
+    }
+    if let Some(id) = &app.job_set_id {
+        out.push(item("Copy job-set ID", Do::Copy(id.clone())));
+    }
     for job in &app.jobs {
         let name = super::text::cell(&job.name);
         out.push(item(&format!("Open {name}"), Do::Open(job.name.clone())));
@@ -160,6 +171,11 @@ pub fn run(app: &mut App, action: &Do, now: Instant) {
         Do::Setting(row) => app.palette_setting(*row, now),
         Do::Open(name) => app.open_drawer(name, Tab::Logs),
         Do::Act(action, name) => app.send(Command::Act(*action, name.clone())),
+        Do::Actions => app.open_actions(app.failing_names(), "failing jobs"),
+        Do::Copy(text) => {
+            app.effect(super::app::Effect::Copy(text.clone()));
+            app.toast(Tone::Ok, "copied", now);
+        }
     }
 }
 
