@@ -234,6 +234,42 @@ fn wait_for<T>(what: &str, mut probe: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// `cron_query_metrics` against the text of `GET /metrics` read line by
+/// line (nothing changes in between: no job runs or is due).
+fn metrics_query_reads_the_exposition(port: u16, token: Option<&str>) {
+    let bearer = format!("Bearer {}", token.unwrap_or_default());
+    let text = request(port, "GET", "/metrics", &[("Authorization", &bearer)], "").body;
+    assert!(
+        text.contains("cronstable_job_runs_total{job_name=\"hello\""),
+        "{text}"
+    );
+    // (A limit is clamped to 1..=maxRows, 200 here.)
+    for (needle, limit) in [
+        (None, 200),
+        (Some("RUNS_total"), 3),
+        (Some("duration_seconds"), 200),
+        (Some("_sum"), 1),
+        (Some("job_info"), 1),
+        (Some("cronstable_info"), 5),
+        (Some("no such metric"), 5),
+    ] {
+        let wanted = |name: &str| needle.is_none_or(|n| name.contains(&n.to_lowercase()));
+        let (expected, total) =
+            cronstable::metrics::prometheus::text_samples(&text, &wanted, limit);
+        let mut args = json!({"limit": limit});
+        if let Some(needle) = needle {
+            args["match"] = json!(needle);
+        }
+        let got = call(port, token, "cron_query_metrics", args)["structuredContent"].clone();
+        assert_eq!(got["totalMatched"], json!(total), "{needle:?}");
+        let expected: Vec<Value> = expected
+            .iter()
+            .map(|s| json!({"name": s.name, "labels": s.labels, "value": s.value}))
+            .collect();
+        assert_eq!(got["samples"], json!(expected), "{needle:?} {limit}");
+    }
+}
+
 #[test]
 fn the_tools_act_on_real_jobs() {
     let mcp = "  readOnly: false\n  toolsets: [observe, act]\n";
@@ -269,6 +305,9 @@ fn the_tools_act_on_real_jobs() {
         json!({"name": "hello", "cursor": tail["structuredContent"]["cursor"]}),
     );
     assert_eq!(next["structuredContent"]["lines"], json!([]));
+
+    // The metrics query answers what reading GET /metrics answers.
+    metrics_query_reads_the_exposition(port, admin);
 
     // Pause through the mcp channel, as the token's label; then resume.
     let paused = call(
@@ -408,6 +447,201 @@ fn the_tools_act_on_real_jobs() {
     );
 }
 
+const MODERN: &str = "2026-07-28";
+
+/// A request of the stateless revision `version`: `_meta` in the body,
+/// and the headers that mirror it (`headers` adds or replaces some).
+fn modern(
+    port: u16,
+    version: &str,
+    method: &str,
+    params: Value,
+    name: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Reply {
+    let mut params = params.as_object().cloned().unwrap_or_default();
+    params.insert(
+        "_meta".into(),
+        json!({"io.modelcontextprotocol/protocolVersion": version,
+               "io.modelcontextprotocol/clientCapabilities": {}}),
+    );
+    let body = json!({"jsonrpc": "2.0", "id": 11, "method": method, "params": params});
+    let mut sent: Vec<(&str, &str)> = vec![
+        ("Content-Type", "application/json"),
+        ("Authorization", "Bearer view-token"),
+        ("MCP-Protocol-Version", version),
+        ("Mcp-Method", method),
+    ];
+    if let Some(name) = name {
+        sent.push(("Mcp-Name", name));
+    }
+    for (header, value) in headers {
+        sent.retain(|(h, _)| !h.eq_ignore_ascii_case(header));
+        if !value.is_empty() {
+            sent.push((header, value));
+        }
+    }
+    request(port, "POST", "/mcp", &sent, &body.to_string())
+}
+
+#[test]
+fn the_stateless_revision_is_served_beside_the_handshake() {
+    let (_d, port) = mcp_daemon("", TOKENS);
+    // server/discover: the revisions, capabilities and identity, with a
+    // cache lifetime.
+    let found = modern(port, MODERN, "server/discover", json!({}), None, &[]);
+    assert_eq!(found.status, 200, "{}", found.body);
+    assert_eq!(found.header("mcp-protocol-version"), Some(MODERN));
+    let result = &found.json()["result"];
+    assert_eq!(
+        result["supportedVersions"],
+        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
+    );
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["ttlMs"], json!(60000));
+    assert_eq!(result["cacheScope"], "private");
+    assert!(result["capabilities"]["tools"].is_object(), "{result}");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "cronstable"
+    );
+
+    // A tool call, with no initialize before it.
+    let called = modern(
+        port,
+        MODERN,
+        "tools/call",
+        json!({"name": "cron_get_version", "arguments": {}}),
+        Some("cron_get_version"),
+        &[],
+    );
+    assert_eq!(called.status, 200, "{}", called.body);
+    let result = &called.json()["result"];
+    assert_eq!(result["structuredContent"]["jobs"], json!(2), "{result}");
+    assert_eq!(result["resultType"], "complete");
+    assert!(result.get("ttlMs").is_none(), "{result}");
+    let listed = modern(port, MODERN, "tools/list", json!({}), None, &[]);
+    assert_eq!(listed.json()["result"]["ttlMs"], json!(60000));
+    let tools = listed.json()["result"]["tools"].clone();
+    assert!(
+        tools
+            .as_array()
+            .expect("tools")
+            .iter()
+            .any(|t| t["name"] == "cron_list_jobs"),
+        "{tools}"
+    );
+
+    // A revision the server does not speak: -32022 with what it does.
+    let later = modern(port, "2099-01-01", "tools/list", json!({}), None, &[]);
+    assert_eq!(later.status, 400, "{}", later.body);
+    let error = &later.json()["error"];
+    assert_eq!(error["code"], json!(-32022), "{error}");
+    assert_eq!(error["data"]["requested"], "2099-01-01");
+    assert_eq!(error["data"]["supported"][0], MODERN);
+
+    // The handshake and ping are gone in this revision.
+    for method in ["initialize", "ping"] {
+        let refused = modern(port, MODERN, method, json!({}), None, &[]);
+        assert_eq!(refused.status, 404, "{method}: {}", refused.body);
+        assert_eq!(refused.json()["error"]["code"], json!(-32601));
+    }
+
+    // The headers must mirror the body: -32020, answered 400.
+    for headers in [
+        vec![("Mcp-Name", "cron_list_jobs")],
+        vec![("Mcp-Name", "")],
+        vec![("Mcp-Method", "tools/list")],
+        vec![("MCP-Protocol-Version", "")],
+    ] {
+        let bad = modern(
+            port,
+            MODERN,
+            "tools/call",
+            json!({"name": "cron_get_version", "arguments": {}}),
+            Some("cron_get_version"),
+            &headers,
+        );
+        assert_eq!(bad.status, 400, "{headers:?}: {}", bad.body);
+        assert_eq!(bad.json()["error"]["code"], json!(-32020), "{headers:?}");
+        assert_eq!(bad.json()["id"], json!(11));
+    }
+    // A name may travel Base64-encoded.
+    let encoded = modern(
+        port,
+        MODERN,
+        "tools/call",
+        json!({"name": "cron_get_version", "arguments": {}}),
+        Some("=?base64?Y3Jvbl9nZXRfdmVyc2lvbg==?="),
+        &[],
+    );
+    assert_eq!(encoded.status, 200, "{}", encoded.body);
+    // A modern header on a body without _meta: the meta is missing.
+    let bare = rpc_with(
+        port,
+        &[
+            ("MCP-Protocol-Version", MODERN),
+            ("Mcp-Method", "tools/list"),
+        ],
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    );
+    assert_eq!(bare.status, 400, "{}", bare.body);
+    assert_eq!(bare.json()["error"]["code"], json!(-32602));
+
+    // The handshake era is untouched: server/discover without _meta is
+    // an unknown method (answered 200, as every legacy error is), and
+    // initialize still agrees a revision.
+    let legacy = rpc(
+        port,
+        Some("view-token"),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}),
+    );
+    assert_eq!(legacy.status, 200);
+    assert_eq!(legacy.json()["error"]["code"], json!(-32601));
+    let init = rpc(
+        port,
+        Some("view-token"),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": {}}}),
+    );
+    assert_eq!(init.json()["result"]["protocolVersion"], "2025-11-25");
+    assert!(init.json()["result"].get("resultType").is_none());
+
+    // Through the bridge: a stateless frame gets its headers, and a
+    // -32022 reaches the client as the daemon sent it.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": MODERN,
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut later_meta = meta.clone();
+    later_meta["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let frames = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": "cron_get_version", "arguments": {}, "_meta": meta}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover",
+               "params": {"_meta": later_meta}}),
+    ]
+    .map(|f| f.to_string());
+    let out = bridge(port, &[], "view-token", &(frames.join("\n") + "\n"));
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .expect("UTF-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a frame"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[0]["result"]["structuredContent"]["jobs"], json!(2));
+    assert_eq!(lines[0]["result"]["resultType"], "complete");
+    assert_eq!(lines[1]["id"], json!(2));
+    assert_eq!(lines[1]["error"]["code"], json!(-32022));
+}
+
+fn rpc_with(port: u16, extra: &[(&str, &str)], message: Value) -> Reply {
+    let mut headers = vec![
+        ("Content-Type", "application/json"),
+        ("Authorization", "Bearer view-token"),
+    ];
+    headers.extend_from_slice(extra);
+    request(port, "POST", "/mcp", &headers, &message.to_string())
+}
+
 fn bridge(port: u16, args: &[&str], token: &str, stdin: &str) -> std::process::Output {
     let url = format!("http://127.0.0.1:{port}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_cronstable"))
@@ -478,7 +712,8 @@ fn the_stdio_bridge_forwards_frames() {
     assert_eq!(
         said.trim(),
         format!(
-            "mcp check: ok - protocol 2025-11-25, {tools} tool(s) at http://127.0.0.1:{port}/mcp"
+            "mcp check: ok - protocol 2026-07-28 (modern; the daemon serves 2026-07-28, \
+             2025-11-25, 2025-06-18, 2025-03-26), {tools} tool(s) at http://127.0.0.1:{port}/mcp"
         )
     );
     let bad = bridge(port, &["--check"], "wrong", "");

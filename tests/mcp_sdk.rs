@@ -4,7 +4,9 @@
 //! stdio bridge, it initializes, lists the tools, lists the jobs, runs a
 //! job and sees the run recorded, asks why the schedule did not fire,
 //! reads a resource and gets a prompt (tests/support/mcp_client.py).
-//! Without the SDK the tests say they are skipped; under CI its absence
+//! The SDK's high-level client does the same again in its default mode,
+//! which discovers the server and speaks the stateless revision
+//! `2026-07-28`. Without the SDK the tests say they are skipped; under CI its absence
 //! fails them.
 
 mod support;
@@ -71,7 +73,11 @@ fn drive(python: &PathBuf, args: &[&str]) -> Value {
 }
 
 fn judge(seen: &Value, runs_before: u64) {
-    assert_eq!(seen["protocol"], "2025-11-25");
+    judge_in(seen, runs_before, "2025-11-25");
+}
+
+fn judge_in(seen: &Value, runs_before: u64, protocol: &str) {
+    assert_eq!(seen["protocol"], protocol);
     assert_eq!(seen["server"], "cronstable");
     let tools: Vec<&str> = seen["tools"]
         .as_array()
@@ -130,4 +136,22 @@ fn the_official_sdk_over_streamable_http_and_the_stdio_bridge() {
     let binary = env!("CARGO_BIN_EXE_cronstable");
     let over_stdio = drive(&python, &["stdio", binary, &url, "sdk-token", "greet"]);
     judge(&over_stdio, 1);
+}
+
+#[test]
+fn the_official_sdk_discovers_and_speaks_the_stateless_revision() {
+    let Some(python) = sdk_python() else { return };
+    let (_d, port) = Daemon::start_with_web(WEB, JOBS);
+    let url = format!("http://127.0.0.1:{port}");
+    let over_http = drive(
+        &python,
+        &["modern-http", &format!("{url}/mcp"), "sdk-token", "greet"],
+    );
+    judge_in(&over_http, 0, "2026-07-28");
+    let binary = env!("CARGO_BIN_EXE_cronstable");
+    let over_stdio = drive(
+        &python,
+        &["modern-stdio", binary, &url, "sdk-token", "greet"],
+    );
+    judge_in(&over_stdio, 1, "2026-07-28");
 }

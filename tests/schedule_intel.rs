@@ -2,9 +2,10 @@
 //! descriptions, `/schedule/pressure`, `/schedule/duplicates`,
 //! `/schedule/suggest`, the calendar feeds (parsed back as iCalendar with
 //! Python's `icalendar`), `/whoami`, and the rule that a `?token=`
-//! authenticates the `.ics` feeds and nothing else. The last test runs
-//! the original daemon (cronstable 1.2.72) on the same jobs and compares
-//! the answers.
+//! authenticates the `.ics` feeds and nothing else. `utc: false` jobs are
+//! checked on a daemon whose host zone (`TZ`) has DST. The last tests run
+//! the original daemon (cronstable 1.2.72) on the same jobs (and the same
+//! host zone) and compare the answers.
 
 mod support;
 
@@ -236,6 +237,81 @@ fn pressure_duplicates_and_suggest_in_the_manuals_shapes() {
 /// What `scripts`-style Python makes of a feed: exit 77 when the
 /// `icalendar` module is missing, else a JSON summary of the events after
 /// strict checks.
+/// `GET /schedule/week`: the fleet's fires over a window, one group per
+/// distinct schedule and clock, frequent schedules without their fires,
+/// tagged for a 304.
+#[test]
+fn the_week_groups_fires_by_schedule() {
+    let (_d, port) = Daemon::start_with_web("", JOBS);
+    let path = "/schedule/week?start=2026-03-02T00:00:00Z&days=7";
+    let reply = get(port, path);
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    let week = reply.json();
+    assert_eq!(week["start"], "2026-03-02T00:00:00+00:00");
+    assert_eq!(week["end"], "2026-03-09T00:00:00+00:00");
+    assert_eq!(week["max"], json!(56));
+    assert_eq!(week["jobs"], json!(ANALYZED));
+    assert_eq!(week["excluded"], json!({"disabled": 1, "reboot": 1}));
+    let groups = week["groups"].as_array().expect("groups");
+    let group_of = |job: &str| {
+        groups
+            .iter()
+            .find(|g| g["jobs"].as_array().unwrap().contains(&json!(job)))
+            .unwrap_or_else(|| panic!("{job} in no group: {week}"))
+    };
+    // @daily and "0 0 * * *" in UTC share one walk; Berlin's is its own.
+    let midnights: Vec<i64> = (0..7).map(|d| 1_772_409_600 + d * 86_400).collect();
+    assert_eq!(
+        group_of("billing-export"),
+        &json!({"jobs": ["billing-export", "cleanup-tmp", "rotate-logs"],
+                "fires": midnights, "frequent": false})
+    );
+    let berlin = group_of("berlin-nightly");
+    assert_eq!(berlin["jobs"], json!(["berlin-nightly"]));
+    assert_eq!(berlin["fires"][0], json!(1_772_409_600 + 23 * 3600));
+    // Mondays and Fridays at nine: the 2nd and the 6th.
+    assert_eq!(
+        group_of("weekday-report")["fires"],
+        json!([
+            1_772_409_600 + 9 * 3600,
+            1_772_409_600 + 4 * 86_400 + 9 * 3600
+        ])
+    );
+    let pollers = group_of("poller");
+    assert_eq!(pollers["jobs"], json!(["poller", "poller-b"]));
+    assert_eq!(
+        (pollers["frequent"].clone(), pollers["fires"].clone()),
+        (json!(true), json!([]))
+    );
+    assert_eq!(group_of("fast")["frequent"], json!(true));
+    assert_eq!(groups.len(), 7, "{week}");
+    // A higher cap lists the pollers' fires (288 a day).
+    let one_day = get(
+        port,
+        "/schedule/week?start=2026-03-02T00:00:00Z&days=1&max=500",
+    )
+    .json();
+    let pollers = one_day["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["jobs"][0] == "poller")
+        .unwrap()
+        .clone();
+    assert_eq!(pollers["fires"].as_array().unwrap().len(), 288);
+    // The same window again: 304 on the tag.
+    let etag = reply.header("etag").expect("an ETag").to_owned();
+    assert_eq!(
+        request(port, "GET", path, &[("If-None-Match", &etag)], "").status,
+        304
+    );
+    let bad = get(port, "/schedule/week?start=yesterday");
+    assert_eq!(bad.status, 400);
+    assert!(bad.json()["error"].as_str().unwrap().contains("ISO 8601"));
+    // Without a start, the window begins now.
+    assert_eq!(get(port, "/schedule/week").status, 200);
+}
+
 const ICS_CHECK: &str = r#"
 import json, sys
 try:
@@ -523,6 +599,156 @@ fn whoami_names_the_caller() {
 }
 
 // ---------------------------------------------------------------------------
+// `utc: false`: the host's zone
+// ---------------------------------------------------------------------------
+
+/// The host zone the `utc: false` tests give the daemons (`TZ`): one with
+/// DST, so a schedule read in UTC by mistake cannot pass for local time.
+const HOST_ZONE: &str = "America/New_York";
+
+/// Jobs on the host's clock beside one on UTC with the same spelling.
+const LOCAL_JOBS: &str = r#"  - name: local-nightly
+    command: "true"
+    schedule: "30 2 * * *"
+    utc: false
+  - name: utc-nightly
+    command: "true"
+    schedule: "30 2 * * *"
+  - name: local-morning
+    command: "true"
+    schedule: "0 9 * * mon-fri"
+    utc: false
+"#;
+
+/// Our daemon on [`LOCAL_JOBS`] with `TZ` set to [`HOST_ZONE`].
+fn local_daemon() -> (Daemon, u16) {
+    let port = free_port();
+    let config = format!("web:\n  listen:\n    - http://127.0.0.1:{port}\njobs:\n{LOCAL_JOBS}");
+    let daemon = Daemon::start_with_vars(&config, &[], &[("TZ", HOST_ZONE)]);
+    wait_listening(port, Duration::from_secs(20));
+    (daemon, port)
+}
+
+/// The (hour, minute) cells of a pressure answer that list `job`.
+fn cells_of(pressure: &Value, job: &str) -> Vec<(u64, u64)> {
+    pressure["top_cells"]
+        .as_array()
+        .expect("top_cells")
+        .iter()
+        .filter(|c| c["jobs"].as_array().unwrap().contains(&json!(job)))
+        .map(|c| (c["hour"].as_u64().unwrap(), c["minute"].as_u64().unwrap()))
+        .collect()
+}
+
+#[test]
+fn utc_false_schedules_run_in_the_host_zone() {
+    let (_d, port) = local_daemon();
+    const MAR_2: i64 = 1_772_409_600; // 2026-03-02T00:00Z, a Monday (EST)
+    let week = get(port, "/schedule/week?start=2026-03-02T00:00:00Z&days=7").json();
+    let fires = |job: &str| {
+        week["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["jobs"].as_array().unwrap().contains(&json!(job)))
+            .map(|g| g["fires"].clone())
+            .unwrap_or_else(|| panic!("{job}: {week}"))
+    };
+    // 02:30 EST is 07:30 UTC; the UTC twin is its own group at 02:30 UTC.
+    let day = |d: i64, seconds: i64| MAR_2 + d * 86_400 + seconds;
+    let half_past_seven: Vec<i64> = (0..7).map(|d| day(d, 7 * 3600 + 1800)).collect();
+    assert_eq!(fires("local-nightly"), json!(half_past_seven));
+    let half_past_two: Vec<i64> = (0..7).map(|d| day(d, 2 * 3600 + 1800)).collect();
+    assert_eq!(fires("utc-nightly"), json!(half_past_two));
+    // Weekdays at 09:00 EST, 14:00 UTC.
+    let nine: Vec<i64> = (0..5).map(|d| day(d, 14 * 3600)).collect();
+    assert_eq!(fires("local-morning"), json!(nine));
+    // Across the spring change (2026-03-08, 02:00 EST becomes 03:00 EDT):
+    // 07:30 UTC the day before, 06:30 UTC (02:30 EDT) the day after. (Where
+    // the 02:30 that does not exist goes is left out: this version runs it
+    // at 03:30 EDT, as it does in an IANA zone; the original's analyses put
+    // a host-clock gap fire at 01:30 EST.)
+    let spring = get(port, "/schedule/week?start=2026-03-07T00:00:00Z&days=3").json();
+    let nightly = spring["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["jobs"][0] == "local-nightly")
+        .unwrap()["fires"]
+        .clone();
+    let nightly = nightly.as_array().unwrap();
+    assert_eq!(nightly.len(), 3, "{nightly:?}");
+    assert_eq!(nightly[0], json!(day(5, 27_000)));
+    assert_eq!(nightly[2], json!(day(7, 23_400)));
+
+    // The calendar feed: each local fire at 02:30 New York time, which is
+    // 06:30 or 07:30 UTC with DST or without; the UTC job at 02:30 UTC.
+    let feed = get(port, "/calendar.ics?days=3&limit=5").body;
+    let starts = |job: &str| -> Vec<String> {
+        feed.split("BEGIN:VEVENT")
+            .skip(1)
+            .filter(|e| e.contains(&format!("SUMMARY:{job}\r\n")))
+            .filter_map(|e| e.split("DTSTART:").nth(1))
+            .map(|rest| rest[..16].to_owned())
+            .collect()
+    };
+    let local = starts("local-nightly");
+    assert!(local.len() >= 2, "{feed}");
+    for start in &local {
+        assert!(
+            start.ends_with("T063000Z") || start.ends_with("T073000Z"),
+            "{start}"
+        );
+    }
+    let utc = starts("utc-nightly");
+    assert!(
+        utc.len() >= 2 && utc.iter().all(|s| s.ends_with("T023000Z")),
+        "{utc:?}"
+    );
+    assert!(feed.contains("Timezone: local"), "{feed}");
+
+    // Pressure over two days: drawn in New York the local job sits at
+    // 02:30 (03:30 on the spring day), the UTC one at 21:30 or 22:30; in
+    // UTC the local job moves to 06:30 or 07:30.
+    let ny = get(port, "/schedule/pressure?hours=48&tz=America/New_York").json();
+    let local = cells_of(&ny, "local-nightly");
+    assert!(!local.is_empty(), "{ny}");
+    assert!(
+        local.iter().all(|c| *c == (2, 30) || *c == (3, 30)),
+        "{local:?}"
+    );
+    let utc = cells_of(&ny, "utc-nightly");
+    assert!(
+        !utc.is_empty() && utc.iter().all(|c| *c == (21, 30) || *c == (22, 30)),
+        "{utc:?}"
+    );
+    assert!(cells_of(&ny, "local-morning").iter().all(|c| *c == (9, 0)));
+    let in_utc = get(port, "/schedule/pressure?hours=48").json();
+    let local = cells_of(&in_utc, "local-nightly");
+    assert!(
+        !local.is_empty() && local.iter().all(|c| *c == (6, 30) || *c == (7, 30)),
+        "{local:?}"
+    );
+    assert!(cells_of(&in_utc, "utc-nightly")
+        .iter()
+        .all(|c| *c == (2, 30)));
+
+    // A daily suggestion in New York avoids every cell the jobs occupy
+    // there, and names the New York zone.
+    let pick = get(port, "/schedule/suggest?period=daily&tz=America/New_York").json();
+    assert_eq!(pick["timezone"], HOST_ZONE);
+    let slot = (
+        pick["hour"].as_u64().unwrap(),
+        pick["minute"].as_u64().unwrap(),
+    );
+    assert!(
+        ![(2, 30), (3, 30), (9, 0), (21, 30), (22, 30)].contains(&slot),
+        "{pick}"
+    );
+    assert_eq!(pick["fires_in_window"], json!(0), "{pick}");
+}
+
+// ---------------------------------------------------------------------------
 // Side by side with the original
 // ---------------------------------------------------------------------------
 
@@ -536,12 +762,18 @@ struct Original {
 
 impl Original {
     fn start(exe: &Path, jobs: &str) -> Original {
+        Original::start_with(exe, jobs, &[])
+    }
+
+    /// [`Original::start`] with `vars` set in its environment.
+    fn start_with(exe: &Path, jobs: &str, vars: &[(&str, &str)]) -> Original {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let config = format!("web:\n  listen:\n    - http://127.0.0.1:{port}\njobs:\n{jobs}");
         std::fs::write(dir.path().join("py.yaml"), config).unwrap();
         let child = Command::new(exe)
             .args(["-c", "py.yaml"])
+            .envs(vars.iter().copied())
             .current_dir(dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -703,5 +935,59 @@ fn the_originals_answers_on_the_same_jobs() {
         let path = format!("/schedule/why?job={job}&at=2026-07-14T09:00");
         let (a, b) = (get(ours, &path).json(), get(theirs.port, &path).json());
         assert_eq!(a["description"], b["description"], "{job}");
+    }
+}
+
+/// `utc: false` jobs with `TZ` set to a zone with DST: the pressure grid,
+/// the suggestions, the duplicates and the feeds are the original's.
+#[test]
+fn utc_false_answers_agree_with_the_original() {
+    let Some(exe) = support::original::original() else {
+        return;
+    };
+    let theirs = Original::start_with(&exe, LOCAL_JOBS, &[("TZ", HOST_ZONE)]);
+    let (_ours, ours) = local_daemon();
+    for path in [
+        "/schedule/pressure",
+        "/schedule/pressure?hours=168&tz=America/New_York",
+        "/schedule/pressure?hours=72&tz=Europe/London",
+    ] {
+        agree(ours, theirs.port, path, without(&["start"]));
+    }
+    agree(ours, theirs.port, "/schedule/suggest", without(&[]));
+    agree(
+        ours,
+        theirs.port,
+        "/schedule/suggest?period=daily&tz=America/New_York",
+        without(&[]),
+    );
+    agree(ours, theirs.port, "/schedule/duplicates", without(&[]));
+    agree(ours, theirs.port, "/calendar.ics?days=10&limit=20", |b| {
+        events_of(b)
+    });
+    agree(ours, theirs.port, "/jobs/local-nightly/calendar.ics", |b| {
+        events_of(b)
+    });
+    // Why, in winter and in summer time (not at a transition: see
+    // utc_false_schedules_run_in_the_host_zone).
+    for (job, at) in [
+        ("local-nightly", "2026-01-14T02:30"),
+        ("local-nightly", "2026-07-14T09:00"),
+        ("local-morning", "2026-07-14T09:00"),
+        ("local-morning", "2026-01-17T09:00"),
+    ] {
+        let path = format!("/schedule/why?job={job}&at={at}");
+        let (a, b) = (get(ours, &path).json(), get(theirs.port, &path).json());
+        for key in [
+            "matches",
+            "failed",
+            "at_in_zone",
+            "previous_fire",
+            "next_fire",
+            "timezone",
+            "description",
+        ] {
+            assert_eq!(a[key], b[key], "{job} {key}: {a} vs {b}");
+        }
     }
 }

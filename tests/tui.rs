@@ -170,8 +170,10 @@ const JOBS: &str = "  - name: alpha
     captureStderr: true
 ";
 
+/// The dashboard against `port`, without the boot self-test (a fresh
+/// preferences file would run it first; `the_boot_self_test_*` runs it).
 fn tui(port: u16, extra: &str) -> String {
-    format!("{BIN} tui --url http://127.0.0.1:{port} --poll 1 {extra}")
+    format!("{BIN} tui --url http://127.0.0.1:{port} --poll 1 --no-boot {extra}")
 }
 
 #[test]
@@ -634,19 +636,19 @@ fn an_https_listener_with_client_certificates_is_reached_with_the_tls_flags() {
     let url = format!("https://127.0.0.1:{port}");
     // the flags, and the variables behind them
     let with_flags = format!(
-        "{BIN} tui --url {url} --cacert {ca} --client-cert {client_cert} --client-key {client_key}"
+        "{BIN} tui --url {url} --no-boot --cacert {ca} --client-cert {client_cert} --client-key {client_key}"
     );
     let pane = Pane::start(&with_flags);
     let screen = pane.wait_for("4 jobs", &daemon);
     assert!(screen.contains("● online"), "{screen}");
     let with_env = format!(
-        "env CRONSTABLE_WEB_CACERT={ca} CRONSTABLE_WEB_CLIENT_CERT={client_cert} CRONSTABLE_WEB_CLIENT_KEY={client_key} {BIN} tui --url {url}"
+        "env CRONSTABLE_WEB_CACERT={ca} CRONSTABLE_WEB_CLIENT_CERT={client_cert} CRONSTABLE_WEB_CLIENT_KEY={client_key} {BIN} tui --url {url} --no-boot"
     );
     let pane = Pane::start(&with_env);
     pane.wait_for("4 jobs", &daemon);
     // without the client certificate the handshake fails: the header says
     // so and the board stays empty
-    let pane = Pane::start(&format!("{BIN} tui --url {url} --cacert {ca}"));
+    let pane = Pane::start(&format!("{BIN} tui --url {url} --no-boot --cacert {ca}"));
     let screen = pane.wait(
         "the failure",
         |s| s.contains("◌ ") && !s.contains("◌ connecting…"),
@@ -799,4 +801,588 @@ fn the_settings_panel_saves_each_change_and_the_next_start_reads_it() {
     assert!(saved.contains("\"ascii\": true"), "{saved}");
     assert!(!saved.contains("token"), "{saved}");
     assert!(pane.alive());
+}
+
+/// Reads the preferences file until `ready` holds (each change is saved
+/// at the next turn of the screen's loop); returns the last text read.
+fn saved_prefs(file: &std::path::Path, ready: impl Fn(&serde_json::Value) -> bool) -> String {
+    let mut text = String::new();
+    for _ in 0..100 {
+        text = std::fs::read_to_string(file).unwrap_or_default();
+        if serde_json::from_str(&text).is_ok_and(|v| ready(&v)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    text
+}
+
+#[test]
+fn the_later_settings_rows_change_save_and_compact_density_drops_the_schedule() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let pane = Pane::start(&tui(port, ""));
+    let file = pane
+        .dir
+        .path()
+        .join("config")
+        .join("cronstable")
+        .join("tui.json");
+    let screen = pane.wait_for("4 jobs", &daemon);
+    let titles = line_with(&screen, " status ").to_owned();
+    assert!(
+        titles.contains("schedule") && titles.contains("runs"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "echo beta").contains("30 2 * * *"),
+        "{screen}"
+    );
+    palette(&pane, "compact density");
+    let screen = pane.wait(
+        "the compact board",
+        |s| s.contains("compact density: on") && !line_with(s, " status ").contains("schedule"),
+        || daemon.log(),
+    );
+    assert!(!line_with(&screen, " status ").contains("runs"), "{screen}");
+    assert!(
+        !line_with(&screen, "echo beta").contains("30 2 * * *"),
+        "{screen}"
+    );
+    palette(&pane, "open settings");
+    let screen = pane.wait("the panel", |s| s.contains("‹ standard ›"), || daemon.log());
+    for label in [
+        "Color vision",
+        "Audible cues (bell)",
+        "Startup checks",
+        "Compact density",
+        "Zen screensaver",
+        "Zen idle",
+        "Living logo",
+    ] {
+        assert!(screen.contains(label), "{label}:\n{screen}");
+    }
+    assert!(
+        line_with(&screen, "Zen idle").contains("‹ 90s ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Compact density").contains("‹ on ›"),
+        "{screen}"
+    );
+    // color vision (row 3), then bell, startup checks, (compact), zen,
+    // zen idle and the living logo (rows 8 to 13)
+    pane.keys(&[
+        "j", "j", "Enter", "j", "j", "j", "j", "j", "Enter", "j", "Enter",
+    ]);
+    pane.keys(&["j", "j", "Enter", "j", "Enter", "j", "Enter"]);
+    let screen = pane.wait(
+        "the living logo off",
+        |s| line_with(s, "Living logo").contains("‹ off ›"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "Color vision").contains("‹ red-green ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Audible cues").contains("‹ on ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Startup checks").contains("‹ off ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Zen screensaver").contains("‹ off ›"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "Zen idle").contains("‹ 120s ›"),
+        "{screen}"
+    );
+    assert!(screen.contains("saved to "), "{screen}");
+    let saved = saved_prefs(&file, |v| v["motion"] == false);
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap_or_default();
+    assert_eq!(v["cvd"], "deutan", "{saved}");
+    assert_eq!(v["sound"], true, "{saved}");
+    assert_eq!(v["boot"], false, "{saved}");
+    assert_eq!(v["compact"], true, "{saved}");
+    assert_eq!(v["zen"], false, "{saved}");
+    assert_eq!(v["zen_idle_s"], 120, "{saved}");
+    assert_eq!(v["motion"], false, "{saved}");
+    // the still mark in the header
+    pane.keys(&["Escape"]);
+    let screen = pane.wait("the board", |s| !s.contains("Living logo"), || daemon.log());
+    assert!(
+        screen
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("◷ cronstable")),
+        "{screen}"
+    );
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_boot_self_test_probes_the_daemon_and_a_key_or_its_end_hands_over() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let config = tempfile::tempdir().expect("temp dir");
+    let file = config.path().join("cronstable").join("tui.json");
+    let with_config = |extra: &str| {
+        format!(
+            "env XDG_CONFIG_HOME={} {BIN} tui --url http://127.0.0.1:{port} --poll 1 {extra}",
+            config.path().display()
+        )
+    };
+    // a fresh preferences file: the self-test runs, reads the daemon and
+    // hands over by itself
+    let pane = Pane::start(&with_config(""));
+    let screen = pane.wait(
+        "the self-test's rows",
+        |s| s.contains("POWER-ON SELF-TEST") && line_with(s, "cluster ...").contains("]"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "job set ...").contains("4 jobs · 1 disabled"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "link ...").contains("[  OK  ]"),
+        "{screen}"
+    );
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(
+        line_with(&screen, "firmware ...").contains(&format!("cronstable {version}")),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "schedules ...").contains("all 3 parse"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "cluster ...").contains("standalone"),
+        "{screen}"
+    );
+    pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    let saved = saved_prefs(&file, |v| v["boot_last"].as_f64().is_some_and(|t| t > 0.0));
+    let v: serde_json::Value = serde_json::from_str(&saved).unwrap_or_default();
+    let last = v["boot_last"].as_f64().unwrap_or_default();
+    assert!(last > 0.0, "{saved}");
+    drop(pane);
+    // within 12 hours of that one: no self-test (the remembered time
+    // stays), unless --boot forces it; then a key skips it
+    let pane = Pane::start(&with_config(""));
+    pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    drop(pane);
+    let again = std::fs::read_to_string(&file).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&again).unwrap_or_default();
+    assert_eq!(v["boot_last"].as_f64(), Some(last), "{again}");
+    let pane = Pane::start(&with_config("--boot"));
+    pane.wait_for("POWER-ON SELF-TEST", &daemon);
+    pane.keys(&["z"]);
+    pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    drop(pane);
+    // a daemon that never answers: the probes hang, a key skips them,
+    // and the board is up before the first poll could time out
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_port = silent.local_addr().expect("addr").port();
+    let pane = Pane::start(&format!(
+        "{BIN} tui --url http://127.0.0.1:{silent_port} --boot"
+    ));
+    let screen = pane.wait_for("probing", &daemon);
+    assert!(
+        line_with(&screen, "link ...").contains("probing"),
+        "{screen}"
+    );
+    pane.keys(&["z"]);
+    let screen = pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
+    assert!(
+        screen.contains("connecting"),
+        "skipped before any answer:\n{screen}"
+    );
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_zen_screensaver_rests_an_idle_wallboard_and_a_key_wakes_it() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let config = tempfile::tempdir().expect("temp dir");
+    let file = config.path().join("cronstable").join("tui.json");
+    std::fs::create_dir_all(file.parent().expect("a parent")).expect("mkdir");
+    // the file may hold any idle interval from 1 s (the panel offers 30 s
+    // and up), which keeps this test short
+    std::fs::write(&file, r#"{"zen_idle_s": 3}"#).expect("write");
+    let pane = Pane::start(&format!(
+        "env XDG_CONFIG_HOME={} {}",
+        config.path().display(),
+        tui(port, "--tv")
+    ));
+    pane.wait(
+        "the wallboard",
+        |s| s.contains("w/esc leave"),
+        || daemon.log(),
+    );
+    let screen = pane.wait(
+        "the screensaver",
+        |s| s.contains("any key wakes"),
+        || daemon.log(),
+    );
+    assert!(screen.contains("zen · 4 quiet jobs"), "{screen}");
+    assert!(!screen.contains("w/esc leave"), "{screen}");
+    // `w` would leave the wallboard; as the waking key it does nothing
+    pane.keys(&["w"]);
+    let screen = pane.wait(
+        "the wallboard again",
+        |s| s.contains("w/esc leave"),
+        || daemon.log(),
+    );
+    assert!(
+        !screen.contains("j/k move"),
+        "still the wallboard:\n{screen}"
+    );
+    // it comes back after the next rest; a panel keeps it away
+    pane.wait(
+        "the screensaver",
+        |s| s.contains("any key wakes"),
+        || daemon.log(),
+    );
+    pane.keys(&["Escape", "?"]);
+    pane.wait(
+        "the help",
+        |s| s.contains("keyboard shortcuts"),
+        || daemon.log(),
+    );
+    std::thread::sleep(Duration::from_secs(4));
+    let screen = pane.screen();
+    assert!(
+        screen.contains("keyboard shortcuts") && !screen.contains("any key wakes"),
+        "{screen}"
+    );
+    assert!(pane.alive());
+}
+
+/// Starts each job by HTTP and waits until each one's last run failed.
+fn fail_each(port: u16, names: &[String], daemon: &Daemon) {
+    for name in names {
+        assert_eq!(http::post(port, &format!("/jobs/{name}/start")).status, 200);
+    }
+    let start = Instant::now();
+    for name in names {
+        while http::get(port, &format!("/jobs/{name}")).json()["last_run"]["outcome"] != "failure" {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{name} did not fail:\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// Fake `xclip` and `wl-copy` in `dir`, each writing what it reads to
+/// `dir/clipboard` (whichever the dashboard tries first).
+fn fake_copy_tools(dir: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for tool in ["xclip", "wl-copy"] {
+        let path = dir.join(tool);
+        let script = format!("#!/bin/sh\ncat > {}/clipboard\n", dir.display());
+        std::fs::write(&path, script).expect("write the fake tool");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+}
+
+/// Waits until `path` holds something that satisfies `ready`.
+fn wait_file(path: &std::path::Path, ready: impl Fn(&str) -> bool) -> String {
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if ready(&text) {
+            return text;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}: {text:?}",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn the_job_actions_panel_starts_the_failing_jobs_and_writes_the_incident() {
+    if !have_tmux() {
+        return;
+    }
+    let mut jobs = String::new();
+    for name in ["f1", "f2", "f3", "fine"] {
+        let code = if name == "fine" { 0 } else { 3 };
+        jobs += &format!(
+            "  - name: {name}\n    command: \"echo ran >> {{dir}}/{name}.runs; exit {code}\"\n    schedule: \"0 0 1 1 *\"\n"
+        );
+    }
+    let (daemon, port) = Daemon::start_with_web("", &jobs);
+    let failing: Vec<String> = ["f1", "f2", "f3"].map(String::from).to_vec();
+    fail_each(port, &failing, &daemon);
+    assert_eq!(http::post(port, "/jobs/fine/start").status, 200);
+    daemon.wait_for_lines("fine.runs", 1, Duration::from_secs(30));
+    // HOME is a temp dir (the writeup lands there) whose fake copy tools
+    // come first on PATH.
+    let home = tempfile::tempdir().expect("temp dir");
+    fake_copy_tools(home.path());
+    let pane = Pane::start(&format!(
+        "env HOME={home} PATH={home}:$PATH {}",
+        tui(port, ""),
+        home = home.path().display()
+    ));
+    pane.wait_for("MULTIPLE FAILURES — 3 jobs failing", &daemon);
+    // c copies the selected job's command through the platform tool too
+    pane.keys(&["c"]);
+    let clip = wait_file(&home.path().join("clipboard"), |t| t.contains("echo ran"));
+    assert!(
+        clip.starts_with("echo ran >> ") && clip.contains("/f1.runs"),
+        "{clip}"
+    );
+    palette(&pane, "review actions");
+    let screen = pane.wait_for("3 jobs · failing jobs", &daemon);
+    assert!(screen.contains("job actions"), "{screen}");
+    assert!(screen.contains("f1, f2, f3"), "{screen}");
+    // s: each failing job started, one at a time; fine is left alone
+    pane.keys(&["s"]);
+    let screen = pane.wait_for("done: 3 ok, 0 failed", &daemon);
+    for name in ["f1", "f2", "f3"] {
+        assert!(
+            screen.contains(&format!("✓ start {name}: HTTP 200")),
+            "{screen}"
+        );
+        daemon.wait_for_lines(&format!("{name}.runs"), 2, Duration::from_secs(30));
+    }
+    assert!(
+        screen.contains("starting 3 jobs, one every 300 ms"),
+        "{screen}"
+    );
+    assert_eq!(read_runs(&daemon, "fine"), 1);
+    // the daemon's own record: two runs each (the second one recorded as
+    // it ends, a moment after its line was written)
+    for name in ["f1", "f2", "f3"] {
+        let start = Instant::now();
+        loop {
+            let runs = http::get(port, &format!("/jobs/{name}/runs")).json();
+            let n = runs["runs"].as_array().map_or(0, Vec::len);
+            if n == 2 {
+                break;
+            }
+            assert!(n < 2 && start.elapsed() < Duration::from_secs(30), "{runs}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    // x, once the board has polled the three failed again: nothing runs
+    pane.wait(
+        "the toolbar's counts",
+        |s| {
+            let bar = line_with(s, "4 jobs");
+            bar.contains("✕ 3") && !bar.contains("▶")
+        },
+        || daemon.log(),
+    );
+    pane.keys(&["x"]);
+    pane.wait_for("nothing to cancel: no job of the set is running", &daemon);
+    // y: the writeup, copied and saved in HOME
+    pane.keys(&["y"]);
+    pane.wait_for("writeup copied and saved", &daemon);
+    let saved: Vec<PathBuf> = std::fs::read_dir(home.path())
+        .expect("read HOME")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
+            name.is_some_and(|n| n.starts_with("cronstable-incident-") && n.ends_with(".md"))
+        })
+        .collect();
+    assert_eq!(saved.len(), 1, "{saved:?}");
+    let name = saved[0].file_name().expect("a name").to_string_lossy();
+    // cronstable-incident-YYYYmmdd-HHMMSS.md
+    assert_eq!(
+        name.len(),
+        "cronstable-incident-20260101-000000.md".len(),
+        "{name}"
+    );
+    let text = std::fs::read_to_string(&saved[0]).expect("the writeup");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "# cronstable incident: failing jobs", "{text}");
+    assert!(
+        lines[2].starts_with("As of ") && lines[2].ends_with(" UTC, 3 jobs:"),
+        "{text}"
+    );
+    for name in ["f1", "f2", "f3"] {
+        let line = lines
+            .iter()
+            .find(|l| l.starts_with(&format!("- `{name}`: ")))
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        assert!(line.contains("exit code 3, reason: "), "{line}");
+        assert!(
+            line.contains(", finished ") && line.ends_with(" ago"),
+            "{line}"
+        );
+    }
+    assert!(!text.contains("`fine`"), "{text}");
+    assert!(text.contains("\nVerdict: "), "{text}");
+    // the same text went to the clipboard
+    wait_file(&home.path().join("clipboard"), |t| t == text);
+    assert!(pane.alive());
+}
+
+/// How many lines `name.runs` in the daemon's directory has.
+fn read_runs(daemon: &Daemon, name: &str) -> usize {
+    std::fs::read_to_string(daemon.path(&format!("{name}.runs"))).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn stop_sending_halts_a_sweep_part_way() {
+    if !have_tmux() {
+        return;
+    }
+    let names: Vec<String> = (1..=30).map(|i| format!("n{i:02}")).collect();
+    let mut jobs = String::new();
+    for name in &names {
+        jobs += &format!(
+            "  - name: {name}\n    command: \"echo ran >> {{dir}}/{name}.runs; exit 2\"\n    schedule: \"0 0 1 1 *\"\n"
+        );
+    }
+    let (daemon, port) = Daemon::start_with_web("", &jobs);
+    fail_each(port, &names, &daemon);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("MULTIPLE FAILURES — 30 jobs failing", &daemon);
+    // the timeline's m: the incident set (all thirty share exit code 2)
+    pane.keys(&["i"]);
+    pane.wait_for("incident timeline", &daemon);
+    pane.keys(&["m"]);
+    pane.wait_for("30 jobs · incident set", &daemon);
+    pane.keys(&["s"]);
+    pane.wait(
+        "two sends",
+        |s| s.matches("✓ start n").count() >= 2,
+        || daemon.log(),
+    );
+    pane.keys(&["a"]);
+    let screen = pane.wait_for("aborted (", &daemon);
+    let line = line_with(&screen, "aborted (");
+    let sent: usize = line
+        .split("aborted (")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(line.contains(&format!("({sent}/30 sent)")), "{screen}");
+    assert!((2..30).contains(&sent), "{screen}");
+    assert!(
+        screen.contains(&format!("done: {sent} ok, 0 failed")),
+        "{screen}"
+    );
+    // exactly the jobs sent to ran again, and nothing more goes out
+    std::thread::sleep(Duration::from_secs(2));
+    let again = names.iter().filter(|n| read_runs(&daemon, n) == 2).count();
+    assert_eq!(again, sent, "{}", daemon.log());
+    assert!(names.iter().all(|n| read_runs(&daemon, n) <= 2));
+    assert!(pane.alive());
+}
+
+#[test]
+fn the_timelines_selection_opens_the_chosen_jobs_logs() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: early
+    command: \"echo early-said-this; exit 4\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+  - name: late
+    command: \"echo late-said-this\"
+    schedule: \"0 0 1 1 *\"
+    captureStdout: true
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    fail_each(port, &["early".to_owned()], &daemon);
+    // a second later, so the order is certain: late, then early
+    std::thread::sleep(Duration::from_millis(1100));
+    assert_eq!(http::post(port, "/jobs/late/start").status, 200);
+    let start = Instant::now();
+    while http::get(port, "/jobs/late").json()["last_run"]["outcome"] != "success" {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("JOB FAILING — early", &daemon);
+    pane.keys(&["i"]);
+    let screen = pane.wait(
+        "the timeline with both",
+        |s| s.contains("incident timeline") && s.contains("● late") && s.contains("✕ early"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "● late").contains("│▎"),
+        "the newest is selected:\n{screen}"
+    );
+    pane.keys(&["j"]);
+    pane.wait(
+        "early selected",
+        |s| line_with(s, "✕ early").contains("│▎") && !line_with(s, "● late").contains("│▎"),
+        || daemon.log(),
+    );
+    pane.keys(&["Enter"]);
+    let screen = pane.wait(
+        "early's logs",
+        |s| s.contains("early-said-this") && !s.contains("incident timeline"),
+        || daemon.log(),
+    );
+    assert!(
+        screen.contains("│ ✕ early"),
+        "the drawer's title:\n{screen}"
+    );
+    assert!(!screen.contains("late-said-this"), "{screen}");
+    assert!(pane.alive());
+}
+
+#[test]
+fn a_writeup_that_cannot_be_saved_is_still_copied() {
+    if !have_tmux() {
+        return;
+    }
+    let jobs = "  - name: broken
+    command: \"exit 5\"
+    schedule: \"0 0 1 1 *\"
+";
+    let (daemon, port) = Daemon::start_with_web("", jobs);
+    fail_each(port, &["broken".to_owned()], &daemon);
+    let tools = tempfile::tempdir().expect("temp dir");
+    fake_copy_tools(tools.path());
+    // a HOME that does not exist: the file cannot be written
+    let pane = Pane::start(&format!(
+        "env HOME={dir}/missing PATH={dir}:$PATH {}",
+        tui(port, ""),
+        dir = tools.path().display()
+    ));
+    pane.wait_for("JOB FAILING — broken", &daemon);
+    palette(&pane, "review actions");
+    pane.wait_for("1 job · failing jobs", &daemon);
+    pane.keys(&["y"]);
+    let screen = pane.wait_for("writeup copied to the clipboard, not saved", &daemon);
+    assert!(!screen.contains("copied and saved"), "{screen}");
+    let clip = wait_file(&tools.path().join("clipboard"), |t| {
+        t.starts_with("# cronstable incident")
+    });
+    assert!(clip.contains("- `broken`: exit code 5"), "{clip}");
+    assert!(clip.contains("Verdict: JOB FAILING — broken"), "{clip}");
+    assert!(!tools.path().join("missing").exists());
 }

@@ -954,6 +954,61 @@ fn a_view_only_token_disables_the_controls() {
     drop(daemon);
 }
 
+/// The week card covers every job in the filter, not the first hundred:
+/// with 150 jobs that do not fire this week ahead of it in the table, the
+/// 152nd job's fires are drawn, and a frequent job is listed as hum.
+#[test]
+fn the_week_card_covers_every_job_in_the_filter() {
+    if !browser::available() {
+        return;
+    }
+    // February 29th: no fire in the coming week before 2028.
+    let mut jobs = String::from(
+        "  - name: aaa-poller\n    command: \"true\"\n    schedule: \"*/5 * * * *\"\n",
+    );
+    for i in 0..150 {
+        jobs.push_str(&format!(
+            "  - name: filler-{i:03}\n    command: \"true\"\n    schedule: \"0 0 29 2 *\"\n"
+        ));
+    }
+    jobs.push_str("  - name: zzz-beyond\n    command: \"true\"\n    schedule: \"15 10 * * *\"\n");
+    let (daemon, port) = Daemon::start_with_web("", &jobs);
+    let b = Browser::start(1400, 1200);
+    b.goto(&format!("http://127.0.0.1:{port}/"));
+    b.wait_for(
+        "the jobs to load",
+        "return CS.jobs.view.length === 152;",
+        LONG,
+    );
+    let place = b.eval(
+        "return CS.jobs.view.findIndex((j) => j.name === 'zzz-beyond');",
+        json!([]),
+    );
+    assert!(place.as_i64().is_some_and(|i| i >= 100), "at {place}");
+    b.click(".tog[data-panel=\"week\"]");
+    b.wait_for(
+        "the 152nd job's fires in the week card",
+        "return Array.from(document.querySelectorAll('#weekBody .fire')).filter((e) => e.textContent === 'zzz-beyond').length >= 6;",
+        LONG,
+    );
+    b.wait_for(
+        "the frequent job as hum, and the count of jobs in view",
+        "return /aaa-poller/.test(document.querySelector('#weekBody .hum').textContent) && /of 152 in view/.test(document.getElementById('weekMeta').textContent);",
+        LONG,
+    );
+    // Filtering narrows it to what the filter shows.
+    b.type_into("#filter", "zzz");
+    b.eval("CS.panels.week.refresh(true)", json!([]));
+    b.wait_for(
+        "the filtered week",
+        "return /of 1 in view/.test(document.getElementById('weekMeta').textContent) && document.querySelector('#weekBody .hum') === null;",
+        LONG,
+    );
+    let errs = errors(&b.log(), &[]);
+    assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
+    drop(daemon);
+}
+
 fn job_json_with(port: u16, name: &str, token: &str) -> serde_json::Value {
     request(
         port,

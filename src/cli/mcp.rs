@@ -3,8 +3,11 @@
 //! daemon's `/mcp`, and writes each reply as one line on stdout (stdout
 //! carries frames only; messages go to stderr). Notifications get no
 //! reply, and a response from the client is dropped (the daemon sends no
-//! requests). `--check` makes the handshake (`initialize`, `tools/list`)
-//! and reports, for wiring a client up.
+//! requests). A frame of the stateless revision (its `_meta` names a
+//! protocol version) travels with the headers that revision requires,
+//! copied from the frame; other frames carry the version `initialize`
+//! agreed. `--check` probes the daemon (`server/discover`, else
+//! `initialize`), counts its tools and reports, for wiring a client up.
 
 use super::webclient::{ClientError, ConnectArgs, Env};
 use serde_json::{json, Value};
@@ -20,6 +23,12 @@ const PARSE_ERROR: i64 = -32700;
 /// so a client cannot take it for the daemon's).
 const TRANSPORT_ERROR: i64 = -31000;
 
+/// The stateless revision `--check` probes with `server/discover`.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// The `_meta` key naming a stateless request's revision.
+const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
 /// `cronstable mcp`'s flags.
 #[derive(clap::Args, Debug, Clone)]
 pub struct McpArgs {
@@ -33,8 +42,8 @@ pub struct McpArgs {
     /// Deadline of each forwarded frame, in seconds.
     #[arg(long = "timeout", value_name = "SECONDS", default_value = "30.0", value_parser = deadline)]
     pub timeout: f64,
-    /// Make the handshake (initialize, tools/list), report on stderr and
-    /// exit.
+    /// Probe the daemon (server/discover, else initialize), count its
+    /// tools, report on stderr and exit.
     #[arg(long = "check")]
     pub check: bool,
 }
@@ -65,7 +74,59 @@ pub enum Frame {
         id: Option<Value>,
         /// The method.
         method: Option<String>,
+        /// The headers of a stateless-revision frame (see
+        /// [`modern_headers`]); `None` for another frame.
+        headers: Option<Vec<(&'static str, String)>>,
     },
+}
+
+/// Visible ASCII, spaces and tabs, with nothing to trim at either end:
+/// what a header can carry as it is.
+fn plain_header_value(value: &str) -> bool {
+    value == value.trim() && value.chars().all(|c| c == '\t' || (' '..='~').contains(&c))
+}
+
+/// `value` as a header carries it: as it is when plain, else in the
+/// `=?base64?...?=` form (also when it would read as that form itself).
+pub fn encode_header_value(value: &str) -> String {
+    use base64::Engine;
+    let looks_encoded = value.starts_with("=?base64?") && value.ends_with("?=");
+    if plain_header_value(value) && !looks_encoded {
+        return value.to_owned();
+    }
+    let encoded = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
+    format!("=?base64?{encoded}?=")
+}
+
+/// The headers a stateless-revision frame is posted with (its revision,
+/// method, and tool, prompt or resource name), or `None` for a frame that
+/// names no revision in `params._meta`. A value no header can carry is
+/// left out, and the daemon then says which header is missing.
+pub fn modern_headers(message: &Value) -> Option<Vec<(&'static str, String)>> {
+    let params = message.get("params")?.as_object()?;
+    let version = params
+        .get("_meta")?
+        .as_object()?
+        .get(META_PROTOCOL_VERSION)?;
+    let method = message.get("method").and_then(Value::as_str);
+    let mut headers = Vec::new();
+    for (name, value) in [
+        ("mcp-protocol-version", version.as_str()),
+        ("mcp-method", method),
+    ] {
+        if let Some(value) = value.filter(|v| plain_header_value(v)) {
+            headers.push((name, value.to_owned()));
+        }
+    }
+    let source = match method {
+        Some("tools/call" | "prompts/get") => Some("name"),
+        Some("resources/read") => Some("uri"),
+        _ => None,
+    };
+    if let Some(name) = source.and_then(|f| params.get(f)).and_then(Value::as_str) {
+        headers.push(("mcp-name", encode_header_value(name)));
+    }
+    Some(headers)
 }
 
 /// What a line is.
@@ -80,6 +141,7 @@ pub fn classify(line: &str) -> Frame {
         return Frame::Forward {
             id: None,
             method: None,
+            headers: None,
         };
     };
     if !object.contains_key("method")
@@ -93,6 +155,7 @@ pub fn classify(line: &str) -> Frame {
             .get("method")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        headers: modern_headers(&message),
     }
 }
 
@@ -161,15 +224,29 @@ impl Link {
         })
     }
 
-    /// POSTs one frame; the status and body, or why there is none.
-    fn post(&self, frame: &str, version: &str) -> Result<(u16, Vec<u8>), ClientError> {
+    /// POSTs one frame with the `MCP-Protocol-Version` `version`, or
+    /// with a stateless frame's own `modern` headers instead; the status
+    /// and body, or why there is none.
+    fn post(
+        &self,
+        frame: &str,
+        version: &str,
+        modern: Option<&[(&'static str, String)]>,
+    ) -> Result<(u16, Vec<u8>), ClientError> {
         let mut request = self
             .client
             .post(&self.endpoint)
             .header("content-type", "application/json")
             .header("accept", "application/json")
-            .header("mcp-protocol-version", version)
             .body(frame.to_owned());
+        match modern {
+            Some(headers) => {
+                for (name, value) in headers {
+                    request = request.header(*name, value);
+                }
+            }
+            None => request = request.header("mcp-protocol-version", version),
+        }
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }
@@ -241,7 +318,7 @@ fn bridge(link: &Link, mut version: String) -> u8 {
     for line in stdin.lock().split(b'\n') {
         let Ok(line) = line else { break };
         let line = String::from_utf8_lossy(&line);
-        let (id, method) = match classify(&line) {
+        let (id, method, modern) = match classify(&line) {
             Frame::Blank | Frame::Response => continue,
             Frame::Malformed => {
                 if !emit(&error_frame(&Value::Null, PARSE_ERROR, "parse error")) {
@@ -249,9 +326,13 @@ fn bridge(link: &Link, mut version: String) -> u8 {
                 }
                 continue;
             }
-            Frame::Forward { id, method } => (id, method),
+            Frame::Forward {
+                id,
+                method,
+                headers,
+            } => (id, method, headers),
         };
-        let answer = link.post(line.trim(), &version);
+        let answer = link.post(line.trim(), &version, modern.as_deref());
         let Some(id) = id else {
             // A notification: no reply is owed; a failure is only said.
             if let Err(err) = answer {
@@ -261,7 +342,7 @@ fn bridge(link: &Link, mut version: String) -> u8 {
         };
         let out = match answer {
             Ok((status, body)) => {
-                if method.as_deref() == Some("initialize") && status == 200 {
+                if modern.is_none() && method.as_deref() == Some("initialize") && status == 200 {
                     if let Some(agreed) = negotiated_version(&body) {
                         version = agreed;
                     }
@@ -277,38 +358,88 @@ fn bridge(link: &Link, mut version: String) -> u8 {
     0
 }
 
+/// The revisions a `server/discover` reply lists, when it lists the one
+/// probed.
+pub fn discovered_versions(body: &[u8]) -> Option<Vec<String>> {
+    let reply: Value = serde_json::from_slice(body).ok()?;
+    let versions: Vec<String> = reply["result"]["supportedVersions"]
+        .as_array()?
+        .iter()
+        .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+        .collect();
+    versions
+        .iter()
+        .any(|v| v == MODERN_PROTOCOL_VERSION)
+        .then_some(versions)
+}
+
+/// The client identity `--check` gives.
+fn check_client() -> Value {
+    json!({"name": "cronstable-mcp-check", "version": env!("CARGO_PKG_VERSION")})
+}
+
+/// Posts a built frame (with its stateless headers, if it has them).
+fn post_value(link: &Link, frame: &Value, version: &str) -> Result<(u16, Vec<u8>), ClientError> {
+    let modern = modern_headers(frame);
+    link.post(&frame.to_string(), version, modern.as_deref())
+}
+
 fn check(link: &Link, version: &str) -> u8 {
-    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": version,
-        "capabilities": {},
-        "clientInfo": {"name": "cronstable-mcp-check", "version": env!("CARGO_PKG_VERSION")},
-    }});
-    let (status, body) = match link.post(&init.to_string(), version) {
+    let meta = json!({
+        META_PROTOCOL_VERSION: MODERN_PROTOCOL_VERSION,
+        "io.modelcontextprotocol/clientInfo": check_client(),
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let probe = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                       "params": {"_meta": meta}});
+    let probed = match post_value(link, &probe, MODERN_PROTOCOL_VERSION) {
         Ok(answer) => answer,
         Err(err) => {
             eprintln!("mcp check: {err}");
             return 1;
         }
     };
-    let agreed = negotiated_version(&body).filter(|_| status == 200);
-    let Some(agreed) = agreed else {
-        let parsed: Option<Value> = serde_json::from_slice(&body).ok();
-        let why = match parsed.as_ref().and_then(|p| p["error"]["message"].as_str()) {
-            Some(message) => message.to_owned(),
-            None => http_error(status, parsed.as_ref()),
+    let discovered = Some(&probed)
+        .filter(|(status, _)| *status == 200)
+        .and_then(|(_, body)| discovered_versions(body));
+    let (agreed, era, list) = if let Some(versions) = discovered {
+        let era = format!("modern; the daemon serves {}", versions.join(", "));
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
+                          "params": {"_meta": meta}});
+        (MODERN_PROTOCOL_VERSION.to_owned(), era, list)
+    } else {
+        // A daemon that does not answer the probe: the handshake.
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": check_client(),
+        }});
+        let (status, body) = match post_value(link, &init, version) {
+            Ok(answer) => answer,
+            Err(err) => {
+                eprintln!("mcp check: {err}");
+                return 1;
+            }
         };
-        eprintln!("mcp check: initialize failed ({why})");
-        return 1;
+        let Some(agreed) = negotiated_version(&body).filter(|_| status == 200) else {
+            let parsed: Option<Value> = serde_json::from_slice(&body).ok();
+            let why = match parsed.as_ref().and_then(|p| p["error"]["message"].as_str()) {
+                Some(message) => message.to_owned(),
+                None => http_error(status, parsed.as_ref()),
+            };
+            eprintln!("mcp check: initialize failed ({why})");
+            return 1;
+        };
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+        (agreed, "legacy".to_owned(), list)
     };
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
-    let tools = link
-        .post(&list.to_string(), &agreed)
+    let tools = post_value(link, &list, &agreed)
         .ok()
         .and_then(|(_, body)| serde_json::from_slice::<Value>(&body).ok())
         .and_then(|reply| reply["result"]["tools"].as_array().map(Vec::len))
         .unwrap_or(0);
     eprintln!(
-        "mcp check: ok - protocol {agreed}, {tools} tool(s) at {}",
+        "mcp check: ok - protocol {agreed} ({era}), {tools} tool(s) at {}",
         link.endpoint
     );
     0
@@ -330,14 +461,16 @@ mod tests {
             classify(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
             Frame::Forward {
                 id: Some(json!(7)),
-                method: Some("tools/list".into())
+                method: Some("tools/list".into()),
+                headers: None,
             }
         );
         assert_eq!(
             classify(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
             Frame::Forward {
                 id: None,
-                method: Some("notifications/initialized".into())
+                method: Some("notifications/initialized".into()),
+                headers: None,
             }
         );
         // Not an object: forwarded, and the daemon answers it.
@@ -345,9 +478,66 @@ mod tests {
             classify("[1]"),
             Frame::Forward {
                 id: None,
-                method: None
+                method: None,
+                headers: None,
             }
         );
+    }
+
+    #[test]
+    fn stateless_frames_carry_their_headers() {
+        let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "cron_get_version",
+            "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
+        assert_eq!(
+            modern_headers(&call),
+            Some(vec![
+                ("mcp-protocol-version", "2026-07-28".to_owned()),
+                ("mcp-method", "tools/call".to_owned()),
+                ("mcp-name", "cron_get_version".to_owned()),
+            ])
+        );
+        // A name that is not plain ASCII travels Base64-encoded.
+        let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {
+            "uri": "cronstable://jobs/café",
+            "_meta": {META_PROTOCOL_VERSION: "2026-07-28"}}});
+        let headers = modern_headers(&read).expect("modern");
+        assert_eq!(
+            headers[2],
+            (
+                "mcp-name",
+                "=?base64?Y3JvbnN0YWJsZTovL2pvYnMvY2Fmw6k=?=".to_owned()
+            )
+        );
+        // A value no header can carry is left out.
+        let odd = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+            "params": {"_meta": {META_PROTOCOL_VERSION: "2026-07-28\nx"}}});
+        assert_eq!(
+            modern_headers(&odd),
+            Some(vec![("mcp-method", "tools/list".to_owned())])
+        );
+        // Frames that name no revision are legacy.
+        let legacy = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                            "params": {"_meta": {"progressToken": 1}}});
+        assert_eq!(modern_headers(&legacy), None);
+        assert_eq!(
+            encode_header_value("=?base64?x?="),
+            "=?base64?PT9iYXNlNjQ/eD89?="
+        );
+        assert_eq!(encode_header_value(" pad"), "=?base64?IHBhZA==?=");
+    }
+
+    #[test]
+    fn discovery_counts_only_when_it_lists_the_probed_revision() {
+        let ok = br#"{"result":{"supportedVersions":["2026-07-28","2025-11-25"]}}"#;
+        assert_eq!(
+            discovered_versions(ok),
+            Some(vec!["2026-07-28".to_owned(), "2025-11-25".to_owned()])
+        );
+        let other = br#"{"result":{"supportedVersions":["2025-11-25"]}}"#;
+        assert_eq!(discovered_versions(other), None);
+        let unknown = br#"{"error":{"code":-32601,"message":"unknown method"}}"#;
+        assert_eq!(discovered_versions(unknown), None);
     }
 
     #[test]

@@ -43,6 +43,7 @@ mod parse;
 mod render;
 mod search;
 mod tz;
+mod week;
 mod why;
 
 pub use describe::{describe, describe_parsed, REBOOT_DESCRIPTION};
@@ -62,6 +63,7 @@ pub use parse::{quotable, MAX_EXPRESSION_LEN};
 pub use lint::{LintFinding, LintLevel, Linter};
 pub(crate) use parse::{is_separator, macro_expansion, MACROS};
 pub use tz::{Fold, TimeBase};
+pub use week::{fires_by_schedule, FireGroup, MAX_WEEK_FIRES};
 pub use why::{
     explain, iso_in, paused_note, why, FieldCheck, Probe, ProbeError, ProbePoint, Verdict, WhyNote,
     WhyReport,

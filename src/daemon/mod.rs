@@ -6,10 +6,13 @@
 //!
 //! The choice of slot store and election backend is a value
 //! ([`plan`], pure and tested combination by combination); [`build`]
-//! opens what a plan names; [`sources`] opens the job source.
+//! opens what a plan names; [`sources`] opens the job source. The
+//! binary's one-shot answers (`crd`, `init`, `state ...`, `-v`) are in
+//! [`commands`].
 
 pub mod args;
 pub mod build;
+pub mod commands;
 pub mod init;
 pub mod plan;
 pub mod sources;

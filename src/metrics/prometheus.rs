@@ -49,9 +49,11 @@ mod counters;
 mod extras;
 mod job_text;
 mod persisted;
+mod query;
 #[cfg(test)]
 mod reference;
 use super::encode::{gauge, single_gauge};
+pub use query::{sample_line, text_samples, Sample};
 
 /// Default histogram bounds (seconds) of `cronstable_job_duration_seconds`.
 pub const DEFAULT_BUCKETS: [f64; 9] = [0.1, 0.5, 1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0];
@@ -639,9 +641,7 @@ fn write(
         None => 4096 + jobs.len() * 2048,
     };
     let mut out = String::with_capacity(capacity);
-    let mut head = Registry::default();
-    head.register_collector(Box::new(DaemonFamilies(Arc::clone(scrape))));
-    encode_with_crate(&mut out, &head, format, false);
+    encode_with_crate(&mut out, &head_registry(scrape), format, false);
     let reuse = match earlier {
         Some(e) if Arc::ptr_eq(&e.rows, jobs) => (0..jobs.len()).map(Some).collect(),
         Some(e) => reusable(&e.rows, jobs),
@@ -653,14 +653,27 @@ fn write(
         jobs: e.rows.len(),
     });
     let starts = job_text::write_families(&mut out, format, jobs, &reuse, copy_from.as_ref());
+    let tail = tail_registry(scrape);
+    encode_with_crate(&mut out, &tail, format, true);
+    (out, starts)
+}
+
+/// The families before the per-job ones: the daemon's.
+fn head_registry(scrape: &Arc<Scrape>) -> Registry {
+    let mut head = Registry::default();
+    head.register_collector(Box::new(DaemonFamilies(Arc::clone(scrape))));
+    head
+}
+
+/// The families after the per-job ones: late runs and limits (which close
+/// the per-job ones), then, in the original's order, the store's, the
+/// pools', the cluster's and the Kubernetes mode's.
+fn tail_registry(scrape: &Arc<Scrape>) -> Registry {
     let mut tail = Registry::default();
-    // The late-run families close the per-job ones.
     tail.register_collector(Box::new(super::sla::SlaFamilies(Arc::clone(&scrape.sla))));
     tail.register_collector(Box::new(super::limits::LimitsFamilies(Arc::clone(
         &scrape.limits,
     ))));
-    // The original's order: the store's families after the jobs', before
-    // the cluster's.
     if let Some(state) = &scrape.state {
         tail.register_collector(Box::new(super::state::StateFamilies(state.clone())));
     }
@@ -674,8 +687,7 @@ fn write(
     if let Some(kube) = &scrape.kube {
         tail.register_collector(Box::new(super::kube::KubeFamilies(kube.clone())));
     }
-    encode_with_crate(&mut out, &tail, format, true);
-    (out, starts)
+    tail
 }
 
 /// Appends `registry` encoded by the crate, bucket bounds respelled, and

@@ -7,6 +7,7 @@ mod accounts;
 mod allocator;
 mod boot;
 mod cgroup;
+mod clipboard;
 mod clock;
 mod files;
 mod host;
@@ -26,6 +27,7 @@ pub use cgroup::{
     CgroupBackend, CgroupCapability, CgroupCaps, CgroupFs, CgroupPlace, CgroupStats, CgroupUsage,
     JoinStep, LimitResource, RealCgroupFs, RunCgroup, CGROUP_ROOT_ENV,
 };
+pub use clipboard::*;
 pub use clock::*;
 pub use files::*;
 pub use host::*;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::tui::model::LastRun;
+use crate::tui::worker::LogEvent;
 
 pub(crate) fn options() -> Options {
     Options {

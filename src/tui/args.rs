@@ -39,10 +39,10 @@ pub struct TuiArgs {
     /// Start on the wallboard.
     #[arg(long = "tv")]
     pub tv: bool,
-    /// Accepted for compatibility: this version has no boot self-test.
+    /// Run the boot self-test now, whenever it last ran.
     #[arg(long = "boot", conflicts_with = "no_boot")]
     pub boot: bool,
-    /// Accepted for compatibility: this version has no boot self-test.
+    /// Skip the boot self-test.
     #[arg(long = "no-boot")]
     pub no_boot: bool,
 }
@@ -56,6 +56,16 @@ fn poll_seconds(text: &str) -> Result<f64, String> {
 }
 
 impl TuiArgs {
+    /// `--boot` (true) or `--no-boot` (false); `None` leaves it to the
+    /// setting and the 12-hour rule.
+    pub fn boot_forced(&self) -> Option<bool> {
+        match (self.boot, self.no_boot) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+
     /// The poll interval: `None` when paused (`--poll 0`).
     pub fn interval(&self) -> Option<Duration> {
         match self.poll {
@@ -106,6 +116,9 @@ mod tests {
         assert!(a.ascii && !a.tv);
         assert_eq!(a.theme.as_deref(), Some("amber-light"));
         assert!(parse(&["--tv"]).unwrap().tv);
+        assert_eq!(parse(&[]).unwrap().boot_forced(), None);
+        assert_eq!(parse(&["--boot"]).unwrap().boot_forced(), Some(true));
+        assert_eq!(parse(&["--no-boot"]).unwrap().boot_forced(), Some(false));
         assert_eq!(
             parse(&["--poll", "1.5"]).unwrap().interval(),
             Some(Duration::from_millis(1500))

@@ -88,6 +88,9 @@ impl App {
             self.quit = true;
             return;
         }
+        if self.intercept(now) {
+            return;
+        }
         match self.top() {
             Some(Overlay::Token) => return self.token_key(key, now),
             Some(Overlay::Palette) => return self.palette_key(key, now),
@@ -110,6 +113,10 @@ impl App {
         if key == Key::Char('q') {
             self.quit = true;
             return;
+        }
+        // The panel's `a` is stop sending, not the alarm's.
+        if self.top() == Some(Overlay::Actions) {
+            return self.actions_key(key);
         }
         match key {
             Key::Char('i') if matches!(self.top(), None | Some(Overlay::Timeline)) => {
@@ -221,6 +228,9 @@ impl App {
         if top == Overlay::Settings {
             return self.settings_key(key);
         }
+        if top == Overlay::Timeline && self.timeline_key(key) {
+            return;
+        }
         match key {
             Key::Char('?') if top == Overlay::Help => self.close(Overlay::Help),
             Key::Char('j') | Key::Down if top == Overlay::State => self.feeds.sel += 1,
@@ -228,6 +238,9 @@ impl App {
                 self.feeds.sel = self.feeds.sel.saturating_sub(1);
             }
             Key::Enter if top == Overlay::State => self.read_state(),
+            Key::PageUp if top == Overlay::Merged => self.merged.scroll_by(10),
+            Key::PageDown if top == Overlay::Merged => self.merged.scroll_by(-10),
+            Key::End if top == Overlay::Merged => self.merged.scroll = 0,
             Key::Char('j') | Key::Down => self.panel_scroll += 1,
             Key::Char('k') | Key::Up => self.panel_scroll = self.panel_scroll.saturating_sub(1),
             Key::PageDown => self.panel_scroll += 10,
@@ -235,10 +248,6 @@ impl App {
             Key::Home => self.panel_scroll = 0,
             Key::Char('g') => self.send(Command::Refresh),
             Key::Char('f') if top == Overlay::Fleet => self.fleet_failing = !self.fleet_failing,
-            Key::Char('f') if top == Overlay::Timeline => {
-                self.timeline_failing = !self.timeline_failing;
-                self.panel_scroll = 0;
-            }
             _ => {}
         }
     }
@@ -478,6 +487,7 @@ impl App {
             *logs = super::logs::LogBuffer::new();
             wanted.push((job.clone(), *generation));
         }
+        self.merged.scroll = 0;
         self.send(Command::Merge(wanted));
         self.open(Overlay::Merged);
     }
@@ -486,6 +496,7 @@ impl App {
     pub(super) fn clear_merged(&mut self) {
         self.close(Overlay::Merged);
         self.merged.tails.clear();
+        self.merged.scroll = 0;
     }
 }
 

@@ -1,7 +1,8 @@
 //! The live-logs panel (`m`): up to four jobs' SSE tails, each kept in a
 //! log buffer of its own (so a replay after a run ends is told apart from
 //! new lines, as in the drawer) and shown merged by arrival time with a
-//! prefix in the job's own color.
+//! prefix in the job's own color. PgUp/PgDn scroll back through the
+//! merged lines; at the bottom it follows again.
 
 use super::logs::LogBuffer;
 use super::text::{cell, fit, plain};
@@ -17,6 +18,10 @@ pub const MERGED_MAX: usize = 4;
 pub struct Merged {
     /// Each job, its tail's generation and its lines.
     pub tails: Vec<(String, u64, LogBuffer)>,
+    /// Lines scrolled up from the newest (0 follows the end).
+    pub scroll: usize,
+    /// The lines the last frame showed (a page, and the scroll's limit).
+    pub shown: std::cell::Cell<usize>,
 }
 
 impl Merged {
@@ -26,6 +31,7 @@ impl Merged {
         let Some((_, _, logs)) = self.tails.iter_mut().find(|t| t.1 == generation) else {
             return false;
         };
+        let before = logs.entries.len();
         match event {
             LogEvent::Attach(new_run) => logs.attach(*new_run),
             LogEvent::Line(stream, line) => logs.line(stream, line, at),
@@ -33,24 +39,43 @@ impl Merged {
             LogEvent::Skipped(n) => logs.skipped(*n, at),
             LogEvent::Failed(why) => logs.fail(why),
         }
+        // Scrolled up: stay on the same lines while new ones arrive.
+        if self.scroll > 0 {
+            self.scroll += logs.entries.len().saturating_sub(before);
+        }
         true
     }
 
-    /// The last `rows` lines of all the tails by arrival time, as
-    /// (tail index, text).
+    /// Every line the tails hold.
+    pub fn total(&self) -> usize {
+        self.tails.iter().map(|t| t.2.entries.len()).sum()
+    }
+
+    /// Scrolls `up` lines back (negative: down), within the lines held;
+    /// back at the bottom it follows again.
+    pub fn scroll_by(&mut self, up: isize) {
+        let limit = self.total().saturating_sub(self.shown.get().max(1));
+        self.scroll = self.scroll.min(limit).saturating_add_signed(up).min(limit);
+    }
+
+    /// `rows` lines of all the tails by arrival time, as (tail index,
+    /// text): the newest, or as far back as the panel is scrolled.
     pub fn tail(&self, rows: usize) -> Vec<(usize, String)> {
+        let scroll = self.scroll.min(self.total().saturating_sub(rows));
+        let want = rows + scroll;
         let mut all: Vec<(f64, usize, usize, &str)> = Vec::new();
         for (i, (_, _, logs)) in self.tails.iter().enumerate() {
-            let skip = logs.entries.len().saturating_sub(rows);
+            let skip = logs.entries.len().saturating_sub(want);
             for (n, e) in logs.entries.iter().enumerate().skip(skip) {
                 all.push((e.at, i, n, &e.text));
             }
         }
         // stable: a tail's own lines keep their order on equal times
         all.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
-        let skip = all.len().saturating_sub(rows);
+        let end = all.len().saturating_sub(scroll);
         all.into_iter()
-            .skip(skip)
+            .take(end)
+            .skip(end.saturating_sub(rows))
             .map(|(_, i, _, t)| (i, plain(t)))
             .collect()
     }
@@ -79,6 +104,14 @@ pub fn body(m: &Merged, p: &Palette, rows: usize) -> Vec<Line<'static>> {
             head.push(Span::styled(format!("({}) ", cell(why)), p.ink(p.fail)));
         }
     }
+    m.shown.set(rows);
+    let scroll = m.scroll.min(m.total().saturating_sub(rows));
+    if scroll > 0 {
+        head.push(Span::styled(
+            format!("· ↑ {scroll} lines back (PgDn/End to follow)"),
+            p.ink(p.warn),
+        ));
+    }
     let mut out = vec![Line::from(head)];
     let lines = m.tail(rows);
     if lines.is_empty() {
@@ -94,4 +127,61 @@ pub fn body(m: &Merged, p: &Palette, rows: usize) -> Vec<Line<'static>> {
         ]));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two tails, `n` lines each, interleaved in time (a0 b0 a1 b1 ...).
+    fn two(n: usize) -> Merged {
+        let mut m = Merged::default();
+        for (i, job) in ["a", "b"].iter().enumerate() {
+            let mut logs = LogBuffer::new();
+            for k in 0..n {
+                logs.line("stdout", &format!("{job}{k}"), (2 * k + i) as f64);
+            }
+            m.tails.push(((*job).to_owned(), i as u64 + 1, logs));
+        }
+        m
+    }
+
+    fn texts(m: &Merged, rows: usize) -> Vec<String> {
+        m.tail(rows).into_iter().map(|(_, t)| t).collect()
+    }
+
+    #[test]
+    fn page_up_goes_back_and_page_down_returns_to_the_end() {
+        let mut m = two(10);
+        m.shown.set(4);
+        assert_eq!(texts(&m, 4), ["a8", "b8", "a9", "b9"]);
+        m.scroll_by(10);
+        assert_eq!(m.scroll, 10);
+        assert_eq!(texts(&m, 4), ["a3", "b3", "a4", "b4"]);
+        // no further back than the first page
+        m.scroll_by(100);
+        assert_eq!(m.scroll, 16);
+        assert_eq!(texts(&m, 4), ["a0", "b0", "a1", "b1"]);
+        m.scroll_by(-10);
+        m.scroll_by(-10);
+        assert_eq!(m.scroll, 0, "following again");
+        assert_eq!(texts(&m, 4), ["a8", "b8", "a9", "b9"]);
+    }
+
+    #[test]
+    fn new_lines_do_not_move_a_scrolled_view() {
+        let mut m = two(10);
+        m.shown.set(4);
+        m.scroll_by(4);
+        let before = texts(&m, 4);
+        let line = LogEvent::Line("stdout".into(), "fresh".into());
+        assert!(m.take(1, &line, 100.0));
+        assert!(m.take(2, &line, 101.0));
+        assert_eq!(texts(&m, 4), before);
+        m.scroll = 0;
+        assert_eq!(texts(&m, 2), ["fresh", "fresh"]);
+        // while following, new lines show at once
+        assert!(m.take(1, &LogEvent::Line("stdout".into(), "newest".into()), 102.0));
+        assert_eq!(texts(&m, 1), ["newest"]);
+    }
 }

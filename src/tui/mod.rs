@@ -6,15 +6,22 @@
 //! arrived and once a second for the clock and the countdowns, never
 //! waiting on the network.
 
+mod actions;
+mod ambient;
 pub mod app;
 pub mod args;
 mod boards;
+mod boot;
 mod calendar;
+mod checks;
 mod drawer;
+mod drawer_state;
 mod feeds;
 pub mod format;
+mod incident;
 mod keys;
 mod load;
+mod logo;
 pub mod logs;
 mod merged;
 pub mod model;
@@ -22,6 +29,7 @@ mod palette;
 mod panels;
 mod polling;
 pub mod prefs;
+mod probe;
 pub mod render;
 mod settings;
 pub mod sse;
@@ -31,6 +39,7 @@ pub mod verdict;
 pub mod view;
 mod wall;
 pub mod worker;
+mod zen;
 
 use app::{App, Effect, Options, Tone};
 use args::TuiArgs;
@@ -50,6 +59,8 @@ pub const NOT_A_TTY: &str =
 /// The shortest time between two frames (a log flood redraws at most
 /// this often).
 const FRAME: Duration = Duration::from_millis(33);
+/// How often the boot self-test's screen moves on.
+const BOOT_FRAME: Duration = Duration::from_millis(60);
 
 /// Runs the dashboard; returns the process's exit code.
 pub fn run(args: &TuiArgs) -> u8 {
@@ -104,6 +115,11 @@ pub fn run(args: &TuiArgs) -> u8 {
     app.wrap = remembered.wrap;
     app.timestamps = remembered.timestamps;
     app.prefs_path = prefs_path;
+    app.ambient = remembered.ambient(Instant::now());
+    let (on, last) = (remembered.boot, remembered.boot_last);
+    if checks::due(args.boot_forced(), on, last, app::wall_clock()) {
+        app.start_boot(Instant::now());
+    }
     if let Err(err) = enter() {
         leave();
         eprintln!("cronstable tui: cannot set up the terminal: {err}");
@@ -188,8 +204,10 @@ fn event_loop(
         if wall as i64 != second {
             second = wall as i64;
             app.expire(now);
+            app.zen_tick(now);
             dirty = true;
         }
+        dirty |= app.boot_tick(now, wall);
         let since = drawn_at.map_or(FRAME, |t| now.duration_since(t));
         if dirty && since >= FRAME {
             terminal.draw(|frame| render::draw(frame, app, app::Now { instant: now, wall }))?;
@@ -201,6 +219,10 @@ fn event_loop(
         } else {
             // until the clock's next second
             Duration::from_secs_f64(1.0 - wall.fract()).max(Duration::from_millis(5))
+        };
+        let wait = match app.ambient.boot {
+            Some(_) => wait.min(BOOT_FRAME),
+            None => wait,
         };
         match rx.recv_timeout(wait) {
             Ok(update) => {
@@ -246,6 +268,11 @@ fn carry_out(
     commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>,
     terminal: &mut Term,
 ) {
+    if std::mem::take(&mut app.ambient.bell_due) {
+        let out = terminal.backend_mut();
+        let _ = write!(out, "\x07");
+        let _ = out.flush();
+    }
     for effect in app.take_effects() {
         match effect {
             Effect::Send(command) => {
@@ -258,6 +285,12 @@ fn carry_out(
                 let out = terminal.backend_mut();
                 let _ = write!(out, "\x1b]52;c;{data}\x07");
                 let _ = out.flush();
+                // Both paths, as the manual says: the platform's copy tool
+                // too, on a thread of its own (it may take a moment), best
+                // effort since OSC 52 cannot be checked either.
+                let _ = std::thread::Builder::new()
+                    .name("tui-copy".into())
+                    .spawn(move || crate::platform::copy_to_clipboard(&text));
             }
             Effect::SaveLog(job, contents) => {
                 let now = Instant::now();
@@ -266,14 +299,27 @@ fn carry_out(
                     Err(err) => app.toast(Tone::Fail, format!("cannot save the log: {err}"), now),
                 }
             }
+            Effect::SaveIncident(text) => {
+                let now = Instant::now();
+                let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
+                // The copy went out before: a failed write leaves it.
+                match save_home(&format!("cronstable-incident-{stamp}.md"), &text) {
+                    Ok(path) => {
+                        let text = format!("writeup copied and saved: {}", path.display());
+                        app.toast(Tone::Ok, text, now);
+                    }
+                    Err(err) => {
+                        let text = format!("writeup copied to the clipboard, not saved: {err}");
+                        app.toast(Tone::Warn, text, now);
+                    }
+                }
+            }
         }
     }
 }
 
 /// Writes a job's log as `~/cronstable-<job>-<YYYYmmdd-HHMMSS>.log`.
 fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
-    let home =
-        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
     let safe: String = job
         .chars()
         .map(|c| {
@@ -285,7 +331,14 @@ fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
         })
         .collect();
     let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-    let path = home.join(format!("cronstable-{safe}-{stamp}.log"));
+    save_home(&format!("cronstable-{safe}-{stamp}.log"), contents)
+}
+
+/// Writes `contents` as the file `name` of the home directory.
+fn save_home(name: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
+    let home =
+        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
+    let path = home.join(name);
     std::fs::write(&path, contents)?;
     Ok(path)
 }

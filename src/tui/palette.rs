@@ -2,6 +2,7 @@
 //! narrowed by a fuzzy match on what is typed.
 
 use super::app::{App, Overlay, Tab, Tone};
+use super::settings::Row;
 use super::worker::{Action, Command};
 use std::time::Instant;
 
@@ -26,10 +27,16 @@ pub enum Do {
     Poll,
     /// ASCII glyphs on or off.
     Ascii,
+    /// A settings row changed (`settings.rs`).
+    Setting(super::settings::Row),
     /// Open a job's drawer.
     Open(String),
     /// A job action.
     Act(Action, String),
+    /// The job actions panel over the failing jobs.
+    Actions,
+    /// Put this text on the clipboard.
+    Copy(String),
 }
 
 /// One row.
@@ -80,6 +87,7 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle upcoming runs", Do::Toggle(Overlay::Upcoming)),
         item("Toggle state inspector", Do::Toggle(Overlay::State)),
         item("Incident timeline", Do::Toggle(Overlay::Timeline)),
+        item("Review actions for failing jobs", Do::Actions),
         item("Open settings", Do::Toggle(Overlay::Settings)),
         item("Toggle wallboard", Do::Wall),
         item("Keyboard shortcuts", Do::Toggle(Overlay::Help)),
@@ -89,7 +97,16 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle light / dark", Do::Flip),
         item("Cycle refresh interval", Do::Poll),
         item("Toggle ASCII glyphs", Do::Ascii),
+        item("Cycle color vision mode", Do::Setting(Row::ColorVision)),
+        item("Toggle compact density", Do::Setting(Row::Compact)),
+        item("Toggle startup checks", Do::Setting(Row::StartupChecks)),
     ];
+    if let Some(version) = &app.version {
+        out.push(item("Copy version", Do::Copy(version.clone())));
+    }
+    if let Some(id) = &app.job_set_id {
+        out.push(item("Copy job-set ID", Do::Copy(id.clone())));
+    }
     for job in &app.jobs {
         let name = super::text::cell(&job.name);
         out.push(item(&format!("Open {name}"), Do::Open(job.name.clone())));
@@ -151,8 +168,14 @@ pub fn run(app: &mut App, action: &Do, now: Instant) {
             let word = if app.ascii { "on" } else { "off" };
             app.toast(Tone::Info, format!("ASCII glyphs {word}"), now);
         }
+        Do::Setting(row) => app.palette_setting(*row, now),
         Do::Open(name) => app.open_drawer(name, Tab::Logs),
         Do::Act(action, name) => app.send(Command::Act(*action, name.clone())),
+        Do::Actions => app.open_actions(app.failing_names(), "failing jobs"),
+        Do::Copy(text) => {
+            app.effect(super::app::Effect::Copy(text.clone()));
+            app.toast(Tone::Ok, "copied", now);
+        }
     }
 }
 

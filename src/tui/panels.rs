@@ -36,7 +36,7 @@ const KEYS: [(&str, &str); 17] = [
 ];
 
 /// The terminal's own keys.
-const EXTRAS: [(&str, &str); 12] = [
+const EXTRAS: [(&str, &str); 15] = [
     ("q", "Quit"),
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
@@ -48,6 +48,15 @@ const EXTRAS: [(&str, &str); 12] = [
     ("in logs: d", "Save the log to your home directory"),
     ("in the fleet: f", "Failing jobs only / all"),
     ("in the timeline: f", "Failures only / every finish"),
+    (
+        "in the timeline: enter",
+        "The selected job's logs (j/k choose)",
+    ),
+    ("in the timeline: m", "Job actions for the incident set"),
+    (
+        "in job actions: s x a y",
+        "Start all · cancel all · stop · writeup",
+    ),
     ("in the state: j k enter", "Choose a stream, read it"),
 ];
 
@@ -107,7 +116,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
         Overlay::Help => {
             let row = |(k, a): &(&str, &str), color| {
                 Line::from(vec![
-                    Span::styled(fit(k, 18), p.ink(color).add_modifier(Modifier::BOLD)),
+                    Span::styled(fit(k, 24), p.ink(color).add_modifier(Modifier::BOLD)),
                     Span::styled(a.to_string(), p.ink(p.fg)),
                 ])
             };
@@ -123,7 +132,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 Look {
                     title: "keyboard shortcuts",
                     hint: "esc close · j/k scroll",
-                    width: wide.min(64),
+                    width: wide.min(72),
                     scroll: app.panel_scroll,
                 },
                 body,
@@ -239,14 +248,23 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                     84,
                 ),
                 Overlay::Upcoming => ("upcoming runs", boards::upcoming(app, p, now), 84),
-                Overlay::Timeline if app.timeline_failing => (
-                    "incident timeline — failing only",
-                    super::verdict::body(&app.jobs, true, app.ascii, p, now.wall),
-                    96,
-                ),
                 Overlay::Timeline => (
-                    "incident timeline",
-                    super::verdict::body(&app.jobs, false, app.ascii, p, now.wall),
+                    if app.timeline_failing {
+                        "incident timeline — failing only"
+                    } else {
+                        "incident timeline"
+                    },
+                    super::verdict::body(
+                        &app.jobs,
+                        super::verdict::Shown {
+                            fail_only: app.timeline_failing,
+                            ascii: app.ascii,
+                            sel: app.timeline_sel,
+                            rows: area.height.saturating_sub(4) as usize,
+                        },
+                        p,
+                        now.wall,
+                    ),
                     96,
                 ),
                 _ => ("state inspector", boards::state(&app.feeds, p), 84),
@@ -257,13 +275,37 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 area,
                 Look {
                     title,
-                    hint: if matches!(overlay, Overlay::Fleet | Overlay::Timeline) {
+                    hint: if overlay == Overlay::Timeline {
+                        "j/k move · enter logs · f failing only / all · m actions · esc close"
+                    } else if overlay == Overlay::Fleet {
                         "esc close · j/k scroll · f failing only / all"
                     } else {
                         "esc close · j/k scroll"
                     },
                     width: wide.min(w),
-                    scroll: app.panel_scroll,
+                    // the timeline's window follows its selection
+                    scroll: if overlay == Overlay::Timeline {
+                        0
+                    } else {
+                        app.panel_scroll
+                    },
+                },
+                body,
+            );
+        }
+        Overlay::Actions => {
+            let w = wide.min(88);
+            let rows = area.height.saturating_sub(10).min(16) as usize;
+            let body = super::actions::body(&app.actions, p, w.saturating_sub(2) as usize, rows);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "job actions",
+                    hint: "s start all · x cancel all · a stop sending · y writeup · esc close",
+                    width: w,
+                    scroll: 0,
                 },
                 body,
             );
@@ -297,7 +339,8 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 area,
                 Look {
                     title: &title,
-                    hint: "m/esc close · c clear · close, select a job, m adds it",
+                    hint:
+                        "m/esc close · c clear · PgUp/PgDn scroll · close, select a job, m adds it",
                     width: wide.min(120),
                     scroll: 0,
                 },

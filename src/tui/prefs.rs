@@ -4,8 +4,9 @@
 //! token is never written here. Reading and writing are the only I/O;
 //! what goes in and out is plain data.
 
+use super::ambient::{Ambient, ZEN_IDLE_DEFAULT, ZEN_IDLE_MAX};
 use super::app::App;
-use super::theme::Theme;
+use super::theme::{Theme, Vision};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,17 +25,34 @@ pub struct Prefs {
     pub timestamps: bool,
     /// Plain-ASCII glyphs.
     pub ascii: bool,
+    /// The color-vision palette: `none`, `deutan` (red-green) or
+    /// `tritan` (blue-yellow).
+    pub cvd: String,
+    /// Compact density: no schedule or sparkline columns.
+    pub compact: bool,
+    /// The terminal bell when a job newly fails.
+    pub sound: bool,
+    /// The boot self-test (startup checks).
+    pub boot: bool,
+    /// When the boot self-test last ran, in seconds since the epoch.
+    pub boot_last: f64,
+    /// The wallboard's zen screensaver.
+    pub zen: bool,
+    /// Seconds of keyboard idle before the screensaver (1 to 3600; the
+    /// settings panel steps through 30, 60, 90, 120 and 300).
+    pub zen_idle_s: u64,
+    /// The living logo.
+    pub motion: bool,
 }
 
 impl Default for Prefs {
     fn default() -> Prefs {
-        Prefs {
-            theme: "standard".to_owned(),
-            poll_ms: 3000,
-            wrap: false,
-            timestamps: false,
-            ascii: false,
-        }
+        Prefs::with(
+            "standard".to_owned(),
+            3000,
+            [false; 3],
+            &Ambient::new(std::time::Instant::now()),
+        )
     }
 }
 
@@ -45,6 +63,13 @@ impl Prefs {
         let mut prefs: Prefs = serde_json::from_str(text).unwrap_or_default();
         if Theme::named(&prefs.theme).is_none() {
             prefs.theme = Prefs::default().theme;
+        }
+        prefs.cvd = Vision::from_key(&prefs.cvd).key().to_owned();
+        if !(1..=ZEN_IDLE_MAX).contains(&prefs.zen_idle_s) {
+            prefs.zen_idle_s = ZEN_IDLE_DEFAULT;
+        }
+        if !prefs.boot_last.is_finite() {
+            prefs.boot_last = 0.0;
         }
         prefs
     }
@@ -67,12 +92,51 @@ impl Prefs {
 
     /// What the dashboard shows now.
     pub fn of(app: &App) -> Prefs {
+        Prefs::with(
+            app.theme.name(),
+            app.poll.map_or(0, |d| d.as_millis() as u64),
+            [app.wrap, app.timestamps, app.ascii],
+            &app.ambient,
+        )
+    }
+
+    /// The later settings remembered, the keyboard idle from `now`.
+    pub fn ambient(&self, now: std::time::Instant) -> Ambient {
+        Ambient {
+            vision: Vision::from_key(&self.cvd),
+            bell: self.sound,
+            startup_checks: self.boot,
+            compact: self.compact,
+            zen: self.zen,
+            zen_idle: self.zen_idle_s,
+            living_logo: self.motion,
+            boot_last: self.boot_last,
+            ..Ambient::new(now)
+        }
+    }
+
+    /// The file's values from the theme's name, the poll in milliseconds,
+    /// the wrap, timestamps and ASCII switches, and the later settings.
+    fn with(
+        theme: String,
+        poll_ms: u64,
+        [wrap, timestamps, ascii]: [bool; 3],
+        ambient: &Ambient,
+    ) -> Prefs {
         Prefs {
-            theme: app.theme.name(),
-            poll_ms: app.poll.map_or(0, |d| d.as_millis() as u64),
-            wrap: app.wrap,
-            timestamps: app.timestamps,
-            ascii: app.ascii,
+            theme,
+            poll_ms,
+            wrap,
+            timestamps,
+            ascii,
+            cvd: ambient.vision.key().to_owned(),
+            compact: ambient.compact,
+            sound: ambient.bell,
+            boot: ambient.startup_checks,
+            boot_last: ambient.boot_last,
+            zen: ambient.zen,
+            zen_idle_s: ambient.zen_idle,
+            motion: ambient.living_logo,
         }
     }
 
@@ -136,6 +200,22 @@ mod tests {
     }
 
     #[test]
+    fn the_later_settings_default_like_the_manual_and_are_checked() {
+        let p = Prefs::default();
+        assert_eq!(p.cvd, "none");
+        assert!(!p.compact && !p.sound && p.boot && p.zen && p.motion);
+        assert_eq!((p.zen_idle_s, p.boot_last), (90, 0.0));
+        let p = Prefs::parse(r#"{"cvd": "red-green", "zen_idle_s": 2, "boot_last": 5}"#);
+        assert_eq!(
+            (p.cvd.as_str(), p.zen_idle_s, p.boot_last),
+            ("deutan", 2, 5.0)
+        );
+        let p = Prefs::parse(r#"{"cvd": "sepia", "zen_idle_s": 0}"#);
+        assert_eq!((p.cvd.as_str(), p.zen_idle_s), ("none", 90));
+        assert_eq!(Prefs::parse(r#"{"zen_idle_s": 86400}"#).zen_idle_s, 90);
+    }
+
+    #[test]
     fn a_saved_file_reads_back_the_same_and_holds_no_token() {
         let dir = std::env::temp_dir().join(format!("cronstable-prefs-{}", std::process::id()));
         let file = dir.join("cronstable").join("tui.json");
@@ -145,6 +225,14 @@ mod tests {
             wrap: true,
             timestamps: true,
             ascii: true,
+            cvd: "tritan".into(),
+            compact: true,
+            sound: true,
+            boot: false,
+            boot_last: 1_700_000_000.5,
+            zen: false,
+            zen_idle_s: 300,
+            motion: false,
         };
         save(&file, &prefs).expect("saved");
         assert_eq!(load(Some(&file)), prefs);

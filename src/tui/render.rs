@@ -23,15 +23,22 @@ pub fn drawer_width(cols: u16) -> u16 {
 
 /// Draws the whole screen.
 pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
-    let p = app.theme.palette();
+    let p = app.theme.palette_for(app.ambient.vision);
     let area = frame.area();
     frame.render_widget(Block::default().style(p.base()), area);
     if area.height < 4 || area.width < 20 {
         frame.render_widget(Paragraph::new("window too small").style(p.base()), area);
         return;
     }
+    if let Some(boot) = &app.ambient.boot {
+        return super::boot::draw(frame, app, boot, &p, area, now);
+    }
     if app.wall {
-        super::wall::draw(frame, app, &p, area, now);
+        if app.ambient.zen_on {
+            super::zen::draw(frame, app, &p, area, now);
+        } else {
+            super::wall::draw(frame, app, &p, area, now);
+        }
         if app.drawer.is_some() {
             let w = drawer_width(area.width);
             let right = Rect {
@@ -71,7 +78,13 @@ pub fn draw(frame: &mut Frame, app: &mut App, now: Now) {
 }
 
 fn header(app: &App, p: &Palette, cols: u16, now: Now) -> Line<'static> {
+    let (living, connected) = (app.ambient.living_logo, app.connected);
+    let mark = super::logo::mark(living, connected, app.ascii, now.wall);
     let mut left = vec![
+        Span::styled(
+            format!(" {mark}"),
+            p.ink(p.accent).add_modifier(Modifier::BOLD),
+        ),
         Span::styled(" cronstable", p.ink(p.bright).add_modifier(Modifier::BOLD)),
         Span::styled(" tui ", p.ink(p.accent)),
     ];
@@ -188,7 +201,7 @@ fn toolbar(app: &App, p: &Palette) -> Line<'static> {
 
 fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     let cols = area.width as usize;
-    let layout = view::columns(cols, &app.facts);
+    let layout = view::columns_at(cols, &app.facts, app.ambient.compact);
     let mut lines = vec![header(app, p, area.width, now), toolbar(app, p)];
     if let Some(v) = &app.verdict {
         lines.push(super::verdict::bar(

@@ -144,6 +144,108 @@ impl Theme {
     }
 }
 
+/// The color-vision setting: the status colors re-inked so that healthy,
+/// failing, running and waiting stay apart for a red-green (deuteranopia,
+/// protanopia) or a blue-yellow (tritanopia) color deficiency. The
+/// statuses' glyphs differ in shape whatever the colors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Vision {
+    /// The theme's own colors.
+    #[default]
+    Off,
+    /// Red-green safe: healthy blue, failing orange.
+    RedGreen,
+    /// Blue-yellow safe: healthy green, failing crimson.
+    BlueYellow,
+}
+
+impl Vision {
+    /// In cycling order.
+    pub const ALL: [Vision; 3] = [Vision::Off, Vision::RedGreen, Vision::BlueYellow];
+
+    /// The word the settings panel shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            Vision::Off => "off",
+            Vision::RedGreen => "red-green",
+            Vision::BlueYellow => "blue-yellow",
+        }
+    }
+
+    /// The preferences file's word (the original dashboard's file
+    /// spells the modes this way, so its file reads here too).
+    pub fn key(self) -> &'static str {
+        match self {
+            Vision::Off => "none",
+            Vision::RedGreen => "deutan",
+            Vision::BlueYellow => "tritan",
+        }
+    }
+
+    /// The mode a file's word names (either spelling); `Off` for others.
+    pub fn from_key(word: &str) -> Vision {
+        Vision::ALL
+            .into_iter()
+            .find(|v| v.key() == word || v.label() == word)
+            .unwrap_or_default()
+    }
+
+    /// The mode `step` places away, wrapping.
+    pub fn step(self, step: isize) -> Vision {
+        let at = Vision::ALL.iter().position(|v| *v == self).unwrap_or(0) as isize;
+        Vision::ALL[(at + step).rem_euclid(Vision::ALL.len() as isize) as usize]
+    }
+}
+
+impl Theme {
+    /// The colors as seen with `vision`: the theme's palette with the
+    /// status colors replaced (ok, fail, run, pending, warn), darker on
+    /// paper so they keep their contrast.
+    pub fn palette_for(self, vision: Vision) -> Palette {
+        let p = self.palette();
+        // ok, fail, run, pending, warn; on dark, then on paper
+        let [ok, fail, run, pending, warn] = match (vision, self.light) {
+            (Vision::Off, _) => return p,
+            (Vision::RedGreen, false) => [
+                rgb(92, 176, 240),
+                rgb(232, 150, 20),
+                rgb(210, 130, 180),
+                rgb(196, 196, 196),
+                rgb(238, 222, 90),
+            ],
+            (Vision::RedGreen, true) => [
+                rgb(0, 104, 176),
+                rgb(196, 90, 0),
+                rgb(148, 58, 120),
+                rgb(104, 104, 104),
+                rgb(150, 120, 0),
+            ],
+            (Vision::BlueYellow, false) => [
+                rgb(40, 190, 140),
+                rgb(240, 70, 110),
+                rgb(236, 236, 236),
+                rgb(150, 150, 150),
+                rgb(250, 140, 120),
+            ],
+            (Vision::BlueYellow, true) => [
+                rgb(0, 122, 84),
+                rgb(196, 16, 64),
+                rgb(30, 30, 30),
+                rgb(120, 120, 120),
+                rgb(176, 64, 40),
+            ],
+        };
+        Palette {
+            ok,
+            fail,
+            run,
+            pending,
+            warn,
+            ..p
+        }
+    }
+}
+
 impl Palette {
     /// Text in `color` on the background.
     pub fn ink(&self, color: Color) -> Style {
@@ -231,6 +333,31 @@ mod tests {
         assert_eq!(t.next_hue().name(), "standard");
         assert_eq!(t.flipped().name(), "modern-light");
         assert_ne!(t.palette().bg, t.flipped().palette().bg);
+    }
+
+    #[test]
+    fn color_vision_keeps_the_statuses_apart_on_every_theme() {
+        for name in ["standard", "amber-light", "green", "modern-light"] {
+            let theme = Theme::named(name).unwrap();
+            let base = theme.palette();
+            for vision in Vision::ALL {
+                let p = theme.palette_for(vision);
+                let statuses = [p.ok, p.fail, p.run, p.pending];
+                for (i, a) in statuses.iter().enumerate() {
+                    for b in &statuses[i + 1..] {
+                        assert_ne!(a, b, "{name} {vision:?}");
+                    }
+                }
+                assert_eq!((p.bg, p.fg, p.accent), (base.bg, base.fg, base.accent));
+                assert_eq!(vision == Vision::Off, p.ok == base.ok, "{name} {vision:?}");
+                assert_eq!(Vision::from_key(vision.key()), vision);
+                assert_eq!(Vision::from_key(vision.label()), vision);
+            }
+        }
+        assert_eq!(Vision::from_key("sepia"), Vision::Off);
+        assert_eq!(Vision::Off.step(1), Vision::RedGreen);
+        assert_eq!(Vision::Off.step(-1), Vision::BlueYellow);
+        assert_eq!(Vision::BlueYellow.step(1), Vision::Off);
     }
 
     #[test]

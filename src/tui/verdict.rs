@@ -337,16 +337,34 @@ pub fn bar(v: &Verdict, alarm: bool, p: &Palette, cols: usize, now: f64) -> Line
     )
 }
 
-/// The timeline panel's rows.
-pub fn body(
-    jobs: &[Job],
-    fail_only: bool,
-    ascii: bool,
-    p: &Palette,
-    now: f64,
-) -> Vec<Line<'static>> {
+/// How the timeline panel is drawn: failures only, ASCII glyphs, the
+/// selected entry and how many rows fit.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown {
+    /// Failures only.
+    pub fail_only: bool,
+    /// Plain-ASCII glyphs.
+    pub ascii: bool,
+    /// The selected entry (clamped to the last).
+    pub sel: usize,
+    /// The rows that fit; the window keeps the selection in it.
+    pub rows: usize,
+}
+
+/// The timeline panel's rows: only those of the window around the
+/// selection are built, whatever the number of jobs.
+pub fn body(jobs: &[Job], shown: Shown, p: &Palette, now: f64) -> Vec<Line<'static>> {
+    let Shown {
+        fail_only,
+        ascii,
+        sel,
+        rows,
+    } = shown;
     let entries = timeline(jobs, fail_only);
     let blast = incident(jobs);
+    let sel = sel.min(entries.len().saturating_sub(1));
+    let rows = rows.max(1);
+    let first = (sel + 1).saturating_sub(rows);
     let mut out = Vec::new();
     if entries.is_empty() {
         let hint = if fail_only {
@@ -356,7 +374,7 @@ pub fn body(
         };
         out.push(Line::styled(hint, p.ink(p.dim)));
     }
-    for e in entries.iter().take(200) {
+    for (i, e) in entries.iter().enumerate().skip(first).take(rows) {
         let outcome = Outcome::of(&e.outcome);
         let color = match outcome {
             Outcome::Ok => p.ok,
@@ -383,9 +401,15 @@ pub fn body(
         } else {
             ""
         };
-        out.push(Line::from(vec![
+        let (cursor, bg) = if i == sel {
+            ("▎", p.sel)
+        } else {
+            (" ", p.bg)
+        };
+        let line = Line::from(vec![
+            Span::styled(cursor, p.ink(p.accent)),
             Span::styled(
-                format!(" {} ", fit(&fmt_ago(e.finished_at.as_deref(), now), 9)),
+                format!("{} ", fit(&fmt_ago(e.finished_at.as_deref(), now), 9)),
                 p.ink(p.dim),
             ),
             Span::styled(
@@ -395,7 +419,8 @@ pub fn body(
             Span::styled(fit(&cell(&e.name), 26), p.ink(color)),
             Span::styled(format!(" {mark}"), p.ink(p.warn)),
             Span::styled(truncate(&detail, 52 - width(mark)), p.ink(p.dim)),
-        ]));
+        ]);
+        out.push(line.patch_style(ratatui::style::Style::default().bg(bg)));
     }
     out
 }

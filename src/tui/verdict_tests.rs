@@ -177,13 +177,31 @@ fn the_timeline_panel_marks_the_incident() {
     let p = crate::tui::theme::Theme::named("standard")
         .expect("a theme")
         .palette();
-    let text: Vec<String> = body(&jobs, false, false, &p, 1.8e9)
+    let shown = |fail_only, sel, rows| Shown {
+        fail_only,
+        ascii: false,
+        sel,
+        rows,
+    };
+    let text: Vec<String> = body(&jobs, shown(false, 0, 40), &p, 1.8e9)
         .iter()
         .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
         .collect();
     assert_eq!(text.len(), 3);
     assert!(text[0].contains("c") && !text[0].contains("incident"));
     assert!(text[1].contains("exit 69") && text[1].contains("◉ incident"));
-    let none = body(&jobs[2..], true, false, &p, 1.8e9);
+    assert!(text[0].starts_with('▎'), "the selection: {text:?}");
+    assert!(text[1].starts_with(' '));
+    // two rows fit: the window follows the selection down
+    let text: Vec<String> = body(&jobs, shown(false, 2, 2), &p, 1.8e9)
+        .iter()
+        .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+        .collect();
+    assert_eq!(text.len(), 2);
+    assert!(
+        text[1].starts_with('▎') && text[1].contains(" b "),
+        "{text:?}"
+    );
+    let none = body(&jobs[2..], shown(true, 5, 40), &p, 1.8e9);
     assert!(none[0].spans[0].content.contains("nothing failing"));
 }

@@ -417,6 +417,12 @@ impl Column {
 /// them; when the board is narrow the least needed go first; what is left
 /// over widens the name and the command.
 pub fn columns(cols: usize, facts: &Facts) -> Vec<(Column, usize)> {
+    columns_at(cols, facts, false)
+}
+
+/// [`columns`], and with `compact` (the compact density setting) never
+/// the schedule or the sparkline.
+pub fn columns_at(cols: usize, facts: &Facts, compact: bool) -> Vec<(Column, usize)> {
     let mut layout = vec![
         (Column::Status, 11),
         (Column::Name, 24),
@@ -428,6 +434,9 @@ pub fn columns(cols: usize, facts: &Facts) -> Vec<(Column, usize)> {
         (Column::Duration, 8),
         (Column::Spark, 11),
     ]);
+    if compact {
+        layout.retain(|(c, _)| !matches!(c, Column::Schedule | Column::Spark));
+    }
     if facts.monitored {
         layout.push((Column::Resources, 15));
     }

@@ -282,3 +282,31 @@ fn the_window_follows_the_cursor() {
         "an offset past the end is clamped first"
     );
 }
+
+#[test]
+fn compact_density_drops_the_schedule_and_sparkline_and_keeps_the_width() {
+    let facts = Facts::default();
+    let compact = columns_at(160, &facts, true);
+    let kinds: Vec<Column> = compact.iter().map(|(c, _)| *c).collect();
+    assert_eq!(
+        kinds,
+        [
+            Column::Status,
+            Column::Name,
+            Column::Last,
+            Column::Next,
+            Column::Duration,
+            Column::Command
+        ]
+    );
+    let used = 1 + compact.iter().map(|(_, w)| w + 1).sum::<usize>();
+    assert!((159..=160).contains(&used), "{used}");
+    // at a width where the full board still fits the schedule
+    assert!(columns(110, &facts)
+        .iter()
+        .any(|(c, _)| *c == Column::Schedule));
+    assert!(!columns_at(110, &facts, true)
+        .iter()
+        .any(|(c, _)| *c == Column::Schedule));
+    assert_eq!(columns_at(160, &facts, false), columns(160, &facts));
+}

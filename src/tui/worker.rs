@@ -6,7 +6,6 @@
 //! reads [`Update`]s from one channel, shared with the key reader.
 
 use super::model::{parse_jobs, Job};
-use super::sse::{self, Frame};
 use serde_json::Value;
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,15 +14,14 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, watch, Notify};
 
+mod tail;
+use tail::tail_loop;
+
 /// How long a plain request may take.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-/// A log stream with nothing on it for this long is dead (the daemon
-/// pings every 15 seconds).
-const STREAM_IDLE: Duration = Duration::from_secs(60);
-/// The pause before a log tail re-attaches, and its longest backoff when
-/// every attach replays the same finished run.
-const TAIL_RETRY: Duration = Duration::from_secs(5);
-const TAIL_RETRY_MAX: Duration = Duration::from_secs(30);
+/// The pause between two sends of a bulk sweep (the web page's), so a
+/// sweep over many jobs does not start them all in the same instant.
+pub const SWEEP_GAP: Duration = Duration::from_millis(300);
 
 /// A job action (`POST /jobs/{name}/...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +91,31 @@ pub enum Command {
     Feed(super::feeds::Feed),
     /// A state stream's records or a namespace's documents (the path).
     Detail(String),
+    /// The boot self-test's probes (`probe.rs`).
+    Boot,
+    /// The job actions panel's bulk sweep: `action` on each job in turn,
+    /// [`SWEEP_GAP`] apart, until done, stopped or refused with 401.
+    Sweep {
+        /// Tags the sweep's updates.
+        id: u64,
+        /// What is sent to each job.
+        action: Action,
+        /// The jobs, in order.
+        jobs: Vec<String>,
+    },
+    /// Send nothing more of the running sweep.
+    StopSweep,
+}
+
+/// How one send of a sweep went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sent {
+    /// The daemon answered: its status and the body's `error`, if any.
+    Answered(u16, Option<String>),
+    /// 401: the daemon wants a (valid) token.
+    Unauthorized,
+    /// No answer: why.
+    Failed(String),
 }
 
 /// One event of a log tail.
@@ -148,8 +171,15 @@ pub enum Update {
     Log(u64, LogEvent),
     /// An action's answer: status and body, or why there was none.
     Acted(Action, String, Result<(u16, Value), String>),
+    /// One send of a sweep: the sweep's id, the job, how it went.
+    Swept(u64, String, Sent),
+    /// A sweep ended: its id, how many sends went out, whether it was
+    /// stopped before the end.
+    SweepEnded(u64, usize, bool),
     /// SIGTERM or SIGINT: leave now.
     Terminate,
+    /// A boot self-test row, judged.
+    Boot(super::checks::Check),
 }
 
 /// A failed request.
@@ -232,6 +262,24 @@ impl Shared {
     }
 }
 
+/// The boot self-test's requests go out as every other does.
+impl super::probe::Daemon for Shared {
+    async fn get(&self, path: &str, accept: &str) -> super::checks::Answer<Vec<u8>> {
+        use super::checks::Answer;
+        let builder = self.request_for(reqwest::Method::GET, path, accept);
+        match self.send_request(builder).await {
+            Ok((200, body)) => Answer::Got(body),
+            Ok((status, body)) => Answer::Refused(error_text(status, &body)),
+            Err(Failure::Unauthorized) => Answer::Locked,
+            Err(Failure::Other(why)) => Answer::Down(why),
+        }
+    }
+
+    fn report(&self, check: super::checks::Check) {
+        self.send(Update::Boot(check));
+    }
+}
+
 /// A reqwest error in a few words (the innermost cause says most).
 fn describe(err: &reqwest::Error) -> String {
     if err.is_timeout() {
@@ -248,10 +296,14 @@ fn describe(err: &reqwest::Error) -> String {
 
 /// The `error` of a JSON error body, or `HTTP <status>`.
 fn error_text(status: u16, body: &[u8]) -> String {
+    error_of(body).unwrap_or_else(|| format!("HTTP {status}"))
+}
+
+/// The `error` of a JSON error body.
+fn error_of(body: &[u8]) -> Option<String> {
     serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("error").and_then(Value::as_str).map(str::to_owned))
-        .unwrap_or_else(|| format!("HTTP {status}"))
 }
 
 /// `name` as one URL path segment.
@@ -319,6 +371,8 @@ async fn serve(
     // The live-logs panel's tails always follow.
     let merged_follow = Arc::new(AtomicBool::new(true));
     let mut merged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    // The running sweep's stop flag (a new one for each sweep).
+    let mut sweep_stop = Arc::new(AtomicBool::new(false));
     while let Some(command) = inbox.recv().await {
         match command {
             Command::Merge(jobs) => {
@@ -405,17 +459,23 @@ async fn serve(
             Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
                 Update::Feed(feed, r)
             }),
+            Command::Boot => {
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move { super::probe::run(&*shared).await });
+            }
             Command::Detail(path) => {
                 one_off(&shared, path.clone(), move |r| Update::Detail(path, r))
             }
+            Command::Sweep { id, action, jobs } => {
+                sweep_stop = Arc::new(AtomicBool::new(false));
+                let stop = Arc::clone(&sweep_stop);
+                tokio::spawn(sweep(Arc::clone(&shared), id, action, jobs, stop));
+            }
+            Command::StopSweep => sweep_stop.store(true, Ordering::Relaxed),
             Command::Act(action, job) => {
                 let shared = Arc::clone(&shared);
                 tokio::spawn(async move {
-                    let path = format!("/jobs/{}/{}", path_segment(&job), action.verb());
-                    let builder = shared
-                        .request(reqwest::Method::POST, &path)
-                        .timeout(REQUEST_TIMEOUT);
-                    let answer = match shared.send_request(builder).await {
+                    let answer = match post_action(&shared, action, &job).await {
                         Ok((status, body)) => {
                             Ok((status, serde_json::from_slice(&body).unwrap_or(Value::Null)))
                         }
@@ -431,6 +491,53 @@ async fn serve(
         }
     }
     // The screen is gone: the process is ending.
+}
+
+/// `POST /jobs/{name}/{verb}`.
+async fn post_action(
+    shared: &Shared,
+    action: Action,
+    job: &str,
+) -> Result<(u16, Vec<u8>), Failure> {
+    let path = format!("/jobs/{}/{}", path_segment(job), action.verb());
+    let builder = shared
+        .request(reqwest::Method::POST, &path)
+        .timeout(REQUEST_TIMEOUT);
+    shared.send_request(builder).await
+}
+
+/// A sweep: each job in turn with [`SWEEP_GAP`] between two sends; the
+/// stop flag is read before each send, so a stop lands between two.
+/// A 401 ends the sweep (every later send would get one too).
+async fn sweep(
+    shared: Arc<Shared>,
+    id: u64,
+    action: Action,
+    jobs: Vec<String>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut sent = 0;
+    for job in jobs {
+        if sent > 0 {
+            tokio::time::sleep(SWEEP_GAP).await;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return shared.send(Update::SweepEnded(id, sent, true));
+        }
+        let outcome = match post_action(&shared, action, &job).await {
+            Ok((status, body)) => Sent::Answered(status, error_of(&body)),
+            Err(Failure::Unauthorized) => Sent::Unauthorized,
+            Err(Failure::Other(why)) => Sent::Failed(why),
+        };
+        sent += 1;
+        let refused = outcome == Sent::Unauthorized;
+        shared.send(Update::Swept(id, job, outcome));
+        if refused {
+            shared.send(Update::Unauthorized);
+            break;
+        }
+    }
+    shared.send(Update::SweepEnded(id, sent, false));
 }
 
 /// Spawns one GET whose answer becomes one update.
@@ -571,165 +678,6 @@ async fn poll_jobs(shared: &Shared, etag: &mut Option<String>) -> bool {
             *etag = None;
             shared.send(Update::Offline(why));
             false
-        }
-    }
-}
-
-/// How one attach of a log stream went.
-enum Attach {
-    /// It ended with `end`; the fingerprint of the lines it carried.
-    Ended(u64),
-    Failed(Failure),
-}
-
-/// Tails one job's log: attach, read to the end, and while following,
-/// attach again after a pause (longer each time the same finished run
-/// comes back; at once when kicked).
-async fn tail_loop(
-    shared: Arc<Shared>,
-    job: String,
-    generation: u64,
-    follow: Arc<AtomicBool>,
-    kick: Arc<Notify>,
-) {
-    let path = format!("/jobs/{}/logs", path_segment(&job));
-    let job_path = format!("/jobs/{}", path_segment(&job));
-    let mut retry = TAIL_RETRY;
-    let mut last: Option<u64> = None;
-    let mut before: Option<RunState> = None;
-    loop {
-        let state = run_state(&shared, &job_path).await;
-        let new_run = match (&before, &state) {
-            (_, Some(now)) if now.running => true,
-            // What the last attach followed has finished since: the
-            // replay is that run.
-            (Some(prev), Some(_)) if prev.running => false,
-            (Some(prev), Some(now)) => prev.finished != now.finished,
-            _ => false,
-        };
-        before = state;
-        shared.send(Update::Log(generation, LogEvent::Attach(new_run)));
-        match attach_once(&shared, &path, generation).await {
-            Attach::Ended(print) => {
-                retry = if last == Some(print) {
-                    (retry * 2).min(TAIL_RETRY_MAX)
-                } else {
-                    TAIL_RETRY
-                };
-                last = Some(print);
-            }
-            Attach::Failed(Failure::Unauthorized) => {
-                shared.send(Update::Log(
-                    generation,
-                    LogEvent::Failed("unauthorized".to_owned()),
-                ));
-                shared.send(Update::Unauthorized);
-                // A saved token re-attaches (the screen opens a new tail).
-                return;
-            }
-            Attach::Failed(Failure::Other(why)) => {
-                shared.send(Update::Log(generation, LogEvent::Failed(why)));
-                retry = TAIL_RETRY;
-                last = None;
-            }
-        }
-        if follow.load(Ordering::Relaxed) {
-            tokio::select! {
-                _ = tokio::time::sleep(retry) => {}
-                _ = kick.notified() => {}
-            }
-        } else {
-            kick.notified().await;
-        }
-    }
-}
-
-/// Whether a job runs, and when its last run finished.
-struct RunState {
-    running: bool,
-    finished: Option<String>,
-}
-
-/// `GET /jobs/{name}` read for [`RunState`]; None when it cannot be read.
-async fn run_state(shared: &Shared, path: &str) -> Option<RunState> {
-    let job = shared.get_json(path).await.ok()?;
-    Some(RunState {
-        running: job.get("running").and_then(Value::as_bool).unwrap_or(false),
-        finished: job
-            .get("last_run")
-            .and_then(|r| r.get("finished_at"))
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-    })
-}
-
-async fn attach_once(shared: &Shared, path: &str, generation: u64) -> Attach {
-    use std::hash::{Hash, Hasher};
-    let builder = shared
-        .request_for(reqwest::Method::GET, path, "text/event-stream")
-        // No deadline for the whole stream; silence is caught below.
-        .timeout(Duration::from_secs(365 * 86_400));
-    let mut response = match tokio::time::timeout(REQUEST_TIMEOUT, builder.send()).await {
-        Err(_) => return Attach::Failed(Failure::Other("timed out".to_owned())),
-        Ok(Err(e)) => return Attach::Failed(Failure::Other(describe(&e))),
-        Ok(Ok(r)) => r,
-    };
-    match response.status().as_u16() {
-        200 => {}
-        401 => return Attach::Failed(Failure::Unauthorized),
-        status => {
-            let body = response.bytes().await.unwrap_or_default();
-            return Attach::Failed(Failure::Other(error_text(status, &body)));
-        }
-    }
-    let mut parser = sse::Parser::new();
-    let mut print = std::collections::hash_map::DefaultHasher::new();
-    loop {
-        let chunk = match tokio::time::timeout(STREAM_IDLE, response.chunk()).await {
-            Err(_) => {
-                return Attach::Failed(Failure::Other("the log stream went silent".to_owned()))
-            }
-            Ok(Err(e)) => return Attach::Failed(Failure::Other(describe(&e))),
-            Ok(Ok(None)) => {
-                return Attach::Failed(Failure::Other("the log stream closed".to_owned()))
-            }
-            Ok(Ok(Some(chunk))) => chunk,
-        };
-        for frame in parser.feed(&chunk) {
-            match frame {
-                Frame::Event { event, data } if event == "line" => {
-                    let value: Value = serde_json::from_str(&data).unwrap_or(Value::String(data));
-                    let (stream, line) = match &value {
-                        Value::Object(map) => (
-                            map.get("stream")
-                                .and_then(Value::as_str)
-                                .unwrap_or("stdout")
-                                .to_owned(),
-                            map.get("line")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_owned(),
-                        ),
-                        Value::String(s) => ("stdout".to_owned(), s.clone()),
-                        other => ("stdout".to_owned(), other.to_string()),
-                    };
-                    (&stream, &line).hash(&mut print);
-                    shared.send(Update::Log(generation, LogEvent::Line(stream, line)));
-                }
-                Frame::Event { event, data } if event == "end" => {
-                    let reason = serde_json::from_str::<Value>(&data)
-                        .ok()
-                        .and_then(|v| v.get("reason").and_then(Value::as_str).map(str::to_owned));
-                    shared.send(Update::Log(generation, LogEvent::End(reason)));
-                    return Attach::Ended(print.finish());
-                }
-                Frame::Comment(text) => {
-                    if let Some(n) = sse::skipped_lines(&text) {
-                        shared.send(Update::Log(generation, LogEvent::Skipped(n)));
-                    }
-                }
-                Frame::Event { .. } => {}
-            }
         }
     }
 }

@@ -171,6 +171,7 @@ fn table() -> Vec<(&'static str, &'static str, MethodRouter<AppState>)> {
             get(schedule::schedule_duplicates),
         ),
         ("GET", "/schedule/suggest", get(schedule::schedule_suggest)),
+        ("GET", "/schedule/week", get(schedule::schedule_week)),
         ("GET", "/calendar.ics", get(schedule::calendar)),
         (
             "GET",
@@ -603,9 +604,18 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
         return Err(ApiError(StatusCode::NOT_FOUND, "404: Not Found".into()));
     }
     let format = Format::negotiate(headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()));
-    // The scheduler's values, then what the cluster and the Kubernetes
-    // mode publish and the store's counters, read here.
-    let snapshot = state
+    let snapshot = metrics_snapshot(&state).await?;
+    let body = state.metrics_cache.body(snapshot, format).await;
+    Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
+}
+
+/// What `GET /metrics` encodes: the scheduler's values, then what the
+/// cluster and the Kubernetes mode publish and the store's counters,
+/// read here.
+async fn metrics_snapshot(
+    state: &AppState,
+) -> Result<crate::metrics::prometheus::Snapshot, ControlError> {
+    Ok(state
         .control
         .metrics()
         .await?
@@ -616,9 +626,7 @@ async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> ApiResult
         .with_state(state.store.as_ref().map(|view| {
             let store = view.store();
             crate::metrics::prometheus::StateFacts::read(&store.stats(), store.topology().as_str())
-        }));
-    let body = state.metrics_cache.body(snapshot, format).await;
-    Ok(([(header::CONTENT_TYPE, format.content_type())], body).into_response())
+        })))
 }
 
 /// `GET /jobs/{name}/logs`: the Server-Sent Events tail of the job's

@@ -29,7 +29,7 @@ enum Kind {
 
 /// One per-job family, in exposition order (see [`FAMILIES`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Family {
+pub(super) enum Family {
     Runs,
     Duration,
     Retries,
@@ -55,7 +55,7 @@ enum Family {
 /// The per-job families in the order they appear: the cumulative
 /// counters first, then the state gauges (the order the crate-based
 /// collectors had, which scrapers and golden files may rely on).
-const FAMILIES: [Family; 20] = [
+pub(super) const FAMILIES: [Family; 20] = [
     Family::Runs,
     Family::Duration,
     Family::Retries,
@@ -340,7 +340,6 @@ impl Writer {
     /// One job's lines of `family`; `job` is its name escaped.
     fn write_job(&mut self, out: &mut String, family: Family, row: &JobRow, job: &str) {
         let counters = &row.counters;
-        let last = row.last_run.as_ref();
         let gauge = match family {
             Family::Runs => {
                 for outcome in OUTCOMES {
@@ -403,23 +402,7 @@ impl Writer {
                 out.push_str("\"} 1\n");
                 return;
             }
-            Family::LastSuccess => counters.last_success.map(Value::Float),
-            Family::LastFailure => counters.last_failure.map(Value::Float),
-            Family::PeakRss => (counters.max_rss > 0).then(|| rss_value(counters.max_rss)),
-            Family::Enabled => Some(row.enabled.into()),
-            Family::Running => Some(Value::Int(i64::try_from(row.running).unwrap_or(i64::MAX))),
-            Family::NextRun => row.next_run.map(Value::Float),
-            Family::LastRun => last.map(|r| Value::Float(r.finished)),
-            Family::LastRunDuration => last.and_then(|r| r.duration).map(Value::Float),
-            Family::LastRunExitCode => last.map(|r| Value::Int(i64::from(r.retcode))),
-            Family::LastRunSuccess => last.map(|r| r.success.into()),
-            Family::LastRunCpu => last
-                .and_then(|r| r.resources)
-                .map(|(cpu, _)| Value::Float(cpu)),
-            Family::LastRunMaxRss => last
-                .and_then(|r| r.resources)
-                .map(|(_, rss)| rss_value(rss)),
-            Family::Paused => Some(row.paused.into()),
+            _ => gauge(family, row),
         };
         if let Some(value) = gauge {
             self.sample(out, family.describe().0, job, value);
@@ -489,6 +472,97 @@ impl Writer {
         if self.format == Format::Text {
             sum_and_count(self, out);
         }
+    }
+}
+
+/// The value of a one-line gauge family for `row` (None: no line);
+/// None too for the families with lines of their own shape.
+fn gauge(family: Family, row: &JobRow) -> Option<Value> {
+    let counters = &row.counters;
+    let last = row.last_run.as_ref();
+    match family {
+        Family::LastSuccess => counters.last_success.map(Value::Float),
+        Family::LastFailure => counters.last_failure.map(Value::Float),
+        Family::PeakRss => (counters.max_rss > 0).then(|| rss_value(counters.max_rss)),
+        Family::Enabled => Some(row.enabled.into()),
+        Family::Running => Some(Value::Int(i64::try_from(row.running).unwrap_or(i64::MAX))),
+        Family::NextRun => row.next_run.map(Value::Float),
+        Family::LastRun => last.map(|r| Value::Float(r.finished)),
+        Family::LastRunDuration => last.and_then(|r| r.duration).map(Value::Float),
+        Family::LastRunExitCode => last.map(|r| Value::Int(i64::from(r.retcode))),
+        Family::LastRunSuccess => last.map(|r| r.success.into()),
+        Family::LastRunCpu => last
+            .and_then(|r| r.resources)
+            .map(|(cpu, _)| Value::Float(cpu)),
+        Family::LastRunMaxRss => last
+            .and_then(|r| r.resources)
+            .map(|(_, rss)| rss_value(rss)),
+        Family::Paused => Some(row.paused.into()),
+        Family::Runs
+        | Family::Duration
+        | Family::Retries
+        | Family::PermanentFailures
+        | Family::StartFailures
+        | Family::CpuSeconds
+        | Family::Info => None,
+    }
+}
+
+/// The sample names a job's lines of `family` can carry (in either
+/// format): a query that wants none of them skips the family.
+pub(super) fn sample_names(family: Family) -> &'static [&'static str] {
+    match family {
+        Family::Runs => &["cronstable_job_runs_total"],
+        Family::Duration => &[
+            "cronstable_job_duration_seconds_bucket",
+            "cronstable_job_duration_seconds_sum",
+            "cronstable_job_duration_seconds_count",
+        ],
+        Family::Retries => &["cronstable_job_retries_total"],
+        Family::PermanentFailures => &["cronstable_job_permanent_failures_total"],
+        Family::StartFailures => &["cronstable_job_start_failures_total"],
+        Family::CpuSeconds => &["cronstable_job_cpu_seconds_total"],
+        Family::LastSuccess => &["cronstable_job_last_success_timestamp_seconds"],
+        Family::LastFailure => &["cronstable_job_last_failure_timestamp_seconds"],
+        Family::PeakRss => &["cronstable_job_peak_rss_bytes"],
+        Family::Info => &["cronstable_job_info"],
+        Family::Enabled => &["cronstable_job_enabled"],
+        Family::Running => &["cronstable_job_running"],
+        Family::NextRun => &["cronstable_job_next_run_timestamp_seconds"],
+        Family::LastRun => &["cronstable_job_last_run_timestamp_seconds"],
+        Family::LastRunDuration => &["cronstable_job_last_run_duration_seconds"],
+        Family::LastRunExitCode => &["cronstable_job_last_run_exit_code"],
+        Family::LastRunSuccess => &["cronstable_job_last_run_success"],
+        Family::LastRunCpu => &["cronstable_job_last_run_cpu_seconds"],
+        Family::LastRunMaxRss => &["cronstable_job_last_run_max_rss_bytes"],
+        Family::Paused => &["cronstable_job_paused"],
+    }
+}
+
+/// How many lines of each of [`sample_names`]`(family)` (same order)
+/// `row` has: what [`Writer`] would write, counted without writing it.
+pub(super) fn sample_counts(family: Family, row: &JobRow) -> [usize; 3] {
+    let counters = &row.counters;
+    match family {
+        Family::Runs => [OUTCOMES.len(), 0, 0],
+        Family::Duration => {
+            let h = &counters.duration;
+            [h.bounds.len().min(h.counts.len()) + 1, 1, 1]
+        }
+        Family::Retries | Family::PermanentFailures | Family::StartFailures | Family::Info => {
+            [1, 0, 0]
+        }
+        Family::CpuSeconds => [if counters.cpu_count > 0 { 2 } else { 0 }, 0, 0],
+        _ => [usize::from(gauge(family, row).is_some()), 0, 0],
+    }
+}
+
+impl Writer {
+    /// Appends one job's lines of `family` to `out`, as an encoding
+    /// writes them.
+    pub(super) fn write_lines(&mut self, out: &mut String, family: Family, row: &JobRow) {
+        let job = escape(&row.name);
+        self.write_job(out, family, row, &job);
     }
 }
 

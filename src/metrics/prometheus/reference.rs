@@ -599,6 +599,61 @@ mod tests {
         }
     }
 
+    /// A query of samples by name answers what reading the encoded text
+    /// answers, whatever the needle, limit, format and inputs (the query
+    /// skips and counts per-job lines it does not write).
+    #[test]
+    fn sample_queries_equal_reading_the_text() {
+        let needles = [
+            "",
+            "job",
+            "runs_total",
+            "bucket",
+            "_sum",
+            "seconds",
+            "info",
+            "last_run",
+            "cpu",
+            "rss",
+            "paused",
+            "cronstable_jobs",
+            "kube",
+            "reload",
+            "x",
+            "é",
+            "le=",
+        ];
+        let mut rng = Lcg(31);
+        let mut states: Vec<(Counters, State)> = vec![state(
+            &mut rng,
+            ODD_NAMES.iter().map(|s| (*s).to_owned()).collect(),
+            &ODD_BOUNDS,
+        )];
+        for _ in 0..6 {
+            let names: Vec<String> = (0..rng.below(9))
+                .map(|i| format!("{}{i}", rng.name()))
+                .collect();
+            let bounds: Vec<f64> = (0..rng.below(5)).map(|_| rng.float()).collect();
+            states.push(state(&mut rng, names, &bounds));
+        }
+        for (counters, state) in &states {
+            let kube = crate::status::KubeState::new("ns".into(), None, "namespace".into(), None);
+            let snapshot =
+                Snapshot::take(counters, &state.gauges()).with_published(None, Some(kube));
+            for format in [Format::Text, Format::OpenMetrics] {
+                let text = snapshot.encode(format);
+                for needle in needles {
+                    let wanted = |name: &str| name.to_lowercase().contains(needle);
+                    for limit in [0, 1, 5, 37, 10_000] {
+                        let read = super::super::text_samples(&text, &wanted, limit);
+                        let queried = snapshot.samples(format, &wanted, limit);
+                        assert_eq!(queried, read, "{format:?} {needle:?} {limit}");
+                    }
+                }
+            }
+        }
+    }
+
     /// An encoder copies the unchanged jobs' lines of its previous body:
     /// after runs, pauses, reordering, added and removed jobs, every body
     /// is still the crate's text of the state it encodes.

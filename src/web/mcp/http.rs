@@ -7,7 +7,13 @@
 //! not on `mcp.allowedOrigins` is `403` (DNS rebinding), a body over
 //! `mcp.maxBodyBytes` is `413` (declared or read), an `Accept` that
 //! excludes JSON is `406`, a batch is `400`.
+//!
+//! A request of the stateless revision (its body's `_meta` names one, or
+//! its `MCP-Protocol-Version` header names `2026-07-28`) must mirror its
+//! revision, method and tool, prompt or resource name into headers; one
+//! that does not is `400` with the JSON-RPC error saying what differs.
 
+use super::era::{self, Mirrored};
 use super::rpc::is_response;
 use super::{Backend, Caller, Server, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use axum::body::{Body, Bytes};
@@ -28,6 +34,10 @@ pub struct Inbound {
     pub accept: Option<String>,
     /// `MCP-Protocol-Version`.
     pub protocol_version: Option<String>,
+    /// `Mcp-Method` (the stateless revision's mirror of the method).
+    pub mcp_method: Option<String>,
+    /// `Mcp-Name` (its mirror of the tool, prompt or resource name).
+    pub mcp_name: Option<String>,
     /// `Content-Length`, when declared and a number.
     pub content_length: Option<u64>,
     /// Whether `Access-Control-Request-Method` is present (a preflight).
@@ -47,18 +57,29 @@ impl Inbound {
             origin: text("origin"),
             accept: text("accept"),
             protocol_version: text(VERSION_HEADER),
+            mcp_method: text("mcp-method"),
+            mcp_name: text("mcp-name"),
             content_length: text("content-length").and_then(|v| v.trim().parse().ok()),
             preflight: headers.contains_key("access-control-request-method"),
         }
     }
 
     /// The revision a response names: the request's, when this server
-    /// speaks it, else the newest.
+    /// speaks it (in either era), else the newest `initialize` agrees to.
     fn echoed_version(&self) -> &str {
         self.protocol_version
             .as_deref()
-            .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(v))
+            .filter(|v| SUPPORTED_PROTOCOL_VERSIONS.contains(v) || era::is_modern(v))
             .unwrap_or(PROTOCOL_VERSION)
+    }
+
+    /// The headers a modern request mirrors its body into.
+    fn mirrored(&self) -> Mirrored {
+        Mirrored {
+            protocol_version: self.protocol_version.clone(),
+            method: self.mcp_method.clone(),
+            name: self.mcp_name.clone(),
+        }
     }
 }
 
@@ -75,7 +96,8 @@ impl Server {
                 ("access-control-allow-origin", origin.to_owned()),
                 (
                     "access-control-allow-headers",
-                    "Authorization, Content-Type, MCP-Protocol-Version".to_owned(),
+                    "Authorization, Content-Type, MCP-Protocol-Version, Mcp-Method, Mcp-Name"
+                        .to_owned(),
                 ),
                 (
                     "access-control-expose-headers",
@@ -208,18 +230,48 @@ impl Server {
                 "JSON-RPC responses are not accepted: this server sends no requests",
             );
         }
-        if inbound
-            .protocol_version
-            .as_deref()
-            .is_some_and(|v| !SUPPORTED_PROTOCOL_VERSIONS.contains(&v))
-        {
-            return self.refuse(
-                inbound,
-                StatusCode::BAD_REQUEST,
-                "unsupported MCP-Protocol-Version",
-            );
+        let object = message.as_object();
+        let modern = object.is_some_and(era::declares_modern)
+            || inbound
+                .protocol_version
+                .as_deref()
+                .is_some_and(era::is_modern);
+        match object {
+            // A modern request (a notification has no header rules) must
+            // carry its _meta and mirror it into the headers.
+            Some(object) if modern && object.contains_key("id") => {
+                let problem = era::meta_error(object)
+                    .or_else(|| era::header_error(object, &inbound.mirrored()));
+                if let Some(err) = problem {
+                    let id = object
+                        .get("id")
+                        .filter(|id| id.is_string() || id.is_i64() || id.is_u64())
+                        .cloned()
+                        .unwrap_or(Value::Null);
+                    return self.respond(
+                        inbound,
+                        StatusCode::BAD_REQUEST,
+                        Some(&err.envelope(id)),
+                        inbound.echoed_version(),
+                    );
+                }
+            }
+            _ if !modern
+                && inbound
+                    .protocol_version
+                    .as_deref()
+                    .is_some_and(|v| !SUPPORTED_PROTOCOL_VERSIONS.contains(&v)) =>
+            {
+                return self.refuse(
+                    inbound,
+                    StatusCode::BAD_REQUEST,
+                    "unsupported MCP-Protocol-Version",
+                );
+            }
+            _ => {}
         }
-        let Some(reply) = self.handle_message(&message, caller, backend).await else {
+        let (reply, status) = self.dispatch_message(&message, caller, backend).await;
+        let Some(reply) = reply else {
             return self.respond(
                 inbound,
                 StatusCode::ACCEPTED,
@@ -237,7 +289,8 @@ impl Server {
         } else {
             inbound.echoed_version().to_owned()
         };
-        self.respond(inbound, StatusCode::OK, Some(&reply), &version)
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+        self.respond(inbound, status, Some(&reply), &version)
     }
 
     /// `GET /mcp`: there is no server-to-client stream to open.

@@ -1,7 +1,9 @@
 //! The Model Context Protocol server: `POST /mcp`, a stateless Streamable
-//! HTTP endpoint speaking JSON-RPC 2.0 (MCP revision `2025-11-25`, and
-//! the older `2025-06-18` and `2025-03-26` a client may ask for) on the
-//! web listeners, behind the same tokens as the REST routes.
+//! HTTP endpoint speaking JSON-RPC 2.0 on the web listeners, behind the
+//! same tokens as the REST routes. It serves both eras of the protocol:
+//! the stateless revision `2026-07-28` (each request names its revision
+//! in `_meta`; `server/discover`), and `2025-11-25`, `2025-06-18` and
+//! `2025-03-26`, which a client agrees with `initialize`.
 //!
 //! The layers, each testable on its own:
 //! - [`http`]: the transport (Origin allow-list, body cap, Accept,
@@ -9,6 +11,8 @@
 //! - [`rpc`]: JSON-RPC framing and method dispatch (`initialize`,
 //!   `ping`, `tools/*`, `resources/*`, `prompts/*`,
 //!   `completion/complete`, notifications);
+//! - [`era`]: the rules of the stateless revision (its `_meta`, the
+//!   mirrored headers, the methods each era has, the result fields);
 //! - [`catalog`]: which tools exist, their argument schemas and
 //!   annotations, and which ones the config and the caller may see;
 //! - [`tools`]: what each tool does, over a [`Backend`];
@@ -20,6 +24,7 @@
 
 mod catalog;
 mod context;
+mod era;
 mod http;
 mod rpc;
 mod tools;
@@ -29,6 +34,7 @@ mod tests;
 
 use super::auth::Grant;
 use crate::config::mcp::McpSettings;
+use crate::metrics::prometheus::Sample;
 use serde_json::Value;
 
 pub use http::Inbound;
@@ -39,6 +45,10 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 
 /// Every revision `initialize` agrees to.
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+
+/// The stateless revisions, served to a request that names one in its
+/// `_meta` (no `initialize`).
+pub const MODERN_PROTOCOL_VERSIONS: [&str; 1] = ["2026-07-28"];
 
 /// The MCP server of one web configuration: its settings, built when the
 /// listeners start (a reload that changes `mcp` rebuilds it).
@@ -168,8 +178,13 @@ pub(crate) trait Backend {
     async fn fleet(&self) -> Answer;
     /// `GET /node`, with `GET /node/history` as `history` when asked.
     async fn node(&self, history: bool) -> Answer;
-    /// `GET /metrics` (the text exposition).
-    async fn metrics_text(&self) -> Answer<String>;
+    /// The samples of `GET /metrics` (the text exposition) whose name is
+    /// `wanted`: the first `limit`, in order, and how many there are.
+    async fn metric_samples(
+        &self,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+        limit: usize,
+    ) -> Answer<(Vec<Sample>, usize)>;
     /// The job-set id and the number of jobs.
     async fn job_set(&self) -> Answer<(String, usize)>;
     /// The retained output lines (stream, text) a log viewer of `name`

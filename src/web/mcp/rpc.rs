@@ -2,8 +2,11 @@
 //! one message in, the response (or nothing, for a notification or a
 //! stray response) out. Protocol faults are JSON-RPC errors; a tool that
 //! fails answers a normal result with `isError` (see [`super::tools`]).
+//! A message naming a revision in its `_meta` is served under the rules
+//! of [`super::era`].
 
 use super::catalog;
+use super::era;
 use super::{Backend, Caller, Server, PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use serde_json::{json, Map, Value};
 
@@ -16,11 +19,15 @@ pub(super) const INVALID_PARAMS: i64 = -32602;
 /// `resources/read` of a URI that resolves to nothing.
 pub(super) const RESOURCE_NOT_FOUND: i64 = -32002;
 
-/// A JSON-RPC error: code and message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A JSON-RPC error: code, message and optional data, and the HTTP
+/// status a modern request's reply carries (a legacy error is always
+/// answered `200`).
+#[derive(Debug, Clone, PartialEq)]
 pub(super) struct RpcError {
     pub code: i64,
     pub message: String,
+    pub data: Option<Value>,
+    pub status: u16,
 }
 
 impl RpcError {
@@ -28,7 +35,30 @@ impl RpcError {
         RpcError {
             code,
             message: message.into(),
+            data: None,
+            status: 200,
         }
+    }
+
+    /// The error with `data`.
+    pub fn with_data(mut self, data: Value) -> RpcError {
+        self.data = Some(data);
+        self
+    }
+
+    /// The error, answered with HTTP `status` to a modern request.
+    pub fn with_status(mut self, status: u16) -> RpcError {
+        self.status = status;
+        self
+    }
+
+    /// The response carrying this error for request `id`.
+    pub fn envelope(&self, id: Value) -> Value {
+        let mut reply = error_envelope(id, self.code, &self.message);
+        if let Some(data) = &self.data {
+            reply["error"]["data"] = data.clone();
+        }
+        reply
     }
 }
 
@@ -74,6 +104,23 @@ impl Server {
         caps
     }
 
+    /// The server's full identity, which `initialize` and
+    /// `server/discover` return.
+    fn server_info() -> Value {
+        let mut info = era::identity();
+        info["description"] = json!(
+            "A cron daemon: scheduled jobs with retries, alerts, run history and dashboards."
+        );
+        info
+    }
+
+    fn instructions(&self) -> &str {
+        self.settings
+            .instructions
+            .as_deref()
+            .unwrap_or(INSTRUCTIONS)
+    }
+
     fn initialize(&self, params: &Map<String, Value>, caller: &Caller) -> Value {
         let asked = params.get("protocolVersion").and_then(Value::as_str);
         let version = asked
@@ -82,14 +129,19 @@ impl Server {
         json!({
             "protocolVersion": version,
             "capabilities": self.capabilities(caller),
-            "serverInfo": {
-                "name": "cronstable",
-                "title": "cronstable",
-                "version": env!("CARGO_PKG_VERSION"),
-                "description": "A cron daemon: scheduled jobs with retries, alerts, run \
-                                history and dashboards.",
-            },
-            "instructions": self.settings.instructions.as_deref().unwrap_or(INSTRUCTIONS),
+            "serverInfo": Server::server_info(),
+            "instructions": self.instructions(),
+        })
+    }
+
+    /// `server/discover` (modern only): what the server speaks and offers
+    /// the caller.
+    fn discover(&self, caller: &Caller) -> Value {
+        json!({
+            "supportedVersions": era::all_versions(),
+            "capabilities": self.capabilities(caller),
+            "instructions": self.instructions(),
+            "_meta": {era::META_SERVER_INFO: Server::server_info()},
         })
     }
 
@@ -143,12 +195,25 @@ impl Server {
 
     /// Dispatches one JSON-RPC message from `caller`: the response, or
     /// `None` for a notification or a stray response (answered 202).
+    #[cfg(test)]
     pub(crate) async fn handle_message<B: Backend>(
         &self,
         message: &Value,
         caller: &Caller,
         backend: &B,
     ) -> Option<Value> {
+        self.dispatch_message(message, caller, backend).await.0
+    }
+
+    /// [`Server::handle_message`], with the HTTP status of the reply: not
+    /// `200` only for a modern request refused for its `_meta` or
+    /// revision (`400`) or naming an unknown method (`404`).
+    pub(super) async fn dispatch_message<B: Backend>(
+        &self,
+        message: &Value,
+        caller: &Caller,
+        backend: &B,
+    ) -> (Option<Value>, u16) {
         let Some(object) = message
             .as_object()
             .filter(|m| m.get("jsonrpc") == Some(&json!("2.0")))
@@ -158,44 +223,80 @@ impl Server {
                 .filter(|id| valid_id(id))
                 .cloned()
                 .unwrap_or(Value::Null);
-            return Some(error_envelope(
-                id,
-                INVALID_REQUEST,
-                "not a JSON-RPC 2.0 message",
-            ));
+            let reply = error_envelope(id, INVALID_REQUEST, "not a JSON-RPC 2.0 message");
+            return (Some(reply), 200);
         };
         if is_response(object) {
             // This server sends no requests, so no reply is awaited.
-            return None;
+            return (None, 202);
         }
         let notification = !object.contains_key("id");
         let id = object.get("id").cloned().unwrap_or(Value::Null);
         if !notification && !valid_id(&id) {
-            return Some(error_envelope(
+            let reply = error_envelope(
                 Value::Null,
                 INVALID_REQUEST,
                 "a request id must be a string or an integer",
-            ));
+            );
+            return (Some(reply), 200);
         }
-        let answer = self.method(object, caller, backend).await;
+        let modern = era::declares_modern(object);
+        let answer = if modern {
+            match era::meta_error(object).or_else(|| era::version_error(object)) {
+                Some(err) => Err(err),
+                None => self.method(object, true, caller, backend).await,
+            }
+        } else {
+            self.method(object, false, caller, backend).await
+        };
         if notification {
-            return None;
+            return (None, 202);
         }
-        Some(match answer {
-            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
-            Err(err) => error_envelope(id, err.code, &err.message),
-        })
+        match answer {
+            Ok(result) if modern => {
+                let method = object["method"].as_str().unwrap_or_default();
+                let reply =
+                    json!({"jsonrpc": "2.0", "id": id, "result": era::finish(method, result)});
+                (Some(reply), 200)
+            }
+            Ok(result) => (
+                Some(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+                200,
+            ),
+            Err(mut err) if modern => {
+                // The modern revision has no resource-not-found code.
+                if err.code == RESOURCE_NOT_FOUND {
+                    err.code = INVALID_PARAMS;
+                }
+                (Some(err.envelope(id)), err.status)
+            }
+            Err(err) => (Some(err.envelope(id)), 200),
+        }
     }
 
+    /// Runs the method of `object`, under the modern revision's method
+    /// set when `modern`.
     async fn method<B: Backend>(
         &self,
         object: &Map<String, Value>,
+        modern: bool,
         caller: &Caller,
         backend: &B,
     ) -> Result<Value, RpcError> {
         let Some(method) = object.get("method").and_then(Value::as_str) else {
             return Err(RpcError::new(INVALID_REQUEST, "the method is missing"));
         };
+        let other_era = if modern {
+            era::legacy_only(method)
+        } else {
+            era::modern_only(method)
+        };
+        let unknown = || {
+            RpcError::new(METHOD_NOT_FOUND, format!("unknown method: {method}")).with_status(404)
+        };
+        if other_era {
+            return Err(unknown());
+        }
         let empty = Map::new();
         let params = match object.get("params") {
             None | Some(Value::Null) => &empty,
@@ -208,6 +309,7 @@ impl Server {
             "initialize" => Ok(self.initialize(params, caller)),
             "notifications/initialized" | "notifications/cancelled" => Ok(Value::Null),
             "ping" => Ok(json!({})),
+            "server/discover" => Ok(self.discover(caller)),
             "tools/list" => Ok(self.tools_list(caller)),
             "tools/call" => self.tools_call(params, caller, backend).await,
             "resources/list" if resources => Ok(self.resources_list()),
@@ -218,10 +320,7 @@ impl Server {
             "completion/complete" if resources || prompts => {
                 self.complete(params, caller, backend).await
             }
-            _ => Err(RpcError::new(
-                METHOD_NOT_FOUND,
-                format!("unknown method: {method}"),
-            )),
+            _ => Err(unknown()),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! shapes. The transport is covered against the real daemon
 //! (tests/mcp.rs, tests/mcp_sdk.rs).
 
-use super::tools::{metric_samples, tail_payload};
+use super::tools::tail_payload;
 use super::*;
 use crate::config::model::sections::McpToolset;
 use serde_json::json;
@@ -71,8 +71,15 @@ impl Backend for Fake {
     async fn node(&self, history: bool) -> Answer {
         Ok(json!({"node_name": "n1", "history": history}))
     }
-    async fn metrics_text(&self) -> Answer<String> {
-        Ok("# HELP a x\na_total 1\nb{x=\"1\"} 2\n".into())
+    async fn metric_samples(
+        &self,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+        limit: usize,
+    ) -> Answer<(Vec<crate::metrics::prometheus::Sample>, usize)> {
+        let text = "# HELP a x\na_total 1\nb{x=\"1\"} 2\n";
+        Ok(crate::metrics::prometheus::text_samples(
+            text, wanted, limit,
+        ))
     }
     async fn job_set(&self) -> Answer<(String, usize)> {
         Ok(("v1:abc".into(), 2))
@@ -283,6 +290,98 @@ fn framing_errors_and_notifications() {
         reply(json!({"jsonrpc": "2.0", "id": 3, "result": {}})),
         None
     );
+}
+
+/// A message of the stateless revision `version` (its `_meta`), and the
+/// HTTP status and reply it gets.
+fn modern(server: &Server, version: &str, method: &str, params: Value) -> (u16, Value) {
+    let mut params = params.as_object().cloned().unwrap_or_default();
+    params.insert(
+        "_meta".into(),
+        json!({"io.modelcontextprotocol/protocolVersion": version,
+               "io.modelcontextprotocol/clientCapabilities": {}}),
+    );
+    let message = json!({"jsonrpc": "2.0", "id": 5, "method": method, "params": params});
+    let (reply, status) = run(server.dispatch_message(&message, &Caller::open(), &Fake::default()));
+    (status, reply.expect("a reply"))
+}
+
+#[test]
+fn the_stateless_revision_is_served_per_request() {
+    let s = server("");
+    let (status, found) = modern(&s, "2026-07-28", "server/discover", json!({}));
+    assert_eq!(status, 200);
+    let found = &found["result"];
+    assert_eq!(
+        found["supportedVersions"],
+        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
+    );
+    assert!(found["capabilities"]["tools"].is_object());
+    assert!(found["instructions"].is_string());
+    assert_eq!(found["resultType"], "complete");
+    assert_eq!(
+        (found["ttlMs"].clone(), found["cacheScope"].clone()),
+        (json!(60_000), json!("private"))
+    );
+    let info = &found["_meta"]["io.modelcontextprotocol/serverInfo"];
+    assert_eq!(info["name"], "cronstable");
+    assert!(info["description"].is_string(), "{info}");
+
+    let (status, called) = modern(
+        &s,
+        "2026-07-28",
+        "tools/call",
+        json!({"name": "cron_get_version", "arguments": {}}),
+    );
+    assert_eq!(status, 200);
+    assert_eq!(called["result"]["structuredContent"]["jobs"], json!(2));
+    assert_eq!(called["result"]["resultType"], "complete");
+    assert!(called["result"].get("ttlMs").is_none());
+    assert_eq!(
+        called["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["version"],
+        env!("CARGO_PKG_VERSION")
+    );
+
+    // No handshake or ping in this era: unknown methods, answered 404.
+    for method in ["initialize", "ping"] {
+        let (status, refused) = modern(&s, "2026-07-28", method, json!({}));
+        assert_eq!(
+            (status, refused["error"]["code"].clone()),
+            (404, json!(-32601)),
+            "{method}"
+        );
+    }
+    // A revision not spoken: -32022 with the list, answered 400.
+    let (status, refused) = modern(&s, "2099-01-01", "tools/list", json!({}));
+    assert_eq!(status, 400);
+    assert_eq!(refused["id"], json!(5));
+    assert_eq!(refused["error"]["code"], json!(-32022));
+    assert_eq!(refused["error"]["data"]["requested"], "2099-01-01");
+    assert_eq!(refused["error"]["data"]["supported"][0], "2026-07-28");
+    // A missing resource is invalid params here (no -32002 in this era).
+    let (status, missing) = modern(
+        &s,
+        "2026-07-28",
+        "resources/read",
+        json!({"uri": "cronstable://nothing"}),
+    );
+    assert_eq!(
+        (status, missing["error"]["code"].clone()),
+        (200, json!(-32602))
+    );
+    // The legacy era keeps -32002 and answers every error 200.
+    assert_eq!(
+        ask(
+            &s,
+            &Caller::open(),
+            "resources/read",
+            json!({"uri": "cronstable://nothing"})
+        )["error"]["code"],
+        json!(-32002)
+    );
+    let bare = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover"});
+    let (_, status) = run(s.dispatch_message(&bare, &Caller::open(), &Fake::default()));
+    assert_eq!(status, 200);
 }
 
 #[test]
@@ -498,6 +597,22 @@ fn actions_need_confirm_and_are_attributed() {
         fake.acted.lock().unwrap().last().unwrap(),
         "resume beta mcp"
     );
+}
+
+#[test]
+fn the_metrics_query_filters_names_in_any_case() {
+    let s = server("");
+    let open = Caller::open();
+    let found = call(&s, &open, "cron_query_metrics", json!({"match": "A_T"}));
+    assert_eq!(
+        found["structuredContent"],
+        json!({"samples": [{"name": "a_total", "labels": "", "value": "1"}],
+               "totalMatched": 1, "returned": 1, "match": "A_T"})
+    );
+    let all = call(&s, &open, "cron_query_metrics", json!({"limit": 1}));
+    assert_eq!(all["structuredContent"]["totalMatched"], json!(2));
+    assert_eq!(all["structuredContent"]["returned"], json!(1));
+    assert_eq!(all["structuredContent"]["match"], Value::Null);
 }
 
 #[test]
@@ -756,15 +871,6 @@ fn the_pure_helpers() {
         (past["cursor"].clone(), past["lines"].clone()),
         (json!(10), json!([]))
     );
-    let text = "# HELP x\ncronstable_jobs 3\njob_runs_total{job=\"a b\"} 7\n\nbad line{\n";
-    let (all, total) = metric_samples(text, None, 10);
-    assert_eq!(total, 3);
-    assert_eq!(
-        all[1],
-        json!({"name": "job_runs_total", "labels": "{job=\"a b\"}", "value": "7"})
-    );
-    let (some, total) = metric_samples(text, Some("RUNS"), 0);
-    assert_eq!((some.len(), total), (0, 1));
     let query = JobQuery {
         filter: Some("al".into()),
         state: Some(JobState::Scheduled),

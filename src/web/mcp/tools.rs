@@ -343,8 +343,18 @@ impl Server {
     async fn metrics<B: Backend>(&self, args: &Args, backend: &B) -> Outcome {
         let needle = opt_str(args, "match", "a string")?;
         let limit = self.clamp_limit(args.get("limit"));
-        let text = backend.metrics_text().await?;
-        let (samples, total) = metric_samples(&text, needle, limit);
+        // The name filter: a case-insensitive substring.
+        let needle_lower = needle.map(str::to_lowercase);
+        let wanted = |name: &str| {
+            needle_lower
+                .as_deref()
+                .is_none_or(|n| name.to_lowercase().contains(n))
+        };
+        let (found, total) = backend.metric_samples(&wanted, limit).await?;
+        let samples: Vec<Value> = found
+            .into_iter()
+            .map(|s| json!({"name": s.name, "labels": s.labels, "value": s.value}))
+            .collect();
         let returned = samples.len();
         Ok(result(
             json!({
@@ -534,55 +544,6 @@ pub(super) fn tail_payload(lines: &[(String, String)], tail: usize, cursor: Opti
         "cursor": stop.max(start),
         "truncated": cursor.is_none() && start > 0,
     })
-}
-
-/// The samples of a Prometheus text exposition whose metric name holds
-/// `needle` (any case): at most `limit` of them (name, label block,
-/// value as written), and how many matched in all. Comments and blank
-/// lines are skipped.
-pub(super) fn metric_samples(
-    text: &str,
-    needle: Option<&str>,
-    limit: usize,
-) -> (Vec<Value>, usize) {
-    let needle = needle.map(str::to_lowercase);
-    let mut samples = Vec::new();
-    let mut total = 0;
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let name_end = line
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
-            .unwrap_or(line.len());
-        let name = &line[..name_end];
-        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            continue;
-        }
-        let rest = &line[name_end..];
-        let (labels, rest) = if rest.starts_with('{') {
-            match rest.find('}') {
-                Some(close) => (&rest[..=close], &rest[close + 1..]),
-                None => continue,
-            }
-        } else {
-            ("", rest)
-        };
-        let Some(value) = rest.split_whitespace().next() else {
-            continue;
-        };
-        if needle
-            .as_deref()
-            .is_some_and(|n| !name.to_lowercase().contains(n))
-        {
-            continue;
-        }
-        total += 1;
-        if samples.len() < limit {
-            samples.push(json!({"name": name, "labels": labels, "value": value}));
-        }
-    }
-    (samples, total)
 }
 
 /// The one-line verdict of a schedule preview.

@@ -5,6 +5,7 @@
 
 use super::super::auth::Grant;
 use super::{state, status_of, AppState};
+use crate::metrics::prometheus::{Format, Sample};
 use crate::scheduler::control::ControlError;
 use crate::web::mcp::{Answer, Backend, Caller, Inbound, JobQuery, Refusal};
 use axum::body::Bytes;
@@ -218,19 +219,18 @@ impl Backend for AppState {
         Ok(body)
     }
 
-    async fn metrics_text(&self) -> Answer<String> {
-        let response = match super::metrics(State(self.clone()), HeaderMap::new()).await {
-            Ok(response) => response,
-            Err(err) => {
-                return json_of(Err::<Response, _>(err))
-                    .await
-                    .map(|_| String::new())
-            }
-        };
-        let bytes = axum::body::to_bytes(response.into_body(), usize::MAX)
-            .await
-            .map_err(|e| Refusal::new(500, format!("cannot read the metrics: {e}")))?;
-        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    async fn metric_samples(
+        &self,
+        wanted: &(dyn Fn(&str) -> bool + Sync),
+        limit: usize,
+    ) -> Answer<(Vec<Sample>, usize)> {
+        if !self.metrics_enabled {
+            return Err(Refusal::new(404, "404: Not Found"));
+        }
+        let snapshot = super::metrics_snapshot(self).await.map_err(refusal)?;
+        // The query writes only the per-job lines it keeps: no need to
+        // encode (or take from the cache) the whole exposition.
+        Ok(snapshot.samples(Format::Text, wanted, limit))
     }
 
     async fn job_set(&self) -> Answer<(String, usize)> {

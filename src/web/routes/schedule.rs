@@ -2,8 +2,10 @@
 //! one job's schedule explained at one instant (`/schedule/why`), the
 //! fleet's load (`/schedule/pressure`), its duplicate schedules
 //! (`/schedule/duplicates`), a quiet slot for a new job
-//! (`/schedule/suggest`), the calendar feeds (`/calendar.ics`,
-//! `/jobs/{name}/calendar.ics`), and `/whoami`.
+//! (`/schedule/suggest`), the fleet's fires over the coming days grouped
+//! by schedule (`/schedule/week`, the dashboard's week card), the
+//! calendar feeds (`/calendar.ics`, `/jobs/{name}/calendar.ics`), and
+//! `/whoami`.
 //!
 //! The answers are computed by the engine's pure analyses
 //! ([`crate::cronexpr`]) from one snapshot of the job table; here the
@@ -11,14 +13,14 @@
 
 use super::{request, ApiError, ApiResult, AppState};
 use crate::cronexpr::{
-    duplicates, paused_note, pressure, suggest, why, write_calendar, CalendarEntry, CalendarWindow,
-    Excluded, FleetEntry, Period, Probe, TimeBase,
+    duplicates, fires_by_schedule, paused_note, pressure, python_iso, suggest, why, write_calendar,
+    CalendarEntry, CalendarWindow, Excluded, FleetEntry, Period, Probe, TimeBase, MAX_WEEK_FIRES,
 };
 use crate::pyfmt::py_repr;
 use crate::scheduler::control::{ControlError, JobSnapshot};
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use chrono::{DateTime, Utc};
@@ -196,6 +198,61 @@ pub(super) async fn schedule_suggest(
         json_of(&suggest(&entries, period, now, &display))
     })
     .await?
+}
+
+/// `GET /schedule/week?start=&days=&max=`: every enabled job's fires
+/// from `start` (an ISO 8601 instant, default now) over `days` (1 to 14,
+/// default 7), grouped by distinct schedule and clock; a schedule firing
+/// more than `max` times (1 to 500, default 56) is marked frequent and
+/// lists no fires. Tagged and gzipped like `/jobs`: a calendar that asks
+/// again for the same window gets a `304` while the job table is the
+/// same.
+pub(super) async fn schedule_week(
+    State(state): State<AppState>,
+    Query(query): Query<HashMap<String, String>>,
+    headers: HeaderMap,
+) -> ApiResult {
+    let start = match query
+        .get("start")
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+    {
+        None => Utc::now(),
+        Some(text) => DateTime::parse_from_rfc3339(text)
+            .map(|t| t.with_timezone(&Utc))
+            .map_err(|_| {
+                ApiError(
+                    StatusCode::BAD_REQUEST,
+                    format!("start must be an ISO 8601 instant with an offset, not {text:?}"),
+                )
+            })?,
+    };
+    let days = request::clamped(&query, &["days"], 7, 1, 14) as i64;
+    let max = request::clamped(&query, &["max"], 56, 1, MAX_WEEK_FIRES);
+    let end = start + chrono::Duration::days(days);
+    let jobs = state.control.jobs().await?;
+    let body = off_reactor(move || {
+        let (entries, excluded) = fleet(&jobs);
+        let groups = fires_by_schedule(&entries, start, end, max);
+        serde_json::to_vec(&json!({
+            "start": python_iso(&TimeBase::Utc, start),
+            "end": python_iso(&TimeBase::Utc, end),
+            "max": max,
+            "jobs": entries.len(),
+            "excluded": excluded,
+            "groups": groups,
+        }))
+    })
+    .await?
+    .map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("cannot encode the answer: {e}"),
+        )
+    })?;
+    use sha2::Digest;
+    let etag = super::conditional::etag_of(&sha2::Sha256::digest(&body));
+    Ok(super::conditional::json(&headers, &etag, body).await)
 }
 
 /// Mean of the durations a job's retained runs recorded, or `None`.

@@ -1,6 +1,7 @@
 // cronstable dashboard: the activity heatmap (GET /activity), the
 // schedule pressure card (GET /schedule/pressure, /duplicates, /suggest),
-// the week calendar and the cron sandbox (both GET /schedule/preview).
+// the week calendar (GET /schedule/week) and the cron sandbox (GET
+// /schedule/preview).
 // A route this daemon does not serve (404) turns its card into a note.
 "use strict";
 (function () {
@@ -242,9 +243,14 @@
   }
 
   // --- week calendar ------------------------------------------------------------
-  const WEEK_JOBS = 100;
-  const previews = new Map(); // query -> {at, fires}
-  const week = { at: 0, busy: false };
+  // The fires come from GET /schedule/week: the whole fleet's, walked once
+  // per distinct schedule on the daemon and grouped by it, so the card
+  // covers every job in the filter, whatever their number. The page draws
+  // at most WEEK_DAY_CAP chips a day and WEEK_HUM_CAP frequent jobs.
+  const WEEK_DAY_CAP = 80;
+  const WEEK_HUM_CAP = 60;
+  const WEEK_DAYS = 8; // asked for: a week of local days, DST or not
+  const week = { at: 0, busy: false, url: null, etag: null, data: null };
 
   CS.panels.week = {
     card: "weekCard",
@@ -260,41 +266,70 @@
     },
   };
 
-  async function loadWeek() {
-    const text = CS.$("filter").value.trim().toLowerCase();
-    const jobs = CS.jobs.view.filter((j) => j.enabled && !/^@reboot/.test(j.schedule) && (!text || j._search.indexOf(text) >= 0));
-    const picked = jobs.slice(0, WEEK_JOBS);
-    const queries = new Map();
-    for (const j of picked) {
-      const q = CS.previewQuery(j, 60);
-      if (q) queries.set(j.name, q);
-    }
-    const todo = Array.from(new Set(queries.values())).filter((q) => !previews.has(q) || Date.now() - previews.get(q).at > 300000);
-    let cursor = 0;
-    const worker = async () => {
-      while (cursor < todo.length) {
-        const q = todo[cursor++];
-        const res = await CS.api(q);
-        previews.set(q, { at: Date.now(), fires: res.ok && res.data.valid ? res.data.fires.map(CS.parseTime) : [] });
-      }
-    };
-    await Promise.all([worker(), worker(), worker(), worker()]);
-    renderWeek(picked, queries, jobs.length);
+  /** The 8 local midnights that bound the next 7 days (true DST lengths). */
+  function weekBounds() {
+    const d0 = new Date();
+    d0.setHours(0, 0, 0, 0);
+    const bounds = [];
+    for (let i = 0; i <= 7; i++) bounds.push(new Date(d0.getFullYear(), d0.getMonth(), d0.getDate() + i).getTime());
+    return bounds;
   }
 
-  function renderWeek(picked, queries, total) {
+  async function loadWeek() {
+    const bounds = weekBounds();
+    const url = "/schedule/week?start=" + enc(new Date(bounds[0]).toISOString()) + "&days=" + WEEK_DAYS + "&max=" + 8 * WEEK_DAYS;
+    const res = await CS.api(url, { etag: week.url === url ? week.etag : null });
+    if (res.status === 304 && week.data) {
+      // the same answer as before
+    } else if (res.ok) {
+      week.url = url;
+      week.etag = res.etag;
+      week.data = res.data;
+    } else {
+      const body = CS.clear(CS.$("weekBody"));
+      if (res.status === 404) missing(body, "GET /schedule/week");
+      else body.appendChild(CS.el("div", "note", res.error || "no answer from the daemon"));
+      return;
+    }
+    const text = CS.$("filter").value.trim().toLowerCase();
+    const jobs = CS.jobs.view.filter((j) => j.enabled && !/^@reboot/.test(j.schedule) && (!text || j._search.indexOf(text) >= 0));
+    renderWeek(jobs, week.data, bounds);
+  }
+
+  function renderWeek(jobs, data, bounds) {
+    const byName = new Map();
+    for (const group of data.groups || []) for (const name of group.jobs) byName.set(name, group);
+    const start = bounds[0];
+    const end = bounds[7];
+    const items = [];
+    const hum = [];
+    let charted = 0;
+    for (const job of jobs) {
+      const group = byName.get(job.name);
+      if (!group) continue;
+      if (group.frequent) {
+        hum.push(job);
+        continue;
+      }
+      let any = false;
+      for (const s of group.fires) {
+        const t = s * 1000;
+        if (t >= start && t < end) {
+          items.push({ job: job, t: t });
+          any = true;
+        }
+      }
+      if (any) charted++;
+    }
+    items.sort((a, b) => a.t - b.t || (a.job.name < b.job.name ? -1 : a.job.name > b.job.name ? 1 : 0));
     const body = CS.clear(CS.$("weekBody"));
     CS.$("icsLink").href = CS.icsHref("/calendar.ics");
-    const today = new Date();
-    today.setHours(0, 0, 0, 0);
-    const start = today.getTime();
-    const end = start + 7 * 24 * HOUR;
     const now = Date.now();
     const PX = 22;
     const cal = CS.el("div", "week");
     cal.appendChild(CS.el("div", "dayhead"));
     for (let d = 0; d < 7; d++) {
-      const day = new Date(start + d * 24 * HOUR);
+      const day = new Date(bounds[d]);
       cal.appendChild(CS.el("div", "dayhead" + (d === 0 ? " today" : ""), day.toLocaleDateString(undefined, { weekday: "short", month: "short", day: "numeric" })));
     }
     const hours = CS.el("div", "hours");
@@ -306,45 +341,46 @@
     }
     cal.appendChild(hours);
     const cols = [];
+    const perDay = [];
     for (let d = 0; d < 7; d++) {
       const col = CS.el("div", "col");
       col.style.height = 24 * PX + "px";
       cols.push(col);
+      perDay.push([]);
       cal.appendChild(col);
     }
-    const slots = new Map();
-    const hum = [];
-    let fires = 0;
-    for (const job of picked) {
-      const entry = previews.get(queries.get(job.name));
-      if (!entry) continue;
-      const inWeek = entry.fires.filter((t) => t >= start && t < end);
-      const perDay = new Array(7).fill(0);
-      for (const t of inWeek) perDay[Math.floor((t - start) / (24 * HOUR))]++;
-      const saturated = entry.fires.length >= 60 && entry.fires[entry.fires.length - 1] < end;
-      if (saturated || Math.max(...perDay) > 8) {
-        hum.push(job);
-        continue;
-      }
-      for (const t of inWeek) {
-        const d = Math.floor((t - start) / (24 * HOUR));
-        const key = d + ":" + Math.floor(((t - start) % (24 * HOUR)) / (15 * 60000));
-        if (!slots.has(key)) slots.set(key, []);
-        slots.get(key).push({ job: job, t: t, d: d });
-        fires++;
-      }
+    let day = 0;
+    for (const item of items) {
+      while (day < 6 && item.t >= bounds[day + 1]) day++;
+      perDay[day].push(item);
     }
-    for (const group of slots.values()) {
-      group.forEach((f, i) => {
+    for (let d = 0; d < 7; d++) {
+      const shown = perDay[d].slice(0, WEEK_DAY_CAP);
+      // chips in one quarter hour share the lane's width
+      const slots = new Map();
+      for (const f of shown) {
         const dt = new Date(f.t);
-        const chip = CS.el("div", "fire " + CS.hue(f.job.name) + (f.t < now ? " past" : ""), f.job.name);
-        chip.style.top = ((dt.getHours() * 60 + dt.getMinutes()) / 60) * PX + "px";
-        chip.style.left = (i * 100) / group.length + "%";
-        chip.style.width = 100 / group.length + "%";
-        chip.title = f.job.name + " · " + dt.toLocaleString() + " · " + f.job.schedule + (f.job.description ? " — " + f.job.description : "");
-        chip.addEventListener("click", () => CS.openDrawer(f.job.name, "schedule"));
-        cols[f.d].appendChild(chip);
-      });
+        const key = dt.getHours() * 4 + Math.floor(dt.getMinutes() / 15);
+        if (!slots.has(key)) slots.set(key, []);
+        slots.get(key).push(f);
+      }
+      for (const group of slots.values()) {
+        group.forEach((f, i) => {
+          const dt = new Date(f.t);
+          const chip = CS.el("div", "fire " + CS.hue(f.job.name) + (f.t < now ? " past" : ""), f.job.name);
+          chip.style.top = ((dt.getHours() * 60 + dt.getMinutes()) / 60) * PX + "px";
+          chip.style.left = (i * 100) / group.length + "%";
+          chip.style.width = 100 / group.length + "%";
+          chip.title = f.job.name + " · " + dt.toLocaleString() + " · " + f.job.schedule + (f.job.description ? " — " + f.job.description : "");
+          chip.addEventListener("click", () => CS.openDrawer(f.job.name, "schedule"));
+          cols[d].appendChild(chip);
+        });
+      }
+      if (perDay[d].length > shown.length) {
+        const more = CS.el("div", "more faint", "+" + (perDay[d].length - shown.length) + " more");
+        more.title = "the first " + WEEK_DAY_CAP + " fires of the day are drawn; filter to choose";
+        cols[d].appendChild(more);
+      }
     }
     const nowLine = CS.el("div", "now");
     nowLine.style.top = ((new Date(now).getHours() * 60 + new Date(now).getMinutes()) / 60) * PX + "px";
@@ -353,16 +389,18 @@
     if (hum.length) {
       const strip = CS.el("div", "hum");
       strip.appendChild(CS.el("span", "faint", "background hum (more than 8 fires a day):"));
-      for (const job of hum) {
+      for (const job of hum.slice(0, WEEK_HUM_CAP)) {
         const chip = CS.el("button", "chip", job.name + " · " + job.schedule);
         chip.type = "button";
         chip.addEventListener("click", () => CS.openDrawer(job.name, "schedule"));
         strip.appendChild(chip);
       }
+      if (hum.length > WEEK_HUM_CAP) strip.appendChild(CS.el("span", "faint", "+" + (hum.length - WEEK_HUM_CAP) + " more"));
       body.appendChild(strip);
     }
-    CS.$("weekMeta").textContent = fires + " fires of " + (picked.length - hum.length) + " jobs, your time" + (total > picked.length ? " · the first " + picked.length + " of " + total + " jobs in view (filter to choose)" : "");
+    CS.$("weekMeta").textContent = items.length + " fires of " + charted + " jobs" + (hum.length ? " + " + hum.length + " frequent" : "") + " of " + jobs.length + " in view, your time";
   }
+
 
   // --- cron sandbox ----------------------------------------------------------
   const FIELDS = {
