@@ -609,6 +609,33 @@ fn the_node_meter_state_inspector_and_command_palette() {
         "return !document.getElementById('wallboard').hidden && document.querySelectorAll('#wbGrid .wb-tile').length === 3 && document.getElementById('wbSignal').hidden;",
         LONG,
     );
+    // The zen screensaver: never over a failing job, however idle the
+    // board; once nothing fails (the failing job paused), it comes after
+    // the idle delay, and a key wakes the board.
+    b.eval("CS.prefs.zenDelay = 1", json!([]));
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(
+        b.eval("return document.getElementById('wbZen').hidden", json!([])),
+        true
+    );
+    assert_eq!(
+        request(port, "POST", "/jobs/doomed/pause", &[], "").status,
+        200
+    );
+    b.wait_for(
+        "the zen screensaver",
+        "return !document.getElementById('wbZen').hidden && document.querySelectorAll('#zenField i').length === 3 && /^3 jobs armed · next: /.test(document.getElementById('zenSub').textContent);",
+        LONG,
+    );
+    shot(&b, "dashboard-zen");
+    b.keys(&["a"]);
+    assert_eq!(
+        b.eval(
+            "return [document.getElementById('wbZen').hidden, document.getElementById('wallboard').hidden]",
+            json!([])
+        ),
+        json!([true, false])
+    );
 
     let errs = errors(&b.log(), &[]);
     assert!(errs.is_empty(), "the console shows errors: {errs:#?}");
@@ -616,7 +643,7 @@ fn the_node_meter_state_inspector_and_command_palette() {
     drop(daemon);
     b.wait_for(
         "the NO SIGNAL banner",
-        "const s = document.getElementById('wbSignal'); return !s.hidden && s.textContent.startsWith('▚ NO SIGNAL') && document.getElementById('wallboard').classList.contains('stale');",
+        "const s = document.getElementById('wbSignal'); return !s.hidden && s.textContent.startsWith('▚ NO SIGNAL') && document.getElementById('wallboard').classList.contains('stale') && document.getElementById('wbZen').hidden;",
         LONG,
     );
 }

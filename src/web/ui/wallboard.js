@@ -12,6 +12,11 @@
   const ORDER = { failed: 0, unknown: 1, running: 2, paused: 4, cancelled: 5, pending: 6, ok: 7, disabled: 8 };
   const wb = { open: false, seenRunning: new Map() };
   const MAX_TILES = 400;
+  // The zen screensaver: after this many idle seconds on an all-clear
+  // board (CS.prefs.zenDelay overrides; 0 turns it off).
+  const ZEN_DELAY = 30;
+  wb.lastInput = 0;
+  wb.zen = false;
 
   const rank = (job) => (job._st.key === "ok" && job._late ? 3 : ORDER[job._st.key] === undefined ? 1 : ORDER[job._st.key]);
 
@@ -135,18 +140,70 @@
     const last = CS.lastOk ? CS.lastOk() : 0;
     banner.textContent = "▚ NO SIGNAL" + (last ? " — last answer " + CS.ago(last, now.getTime()) : "");
     CS.$("wallboard").classList.toggle("stale", stale);
+    zenTick(now.getTime(), stale);
+  }
+
+  // --- zen ----------------------------------------------------------------
+  /** Whether the board is all clear: data fresh, nothing failing or late. */
+  function allClear(stale) {
+    return !stale && CS.jobs.loaded && CS.jobs.list.length > 0 && !CS.jobs.list.some((j) => j._st.key === "failed" || j._st.key === "unknown" || j._late);
+  }
+
+  function zenTick(now, stale) {
+    const delay = CS.prefs.zenDelay === undefined ? ZEN_DELAY : Number(CS.prefs.zenDelay);
+    const due = delay > 0 && allClear(stale) && now - wb.lastInput >= delay * 1000;
+    // Never an all-clear on unverified data: stale or failing wakes it.
+    if (due !== wb.zen) {
+      wb.zen = due;
+      CS.$("wbZen").hidden = !due;
+      if (due) buildZen();
+    }
+    if (wb.zen) pulseZen(now);
+  }
+
+  function buildZen() {
+    const field = CS.clear(CS.$("zenField"));
+    for (const job of CS.jobs.list.filter((j) => j.enabled).slice(0, MAX_TILES)) {
+      const dot = CS.el("i", CS.hue(job.name));
+      dot.dataset.name = job.name;
+      dot.title = job.name;
+      field.appendChild(dot);
+    }
+  }
+
+  /** A dot flashes as its job's fire time arrives; the subtitle names the next. */
+  function pulseZen(now) {
+    let next = null;
+    for (const dot of CS.$("zenField").children) {
+      const job = CS.jobs.byName.get(dot.dataset.name);
+      const at = job ? job._next : 0;
+      dot.classList.toggle("fire", !!at && now >= at - 500 && now < at + 1500);
+      if (job && at > now && (!next || at < next._next)) next = job;
+    }
+    const armed = CS.$("zenField").children.length;
+    CS.$("zenSub").textContent = armed + " job" + (armed === 1 ? "" : "s") + " armed" + (next ? " · next: " + next.name + " " + CS.countdown(next._next, now) : "");
+  }
+
+  /** Any input on the board wakes it (and restarts the idle clock). */
+  function wake() {
+    wb.lastInput = Date.now();
+    if (wb.zen) {
+      wb.zen = false;
+      CS.$("wbZen").hidden = true;
+    }
   }
 
   function toggle(on) {
     wb.open = on === undefined ? !wb.open : on;
     CS.$("wallboard").hidden = !wb.open;
     document.documentElement.classList.toggle("tv", wb.open);
+    wake();
     if (wb.open) {
       if (location.hash !== "#tv") history.replaceState(null, "", "#tv");
       render();
     } else if (location.hash === "#tv") history.replaceState(null, "", location.pathname + location.search);
   }
-  CS.wallboard = { toggle: toggle, isOpen: () => wb.open };
+  CS.wallboard = { toggle: toggle, isOpen: () => wb.open, zen: () => wb.zen };
 
   CS.on("jobs", (model) => {
     const now = Date.now();
@@ -168,7 +225,9 @@
         if (!CS.$("palette").hidden || !CS.$("tokenDialog").hidden) return;
         const inField = /^(INPUT|TEXTAREA|SELECT)$/.test(ev.target.tagName);
         if (wb.open) {
-          if (ev.key === "Escape" || ev.key === "w") toggle(false);
+          const asleep = wb.zen;
+          wake();
+          if (!asleep && (ev.key === "Escape" || ev.key === "w")) toggle(false);
           ev.preventDefault();
           ev.stopPropagation();
         } else if (ev.key === "w" && !inField) {
@@ -183,6 +242,9 @@
       if (location.hash === "#tv" && !wb.open) toggle(true);
     });
     window.addEventListener("resize", () => wb.open && render());
+    for (const kind of ["pointermove", "pointerdown", "wheel"]) {
+      CS.$("wallboard").addEventListener(kind, wake, { passive: true });
+    }
     if (location.hash === "#tv") toggle(true);
     setInterval(tick, 1000);
   });
