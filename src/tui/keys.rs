@@ -94,6 +94,9 @@ impl App {
         match self.top() {
             Some(Overlay::Token) => return self.token_key(key, now),
             Some(Overlay::Palette) => return self.palette_key(key, now),
+            Some(Overlay::Sandbox) if !matches!(key, Key::Ctrl('k') | Key::Ctrl('p')) => {
+                return self.sandbox_key(key);
+            }
             _ => {}
         }
         if matches!(key, Key::Ctrl('k') | Key::Ctrl('p')) {
@@ -189,6 +192,23 @@ impl App {
             _ => {
                 if edit(&mut self.palette_input, key) {
                     self.palette_sel = 0;
+                }
+            }
+        }
+    }
+
+    /// The sandbox's row takes the typing; each edit asks the worker
+    /// (which waits for a pause) about the new text.
+    fn sandbox_key(&mut self, key: Key) {
+        match key {
+            Key::Esc => self.close(Overlay::Sandbox),
+            _ => {
+                let before = self.sandbox.expr().map(str::to_owned);
+                if edit(&mut self.sandbox.input, key) {
+                    let after = self.sandbox.expr().map(str::to_owned);
+                    if let Some(expr) = after.filter(|a| before.as_ref() != Some(a)) {
+                        self.send(Command::Sandbox(expr));
+                    }
                 }
             }
         }

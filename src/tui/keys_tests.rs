@@ -398,3 +398,32 @@ fn m_tails_up_to_four_jobs_and_merges_their_lines() {
     app.clear_merged();
     assert!(app.merged.tails.is_empty() && !app.is_open(Overlay::Merged));
 }
+
+#[test]
+fn the_sandbox_takes_the_typing_and_asks_about_each_text() {
+    let mut app = board();
+    ctrl(&mut app, 'k');
+    typed(&mut app, "schedule preview");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.top(), Some(Overlay::Sandbox));
+    sent(&mut app);
+    // `q`, `m`, `i` are text here, not the board's keys
+    typed(&mut app, "q m i");
+    assert!(!app.quit);
+    assert_eq!(app.sandbox.input, "q m i");
+    assert_eq!(app.top(), Some(Overlay::Sandbox));
+    let asked: Vec<String> = sent(&mut app)
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Sandbox(expr) => Some(expr),
+            _ => None,
+        })
+        .collect();
+    // a blank that changes nothing once trimmed asks nothing
+    assert_eq!(asked, ["q", "q m", "q m i"]);
+    ctrl(&mut app, 'u');
+    assert!(app.sandbox.input.is_empty());
+    assert!(sent(&mut app).is_empty(), "an empty row asks nothing");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.top(), None);
+}

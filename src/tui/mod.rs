@@ -30,6 +30,7 @@ mod panels;
 mod polling;
 pub mod prefs;
 mod probe;
+mod sandbox;
 pub mod render;
 mod settings;
 pub mod sse;

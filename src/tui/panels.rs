@@ -347,6 +347,21 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 body,
             );
         }
+        Overlay::Sandbox => {
+            let body = super::sandbox::body(&app.sandbox, p);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "schedule preview",
+                    hint: " type an expression · ctrl-u clear · esc close",
+                    width: wide.min(72),
+                    scroll: 0,
+                },
+                body,
+            );
+        }
         Overlay::Node => {
             let w = wide.min(64);
             let body = node(app, p, w.saturating_sub(12) as usize);

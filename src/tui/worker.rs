@@ -22,6 +22,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The pause between two sends of a bulk sweep (the web page's), so a
 /// sweep over many jobs does not start them all in the same instant.
 pub const SWEEP_GAP: Duration = Duration::from_millis(300);
+/// How long the sandbox's typing must pause before its text is asked
+/// about, so a burst of keys costs one request.
+pub const SANDBOX_PAUSE: Duration = Duration::from_millis(250);
 
 /// A job action (`POST /jobs/{name}/...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +88,9 @@ pub enum Command {
         /// The query (`expr`, `tz`, `seed`, `limit`).
         query: Vec<(String, String)>,
     },
+    /// `GET /schedule/preview` for the sandbox's text, sent once the
+    /// typing pauses for [`SANDBOX_PAUSE`]; a newer one cancels it.
+    Sandbox(String),
     /// A job action.
     Act(Action, String),
     /// One of the extra panels' routes.
@@ -163,6 +169,8 @@ pub enum Update {
     Resources(String, Result<Value, String>),
     /// A job's schedule preview.
     Preview(String, Result<Value, String>),
+    /// The sandbox's preview: the expression asked about and the answer.
+    Sandbox(String, Result<Value, String>),
     /// A panel route's answer.
     Feed(super::feeds::Feed, Result<Value, String>),
     /// A state read's answer, with its path.
@@ -373,6 +381,8 @@ async fn serve(
     let mut merged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     // The running sweep's stop flag (a new one for each sweep).
     let mut sweep_stop = Arc::new(AtomicBool::new(false));
+    // The sandbox's pending or running preview (replaced by each key).
+    let mut sandbox: Option<tokio::task::JoinHandle<()>> = None;
     while let Some(command) = inbox.recv().await {
         match command {
             Command::Merge(jobs) => {
@@ -447,14 +457,22 @@ async fn serve(
                 Err(_) => Update::NodeHistory(Value::Null),
             }),
             Command::Preview { job, query } => {
-                let query: String = query
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", path_segment(v)))
-                    .collect::<Vec<_>>()
-                    .join("&");
+                let query = encode_query(&query);
                 one_off(&shared, format!("/schedule/preview?{query}"), move |r| {
                     Update::Preview(job, r)
                 })
+            }
+            Command::Sandbox(expr) => {
+                if let Some(old) = sandbox.take() {
+                    old.abort();
+                }
+                let shared = Arc::clone(&shared);
+                sandbox = Some(tokio::spawn(async move {
+                    tokio::time::sleep(SANDBOX_PAUSE).await;
+                    let path = format!("/schedule/preview?{}", encode_query(&super::sandbox::query(&expr)));
+                    let answer = get_answer(&shared, &path).await;
+                    shared.send(Update::Sandbox(expr, answer));
+                }));
             }
             Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
                 Update::Feed(feed, r)
@@ -540,6 +558,27 @@ async fn sweep(
     shared.send(Update::SweepEnded(id, sent, false));
 }
 
+/// `k=v&...` with each value escaped.
+fn encode_query(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", path_segment(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// One GET's body, or why there is none (a 401 also opens the prompt).
+async fn get_answer(shared: &Shared, path: &str) -> Result<Value, String> {
+    match shared.get_json(path).await {
+        Ok(v) => Ok(v),
+        Err(Failure::Unauthorized) => {
+            shared.send(Update::Unauthorized);
+            Err("unauthorized".to_owned())
+        }
+        Err(Failure::Other(why)) => Err(why),
+    }
+}
+
 /// Spawns one GET whose answer becomes one update.
 fn one_off<F>(shared: &Arc<Shared>, path: String, into: F)
 where
@@ -547,14 +586,7 @@ where
 {
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
-        let answer = match shared.get_json(&path).await {
-            Ok(v) => Ok(v),
-            Err(Failure::Unauthorized) => {
-                shared.send(Update::Unauthorized);
-                Err("unauthorized".to_owned())
-            }
-            Err(Failure::Other(why)) => Err(why),
-        };
+        let answer = get_answer(&shared, &path).await;
         shared.send(into(answer));
     });
 }
