@@ -1386,3 +1386,53 @@ fn a_writeup_that_cannot_be_saved_is_still_copied() {
     assert!(clip.contains("Verdict: JOB FAILING — broken"), "{clip}");
     assert!(!tools.path().join("missing").exists());
 }
+
+#[test]
+fn the_schedule_preview_reads_typed_expressions_with_the_daemons_engine() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("4 jobs", &daemon);
+    palette(&pane, "schedule preview");
+    pane.wait_for("type a cron expression", &daemon);
+    pane.type_text("*/7 * * * *");
+    let screen = pane.wait(
+        "the daemon's reading",
+        |s| s.contains("next runs (UTC):") && s.contains("does not divide"),
+        || daemon.log(),
+    );
+    assert!(
+        screen.contains("At minutes 00, 07, 14, 21, 28, 35, 42, 49, 56 past every hour"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "does not divide").contains("⚠ '*/7' in the minute field"),
+        "{screen}"
+    );
+    // six fires, as dates
+    let fires = screen
+        .lines()
+        .filter(|l| l.trim_start_matches([' ', '│']).starts_with("20") && l.contains("+00:00"))
+        .count();
+    assert_eq!(fires, 6, "{screen}");
+    // cleared and retyped (`q` is text here, not quit): the refusal
+    pane.keys(&["C-u"]);
+    pane.type_text("61 q * * *");
+    let screen = pane.wait(
+        "the refusal",
+        |s| s.contains("nickname such as @daily"),
+        || daemon.log(),
+    );
+    assert!(line_with(&screen, "✕").contains("61"), "{screen}");
+    assert!(!screen.contains("next runs (UTC):"), "{screen}");
+    assert!(pane.alive());
+    pane.keys(&["Escape"]);
+    pane.wait(
+        "closed",
+        |s| !s.contains("schedule preview"),
+        || daemon.log(),
+    );
+    assert!(pane.alive());
+}
