@@ -397,6 +397,25 @@ fn the_schedule_load_fleet_heatmap_and_wallboard_show_the_daemons_answers() {
         "{screen}"
     );
     assert!(screen.contains("alpha"), "{screen}");
+    // alpha's tile carries its one run as a sparkline bar, under the
+    // status row; the jobs that never ran have none
+    let rows: Vec<&str> = screen.lines().collect();
+    let at = rows
+        .iter()
+        .position(|l| l.contains("alpha"))
+        .expect("alpha's tile");
+    let col = rows[at].find("alpha").expect("alpha");
+    let bars = rows[at + 2];
+    let under: String = bars.chars().skip(rows[at][..col].chars().count() - 2).take(4).collect();
+    assert!(
+        under.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)),
+        "no bar under alpha: {under:?}\n{screen}"
+    );
+    assert_eq!(
+        bars.chars().filter(|c| "▁▂▃▄▅▆▇█".contains(*c)).count(),
+        1,
+        "{screen}"
+    );
     pane.keys(&["Escape"]);
     pane.wait(
         "the board again",
