@@ -772,6 +772,21 @@ fn m_merges_two_jobs_live_logs_with_their_names() {
         line_with(&screen, "two-says-hi").contains("second"),
         "{screen}"
     );
+    // x drops the chosen job (the first), its lines with it; the other
+    // tail goes on
+    assert!(line_with(&screen, "tailing").contains("▸ first"), "{screen}");
+    pane.keys(&["x"]);
+    let screen = pane.wait(
+        "one tail left",
+        // (the board's command column still names it)
+        |s| s.contains("live logs (1/4)") && !s.contains("│ one-says-hi"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "two-says-hi").contains("second"),
+        "{screen}"
+    );
+    assert!(!line_with(&screen, "tailing").contains("first"), "{screen}");
     pane.keys(&["c"]);
     pane.wait("closed", |s| !s.contains("live logs ("), || daemon.log());
     assert!(pane.alive());

@@ -132,6 +132,9 @@ impl App {
             Key::Char('c') if self.top() == Some(Overlay::Merged) => {
                 return self.clear_merged();
             }
+            Key::Char('x') if self.top() == Some(Overlay::Merged) => {
+                return self.drop_merged(now);
+            }
             Key::Char('a') => {
                 if self.alarm.ack() {
                     self.toast(Tone::Info, "◔ alarm acknowledged", now);
@@ -261,6 +264,8 @@ impl App {
             Key::PageUp if top == Overlay::Merged => self.merged.scroll_by(10),
             Key::PageDown if top == Overlay::Merged => self.merged.scroll_by(-10),
             Key::End if top == Overlay::Merged => self.merged.scroll = 0,
+            Key::Char('j') | Key::Down if top == Overlay::Merged => self.merged.choose(1),
+            Key::Char('k') | Key::Up if top == Overlay::Merged => self.merged.choose(-1),
             Key::Char('j') | Key::Down => self.panel_scroll += 1,
             Key::Char('k') | Key::Up => self.panel_scroll = self.panel_scroll.saturating_sub(1),
             Key::PageDown => self.panel_scroll += 10,
@@ -512,11 +517,25 @@ impl App {
         self.open(Overlay::Merged);
     }
 
+    /// `x` in the panel: stop tailing the chosen job (the others keep
+    /// their streams and lines).
+    pub(super) fn drop_merged(&mut self, now: Instant) {
+        if let Some((job, generation)) = self.merged.remove_chosen() {
+            self.send(Command::Unmerge(generation));
+            self.toast(
+                Tone::Info,
+                format!("live logs: dropped {}", super::text::cell(&job)),
+                now,
+            );
+        }
+    }
+
     /// `c` in the panel: forget its jobs and close it.
     pub(super) fn clear_merged(&mut self) {
         self.close(Overlay::Merged);
         self.merged.tails.clear();
         self.merged.scroll = 0;
+        self.merged.sel = 0;
     }
 }
 

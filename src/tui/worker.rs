@@ -75,6 +75,9 @@ pub enum Command {
     /// The live-logs panel's tails, each job with its generation
     /// (replacing the panel's earlier tails; empty stops them all).
     Merge(Vec<(String, u64)>),
+    /// Stop the live-logs panel's tail of this generation (the job
+    /// dropped from the panel), keeping the others.
+    Unmerge(u64),
     /// `GET /jobs/{name}/runs`.
     Runs(String),
     /// `GET /jobs/{name}/resources`.
@@ -378,7 +381,7 @@ async fn serve(
     let mut tail: Option<Tail> = None;
     // The live-logs panel's tails always follow.
     let merged_follow = Arc::new(AtomicBool::new(true));
-    let mut merged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let mut merged: Vec<(u64, tokio::task::JoinHandle<()>)> = Vec::new();
     // The running sweep's stop flag (a new one for each sweep).
     let mut sweep_stop = Arc::new(AtomicBool::new(false));
     // The sandbox's pending or running preview (replaced by each key).
@@ -386,19 +389,26 @@ async fn serve(
     while let Some(command) = inbox.recv().await {
         match command {
             Command::Merge(jobs) => {
-                for old in merged.drain(..) {
+                for (_, old) in merged.drain(..) {
                     old.abort();
                 }
                 for (job, generation) in jobs {
-                    merged.push(tokio::spawn(tail_loop(
+                    let task = tokio::spawn(tail_loop(
                         Arc::clone(&shared),
                         job,
                         generation,
                         Arc::clone(&merged_follow),
                         Arc::new(Notify::new()),
-                    )));
+                    ));
+                    merged.push((generation, task));
                 }
             }
+            Command::Unmerge(generation) => merged.retain(|(g, task)| {
+                if *g == generation {
+                    task.abort();
+                }
+                *g != generation
+            }),
             Command::Refresh => wake.notify_one(),
             Command::SetPoll(every) => {
                 let _ = interval.send(every);
