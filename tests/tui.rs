@@ -406,7 +406,11 @@ fn the_schedule_load_fleet_heatmap_and_wallboard_show_the_daemons_answers() {
         .expect("alpha's tile");
     let col = rows[at].find("alpha").expect("alpha");
     let bars = rows[at + 2];
-    let under: String = bars.chars().skip(rows[at][..col].chars().count() - 2).take(4).collect();
+    let under: String = bars
+        .chars()
+        .skip(rows[at][..col].chars().count() - 2)
+        .take(4)
+        .collect();
     assert!(
         under.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)),
         "no bar under alpha: {under:?}\n{screen}"
@@ -774,7 +778,10 @@ fn m_merges_two_jobs_live_logs_with_their_names() {
     );
     // x drops the chosen job (the first), its lines with it; the other
     // tail goes on
-    assert!(line_with(&screen, "tailing").contains("▸ first"), "{screen}");
+    assert!(
+        line_with(&screen, "tailing").contains("▸ first"),
+        "{screen}"
+    );
     pane.keys(&["x"]);
     let screen = pane.wait(
         "one tail left",

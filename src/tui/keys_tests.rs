@@ -441,7 +441,9 @@ fn x_in_live_logs_drops_the_chosen_job_and_stops_only_its_stream() {
     }
     sent(&mut app);
     let gen_b = app.merged.tails[1].1;
-    assert!(app.merged.take(gen_b, &merged_line("stdout", "from b"), 1.0));
+    assert!(app
+        .merged
+        .take(gen_b, &merged_line("stdout", "from b"), 1.0));
     // j/k move the choice within the three: to c and back to b
     typed(&mut app, "kjjjk");
     assert_eq!(app.merged.sel, 1);

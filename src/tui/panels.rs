@@ -41,7 +41,10 @@ const EXTRAS: [(&str, &str); 16] = [
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
     ("m", "Live logs: add the selected job (up to 4)"),
-    ("in live logs: j k x", "Choose a job, drop it from the panel"),
+    (
+        "in live logs: j k x",
+        "Choose a job, drop it from the panel",
+    ),
     ("←/→ or Tab", "Switch drawer tabs"),
     ("PgUp / PgDn", "Scroll"),
     ("in logs: f t w", "Follow · timestamps · wrap"),

@@ -266,7 +266,11 @@ fn a_wallboard_tile_carries_the_jobs_recent_runs_as_bars() {
     };
     let mut app = with_jobs(vec![
         Job {
-            history: vec![run("success", 1.0), run("failure", 8.0), run("success", 4.0)],
+            history: vec![
+                run("success", 1.0),
+                run("failure", 8.0),
+                run("success", 4.0),
+            ],
             ..job("ran-thrice")
         },
         job("never-ran"),
@@ -275,6 +279,12 @@ fn a_wallboard_tile_carries_the_jobs_recent_runs_as_bars() {
     let shown = screen(&mut app, 60, 20);
     // the tile's third row: one bar a run, scaled to the longest; the
     // tile of the job that never ran (left of it) has none
-    let tile = shown.iter().position(|l| l.contains("ran-thrice")).expect("tile");
-    assert!(shown[tile + 2].contains("│                        ││▂█▅ "), "{shown:?}");
+    let tile = shown
+        .iter()
+        .position(|l| l.contains("ran-thrice"))
+        .expect("tile");
+    assert!(
+        shown[tile + 2].contains("│                        ││▂█▅ "),
+        "{shown:?}"
+    );
 }

@@ -479,7 +479,10 @@ async fn serve(
                 let shared = Arc::clone(&shared);
                 sandbox = Some(tokio::spawn(async move {
                     tokio::time::sleep(SANDBOX_PAUSE).await;
-                    let path = format!("/schedule/preview?{}", encode_query(&super::sandbox::query(&expr)));
+                    let path = format!(
+                        "/schedule/preview?{}",
+                        encode_query(&super::sandbox::query(&expr))
+                    );
                     let answer = get_answer(&shared, &path).await;
                     shared.send(Update::Sandbox(expr, answer));
                 }));
