@@ -244,26 +244,6 @@ fn board(frame: &mut Frame, app: &mut App, p: &Palette, area: Rect, now: Now) {
     frame.render_widget(Paragraph::new(lines).style(p.base()), area);
 }
 
-/// A job's recent runs as sparkline bars in `w` columns on `bg` (one
-/// bar a run, padded to the width): the board's column and the
-/// wallboard's tiles.
-pub(super) fn spark_spans(
-    job: &Job,
-    p: &Palette,
-    w: usize,
-    bg: ratatui::style::Color,
-) -> Vec<Span<'static>> {
-    let st = |fg| Style::default().fg(fg).bg(bg);
-    let bars = view::sparkline(&job.history, w.saturating_sub(1));
-    let shown = bars.len();
-    let mut spans: Vec<Span<'static>> = bars
-        .into_iter()
-        .map(|(bar, outcome)| Span::styled(bar, st(p.outcome(outcome))))
-        .collect();
-    spans.push(Span::styled(" ".repeat(w - shown), st(p.fg)));
-    spans
-}
-
 fn job_row(
     app: &App,
     p: &Palette,
@@ -343,7 +323,7 @@ fn job_row(
                     st(p.dim),
                 ));
             }
-            Column::Spark => spans.extend(spark_spans(job, p, w, bg)),
+            Column::Spark => spans.extend(p.sparkline(&job.history, w, bg)),
             Column::Resources => {
                 let text = job.running_resources.as_ref().map_or(String::new(), |r| {
                     format!("{} {}", fmt_percent(r.cpu_percent), fmt_bytes(r.rss_bytes))

@@ -117,7 +117,7 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
             ),
             Line::styled(fit(&format!("{word} · {age}{exit}"), inner), p.ink(p.fg)),
             // the recent runs, as the board's sparkline column draws them
-            Line::from(super::render::spark_spans(job, p, inner, p.bg)),
+            Line::from(p.sparkline(&job.history, inner, p.bg)),
         ];
         let block = Block::default()
             .borders(Borders::ALL)
