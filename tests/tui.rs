@@ -397,6 +397,29 @@ fn the_schedule_load_fleet_heatmap_and_wallboard_show_the_daemons_answers() {
         "{screen}"
     );
     assert!(screen.contains("alpha"), "{screen}");
+    // alpha's tile carries its one run as a sparkline bar, under the
+    // status row; the jobs that never ran have none
+    let rows: Vec<&str> = screen.lines().collect();
+    let at = rows
+        .iter()
+        .position(|l| l.contains("alpha"))
+        .expect("alpha's tile");
+    let col = rows[at].find("alpha").expect("alpha");
+    let bars = rows[at + 2];
+    let under: String = bars
+        .chars()
+        .skip(rows[at][..col].chars().count() - 2)
+        .take(4)
+        .collect();
+    assert!(
+        under.chars().any(|c| "▁▂▃▄▅▆▇█".contains(c)),
+        "no bar under alpha: {under:?}\n{screen}"
+    );
+    assert_eq!(
+        bars.chars().filter(|c| "▁▂▃▄▅▆▇█".contains(*c)).count(),
+        1,
+        "{screen}"
+    );
     pane.keys(&["Escape"]);
     pane.wait(
         "the board again",
@@ -753,6 +776,24 @@ fn m_merges_two_jobs_live_logs_with_their_names() {
         line_with(&screen, "two-says-hi").contains("second"),
         "{screen}"
     );
+    // x drops the chosen job (the first), its lines with it; the other
+    // tail goes on
+    assert!(
+        line_with(&screen, "tailing").contains("▸ first"),
+        "{screen}"
+    );
+    pane.keys(&["x"]);
+    let screen = pane.wait(
+        "one tail left",
+        // (the board's command column still names it)
+        |s| s.contains("live logs (1/4)") && !s.contains("│ one-says-hi"),
+        || daemon.log(),
+    );
+    assert!(
+        line_with(&screen, "two-says-hi").contains("second"),
+        "{screen}"
+    );
+    assert!(!line_with(&screen, "tailing").contains("first"), "{screen}");
     pane.keys(&["c"]);
     pane.wait("closed", |s| !s.contains("live logs ("), || daemon.log());
     assert!(pane.alive());
@@ -1385,4 +1426,54 @@ fn a_writeup_that_cannot_be_saved_is_still_copied() {
     assert!(clip.contains("- `broken`: exit code 5"), "{clip}");
     assert!(clip.contains("Verdict: JOB FAILING — broken"), "{clip}");
     assert!(!tools.path().join("missing").exists());
+}
+
+#[test]
+fn the_schedule_preview_reads_typed_expressions_with_the_daemons_engine() {
+    if !have_tmux() {
+        return;
+    }
+    let (daemon, port) = Daemon::start_with_web("", JOBS);
+    let pane = Pane::start(&tui(port, ""));
+    pane.wait_for("4 jobs", &daemon);
+    palette(&pane, "schedule preview");
+    pane.wait_for("type a cron expression", &daemon);
+    pane.type_text("*/7 * * * *");
+    let screen = pane.wait(
+        "the daemon's reading",
+        |s| s.contains("next runs (UTC):") && s.contains("does not divide"),
+        || daemon.log(),
+    );
+    assert!(
+        screen.contains("At minutes 00, 07, 14, 21, 28, 35, 42, 49, 56 past every hour"),
+        "{screen}"
+    );
+    assert!(
+        line_with(&screen, "does not divide").contains("⚠ '*/7' in the minute field"),
+        "{screen}"
+    );
+    // six fires, as dates
+    let fires = screen
+        .lines()
+        .filter(|l| l.trim_start_matches([' ', '│']).starts_with("20") && l.contains("+00:00"))
+        .count();
+    assert_eq!(fires, 6, "{screen}");
+    // cleared and retyped (`q` is text here, not quit): the refusal
+    pane.keys(&["C-u"]);
+    pane.type_text("61 q * * *");
+    let screen = pane.wait(
+        "the refusal",
+        |s| s.contains("nickname such as @daily"),
+        || daemon.log(),
+    );
+    assert!(line_with(&screen, "✕").contains("61"), "{screen}");
+    assert!(!screen.contains("next runs (UTC):"), "{screen}");
+    assert!(pane.alive());
+    pane.keys(&["Escape"]);
+    pane.wait(
+        "closed",
+        |s| !s.contains("schedule preview"),
+        || daemon.log(),
+    );
+    assert!(pane.alive());
 }

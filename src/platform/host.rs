@@ -31,6 +31,34 @@ pub fn home_dir() -> Option<std::path::PathBuf> {
     std::env::var_os("HOME").map(std::path::PathBuf::from)
 }
 
+/// The directory for the user's own settings files: `%APPDATA%` on
+/// Windows; elsewhere `$XDG_CONFIG_HOME`, else `~/.config`. None when
+/// the variables it rests on are unset.
+pub fn user_config_dir() -> Option<std::path::PathBuf> {
+    config_dir_from(IS_WINDOWS, &|name| std::env::var_os(name))
+}
+
+/// [`user_config_dir`]'s choice for a system (`windows`) and its
+/// environment (`var`), apart from the reading, so that both systems'
+/// branches are tested anywhere. An empty variable counts as unset.
+pub fn config_dir_from(
+    windows: bool,
+    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Option<std::path::PathBuf> {
+    let set = |name: &str| {
+        var(name)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    if windows {
+        // The roaming application-data folder, where APPDATA points;
+        // from the profile when the variable is missing.
+        return set("APPDATA")
+            .or_else(|| set("USERPROFILE").map(|p| p.join("AppData").join("Roaming")));
+    }
+    set("XDG_CONFIG_HOME").or_else(|| set("HOME").map(|h| h.join(".config")))
+}
+
 /// True when built for Windows (data-level switches that are not worth a
 /// `cfg` of their own, such as the crontab lowering's Windows checks).
 pub const IS_WINDOWS: bool = cfg!(windows);
@@ -64,4 +92,49 @@ pub fn raise_open_file_limit() -> std::io::Result<(u64, u64)> {
         return Err(std::io::Error::last_os_error());
     }
     Ok((before, limit.rlim_cur as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+    use std::path::PathBuf;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| OsString::from(v))
+        }
+    }
+
+    #[test]
+    fn windows_reads_appdata_and_others_xdg_then_home() {
+        let all = [
+            ("APPDATA", r"C:\Users\u\AppData\Roaming"),
+            ("USERPROFILE", r"C:\Users\u"),
+            ("XDG_CONFIG_HOME", "/x"),
+            ("HOME", "/home/u"),
+        ];
+        assert_eq!(
+            config_dir_from(true, &env(&all)),
+            Some(PathBuf::from(r"C:\Users\u\AppData\Roaming"))
+        );
+        assert_eq!(
+            config_dir_from(true, &env(&all[1..])),
+            Some(PathBuf::from(r"C:\Users\u").join("AppData").join("Roaming"))
+        );
+        assert_eq!(config_dir_from(true, &env(&all[2..])), None);
+        assert_eq!(
+            config_dir_from(false, &env(&all)),
+            Some(PathBuf::from("/x"))
+        );
+        let no_xdg = [("XDG_CONFIG_HOME", ""), ("HOME", "/home/u")];
+        assert_eq!(
+            config_dir_from(false, &env(&no_xdg)),
+            Some(PathBuf::from("/home/u/.config"))
+        );
+        assert_eq!(config_dir_from(false, &env(&[])), None);
+    }
 }

@@ -50,6 +50,8 @@ pub enum Overlay {
     /// The job actions panel over a set of jobs (palette, or `m` in the
     /// timeline).
     Actions,
+    /// The schedule preview sandbox (palette: "Schedule preview").
+    Sandbox,
 }
 
 /// Which text field takes the typing.
@@ -282,6 +284,8 @@ pub struct App {
     pub prefs_path: Option<std::path::PathBuf>,
     /// The live-logs panel.
     pub merged: super::merged::Merged,
+    /// The schedule preview sandbox.
+    pub sandbox: super::sandbox::Sandbox,
     /// The later settings and the zen, boot and bell state (`ambient.rs`).
     pub ambient: super::ambient::Ambient,
     /// The next tail's generation (drawer and live-logs panel).
@@ -338,6 +342,7 @@ impl App {
             actions: Default::default(),
             verdict: None,
             merged: Default::default(),
+            sandbox: Default::default(),
             ambient: Default::default(),
             prefs_path: None,
             answered: None,
@@ -510,6 +515,9 @@ impl App {
             Update::Runs(job, answer) => self.drawer_load(&job, |d| &mut d.runs, answer),
             Update::Resources(job, answer) => self.drawer_load(&job, |d| &mut d.resources, answer),
             Update::Preview(job, answer) => self.drawer_load(&job, |d| &mut d.preview, answer),
+            Update::Sandbox(expr, answer) => {
+                self.sandbox.take(expr, answer);
+            }
             Update::Log(generation, event) => self.log_event(generation, event),
             Update::Acted(action, job, answer) => self.acted(action, &job, answer, now),
             Update::Swept(id, job, sent) => self.swept(id, &job, sent),

@@ -94,6 +94,9 @@ impl App {
         match self.top() {
             Some(Overlay::Token) => return self.token_key(key, now),
             Some(Overlay::Palette) => return self.palette_key(key, now),
+            Some(Overlay::Sandbox) if !matches!(key, Key::Ctrl('k') | Key::Ctrl('p')) => {
+                return self.sandbox_key(key);
+            }
             _ => {}
         }
         if matches!(key, Key::Ctrl('k') | Key::Ctrl('p')) {
@@ -128,6 +131,9 @@ impl App {
             }
             Key::Char('c') if self.top() == Some(Overlay::Merged) => {
                 return self.clear_merged();
+            }
+            Key::Char('x') if self.top() == Some(Overlay::Merged) => {
+                return self.drop_merged(now);
             }
             Key::Char('a') => {
                 if self.alarm.ack() {
@@ -194,6 +200,23 @@ impl App {
         }
     }
 
+    /// The sandbox's row takes the typing; each edit asks the worker
+    /// (which waits for a pause) about the new text.
+    fn sandbox_key(&mut self, key: Key) {
+        match key {
+            Key::Esc => self.close(Overlay::Sandbox),
+            _ => {
+                let before = self.sandbox.expr().map(str::to_owned);
+                if edit(&mut self.sandbox.input, key) {
+                    let after = self.sandbox.expr().map(str::to_owned);
+                    if let Some(expr) = after.filter(|a| before.as_ref() != Some(a)) {
+                        self.send(Command::Sandbox(expr));
+                    }
+                }
+            }
+        }
+    }
+
     fn filter_key(&mut self, key: Key) {
         match key {
             Key::Enter | Key::Tab => self.focus = None,
@@ -241,6 +264,8 @@ impl App {
             Key::PageUp if top == Overlay::Merged => self.merged.scroll_by(10),
             Key::PageDown if top == Overlay::Merged => self.merged.scroll_by(-10),
             Key::End if top == Overlay::Merged => self.merged.scroll = 0,
+            Key::Char('j') | Key::Down if top == Overlay::Merged => self.merged.choose(1),
+            Key::Char('k') | Key::Up if top == Overlay::Merged => self.merged.choose(-1),
             Key::Char('j') | Key::Down => self.panel_scroll += 1,
             Key::Char('k') | Key::Up => self.panel_scroll = self.panel_scroll.saturating_sub(1),
             Key::PageDown => self.panel_scroll += 10,
@@ -492,11 +517,25 @@ impl App {
         self.open(Overlay::Merged);
     }
 
+    /// `x` in the panel: stop tailing the chosen job (the others keep
+    /// their streams and lines).
+    pub(super) fn drop_merged(&mut self, now: Instant) {
+        if let Some((job, generation)) = self.merged.remove_chosen() {
+            self.send(Command::Unmerge(generation));
+            self.toast(
+                Tone::Info,
+                format!("live logs: dropped {}", super::text::cell(&job)),
+                now,
+            );
+        }
+    }
+
     /// `c` in the panel: forget its jobs and close it.
     pub(super) fn clear_merged(&mut self) {
         self.close(Overlay::Merged);
         self.merged.tails.clear();
         self.merged.scroll = 0;
+        self.merged.sel = 0;
     }
 }
 

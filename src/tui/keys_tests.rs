@@ -388,7 +388,7 @@ fn m_tails_up_to_four_jobs_and_merges_their_lines() {
         .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
         .collect();
     assert!(
-        rows[0].contains("■ a") && rows[0].contains("■ d"),
+        rows[0].contains("▸ a") && rows[0].contains("■ d"),
         "{rows:?}"
     );
     assert!(
@@ -397,4 +397,71 @@ fn m_tails_up_to_four_jobs_and_merges_their_lines() {
     );
     app.clear_merged();
     assert!(app.merged.tails.is_empty() && !app.is_open(Overlay::Merged));
+}
+
+#[test]
+fn the_sandbox_takes_the_typing_and_asks_about_each_text() {
+    let mut app = board();
+    ctrl(&mut app, 'k');
+    typed(&mut app, "schedule preview");
+    press(&mut app, KeyCode::Enter);
+    assert_eq!(app.top(), Some(Overlay::Sandbox));
+    sent(&mut app);
+    // `q`, `m`, `i` are text here, not the board's keys
+    typed(&mut app, "q m i");
+    assert!(!app.quit);
+    assert_eq!(app.sandbox.input, "q m i");
+    assert_eq!(app.top(), Some(Overlay::Sandbox));
+    let asked: Vec<String> = sent(&mut app)
+        .into_iter()
+        .filter_map(|c| match c {
+            Command::Sandbox(expr) => Some(expr),
+            _ => None,
+        })
+        .collect();
+    // a blank that changes nothing once trimmed asks nothing
+    assert_eq!(asked, ["q", "q m", "q m i"]);
+    ctrl(&mut app, 'u');
+    assert!(app.sandbox.input.is_empty());
+    assert!(sent(&mut app).is_empty(), "an empty row asks nothing");
+    press(&mut app, KeyCode::Esc);
+    assert_eq!(app.top(), None);
+}
+
+#[test]
+fn x_in_live_logs_drops_the_chosen_job_and_stops_only_its_stream() {
+    let mut app = with_jobs(["a", "b", "c"].iter().map(|n| job(n)).collect());
+    let now = Instant::now();
+    for i in 0..3 {
+        app.sel = i;
+        app.toggle_merged(now);
+        if i < 2 {
+            app.toggle_merged(now);
+        }
+    }
+    sent(&mut app);
+    let gen_b = app.merged.tails[1].1;
+    assert!(app
+        .merged
+        .take(gen_b, &merged_line("stdout", "from b"), 1.0));
+    // j/k move the choice within the three: to c and back to b
+    typed(&mut app, "kjjjk");
+    assert_eq!(app.merged.sel, 1);
+    typed(&mut app, "x");
+    assert!(app.is_open(Overlay::Merged), "the panel stays open");
+    let names: Vec<&str> = app.merged.tails.iter().map(|t| t.0.as_str()).collect();
+    assert_eq!(names, ["a", "c"]);
+    assert!(app.merged.tail(10).is_empty(), "b's lines went with it");
+    let commands = sent(&mut app);
+    assert!(
+        matches!(&commands[..], [Command::Unmerge(g)] if *g == gen_b),
+        "{commands:?}"
+    );
+    assert!(app.toasts.iter().any(|t| t.text == "live logs: dropped b"));
+    typed(&mut app, "xx");
+    assert!(app.merged.tails.is_empty());
+    typed(&mut app, "x");
+    assert_eq!(sent(&mut app).len(), 2, "nothing left to drop");
+    // the board's x (cancel) is not reached while the panel is open
+    assert!(app.is_open(Overlay::Merged));
 }

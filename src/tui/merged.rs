@@ -2,12 +2,14 @@
 //! log buffer of its own (so a replay after a run ends is told apart from
 //! new lines, as in the drawer) and shown merged by arrival time with a
 //! prefix in the job's own color. PgUp/PgDn scroll back through the
-//! merged lines; at the bottom it follows again.
+//! merged lines; at the bottom it follows again. `j`/`k` choose a job in
+//! the heading and `x` drops it (its stream stopped, the others kept).
 
 use super::logs::LogBuffer;
 use super::text::{cell, fit, plain};
 use super::theme::Palette;
 use super::worker::LogEvent;
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 
 /// How many jobs the panel tails at once.
@@ -22,6 +24,8 @@ pub struct Merged {
     pub scroll: usize,
     /// The lines the last frame showed (a page, and the scroll's limit).
     pub shown: std::cell::Cell<usize>,
+    /// The chosen job in the heading (an index into `tails`).
+    pub sel: usize,
 }
 
 impl Merged {
@@ -44,6 +48,27 @@ impl Merged {
             self.scroll += logs.entries.len().saturating_sub(before);
         }
         true
+    }
+
+    /// Moves the chosen job `step` places, within the tails.
+    pub fn choose(&mut self, step: isize) {
+        let last = self.tails.len().saturating_sub(1);
+        self.sel = self.sel.min(last).saturating_add_signed(step).min(last);
+    }
+
+    /// Drops the chosen job's tail (its lines go with it); its job and
+    /// generation, so its stream can be stopped. The choice stays on the
+    /// same place, or the new last job.
+    pub fn remove_chosen(&mut self) -> Option<(String, u64)> {
+        if self.tails.is_empty() {
+            return None;
+        }
+        let at = self.sel.min(self.tails.len() - 1);
+        let (job, generation, _) = self.tails.remove(at);
+        self.sel = at.min(self.tails.len().saturating_sub(1));
+        // the lines above the view may be fewer now
+        self.scroll = self.scroll.min(self.total());
+        Some((job, generation))
     }
 
     /// Every line the tails hold.
@@ -95,11 +120,14 @@ pub fn body(m: &Merged, p: &Palette, rows: usize) -> Vec<Line<'static>> {
         )];
     }
     let mut head = vec![Span::styled(" tailing ", p.ink(p.dim))];
+    let chosen = m.sel.min(m.tails.len() - 1);
     for (i, (job, _, logs)) in m.tails.iter().enumerate() {
-        head.push(Span::styled(
-            format!("■ {} ", cell(job)),
-            p.ink(identity(p, i)),
-        ));
+        let (mark, style) = if i == chosen && m.tails.len() > 1 {
+            ("▸", p.ink(identity(p, i)).add_modifier(Modifier::REVERSED))
+        } else {
+            ("■", p.ink(identity(p, i)))
+        };
+        head.push(Span::styled(format!("{mark} {} ", cell(job)), style));
         if let Some(why) = &logs.error {
             head.push(Span::styled(format!("({}) ", cell(why)), p.ink(p.fail)));
         }
@@ -166,6 +194,22 @@ mod tests {
         m.scroll_by(-10);
         assert_eq!(m.scroll, 0, "following again");
         assert_eq!(texts(&m, 4), ["a8", "b8", "a9", "b9"]);
+    }
+
+    #[test]
+    fn x_drops_the_chosen_job_and_keeps_the_others_lines() {
+        let mut m = two(3);
+        m.choose(5);
+        assert_eq!(m.sel, 1, "no further than the last job");
+        assert_eq!(m.remove_chosen(), Some(("b".to_owned(), 2)));
+        assert_eq!(texts(&m, 10), ["a0", "a1", "a2"]);
+        assert_eq!(m.sel, 0);
+        // a straggler of the dropped stream finds no tail
+        assert!(!m.take(2, &LogEvent::Line("stdout".into(), "late".into()), 9.0));
+        m.choose(-3);
+        assert_eq!(m.remove_chosen(), Some(("a".to_owned(), 1)));
+        assert_eq!(m.remove_chosen(), None);
+        assert_eq!(m.sel, 0);
     }
 
     #[test]

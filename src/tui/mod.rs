@@ -31,6 +31,7 @@ mod polling;
 pub mod prefs;
 mod probe;
 pub mod render;
+mod sandbox;
 mod settings;
 pub mod sse;
 pub mod text;
@@ -83,9 +84,7 @@ pub fn run(args: &TuiArgs) -> u8 {
         }
     };
     let (tx, rx) = mpsc::channel();
-    let home = crate::platform::home_dir();
-    let xdg = std::env::var("XDG_CONFIG_HOME").ok();
-    let prefs_path = prefs::path(xdg.as_deref(), home.as_deref());
+    let prefs_path = prefs::path(crate::platform::user_config_dir().as_deref());
     let remembered = prefs::load(prefs_path.as_deref());
     // A flag given on the command line wins over the remembered value.
     let poll = if args.poll.is_some() {

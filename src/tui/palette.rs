@@ -86,6 +86,7 @@ fn items(app: &App) -> Vec<Item> {
         item("Toggle activity heatmap", Do::Toggle(Overlay::Heatmap)),
         item("Toggle upcoming runs", Do::Toggle(Overlay::Upcoming)),
         item("Toggle state inspector", Do::Toggle(Overlay::State)),
+        item("Schedule preview", Do::Toggle(Overlay::Sandbox)),
         item("Incident timeline", Do::Toggle(Overlay::Timeline)),
         item("Review actions for failing jobs", Do::Actions),
         item("Open settings", Do::Toggle(Overlay::Settings)),

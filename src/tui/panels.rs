@@ -36,11 +36,15 @@ const KEYS: [(&str, &str); 17] = [
 ];
 
 /// The terminal's own keys.
-const EXTRAS: [(&str, &str); 15] = [
+const EXTRAS: [(&str, &str); 16] = [
     ("q", "Quit"),
     ("s / S", "Cycle the sort key / direction"),
     ("f", "Cycle the status filter"),
     ("m", "Live logs: add the selected job (up to 4)"),
+    (
+        "in live logs: j k x",
+        "Choose a job, drop it from the panel",
+    ),
     ("←/→ or Tab", "Switch drawer tabs"),
     ("PgUp / PgDn", "Scroll"),
     ("in logs: f t w", "Follow · timestamps · wrap"),
@@ -340,8 +344,23 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, overlay: Over
                 Look {
                     title: &title,
                     hint:
-                        "m/esc close · c clear · PgUp/PgDn scroll · close, select a job, m adds it",
+                        "m/esc close · j/k choose · x drop · c clear · PgUp/PgDn scroll · close, select a job, m adds it",
                     width: wide.min(120),
+                    scroll: 0,
+                },
+                body,
+            );
+        }
+        Overlay::Sandbox => {
+            let body = super::sandbox::body(&app.sandbox, p);
+            panel(
+                frame,
+                p,
+                area,
+                Look {
+                    title: "schedule preview",
+                    hint: " type an expression · ctrl-u clear · esc close",
+                    width: wide.min(72),
                     scroll: 0,
                 },
                 body,

@@ -1,5 +1,6 @@
-//! The preferences file (`$XDG_CONFIG_HOME/cronstable/tui.json`, else
-//! `~/.config/cronstable/tui.json`): theme, refresh interval and toggles,
+//! The preferences file (`cronstable/tui.json` in the user's settings
+//! directory: `%APPDATA%` on Windows, `$XDG_CONFIG_HOME` or `~/.config`
+//! elsewhere, as `platform::user_config_dir` chooses): theme, refresh interval and toggles,
 //! remembered between sessions like the web page's local storage. The
 //! token is never written here. Reading and writing are the only I/O;
 //! what goes in and out is plain data.
@@ -146,14 +147,10 @@ impl Prefs {
     }
 }
 
-/// Where the file lives, from `XDG_CONFIG_HOME` and `HOME` (None when
-/// neither is set).
-pub fn path(xdg: Option<&str>, home: Option<&Path>) -> Option<PathBuf> {
-    let base = match xdg.filter(|x| !x.is_empty()) {
-        Some(x) => PathBuf::from(x),
-        None => home?.join(".config"),
-    };
-    Some(base.join("cronstable").join("tui.json"))
+/// Where the file lives in the user's settings directory `base` (None
+/// without one).
+pub fn path(base: Option<&Path>) -> Option<PathBuf> {
+    Some(base?.join("cronstable").join("tui.json"))
 }
 
 /// Reads the file; the defaults when it is absent or unreadable.
@@ -175,17 +172,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_path_prefers_xdg_then_home() {
-        let home = Path::new("/home/u");
+    fn the_file_is_cronstable_tui_json_in_the_settings_directory() {
         assert_eq!(
-            path(Some("/x"), Some(home)),
-            Some(PathBuf::from("/x/cronstable/tui.json"))
-        );
-        assert_eq!(
-            path(Some(""), Some(home)),
+            path(Some(Path::new("/home/u/.config"))),
             Some(PathBuf::from("/home/u/.config/cronstable/tui.json"))
         );
-        assert_eq!(path(None, None), None);
+        assert_eq!(path(None), None);
     }
 
     #[test]

@@ -323,14 +323,7 @@ fn job_row(
                     st(p.dim),
                 ));
             }
-            Column::Spark => {
-                let bars = view::sparkline(&job.history, w.saturating_sub(1));
-                let shown = bars.len();
-                for (bar, outcome) in bars {
-                    spans.push(Span::styled(bar, st(p.outcome(outcome))));
-                }
-                spans.push(Span::styled(" ".repeat(w - shown), st(p.fg)));
-            }
+            Column::Spark => spans.extend(p.sparkline(&job.history, w, bg)),
             Column::Resources => {
                 let text = job.running_resources.as_ref().map_or(String::new(), |r| {
                     format!("{} {}", fmt_percent(r.cpu_percent), fmt_bytes(r.rss_bytes))

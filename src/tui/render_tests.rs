@@ -256,3 +256,35 @@ fn the_verdict_bar_sits_above_the_board_until_the_failures_clear() {
     );
     assert_eq!(line(&screen(&mut app, 140, 14), "FAILURES"), "");
 }
+
+#[test]
+fn a_wallboard_tile_carries_the_jobs_recent_runs_as_bars() {
+    use crate::tui::model::HistoryEntry;
+    let run = |outcome: &str, duration: f64| HistoryEntry {
+        outcome: outcome.into(),
+        duration: Some(duration),
+    };
+    let mut app = with_jobs(vec![
+        Job {
+            history: vec![
+                run("success", 1.0),
+                run("failure", 8.0),
+                run("success", 4.0),
+            ],
+            ..job("ran-thrice")
+        },
+        job("never-ran"),
+    ]);
+    app.wall = true;
+    let shown = screen(&mut app, 60, 20);
+    // the tile's third row: one bar a run, scaled to the longest; the
+    // tile of the job that never ran (left of it) has none
+    let tile = shown
+        .iter()
+        .position(|l| l.contains("ran-thrice"))
+        .expect("tile");
+    assert!(
+        shown[tile + 2].contains("│                        ││▂█▅ "),
+        "{shown:?}"
+    );
+}

@@ -2,6 +2,7 @@
 //! of the web page's five hues as its accent. `t` cycles the hue, `T`
 //! flips dark and light.
 
+use super::model::HistoryEntry;
 use super::text::AnsiColor;
 use super::view::{Health, Outcome};
 use ratatui::style::{Color, Modifier, Style};
@@ -276,6 +277,30 @@ impl Palette {
             Outcome::Unknown => self.pending,
             Outcome::Cancelled | Outcome::Skipped => self.off,
         }
+    }
+
+    /// Recent runs as sparkline bars in `w` columns on `bg` (one bar a
+    /// run, as [`super::view::sparkline`] scales them, padded to the
+    /// width): the board's runs column and the wallboard's tiles.
+    pub fn sparkline(
+        &self,
+        history: &[HistoryEntry],
+        w: usize,
+        bg: Color,
+    ) -> Vec<ratatui::text::Span<'static>> {
+        let bars = super::view::sparkline(history, w.saturating_sub(1));
+        let pad = w - bars.len();
+        let mut spans: Vec<ratatui::text::Span<'static>> = bars
+            .into_iter()
+            .map(|(bar, outcome)| {
+                ratatui::text::Span::styled(bar, Style::default().fg(self.outcome(outcome)).bg(bg))
+            })
+            .collect();
+        spans.push(ratatui::text::Span::styled(
+            " ".repeat(pad),
+            Style::default().fg(self.fg).bg(bg),
+        ));
+        spans
     }
 
     /// A job's SGR color, re-inked for this background: the 16 basic

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 /// A tile's size.
 const TILE_W: u16 = 26;
-const TILE_H: u16 = 4;
+const TILE_H: u16 = 5;
 
 /// Data older than this is stale whatever the interval.
 const STALE_MIN: Duration = Duration::from_secs(15);
@@ -116,6 +116,8 @@ pub fn draw(frame: &mut Frame, app: &App, p: &Palette, area: Rect, now: Now) {
                 p.ink(color).add_modifier(Modifier::BOLD),
             ),
             Line::styled(fit(&format!("{word} · {age}{exit}"), inner), p.ink(p.fg)),
+            // the recent runs, as the board's sparkline column draws them
+            Line::from(p.sparkline(&job.history, inner, p.bg)),
         ];
         let block = Block::default()
             .borders(Borders::ALL)

@@ -22,6 +22,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// The pause between two sends of a bulk sweep (the web page's), so a
 /// sweep over many jobs does not start them all in the same instant.
 pub const SWEEP_GAP: Duration = Duration::from_millis(300);
+/// How long the sandbox's typing must pause before its text is asked
+/// about, so a burst of keys costs one request.
+pub const SANDBOX_PAUSE: Duration = Duration::from_millis(250);
 
 /// A job action (`POST /jobs/{name}/...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,6 +75,9 @@ pub enum Command {
     /// The live-logs panel's tails, each job with its generation
     /// (replacing the panel's earlier tails; empty stops them all).
     Merge(Vec<(String, u64)>),
+    /// Stop the live-logs panel's tail of this generation (the job
+    /// dropped from the panel), keeping the others.
+    Unmerge(u64),
     /// `GET /jobs/{name}/runs`.
     Runs(String),
     /// `GET /jobs/{name}/resources`.
@@ -85,6 +91,9 @@ pub enum Command {
         /// The query (`expr`, `tz`, `seed`, `limit`).
         query: Vec<(String, String)>,
     },
+    /// `GET /schedule/preview` for the sandbox's text, sent once the
+    /// typing pauses for [`SANDBOX_PAUSE`]; a newer one cancels it.
+    Sandbox(String),
     /// A job action.
     Act(Action, String),
     /// One of the extra panels' routes.
@@ -163,6 +172,8 @@ pub enum Update {
     Resources(String, Result<Value, String>),
     /// A job's schedule preview.
     Preview(String, Result<Value, String>),
+    /// The sandbox's preview: the expression asked about and the answer.
+    Sandbox(String, Result<Value, String>),
     /// A panel route's answer.
     Feed(super::feeds::Feed, Result<Value, String>),
     /// A state read's answer, with its path.
@@ -370,25 +381,34 @@ async fn serve(
     let mut tail: Option<Tail> = None;
     // The live-logs panel's tails always follow.
     let merged_follow = Arc::new(AtomicBool::new(true));
-    let mut merged: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let mut merged: Vec<(u64, tokio::task::JoinHandle<()>)> = Vec::new();
     // The running sweep's stop flag (a new one for each sweep).
     let mut sweep_stop = Arc::new(AtomicBool::new(false));
+    // The sandbox's pending or running preview (replaced by each key).
+    let mut sandbox: Option<tokio::task::JoinHandle<()>> = None;
     while let Some(command) = inbox.recv().await {
         match command {
             Command::Merge(jobs) => {
-                for old in merged.drain(..) {
+                for (_, old) in merged.drain(..) {
                     old.abort();
                 }
                 for (job, generation) in jobs {
-                    merged.push(tokio::spawn(tail_loop(
+                    let task = tokio::spawn(tail_loop(
                         Arc::clone(&shared),
                         job,
                         generation,
                         Arc::clone(&merged_follow),
                         Arc::new(Notify::new()),
-                    )));
+                    ));
+                    merged.push((generation, task));
                 }
             }
+            Command::Unmerge(generation) => merged.retain(|(g, task)| {
+                if *g == generation {
+                    task.abort();
+                }
+                *g != generation
+            }),
             Command::Refresh => wake.notify_one(),
             Command::SetPoll(every) => {
                 let _ = interval.send(every);
@@ -447,14 +467,25 @@ async fn serve(
                 Err(_) => Update::NodeHistory(Value::Null),
             }),
             Command::Preview { job, query } => {
-                let query: String = query
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", path_segment(v)))
-                    .collect::<Vec<_>>()
-                    .join("&");
+                let query = encode_query(&query);
                 one_off(&shared, format!("/schedule/preview?{query}"), move |r| {
                     Update::Preview(job, r)
                 })
+            }
+            Command::Sandbox(expr) => {
+                if let Some(old) = sandbox.take() {
+                    old.abort();
+                }
+                let shared = Arc::clone(&shared);
+                sandbox = Some(tokio::spawn(async move {
+                    tokio::time::sleep(SANDBOX_PAUSE).await;
+                    let path = format!(
+                        "/schedule/preview?{}",
+                        encode_query(&super::sandbox::query(&expr))
+                    );
+                    let answer = get_answer(&shared, &path).await;
+                    shared.send(Update::Sandbox(expr, answer));
+                }));
             }
             Command::Feed(feed) => one_off(&shared, feed.path().to_owned(), move |r| {
                 Update::Feed(feed, r)
@@ -540,6 +571,27 @@ async fn sweep(
     shared.send(Update::SweepEnded(id, sent, false));
 }
 
+/// `k=v&...` with each value escaped.
+fn encode_query(pairs: &[(String, String)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", path_segment(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// One GET's body, or why there is none (a 401 also opens the prompt).
+async fn get_answer(shared: &Shared, path: &str) -> Result<Value, String> {
+    match shared.get_json(path).await {
+        Ok(v) => Ok(v),
+        Err(Failure::Unauthorized) => {
+            shared.send(Update::Unauthorized);
+            Err("unauthorized".to_owned())
+        }
+        Err(Failure::Other(why)) => Err(why),
+    }
+}
+
 /// Spawns one GET whose answer becomes one update.
 fn one_off<F>(shared: &Arc<Shared>, path: String, into: F)
 where
@@ -547,14 +599,7 @@ where
 {
     let shared = Arc::clone(shared);
     tokio::spawn(async move {
-        let answer = match shared.get_json(&path).await {
-            Ok(v) => Ok(v),
-            Err(Failure::Unauthorized) => {
-                shared.send(Update::Unauthorized);
-                Err("unauthorized".to_owned())
-            }
-            Err(Failure::Other(why)) => Err(why),
-        };
+        let answer = get_answer(&shared, &path).await;
         shared.send(into(answer));
     });
 }
