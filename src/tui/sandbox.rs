@@ -72,6 +72,12 @@ fn wrapped(out: &mut Vec<Line<'static>>, mark: &str, message: &str, style: Style
     }
 }
 
+/// Whether a field of `expr` is an `H` (hashed) form: `H`, `H/5`,
+/// `H(0-29)` and the like.
+fn hashed(expr: &str) -> bool {
+    expr.split_whitespace().any(|field| field.starts_with('H'))
+}
+
 /// The panel's rows: the input row, then the daemon's reading.
 pub fn body(s: &Sandbox, p: &Palette) -> Vec<Line<'static>> {
     let mut out = vec![
@@ -107,6 +113,22 @@ pub fn body(s: &Sandbox, p: &Palette) -> Vec<Line<'static>> {
     };
     if v.get("valid").and_then(Value::as_bool) != Some(true) {
         let why = text(v, "error").unwrap_or_else(|| "not a schedule".to_owned());
+        if s.expr().is_some_and(hashed) {
+            // An `H` field is seeded by the job's name, which a bare
+            // expression lacks: the daemon refuses it here, though it is
+            // a fine schedule for any named job.
+            wrapped(&mut out, "·", &why, p.ink(p.dim));
+            out.push(Line::raw(""));
+            out.push(Line::styled(
+                " H picks one fixed time per job, derived from the job's name;",
+                p.ink(p.dim),
+            ));
+            out.push(Line::styled(
+                " a job's Schedule tab shows the times it resolves to",
+                p.ink(p.dim),
+            ));
+            return out;
+        }
         wrapped(&mut out, "✕", &why, p.ink(p.fail));
         out.push(Line::styled(
             " a valid cron expression or a nickname such as @daily is wanted",
@@ -193,6 +215,23 @@ mod tests {
         assert!(s.take("*/5 * * * *".into(), Ok(json!({}))));
         s.input.push('x');
         assert!(rows(&s).iter().any(|r| r.contains("asking the daemon")));
+    }
+
+    #[test]
+    fn an_h_form_refused_for_want_of_a_name_is_explained_not_failed() {
+        let refusal = json!({"valid": false, "error": "'H' in the minute field needs a hash key"});
+        let mut s = typed("H/15 * * * *");
+        assert!(s.take("H/15 * * * *".into(), Ok(refusal.clone())));
+        let shown = rows(&s).join("\n");
+        assert!(shown.contains("needs a hash key"), "{shown}");
+        assert!(shown.contains("derived from the job's name"), "{shown}");
+        assert!(!shown.contains("is wanted"), "{shown}");
+        // a broken expression without H keeps the plain refusal
+        let mut s = typed("61 * * * *");
+        assert!(s.take("61 * * * *".into(), Ok(refusal)));
+        let shown = rows(&s).join("\n");
+        assert!(shown.contains("is wanted"), "{shown}");
+        assert!(!shown.contains("derived from the job's name"), "{shown}");
     }
 
     #[test]
