@@ -993,8 +993,11 @@ fn the_boot_self_test_probes_the_daemon_and_a_key_or_its_end_hands_over() {
         line_with(&screen, "job set ...").contains("4 jobs · 1 disabled"),
         "{screen}"
     );
+    // OK under a second, WARN (slow) past it: how fast a loaded host
+    // answers is not this test's business, that it answered is
+    let link = line_with(&screen, "link ...");
     assert!(
-        line_with(&screen, "link ...").contains("[  OK  ]"),
+        link.contains(" ms") && !link.contains("no answer"),
         "{screen}"
     );
     let version = env!("CARGO_PKG_VERSION");
@@ -1042,11 +1045,12 @@ fn the_boot_self_test_probes_the_daemon_and_a_key_or_its_end_hands_over() {
         "{screen}"
     );
     pane.keys(&["z"]);
+    // the self-test is gone though no probe was answered; the board's
+    // own first poll is still waiting (or, on a host slow enough to pass
+    // its 10 s limit meanwhile, has given up)
     let screen = pane.wait("the board", |s| s.contains("j/k move"), || daemon.log());
-    assert!(
-        screen.contains("connecting"),
-        "skipped before any answer:\n{screen}"
-    );
+    assert!(!screen.contains("POWER-ON SELF-TEST"), "{screen}");
+    assert!(!screen.contains("probing"), "{screen}");
     assert!(pane.alive());
 }
 
@@ -1327,10 +1331,16 @@ fn stop_sending_halts_a_sweep_part_way() {
         screen.contains(&format!("done: {sent} ok, 0 failed")),
         "{screen}"
     );
-    // exactly the jobs sent to ran again, and nothing more goes out
-    std::thread::sleep(Duration::from_secs(2));
-    let again = names.iter().filter(|n| read_runs(&daemon, n) == 2).count();
-    assert_eq!(again, sent, "{}", daemon.log());
+    // exactly the jobs sent to ran again (each within its own time, which
+    // a loaded host stretches), and nothing more goes out after them
+    let ran_again = || names.iter().filter(|n| read_runs(&daemon, n) == 2).count();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while ran_again() < sent && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(ran_again(), sent, "{}", daemon.log());
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(ran_again(), sent, "{}", daemon.log());
     assert!(names.iter().all(|n| read_runs(&daemon, n) <= 2));
     assert!(pane.alive());
 }

@@ -141,29 +141,42 @@ fn run_tool(tool: &CopyTool, text: &str) -> Result<(), Option<String>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(None),
         Err(e) => return Err(Some(e.to_string())),
     };
-    if let Some(mut stdin) = child.stdin.take() {
-        if let Err(e) = stdin.write_all(&tool_input(tool, text)) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(Some(format!("cannot write to it: {e}")));
-        }
-        // dropped here: the tool sees the end of its input
-    }
+    // The input is written from a thread of its own, so the deadline
+    // covers the writing too: a text larger than the pipe's buffer given
+    // to a tool that never reads would otherwise block here for good.
+    // Killing the tool ends such a write (broken pipe).
+    let writer = child.stdin.take().map(|mut stdin| {
+        let input = tool_input(tool, text);
+        std::thread::spawn(move || stdin.write_all(&input))
+        // stdin is dropped at the thread's end: the tool sees the end of
+        // its input
+    });
     let start = Instant::now();
-    loop {
+    let waited = loop {
         match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(Some(format!("exited with {status}"))),
+            Ok(Some(status)) if status.success() => break Ok(()),
+            Ok(Some(status)) => break Err(Some(format!("exited with {status}"))),
             Ok(None) if start.elapsed() < TOOL_DEADLINE => {
                 std::thread::sleep(Duration::from_millis(20));
             }
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(Some("did not finish in 3 seconds".to_owned()));
+                break Err(Some("did not finish in 3 seconds".to_owned()));
             }
-            Err(e) => return Err(Some(e.to_string())),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break Err(Some(e.to_string()));
+            }
         }
+    };
+    let written = writer.map(|w| w.join());
+    match (waited, written) {
+        (Err(why), _) => Err(why),
+        (Ok(()), Some(Ok(Err(e)))) => Err(Some(format!("cannot write to it: {e}"))),
+        (Ok(()), Some(Err(_))) => Err(Some("its writer thread panicked".to_owned())),
+        (Ok(()), _) => Ok(()),
     }
 }
 

@@ -491,9 +491,10 @@ impl App {
             .as_ref()
             .map(|d| d.job.clone())
             .or_else(|| self.selected_job().map(|j| j.name.clone()));
-        if let Some(name) = chosen {
-            if self.merged.tails.iter().any(|t| t.0 == name) {
-            } else if self.merged.tails.len() >= super::merged::MERGED_MAX {
+        // A job already in the panel is simply shown again.
+        let adding = chosen.filter(|name| !self.merged.tails.iter().any(|t| &t.0 == name));
+        if let Some(name) = adding {
+            if self.merged.tails.len() >= super::merged::MERGED_MAX {
                 self.toast(
                     Tone::Warn,
                     format!("live logs is full ({} jobs)", super::merged::MERGED_MAX),

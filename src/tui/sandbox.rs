@@ -72,10 +72,12 @@ fn wrapped(out: &mut Vec<Line<'static>>, mark: &str, message: &str, style: Style
     }
 }
 
-/// Whether a field of `expr` is an `H` (hashed) form: `H`, `H/5`,
-/// `H(0-29)` and the like.
-fn hashed(expr: &str) -> bool {
-    expr.split_whitespace().any(|field| field.starts_with('H'))
+/// Whether the daemon's refusal is only that an `H` field has no job name
+/// to seed it (the engine's "needs a hash key" error), so the schedule is
+/// sound for a named job. Judged from the answer, not the input: `H 99 *
+/// * *` is refused for its hour and stays an error.
+fn wants_a_name(error: &str) -> bool {
+    error.contains("needs a hash key")
 }
 
 /// The panel's rows: the input row, then the daemon's reading.
@@ -113,7 +115,7 @@ pub fn body(s: &Sandbox, p: &Palette) -> Vec<Line<'static>> {
     };
     if v.get("valid").and_then(Value::as_bool) != Some(true) {
         let why = text(v, "error").unwrap_or_else(|| "not a schedule".to_owned());
-        if s.expr().is_some_and(hashed) {
+        if wants_a_name(&why) {
             // An `H` field is seeded by the job's name, which a bare
             // expression lacks: the daemon refuses it here, though it is
             // a fine schedule for any named job.
@@ -226,9 +228,10 @@ mod tests {
         assert!(shown.contains("needs a hash key"), "{shown}");
         assert!(shown.contains("derived from the job's name"), "{shown}");
         assert!(!shown.contains("is wanted"), "{shown}");
-        // a broken expression without H keeps the plain refusal
-        let mut s = typed("61 * * * *");
-        assert!(s.take("61 * * * *".into(), Ok(refusal)));
+        // any other refusal stays an error, H or not
+        let broken = json!({"valid": false, "error": "hour 99 is out of range 0-23"});
+        let mut s = typed("H 99 * * *");
+        assert!(s.take("H 99 * * *".into(), Ok(broken)));
         let shown = rows(&s).join("\n");
         assert!(shown.contains("is wanted"), "{shown}");
         assert!(!shown.contains("derived from the job's name"), "{shown}");

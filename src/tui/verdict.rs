@@ -202,8 +202,9 @@ pub fn verdict(jobs: &[Job], alert: Option<&(String, Option<String>)>) -> Option
 /// by `a`, raised again by the next new failure.
 #[derive(Debug, Default)]
 pub struct Alarm {
-    /// Each job's last finish stamp at the previous poll.
-    seen: HashMap<String, String>,
+    /// Each job of the previous poll, with its last finish stamp (none
+    /// for a job that had not finished a run yet).
+    seen: HashMap<String, Option<String>>,
     /// Some job's last run failed.
     pub failing: bool,
     /// `a` silenced it.
@@ -221,15 +222,17 @@ impl Alarm {
         for job in jobs {
             let last = job.last_run.as_ref();
             let fin = last.and_then(|l| l.finished_at.as_ref());
+            // A job the previous poll listed whose finish stamp moved,
+            // from none included (its first run failed), finished anew;
+            // a job new to this poll (a reload added it) is old news.
             let before = self.seen.get(&job.name);
             if let (Some(fin), Some(before)) = (fin, before) {
-                if fin != before && last.is_some_and(|l| l.outcome == "failure") {
+                if before.as_ref() != Some(fin) && last.is_some_and(|l| l.outcome == "failure") {
                     fresh.push(job.name.clone());
                 }
             }
-            if let Some(stamp) = fin.or(before) {
-                seen.insert(job.name.clone(), stamp.clone());
-            }
+            let stamp = fin.or(before.and_then(Option::as_ref)).cloned();
+            seen.insert(job.name.clone(), stamp);
         }
         if !self.primed {
             fresh.clear();

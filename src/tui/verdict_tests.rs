@@ -152,6 +152,33 @@ fn the_alarm_rises_on_a_new_failure_and_a_acknowledges_it() {
 }
 
 #[test]
+fn a_first_run_that_fails_is_news_but_a_job_new_to_the_poll_is_not() {
+    let never_ran = |name: &str| Job {
+        name: name.to_owned(),
+        enabled: true,
+        ..Job::default()
+    };
+    let mut alarm = Alarm::default();
+    assert!(alarm.observe(&[never_ran("a")]).is_empty());
+    assert!(!alarm.raised());
+    // a's first run failed: it was listed before without a finish
+    assert_eq!(alarm.observe(&[failed("a", Some(1.0), None, T0)]), ["a"]);
+    assert!(alarm.raised());
+    // b arrives (a reload) with a failure already behind it: old news
+    let both = [
+        failed("a", Some(1.0), None, T0),
+        failed("b", Some(2.0), None, T0),
+    ];
+    assert!(alarm.observe(&both).is_empty());
+    // and its next failure is news again
+    let later = [
+        failed("a", Some(1.0), None, T0),
+        failed("b", Some(2.0), None, T20),
+    ];
+    assert_eq!(alarm.observe(&later), ["b"]);
+}
+
+#[test]
 fn the_timeline_is_newest_first_and_can_show_only_failures() {
     let jobs = vec![
         failed("old", Some(1.0), None, T0),

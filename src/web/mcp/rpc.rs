@@ -254,7 +254,10 @@ impl Server {
         }
         match answer {
             Ok(result) if modern => {
-                let method = object["method"].as_str().unwrap_or_default();
+                let method = object
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let reply =
                     json!({"jsonrpc": "2.0", "id": id, "result": era::finish(method, result)});
                 (Some(reply), 200)
