@@ -522,6 +522,7 @@ impl App {
             Update::Acted(action, job, answer) => self.acted(action, &job, answer, now),
             Update::Swept(id, job, sent) => self.swept(id, &job, sent),
             Update::SweepEnded(id, sent, stopped) => self.sweep_ended(id, sent, stopped),
+            Update::Saved(saved) => self.saved(saved, now),
             Update::Terminate => self.quit = true,
             Update::Boot(check) => self.boot_report(check),
         }

@@ -5,10 +5,12 @@
 //! and texts are in `actions.rs`; the worker does the sends.
 
 use super::actions;
-use super::app::{wall_clock, App, Effect, Overlay, Tab};
+use super::app::{wall_clock, App, Effect, Overlay, Tab, Tone};
 use super::keys::Key;
+use super::saver::Saved;
 use super::view::{self, Health};
 use super::worker::{Action, Command, Sent};
+use std::time::Instant;
 
 impl App {
     /// The names of the jobs failing now, in the list's order.
@@ -102,6 +104,29 @@ impl App {
     pub(super) fn sweep_ended(&mut self, id: u64, sent: usize, stopped: bool) {
         self.actions.ended(id, sent, stopped);
         self.send(Command::Refresh);
+    }
+
+    /// A file written on the writer thread: the toast that says how it
+    /// went (saved settings say nothing unless they failed).
+    pub(super) fn saved(&mut self, saved: Saved, now: Instant) {
+        match saved {
+            Saved::Log(Ok(path)) => self.toast(Tone::Ok, format!("saved {}", path.display()), now),
+            Saved::Log(Err(err)) => {
+                self.toast(Tone::Fail, format!("cannot save the log: {err}"), now)
+            }
+            Saved::Incident(Ok(path)) => {
+                let text = format!("writeup copied and saved: {}", path.display());
+                self.toast(Tone::Ok, text, now);
+            }
+            Saved::Incident(Err(err)) => {
+                let text = format!("writeup copied to the clipboard, not saved: {err}");
+                self.toast(Tone::Warn, text, now);
+            }
+            Saved::Prefs(Ok(())) => {}
+            Saved::Prefs(Err(err)) => {
+                self.toast(Tone::Fail, format!("cannot save the settings: {err}"), now);
+            }
+        }
     }
 }
 

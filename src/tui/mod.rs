@@ -32,6 +32,7 @@ pub mod prefs;
 mod probe;
 pub mod render;
 mod sandbox;
+mod saver;
 mod settings;
 pub mod sse;
 pub mod text;
@@ -42,12 +43,13 @@ mod wall;
 pub mod worker;
 mod zen;
 
-use app::{App, Effect, Options, Tone};
+use app::{App, Effect, Options};
 use args::TuiArgs;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use crossterm::terminal::{self, EnterAlternateScreen, LeaveAlternateScreen};
 use ratatui::backend::CrosstermBackend;
 use ratatui::Terminal;
+use saver::Save;
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -99,6 +101,17 @@ pub fn run(args: &TuiArgs) -> u8 {
             return 1;
         }
     };
+    let to_screen = tx.clone();
+    let saver = match saver::Saver::start(move |saved| {
+        // The screen is gone only when the process ends.
+        let _ = to_screen.send(Update::Saved(saved));
+    }) {
+        Ok(saver) => saver,
+        Err(err) => {
+            eprintln!("cronstable tui: cannot start: {err}");
+            return 1;
+        }
+    };
     let theme = args
         .theme
         .as_deref()
@@ -139,7 +152,7 @@ pub fn run(args: &TuiArgs) -> u8 {
             }
         })
         .ok();
-    let result = event_loop(&mut app, &rx, &commands);
+    let result = event_loop(&mut app, &rx, &commands, &saver);
     leave();
     match result {
         Ok(()) => 0,
@@ -176,6 +189,7 @@ fn event_loop(
     app: &mut App,
     rx: &mpsc::Receiver<Update>,
     commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>,
+    saver: &saver::Saver,
 ) -> std::io::Result<()> {
     let mut terminal = Terminal::new(CrosstermBackend::new(std::io::stdout()))?;
     let mut dirty = true;
@@ -183,15 +197,13 @@ fn event_loop(
     let mut second = app::wall_clock() as i64;
     let mut saved = prefs::Prefs::of(app);
     loop {
-        carry_out(app, commands, &mut terminal);
-        // Every change of a remembered setting is saved at once.
+        carry_out(app, commands, saver, &mut terminal);
+        // Every change of a remembered setting is saved at once (on the
+        // writer thread; a failure comes back as a toast).
         let current = prefs::Prefs::of(app);
         if current != saved {
             if let Some(path) = &app.prefs_path {
-                if let Err(err) = prefs::save(path, &current) {
-                    let why = format!("cannot save the settings: {err}");
-                    app.toast(Tone::Fail, why, Instant::now());
-                }
+                saver.save(Save::Prefs(path.clone(), current.clone()));
             }
             saved = current;
         }
@@ -265,6 +277,7 @@ fn take(app: &mut App, update: Update, terminal: &mut Term) -> std::io::Result<(
 fn carry_out(
     app: &mut App,
     commands: &tokio::sync::mpsc::UnboundedSender<worker::Command>,
+    saver: &saver::Saver,
     terminal: &mut Term,
 ) {
     if std::mem::take(&mut app.ambient.bell_due) {
@@ -291,53 +304,9 @@ fn carry_out(
                     .name("tui-copy".into())
                     .spawn(move || crate::platform::copy_to_clipboard(&text));
             }
-            Effect::SaveLog(job, contents) => {
-                let now = Instant::now();
-                match save_log(&job, &contents) {
-                    Ok(path) => app.toast(Tone::Ok, format!("saved {}", path.display()), now),
-                    Err(err) => app.toast(Tone::Fail, format!("cannot save the log: {err}"), now),
-                }
-            }
-            Effect::SaveIncident(text) => {
-                let now = Instant::now();
-                let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-                // The copy went out before: a failed write leaves it.
-                match save_home(&format!("cronstable-incident-{stamp}.md"), &text) {
-                    Ok(path) => {
-                        let text = format!("writeup copied and saved: {}", path.display());
-                        app.toast(Tone::Ok, text, now);
-                    }
-                    Err(err) => {
-                        let text = format!("writeup copied to the clipboard, not saved: {err}");
-                        app.toast(Tone::Warn, text, now);
-                    }
-                }
-            }
+            Effect::SaveLog(job, contents) => saver.save(Save::Log { job, contents }),
+            // The copy went out before: a failed write leaves it.
+            Effect::SaveIncident(text) => saver.save(Save::Incident(text)),
         }
     }
-}
-
-/// Writes a job's log as `~/cronstable-<job>-<YYYYmmdd-HHMMSS>.log`.
-fn save_log(job: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
-    let safe: String = job
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S");
-    save_home(&format!("cronstable-{safe}-{stamp}.log"), contents)
-}
-
-/// Writes `contents` as the file `name` of the home directory.
-fn save_home(name: &str, contents: &str) -> std::io::Result<std::path::PathBuf> {
-    let home =
-        crate::platform::home_dir().ok_or_else(|| std::io::Error::other("no home directory"))?;
-    let path = home.join(name);
-    std::fs::write(&path, contents)?;
-    Ok(path)
 }

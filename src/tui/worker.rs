@@ -187,6 +187,8 @@ pub enum Update {
     /// A sweep ended: its id, how many sends went out, whether it was
     /// stopped before the end.
     SweepEnded(u64, usize, bool),
+    /// A file the screen asked for was written (or not).
+    Saved(super::saver::Saved),
     /// SIGTERM or SIGINT: leave now.
     Terminate,
     /// A boot self-test row, judged.
