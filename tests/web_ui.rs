@@ -553,6 +553,7 @@ fn the_node_meter_state_inspector_and_command_palette() {
     let probes = b.eval(
         "return [CS.fuzzy('rbk', 'Run backup') !== null, CS.fuzzy('xyz', 'Run backup'), \
          CS.fuzzy('rp', 'Run palette-target').at, \
+         CS.fuzzy('bk', 'Run \u{130}-backup').at, \
          CS.fuzzy('run', 'Run doomed').score > CS.fuzzy('run', 'Resume ugly-name').score, \
          CS.wallVerdict([{name: 'a', last_run: {exit_code: 2}}, {name: 'b', last_run: {exit_code: 2}}, {name: 'c', last_run: {exit_code: 1}}]), \
          CS.wallVerdict([{name: 'a', last_run: {exit_code: 2}}, {name: 'b', last_run: {exit_code: 1}}]), \
@@ -565,6 +566,8 @@ fn the_node_meter_state_inspector_and_command_palette() {
             true,
             null,
             [0, 4],
+            // marks index the label itself, though `İ` lowers to two units
+            [6, 9],
             true,
             "FLEET EVENT — 3 jobs failing, 2 share exit=2 — likely one cause",
             "2 jobs failing — likely independent",

@@ -19,7 +19,7 @@
   function fuzzy(query, text) {
     const q = query.toLowerCase().replace(/\s+/g, "");
     if (!q) return { score: 0, at: [] };
-    const t = text.toLowerCase();
+    const t = lowerInPlace(text);
     const at = [];
     let score = 0;
     let from = 0;
@@ -44,6 +44,20 @@
     return { score: score, at: at };
   }
   CS.fuzzy = fuzzy;
+
+  /**
+   * `text` in lower case, each character as long as it was, so an index
+   * into the result is one into `text` (the marks are drawn on the
+   * label): a character whose lower case is longer (`İ`) stays as is.
+   */
+  function lowerInPlace(text) {
+    let out = "";
+    for (const c of text) {
+      const l = c.toLowerCase();
+      out += l.length === c.length ? l : c;
+    }
+    return out;
+  }
 
   const startsWord = (t, i) => i === 0 || /[\s\-_/.:]/.test(t[i - 1]);
 
