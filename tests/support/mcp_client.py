@@ -33,30 +33,29 @@ def data(result):
     return result.structured_content
 
 
-async def exercise(session, job):
-    init = await session.initialize()
-    tools = await session.list_tools()
-    listed = data(await session.call_tool("cron_list_jobs", {"limit": 50}))
-    before = data(await session.call_tool("cron_list_runs", {"name": job}))["totalRuns"]
-    started = data(await session.call_tool("cron_run_job", {"name": job, "confirm": True}))
+async def calls(api, job):
+    """The same calls through either a ClientSession (after its handshake)
+    or a connected high-level Client: both offer these methods."""
+    tools = await api.list_tools()
+    listed = data(await api.call_tool("cron_list_jobs", {"limit": 50}))
+    before = data(await api.call_tool("cron_list_runs", {"name": job}))["totalRuns"]
+    started = data(await api.call_tool("cron_run_job", {"name": job, "confirm": True}))
     runs = None
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        runs = data(await session.call_tool("cron_list_runs", {"name": job}))
+        runs = data(await api.call_tool("cron_list_runs", {"name": job}))
         if runs["totalRuns"] > before:
             break
         await anyio.sleep(0.2)
-    logs = data(await session.call_tool("cron_tail_job_logs", {"name": job}))
-    why = await session.call_tool(
+    logs = data(await api.call_tool("cron_tail_job_logs", {"name": job}))
+    why = await api.call_tool(
         "cron_why_no_run", {"name": job, "at": "2026-01-01T10:03:00"}
     )
-    resources = await session.list_resources()
-    version = await session.read_resource("cronstable://version")
-    prompts = await session.list_prompts()
-    prompt = await session.get_prompt("triage_job_failure", {"job": job})
+    resources = await api.list_resources()
+    version = await api.read_resource("cronstable://version")
+    prompts = await api.list_prompts()
+    prompt = await api.get_prompt("triage_job_failure", {"job": job})
     return {
-        "protocol": init.protocol_version,
-        "server": init.server_info.name,
         "tools": [t.name for t in tools.tools],
         "jobs": [j["name"] for j in listed["jobs"]],
         "started": started,
@@ -70,6 +69,14 @@ async def exercise(session, job):
         "prompts": [p.name for p in prompts.prompts],
         "prompt": prompt.messages[0].content.text,
     }
+
+
+async def exercise(session, job):
+    """The handshake era: initialize, then the calls."""
+    init = await session.initialize()
+    seen = {"protocol": init.protocol_version, "server": init.server_info.name}
+    seen.update(await calls(session, job))
+    return seen
 
 
 async def over_http(url, token, job):
@@ -94,44 +101,15 @@ async def over_stdio(binary, url, token, job):
 
 
 async def exercise_modern(client, job):
-    """`exercise` through a connected high-level Client (no handshake of
+    """The calls through a connected high-level Client (no handshake of
     its own: the connection already discovered the server)."""
-    tools = await client.list_tools()
-    listed = data(await client.call_tool("cron_list_jobs", {"limit": 50}))
-    before = data(await client.call_tool("cron_list_runs", {"name": job}))["totalRuns"]
-    started = data(await client.call_tool("cron_run_job", {"name": job, "confirm": True}))
-    runs = None
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        runs = data(await client.call_tool("cron_list_runs", {"name": job}))
-        if runs["totalRuns"] > before:
-            break
-        await anyio.sleep(0.2)
-    logs = data(await client.call_tool("cron_tail_job_logs", {"name": job}))
-    why = await client.call_tool(
-        "cron_why_no_run", {"name": job, "at": "2026-01-01T10:03:00"}
-    )
-    resources = await client.list_resources()
-    version = await client.read_resource("cronstable://version")
-    prompts = await client.list_prompts()
-    prompt = await client.get_prompt("triage_job_failure", {"job": job})
     info = client.server_info
-    return {
+    seen = {
         "protocol": client.protocol_version,
         "server": info.name if info is not None else None,
-        "tools": [t.name for t in tools.tools],
-        "jobs": [j["name"] for j in listed["jobs"]],
-        "started": started,
-        "runs_before": before,
-        "last_run": runs["runs"][-1] if runs and runs["runs"] else None,
-        "log_lines": [line["line"] for line in logs["lines"]],
-        "why_summary": why.content[0].text,
-        "why": why.structured_content,
-        "resources": [str(r.uri) for r in resources.resources],
-        "version": json.loads(version.contents[0].text),
-        "prompts": [p.name for p in prompts.prompts],
-        "prompt": prompt.messages[0].content.text,
     }
+    seen.update(await calls(client, job))
+    return seen
 
 
 async def modern_over_http(url, token, job):

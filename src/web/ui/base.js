@@ -16,6 +16,15 @@
     return node;
   };
 
+  /** A plain table with one header row of `heads` (the cards' tables). */
+  CS.table = function (heads) {
+    const t = CS.el("table", "plain");
+    const tr = CS.el("tr");
+    for (const h of heads) tr.appendChild(CS.el("th", null, h));
+    t.appendChild(tr);
+    return t;
+  };
+
   /** Removes every child of `node`. */
   CS.clear = function (node) {
     while (node.firstChild) node.removeChild(node.firstChild);

@@ -40,13 +40,7 @@
     }
   };
 
-  const table = (heads) => {
-    const t = CS.el("table", "plain");
-    const tr = CS.el("tr");
-    for (const h of heads) tr.appendChild(CS.el("th", null, h));
-    t.appendChild(tr);
-    return t;
-  };
+  const table = CS.table;
 
   const jobLink = (name) => {
     const b = CS.el("button", "jlink", name);

@@ -16,13 +16,7 @@
   const st = { probed: false, enabled: false, data: null, at: 0, tab: "overview", inspect: null };
   CS.stateInspector = st;
 
-  const table = (heads) => {
-    const t = CS.el("table", "plain");
-    const tr = CS.el("tr");
-    for (const h of heads) tr.appendChild(CS.el("th", null, h));
-    t.appendChild(tr);
-    return t;
-  };
+  const table = CS.table;
   const addRow = (t, cells) => {
     const tr = CS.el("tr");
     for (const c of cells) {
