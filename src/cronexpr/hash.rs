@@ -12,6 +12,12 @@ use sha2::{Digest, Sha256};
 use super::error::{Field, ParseError};
 use super::field::Spec;
 
+/// The words of the refusal of an `H` field parsed without a hash key
+/// (no job name to seed it). A client that shows the engine's errors
+/// (the terminal dashboard's schedule preview) tells this refusal, of a schedule
+/// sound for any named job, from a broken expression by these words.
+pub const NEEDS_HASH_KEY: &str = "needs a hash key";
+
 /// A rangeless `H` in day-of-month (bare or `H/n`) hashes over 1-28, so a
 /// hashed day never lands on a date that short months lack; `H(1-31)`
 /// opts back in to the full range.
@@ -105,7 +111,7 @@ fn expand_item(
             spec.field,
             low,
             format!(
-                "'H' in the {label} field needs a hash key (the job name), which \
+                "'H' in the {label} field {NEEDS_HASH_KEY} (the job name), which \
                  this context does not supply"
             ),
         ));

@@ -55,6 +55,7 @@ pub use fleet::{
     DuplicateGroup, Excluded, FleetEntry, Period, Pressure, Slot, Suggestion, TopCell,
     MAX_PRESSURE_HOURS,
 };
+pub use hash::NEEDS_HASH_KEY;
 pub use ics::{render_calendar, write_calendar, CalendarEntry, CalendarWindow};
 pub use parse::{quotable, MAX_EXPRESSION_LEN};
 // For the classic-crontab front end (`config::crontab`), which splits its

@@ -73,11 +73,11 @@ fn wrapped(out: &mut Vec<Line<'static>>, mark: &str, message: &str, style: Style
 }
 
 /// Whether the daemon's refusal is only that an `H` field has no job name
-/// to seed it (the engine's "needs a hash key" error), so the schedule is
+/// to seed it (the engine's [`crate::cronexpr::NEEDS_HASH_KEY`] error), so the schedule is
 /// sound for a named job. Judged from the answer, not the input: `H 99 *
 /// * *` is refused for its hour and stays an error.
 fn wants_a_name(error: &str) -> bool {
-    error.contains("needs a hash key")
+    error.contains(crate::cronexpr::NEEDS_HASH_KEY)
 }
 
 /// The panel's rows: the input row, then the daemon's reading.
